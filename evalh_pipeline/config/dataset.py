@@ -1,0 +1,110 @@
+"""Read a dataset (cases.yaml or .jsonl) as a stream of validated EvalCases.
+
+Selection (``dataset.filter`` then ``dataset.sample``) is applied while streaming: the
+sample is drawn by reservoir over case positions, seeded by the run id, and the chosen
+cases keep their dataset order.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalh_pipeline.config.errors import ConfigError, ConfigIssue
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.config.yaml_source import format_key_path, load_yaml
+from evalh_pipeline.models import EvalCase
+from evalh_pipeline.models.versioning import SchemaVersionError, check_major
+
+
+def iter_dataset(path: Path, dataset_type: str) -> Iterator[EvalCase]:
+    """Every case of the file, validated; raises ConfigError at the first bad row."""
+    seen: set[str] = set()
+    rows = _iter_jsonl(path) if dataset_type == "jsonl" else _iter_yaml(path)
+    for line, key, raw in rows:
+        try:
+            case = EvalCase.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = format_key_path((*key, *err["loc"]))
+            raise ConfigError.single(path.name, line, where, err["msg"]) from None
+        if case.id in seen:
+            raise ConfigError.single(path.name, line, format_key_path((*key, "id")),
+                                     f"duplicate case id {case.id!r}: ids must be unique")
+        seen.add(case.id)
+        yield case
+
+
+def select_cases(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
+    """The cases of one run: filtered, then sampled reproducibly for ``run_id``."""
+    dataset = spec.config.dataset
+    matching = (c for c in iter_dataset(spec.dataset_path, dataset.type) if _matches(c, dataset.filter))
+    if dataset.sample is None:
+        yield from matching
+        return
+    chosen = _reservoir_positions(matching, dataset.sample, random.Random(run_id))
+    filtered = (c for c in iter_dataset(spec.dataset_path, dataset.type) if _matches(c, dataset.filter))
+    for position, case in enumerate(filtered):
+        if position in chosen:
+            yield case
+
+
+def _reservoir_positions(items: Iterator[Any], k: int, rng: random.Random) -> set[int]:
+    reservoir: list[int] = []
+    for i, _ in enumerate(items):
+        if i < k:
+            reservoir.append(i)
+        else:
+            j = rng.randint(0, i)
+            if j < k:
+                reservoir[j] = i
+    return set(reservoir)
+
+
+def _matches(case: EvalCase, rules: dict[str, Any]) -> bool:
+    """``key: value`` or ``key: [allowed, ...]``; keys are dotted paths into the case,
+    and a bare key names ``metadata.<key>``."""
+    if not rules:
+        return True
+    for key, allowed in rules.items():
+        path = key.split(".") if "." in key or key in EvalCase.model_fields else ["metadata", key]
+        node: Any = case.model_dump()
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        if isinstance(allowed, list) and not isinstance(node, list):
+            if node not in allowed:
+                return False
+        elif node != allowed:
+            return False
+    return True
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[int, tuple, Any]]:
+    with path.open("r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, (), json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError.single(path.name, number, "", f"invalid JSON: {exc.msg}") from None
+
+
+def _iter_yaml(path: Path) -> Iterator[tuple[int, tuple, Any]]:
+    doc = load_yaml(path)
+    data = doc.data
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise ConfigError.single(path.name, doc.line_of(()), "cases", "a YAML dataset needs a 'cases:' list")
+    try:
+        check_major(data.get("schema_version", "1.0"), what=path.name)
+    except SchemaVersionError as exc:
+        raise ConfigError([ConfigIssue(path.name, doc.line_of(("schema_version",)), "schema_version", str(exc))]) from None
+    for i, raw in enumerate(data["cases"]):
+        yield doc.line_of(("cases", i)) or 0, ("cases", i), raw

@@ -1,0 +1,33 @@
+"""ConfigError: a bad authored file, reported as ``file:line key: problem``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in an authored file, located by file, line and key path."""
+
+    file: str
+    line: int | None
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where} {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+@dataclass
+class ConfigError(Exception):
+    """One or more problems that stop an eval from loading. Nothing is run or written."""
+
+    issues: list[ConfigIssue] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(i) for i in self.issues)
+
+    @classmethod
+    def single(cls, file: str, line: int | None, key: str, message: str) -> "ConfigError":
+        return cls([ConfigIssue(file, line, key, message)])

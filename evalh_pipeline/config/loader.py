@@ -1,0 +1,201 @@
+"""Load eval.yaml into an EvalSpec, collecting every problem with its file, line and key."""
+
+from __future__ import annotations
+
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from evalh_pipeline.config.env import MissingEnvVar, expand_env
+from evalh_pipeline.config.errors import ConfigError, ConfigIssue
+from evalh_pipeline.config.schema import EvalConfig
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
+from evalh_pipeline.models import RunVariant
+from evalh_pipeline.models.versioning import SchemaVersionError, check_major
+from evalh_pipeline.registry import Registry, UnknownTypeError
+
+DATASET_TYPES = ("jsonl", "yaml")
+_VARIANT_KEYS = {"name", "adapter", "metadata"}
+_SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)", re.IGNORECASE)
+
+
+def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -> EvalSpec:
+    """Parse and validate one eval.yaml. Raises :class:`ConfigError` listing every problem."""
+    from evalh_pipeline.evaluators.registry import EVALUATORS
+    from evalh_pipeline.systems.registry import SYSTEMS
+
+    eval_path = Path(path).resolve()
+    doc = load_yaml(eval_path)
+    where = _Locator(doc)
+    if not isinstance(doc.data, dict):
+        raise ConfigError([where.issue((), "an eval file must be a mapping with eval, dataset, systems, ...")])
+    try:
+        raw, used_env = expand_env(doc.data, env)
+    except MissingEnvVar as exc:
+        raise ConfigError([where.issue(exc.key_path, f"environment variable {exc.name!r} is not set "
+                                                     f"(set it, or write ${{{exc.name}:-default}})")]) from None
+    try:
+        config = EvalConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError([where.issue(tuple(err["loc"]), _pydantic_message(err, EvalConfig))
+                           for err in exc.errors()]) from None
+
+    issues: list[ConfigIssue] = []
+    try:
+        check_major(config.schema_version, what=f"{eval_path.name}")
+    except SchemaVersionError as exc:
+        issues.append(where.issue(("schema_version",), str(exc)))
+    issues += _check_unique(where, "systems", [s.name for s in config.systems])
+    issues += _check_unique(where, "evaluators", [e.name for e in config.evaluators])
+    evaluator_names = {e.name for e in config.evaluators}
+    for section in ("all_required", "any_required"):
+        for i, name in enumerate(getattr(config.pass_criteria, section)):
+            if name not in evaluator_names:
+                issues.append(where.issue(("pass_criteria", section, i),
+                                          f"no evaluator named {name!r} (defined: {', '.join(sorted(evaluator_names)) or 'none'})"))
+    baseline = config.run.baseline_variant
+    if baseline is not None and baseline not in {s.name for s in config.systems}:
+        issues.append(where.issue(("run", "baseline_variant"),
+                                  f"no system named {baseline!r} (defined: {', '.join(s.name for s in config.systems)})"))
+    if config.dataset.type not in DATASET_TYPES:
+        issues.append(where.issue(("dataset", "type"),
+                                  f"unknown dataset type {config.dataset.type!r} (known: {', '.join(DATASET_TYPES)})"))
+
+    variants = []
+    for i, system in enumerate(config.systems):
+        variant_config = {k: v for k, v in system.model_dump().items() if k not in _VARIANT_KEYS}
+        variant = RunVariant(name=system.name, adapter=system.adapter, config=variant_config,
+                             metadata=system.metadata, timeout_seconds=system.timeout_seconds)
+        variants.append(variant)
+        issues += _check_plugin_config(where, SYSTEMS, system.adapter, variant_config, ("systems", i), "adapter")
+    for i, evaluator in enumerate(config.evaluators):
+        issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
+                                       ("evaluators", i), "type", config_key="config")
+
+    dataset_path = None
+    if config.dataset.path is None:
+        issues.append(where.issue(("dataset",), "dataset.path is required"))
+    else:
+        dataset_path = resolve_input_path(config.dataset.path, eval_path.parent)
+        if not dataset_path.is_file():
+            issues.append(where.issue(("dataset", "path"), f"dataset file not found: {dataset_path}"))
+    if issues:
+        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
+
+    secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
+    return EvalSpec(
+        path=eval_path,
+        config=config,
+        variants=variants,
+        dataset_path=dataset_path,
+        runs_root=resolve_output_path(config.output[0].path, eval_path.parent),
+        raw=config.model_dump(mode="json"),
+        secret_values=secrets,
+    )
+
+
+def resolve_input_path(value: str, eval_dir: Path) -> Path:
+    """Relative to the eval's folder; falling back to the working directory (eval-harness)."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    beside_eval = (eval_dir / path).resolve()
+    if beside_eval.exists():
+        return beside_eval
+    from_cwd = path.resolve()
+    return from_cwd if from_cwd.exists() else beside_eval
+
+
+def resolve_output_path(value: str, eval_dir: Path) -> str:
+    """A URL stays a URL; a relative folder resolves like an input path (eval folder first)."""
+    if "://" in value:
+        return value
+    env_root = os.environ.get("EVALH_RUNS_DIR")
+    if env_root and value == "runs":
+        return str(Path(env_root).resolve())
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    if value in ("runs", "runs/", "./runs"):
+        # The default output is the working directory's runs/ folder, where `evalh` is run.
+        return str(path.resolve())
+    return str(resolve_input_path(value, eval_dir))
+
+
+class _Locator:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+
+    def issue(self, key_path: KeyPath, message: str) -> ConfigIssue:
+        return ConfigIssue(self.doc.path.name, self.doc.line_of(key_path), format_key_path(key_path), message)
+
+
+def _check_unique(where: _Locator, section: str, names: list[str]) -> list[ConfigIssue]:
+    seen: set[str] = set()
+    issues = []
+    for i, name in enumerate(names):
+        if name in seen:
+            issues.append(where.issue((section, i, "name"), f"duplicate name {name!r}: names must be unique"))
+        seen.add(name)
+    return issues
+
+
+def _check_plugin_config(
+    where: _Locator, registry: Registry[Any], type_name: str, config: dict[str, Any], at: KeyPath,
+    type_key: str, config_key: str | None = None,
+) -> list[ConfigIssue]:
+    try:
+        cls = registry.get(type_name)
+    except UnknownTypeError as exc:
+        return [where.issue((*at, type_key), str(exc))]
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the other issues
+        return [where.issue((*at, type_key), f"cannot load {registry.family} {type_name!r}: {exc}")]
+    model: type[BaseModel] = cls.Config
+    try:
+        model.model_validate(config)
+    except ValidationError as exc:
+        base = (*at, config_key) if config_key else at
+        return [where.issue((*base, *err["loc"]), _pydantic_message(err, model, f"{registry.family} {type_name!r}"))
+                for err in exc.errors()]
+    return []
+
+
+def _pydantic_message(err: Any, root: type[BaseModel], owner: str | None = None) -> str:
+    kind = err.get("type")
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(root, tuple(err["loc"])[:-1])) or "none"
+        return f"unknown key{f' for {owner}' if owner else ''} (allowed: {allowed})"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        return f"{err['msg'].lower()}; got {err.get('input')!r}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def _allowed_keys(model: type[BaseModel], loc: KeyPath) -> list[str]:
+    """The field names of the model found at ``loc`` inside ``model`` (for "allowed:" hints)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
+            return []
+        current = _model_in(current.model_fields[part].annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,120 @@
+"""The eval.yaml schema (eval-harness 1.0 format) as pydantic models.
+
+Sections that eval-harness validates strictly are strict here too, so a typo is an error
+rather than a silently ignored key. Adapter-specific keys of ``systems[]`` and
+``dataset`` are kept as extras and validated by the adapter's own config model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvalInfo(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str | None = None
+    owner: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class DatasetConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    path: str | None = None
+    filter: dict[str, Any] = Field(default_factory=dict)
+    sample: int | None = Field(default=None, ge=1)
+
+
+class SystemConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    adapter: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=120, gt=0)
+
+
+class WorkspaceConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "tempdir_snapshot"
+
+
+class TraceCaptureConfig(_Strict):
+    capture: list[str] = Field(default_factory=list)
+
+
+class EvaluatorConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    type: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class PassCriteria(_Strict):
+    all_required: list[str] = Field(default_factory=list)
+    any_required: list[str] = Field(default_factory=list)
+
+
+class RetryConfig(_Strict):
+    max_attempts: int = Field(default=1, ge=1)
+    on: list[RetryOn] = Field(default_factory=list)
+    backoff_seconds: float = Field(default=0.0, ge=0)
+
+
+class RunConfig(_Strict):
+    max_concurrency: int = Field(default=4, ge=1)
+    per_variant_concurrency: int | None = Field(default=None, ge=1)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    baseline_variant: str | None = None
+    cost_limit_usd: float | None = Field(default=None, ge=0)
+    samples_per_case: int = Field(default=1, ge=1)
+    # Accepted for eval-harness compatibility; Dagster executors do this job here.
+    executor: dict[str, Any] = Field(default_factory=dict)
+
+
+class MetricsConfig(_Strict):
+    price_table_path: str | None = None
+
+
+class OutputConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "local_files"
+    path: str = "runs"
+
+
+class EvalConfig(_Strict):
+    """The whole of one eval.yaml."""
+
+    schema_version: str = "1.0"
+    eval: EvalInfo
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    dataset: DatasetConfig
+    systems: list[SystemConfig] = Field(min_length=1)
+    workspace: WorkspaceConfig | None = None
+    trace: TraceCaptureConfig | None = None
+    evaluators: list[EvaluatorConfig] = Field(default_factory=list)
+    pass_criteria: PassCriteria = Field(default_factory=PassCriteria)
+    run: RunConfig = Field(default_factory=RunConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    output: list[OutputConfig] = Field(default_factory=lambda: [OutputConfig()])
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _single_output(cls, value: Any) -> Any:
+        # eval-harness accepts a single mapping as well as a list.
+        return [value] if isinstance(value, dict) else value
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        return str(value)

@@ -1,0 +1,39 @@
+"""EvalSpec: a loaded, validated eval, ready for the runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalh_pipeline.config.schema import EvalConfig
+from evalh_pipeline.models import RunVariant
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """One eval.yaml after env expansion, validation and path resolution.
+
+    ``raw`` is the expanded config as a plain dict (what the run directory snapshots, with
+    secrets masked); ``secret_values`` are the expanded values that must never reach disk.
+    """
+
+    path: Path
+    config: EvalConfig
+    variants: list[RunVariant]
+    dataset_path: Path
+    runs_root: str
+    raw: dict[str, Any]
+    secret_values: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def name(self) -> str:
+        return self.config.eval.name
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.name for v in self.variants]

@@ -1,0 +1,95 @@
+"""YAML loading that remembers where every key came from.
+
+Authored files are parsed with YAML 1.2 booleans (only true/false; ``on``/``yes`` stay
+strings, which matters for ``retry.on``), and every key path is mapped to its line so
+that validation errors can point at ``eval.yaml:14``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalh_pipeline.config.errors import ConfigError
+
+KeyPath = tuple[str | int, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose booleans are YAML 1.2's: true/false only."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@dataclass
+class YamlDocument:
+    """Parsed data plus a key-path -> line map for error messages."""
+
+    path: Path
+    data: Any
+    lines: dict[KeyPath, int]
+
+    def line_of(self, key_path: KeyPath) -> int | None:
+        """The line of the deepest known prefix of ``key_path``."""
+        for end in range(len(key_path), -1, -1):
+            line = self.lines.get(tuple(key_path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+def format_key_path(key_path: KeyPath) -> str:
+    """Render ``("systems", 1, "adapter")`` as ``systems[1].adapter``."""
+    out = ""
+    for part in key_path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def load_yaml(path: Path) -> YamlDocument:
+    """Parse one YAML file; syntax errors become a ConfigError with the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError.single(str(path), None, "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError.single(str(path), None, "", f"cannot read file: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
+    lines: dict[KeyPath, int] = {}
+    data = _construct(node, (), lines, _Loader("")) if node is not None else None
+    return YamlDocument(path=path, data=data, lines=lines)
+
+
+def _construct(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader) -> Any:
+    lines.setdefault(key_path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            child = (*key_path, key if isinstance(key, (str, int)) else str(key))
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _construct(value_node, child, lines, loader)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, (*key_path, i), lines, loader) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)

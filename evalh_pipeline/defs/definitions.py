@@ -1,0 +1,34 @@
+"""Build the Dagster Definitions: one asset group per eval, plus shared resources."""
+
+from __future__ import annotations
+
+
+import dagster as dg
+
+from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.defs.discovery import discover_evals
+from evalh_pipeline.defs.evals.assets import EvalAssets, build_eval_assets
+from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime, runtime_resource
+
+
+def build_definitions(
+    specs: list[EvalSpec] | None = None, runtime: EvalhRuntime | None = None
+) -> tuple[dg.Definitions, dict[str, EvalAssets]]:
+    """Definitions for ``specs`` (default: the evals folder) and the per-eval handles."""
+    if specs is None:
+        specs = discover_evals().specs
+    built = {spec.name: build_eval_assets(spec) for spec in specs}
+    defs = dg.Definitions(
+        assets=[asset for b in built.values() for asset in b.assets],
+        jobs=[job for b in built.values() for job in b.jobs],
+        resources={RUNTIME_KEY: runtime_resource(runtime)},
+    )
+    return defs, built
+
+
+def load_code_location() -> dg.Definitions:
+    """The code location's Definitions, as ``definitions.py`` and ``dagster dev`` load them."""
+    return build_definitions()[0]
+
+
+__all__ = ["build_definitions", "load_code_location"]

@@ -1,0 +1,1 @@
+"""Per-eval asset groups: partitions, assets and jobs."""

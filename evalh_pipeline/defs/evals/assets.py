@@ -1,0 +1,194 @@
+"""One eval.yaml -> one asset group ``cases -> traces -> results -> summary``.
+
+The assets are thin: each loads the eval, calls one engine stage on the run directory and
+reports metadata. Data lives in the run directory, not in an IO manager.
+"""
+
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
+from evalh_pipeline.defs.resources import RUNTIME_KEY
+from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.stages import prepare_cases, write_summary
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import run_directory
+
+
+def _version(value: Any) -> str:
+    """A short content hash used as code_version: a changed config marks the asset stale."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EvalAssets:
+    """The Dagster objects built for one eval."""
+
+    spec: EvalSpec
+    assets: list[dg.AssetsDefinition]
+    jobs: list[Any]  # unresolved asset jobs, resolved by Definitions
+
+    @property
+    def cells_job(self) -> str:
+        return f"{self.spec.name}__cells"
+
+    @property
+    def judge_job(self) -> str:
+        return f"{self.spec.name}__judge"
+
+    @property
+    def summarize_job(self) -> str:
+        return f"{self.spec.name}__summarize"
+
+
+def build_eval_assets(spec: EvalSpec) -> EvalAssets:
+    """Build the asset group, partitions and jobs of one eval."""
+    name, eval_path = spec.name, spec.path
+    runs = runs_partitions(name)
+    cells = cells_partitions(spec)
+    raw = spec.raw
+    single_run = dg.BackfillPolicy.single_run()
+    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}}
+
+    def load() -> EvalSpec:
+        # Re-read at execution so edits to eval.yaml apply without reloading the code location.
+        return load_eval(eval_path)
+
+    @dg.asset(
+        key=[name, "cases"],
+        partitions_def=cells,
+        backfill_policy=single_run,
+        code_version=_version(raw["dataset"]),
+        description=(
+            f"The cases of one run of `{name}` (filtered and sampled), snapshotted in the run directory. "
+            "Every variant of a run shares the snapshot; it is written once, when the run starts."
+        ),
+        kinds={"evalh"},
+        **common,
+    )
+    def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        live = load()
+        metadata: dict[str, Any] = {}
+        for run_id in group_by_run(context.partition_keys):
+            info = prepare_cases(live, run_id)
+            metadata.update({
+                "cases": info.cases,
+                "resumed": not info.created,
+                "run_dir": dg.MetadataValue.path(str(info.run_dir.path)),
+                "config_hash": info.config_hash,
+                "eval_path": dg.MetadataValue.path(str(eval_path)),
+            })
+        return dg.MaterializeResult(metadata=metadata)
+
+    @dg.asset(
+        key=[name, "traces"],
+        deps=[cases],
+        partitions_def=cells,
+        backfill_policy=single_run,
+        code_version=_version({"systems": raw["systems"], "run": raw["run"]}),
+        description="One trace per (case, variant, sample). Write-once: rematerializing runs only missing cells.",
+        kinds={"evalh"},
+        **common,
+    )
+    def traces(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        live, runtime = load(), getattr(context.resources, RUNTIME_KEY)
+        metadata: dict[str, Any] = {}
+        for run_id, variants in group_by_run(context.partition_keys).items():
+            run_dir = run_directory(live, run_id)
+            stats = asyncio.run(produce_traces(
+                live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
+            ))
+            context.log.info(f"{run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} already had traces")
+            metadata.update({
+                "cells": stats.cells_total,
+                "cells_run": stats.cells_run,
+                "cells_resumed": stats.cells_skipped,
+                "cells_errored": stats.cells_errored,
+                "errors_by_type": dg.MetadataValue.json(stats.errors_by_type),
+                "run_dir": dg.MetadataValue.path(str(run_dir.path)),
+                "config_hash": run_dir.read_config_hash(),
+            })
+        return dg.MaterializeResult(metadata=metadata)
+
+    @dg.asset(
+        key=[name, "results"],
+        deps=[traces],
+        partitions_def=cells,
+        backfill_policy=single_run,
+        code_version=_version({"evaluators": raw["evaluators"], "pass_criteria": raw["pass_criteria"]}),
+        description="Evaluator verdicts on the persisted traces. Never calls the system; replaced whole per partition.",
+        kinds={"evalh"},
+        **common,
+    )
+    def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        live, runtime = load(), getattr(context.resources, RUNTIME_KEY)
+        metadata: dict[str, Any] = {}
+        for run_id, variants in group_by_run(context.partition_keys).items():
+            run_dir = run_directory(live, run_id)
+            stats = asyncio.run(evaluate_traces(
+                live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
+            ))
+            metadata.update({
+                "traces_judged": stats.traces,
+                "results": stats.results,
+                "evaluator_errors": stats.evaluator_errors,
+                **{f"passed/{k}": v for k, v in sorted(stats.by_evaluator_passed.items())},
+                "run_dir": dg.MetadataValue.path(str(run_dir.path)),
+            })
+        return dg.MaterializeResult(metadata=metadata)
+
+    @dg.asset(
+        key=[name, "summary"],
+        ins={"results": dg.AssetIn(
+            key=results.key,
+            partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="run"),
+            dagster_type=dg.Nothing,
+        )},
+        partitions_def=runs,
+        description="Per-variant and per-evaluator rollups and the baseline comparison (DuckDB over the JSONL).",
+        kinds={"evalh", "duckdb"},
+        **common,
+    )
+    def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        live = load()
+        run_dir = run_directory(live, context.partition_key)
+        result = write_summary(live, run_dir)
+        comp = result.comparison
+        metadata: dict[str, Any] = {
+            "cases_total": result.cases_total,
+            **{f"pass_rate/{v.name}": dg.MetadataValue.float(v.pass_rate) for v in result.variants},
+            **{f"errored/{v.name}": v.cases_errored for v in result.variants},
+            "regressions": comp.regressions_count if comp else 0,
+            "improvements": comp.improvements_count if comp else 0,
+            "variants": dg.MetadataValue.md(variants_table(result)),
+            "evaluators": dg.MetadataValue.md(evaluators_table(result)),
+            "comparison": dg.MetadataValue.md(comparison_section(result)),
+            "run_dir": dg.MetadataValue.path(str(run_dir.path)),
+            "config_hash": result.config_hash,
+        }
+        return dg.MaterializeResult(metadata=metadata)
+
+    jobs = [
+        dg.define_asset_job(f"{name}__cells", selection=[cases, traces, results], partitions_def=cells,
+                            description="Snapshot the cases (new runs), run the missing cells and judge them."),
+        dg.define_asset_job(f"{name}__judge", selection=[results], partitions_def=cells,
+                            description="Re-evaluate persisted traces (never calls the system)."),
+        dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
+                            description="Roll up results into summary.yaml and report.md."),
+    ]
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary], jobs=jobs)
+
+
+def eval_asset_key(spec: EvalSpec, stage: str) -> dg.AssetKey:
+    return dg.AssetKey([spec.name, stage])
+
+
+__all__ = ["EvalAssets", "build_eval_assets", "eval_asset_key"]

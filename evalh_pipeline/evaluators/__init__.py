@@ -1,0 +1,1 @@
+"""Evaluators: one module per type, plus the registry."""

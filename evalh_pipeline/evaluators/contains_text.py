@@ -1,0 +1,63 @@
+"""``contains_text``: required, alternative and forbidden substrings in a trace field."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.fields import FieldPath, as_text
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+class ContainsTextConfig(EvaluatorConfigModel):
+    # None means "not given": all_of / none_of then fall back to the case's expectations.
+    all_of: list[str] | None = None
+    any_of: list[str] = Field(default_factory=list)
+    none_of: list[str] | None = None
+    case_sensitive: bool = False
+    field: str = "output.final_answer"
+
+
+class ContainsText(Evaluator):
+    """Passes when every ``all_of``, at least one ``any_of`` and no ``none_of`` string occurs.
+
+    Without ``all_of`` the case's ``expected.answer_should_include`` is used, and without
+    ``none_of`` its ``answer_should_not_include``; an explicit empty list turns that off.
+    """
+
+    Config = ContainsTextConfig
+
+    def __init__(self, name: str, type_name: str, config: dict) -> None:
+        super().__init__(name, type_name, config)
+        self._path = FieldPath(self.config.field)
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        cfg = self.config
+        all_of = cfg.all_of if cfg.all_of is not None else case.expected.answer_should_include
+        none_of = cfg.none_of if cfg.none_of is not None else case.expected.answer_should_not_include
+        text = as_text(self._path.get(trace))
+        haystack = text if cfg.case_sensitive else text.lower()
+
+        def found(needle: str) -> bool:
+            return (needle if cfg.case_sensitive else needle.lower()) in haystack
+
+        missing = [s for s in all_of if not found(s)]
+        any_hits = [s for s in cfg.any_of if found(s)]
+        forbidden = [s for s in none_of if found(s)]
+        problems = []
+        if missing:
+            problems.append(f"missing required: {missing}")
+        if cfg.any_of and not any_hits:
+            problems.append(f"none of any_of matched: {cfg.any_of}")
+        if forbidden:
+            problems.append(f"forbidden present: {forbidden}")
+        detail = {
+            "field": cfg.field,
+            "all_of": all_of,
+            "missing": missing,
+            "any_of_matched": any_hits,
+            "forbidden_present": forbidden,
+        }
+        if problems:
+            return Verdict(False, "; ".join(problems), score=0.0, detail=detail)
+        return Verdict(True, f"{cfg.field} contains the expected text", score=1.0, detail=detail)

@@ -1,0 +1,102 @@
+"""``tool_called``: a tool was (or was not) called, how often, with which arguments."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import model_validator
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, ToolCall, Trace
+
+_TEMPLATE = re.compile(r"\{\{\s*case\.([\w.\[\]]+)\s*\}\}")
+_REGEX_PREFIX = "~="
+
+
+class ToolCalledConfig(EvaluatorConfigModel):
+    tool_name: str | None = None
+    must_appear: bool = True
+    min_calls: int = 1
+    max_calls: int | None = None
+    must_succeed: bool = True
+    args_match: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ToolCalledConfig":
+        if self.max_calls is not None and self.max_calls < self.min_calls:
+            raise ValueError("max_calls must be >= min_calls")
+        return self
+
+
+class ToolCalled(Evaluator):
+    """Checks ``tool_name`` — or, without it, each of the case's ``expected.must_call_tools``.
+
+    ``args_match`` is a partial match on the call's arguments: values may use
+    ``{{ case.<path> }}`` templates and ``~=<regex>``; nested dicts match partially.
+    """
+
+    Config = ToolCalledConfig
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        cfg = self.config
+        tools = [cfg.tool_name] if cfg.tool_name else list(case.expected.must_call_tools)
+        if not tools:
+            return Verdict(True, "no tool expected (no tool_name, empty expected.must_call_tools)", score=1.0)
+        expected_args = _render(cfg.args_match, case) if cfg.args_match is not None else None
+        problems: list[str] = []
+        counts: dict[str, int] = {}
+        for tool in tools:
+            calls = [
+                c for c in trace.tool_calls
+                if c.name == tool and (expected_args is None or _matches(expected_args, c.arguments))
+            ]
+            counts[tool] = len(calls)
+            problems.extend(self._check(tool, calls, trace))
+        detail = {"tools": tools, "counts": counts, "args_match": expected_args}
+        if problems:
+            return Verdict(False, "; ".join(problems), score=0.0, detail=detail)
+        return Verdict(True, f"{', '.join(tools)} called as expected", score=1.0, detail=detail)
+
+    def _check(self, tool: str, calls: list[ToolCall], trace: Trace) -> list[str]:
+        cfg = self.config
+        n = len(calls)
+        if not cfg.must_appear:
+            return [f"{tool}: must not be called but {n} matching call(s) present"] if n else []
+        problems = []
+        if n < cfg.min_calls:
+            problems.append(f"{tool}: called {n} time(s), fewer than min_calls {cfg.min_calls}")
+        if cfg.max_calls is not None and n > cfg.max_calls:
+            problems.append(f"{tool}: called {n} time(s), more than max_calls {cfg.max_calls}")
+        if cfg.must_succeed and n:
+            ids = {c.id for c in calls if c.id}
+            failed = [
+                r.tool_call_id or r.name for r in trace.tool_results
+                if r.name == tool and (not ids or r.tool_call_id in ids)
+                and isinstance(r.content, dict) and (r.content.get("error") or r.content.get("is_error"))
+            ]
+            if failed:
+                problems.append(f"{tool}: tool returned an error for {failed}")
+        return problems
+
+
+def _render(value: Any, case: EvalCase) -> Any:
+    if isinstance(value, dict):
+        return {k: _render(v, case) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render(v, case) for v in value]
+    if isinstance(value, str):
+        whole = _TEMPLATE.fullmatch(value.strip())
+        if whole:  # a lone template keeps the value's type (numbers stay numbers)
+            return FieldPath(whole.group(1)).get(case)
+        return _TEMPLATE.sub(lambda m: str(FieldPath(m.group(1)).get(case, "")), value)
+    return value
+
+
+def _matches(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and _matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, str) and expected.startswith(_REGEX_PREFIX):
+        return re.search(expected[len(_REGEX_PREFIX):], "" if actual is None else str(actual)) is not None
+    return expected == actual

@@ -1,0 +1,50 @@
+"""The DataModel.md contracts as pydantic models."""
+
+from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
+from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
+from evalh_pipeline.models.result import EvaluationResult
+from evalh_pipeline.models.summary import (
+    ComparisonReport,
+    EvaluatorRollup,
+    EvaluatorVariantRollup,
+    RunSummary,
+    VariantDelta,
+    VariantSummary,
+)
+from evalh_pipeline.models.trace import (
+    ToolCall,
+    ToolResult,
+    Trace,
+    TraceError,
+    TraceMessage,
+    TraceMetrics,
+    TraceOutput,
+)
+from evalh_pipeline.models.variant import RunVariant
+from evalh_pipeline.models.versioning import SCHEMA_VERSION, SchemaVersionError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ComparisonReport",
+    "EvalCase",
+    "EvaluationResult",
+    "EvaluatorRollup",
+    "EvaluatorVariantRollup",
+    "ExpectedBehavior",
+    "FileDiff",
+    "FileEntry",
+    "FileManifest",
+    "FilesystemArtifact",
+    "RunSummary",
+    "RunVariant",
+    "SchemaVersionError",
+    "ToolCall",
+    "ToolResult",
+    "Trace",
+    "TraceError",
+    "TraceMessage",
+    "TraceMetrics",
+    "TraceOutput",
+    "VariantDelta",
+    "VariantSummary",
+]

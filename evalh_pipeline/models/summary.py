@@ -1,0 +1,78 @@
+"""RunSummary and its parts: the aggregate of one run, regenerable from traces + results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalh_pipeline.models.versioning import SCHEMA_VERSION
+
+
+class VariantSummary(BaseModel):
+    """Per-variant figures of one run."""
+
+    name: str
+    cases_total: int
+    cases_passed: int
+    cases_errored: int
+    pass_rate: float
+    avg_latency_ms: float
+    avg_cost_usd: float | None = None
+    avg_tokens_input: float | None = None
+    avg_tokens_output: float | None = None
+
+
+class EvaluatorVariantRollup(BaseModel):
+    """One evaluator's figures on one variant."""
+
+    pass_rate: float
+    avg_score: float | None = None
+
+
+class EvaluatorRollup(BaseModel):
+    """One evaluator's figures on every variant."""
+
+    evaluator: str
+    by_variant: dict[str, EvaluatorVariantRollup]
+
+
+class VariantDelta(BaseModel):
+    """How one variant moved against the baseline: positive deltas mean higher than baseline."""
+
+    variant: str
+    pass_rate_delta: float
+    avg_latency_delta_ms: float
+    regressions: list[str] = Field(default_factory=list)
+    improvements: list[str] = Field(default_factory=list)
+
+
+class ComparisonReport(BaseModel):
+    """A comparison against a baseline variant (``ad_hoc``) or a promoted baseline run (``drift``)."""
+
+    baseline: str
+    deltas: list[VariantDelta]
+    kind: Literal["ad_hoc", "drift"] = "ad_hoc"
+    baseline_run_id: str | None = None
+    regressions_count: int | None = None
+    improvements_count: int | None = None
+
+
+class RunSummary(BaseModel):
+    """The aggregate of one run, written as ``summary.yaml``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+    config_path: str
+    config_hash: str
+
+    cases_total: int
+    variants: list[VariantSummary]
+    by_evaluator: list[EvaluatorRollup]
+    comparison: ComparisonReport | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,100 @@
+"""Trace and its parts: what happened during one (case x variant x sample) cell."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalh_pipeline.models.versioning import SCHEMA_VERSION
+
+
+class ToolCall(BaseModel):
+    """A tool invocation requested by the system."""
+
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime | None = None
+
+
+class ToolResult(BaseModel):
+    """What a tool returned to the system."""
+
+    tool_call_id: str | None = None
+    name: str
+    content: dict[str, Any] | str
+
+
+class TraceMessage(BaseModel):
+    """One turn of the conversation, including tool turns."""
+
+    role: str
+    content: str | dict[str, Any] | list[Any] | None = None
+    thinking: str | None = None
+    tool_call: ToolCall | None = None
+    name: str | None = None
+
+
+class TraceOutput(BaseModel):
+    """The user-facing answer, the reasoning (never concatenated) and structured output."""
+
+    final_answer: str | None = None
+    thinking: str | None = None
+    structured: dict[str, Any] | None = None
+
+
+class TraceMetrics(BaseModel):
+    """Tokens, cost and streaming figures; ``custom`` holds free-form overflow."""
+
+    token_input: int | None = None
+    token_output: int | None = None
+    token_thinking: int | None = None
+    cost_usd: float | None = None
+    cost_thinking_usd: float | None = None
+    latency_first_token_ms: int | None = None
+    latency_last_token_ms: int | None = None
+    tokens_per_second: float | None = None
+    stream_chunks: int | None = None
+    stream_completed: bool | None = None
+    custom: dict[str, Any] = Field(default_factory=dict)
+
+
+class TraceError(BaseModel):
+    """Why a cell (or an evaluator) failed: timeout, http_5xx, adapter_error, exception, cost_limit."""
+
+    type: str
+    message: str
+    stack: str | None = None
+
+
+class Trace(BaseModel):
+    """The record of one cell. Written once, before any evaluator runs.
+
+    Invariants (enforced by the runner, not the adapters): timestamps are always set,
+    ``latency_ms`` is computed from them, and ``error`` is set iff the adapter raised.
+    ``sample`` numbers repeats of a cell when ``run.samples_per_case`` > 1 (additive in 1.x).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    case_id: str
+    variant_name: str
+    sample: int = 0
+    started_at: datetime
+    finished_at: datetime
+    latency_ms: int
+
+    input: dict[str, Any] = Field(default_factory=dict)
+    output: TraceOutput = Field(default_factory=TraceOutput)
+
+    messages: list[TraceMessage] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+
+    metrics: TraceMetrics = Field(default_factory=TraceMetrics)
+    error: TraceError | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""DuckDB SQL over a run's JSONL files: summary, compare, drift."""

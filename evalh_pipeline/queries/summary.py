@@ -1,0 +1,172 @@
+"""The run summary as DuckDB SQL over traces.jsonl and results.jsonl.
+
+A cell is one (case, variant, sample). It passes when its results satisfy
+``pass_criteria`` (default: every evaluator passed; an errored evaluator counts as failed;
+a cell without results fails). For the baseline comparison a case passes on a variant
+when all of its samples passed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from evalh_pipeline.config.schema import PassCriteria
+from evalh_pipeline.models import (
+    ComparisonReport,
+    EvaluatorRollup,
+    EvaluatorVariantRollup,
+    RunSummary,
+    VariantDelta,
+    VariantSummary,
+)
+from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, check_versions, connect, jsonl_table
+from evalh_pipeline.store.run_dir import RunDirectory
+
+CELLS_SQL = """
+CREATE TEMP TABLE cells AS
+WITH traces AS (
+    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, latency_ms,
+           error.type AS error_type, metrics.cost_usd AS cost_usd,
+           metrics.token_input AS token_input, metrics.token_output AS token_output,
+           started_at, finished_at
+    FROM {traces}
+),
+results AS (
+    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
+           coalesce(passed, false) AND error IS NULL AS ok
+    FROM {results}
+),
+verdicts AS (
+    SELECT case_id, variant_name, sample,
+           count(*) AS n_results,
+           bool_and(ok) AS all_ok,
+           count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
+           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
+    FROM results
+    GROUP BY ALL
+)
+SELECT t.*,
+       coalesce(v.n_results, 0) > 0 AND CASE
+           WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
+           ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
+       END AS passed
+FROM traces t LEFT JOIN verdicts v USING (case_id, variant_name, sample)
+"""
+
+VARIANTS_SQL = """
+SELECT variant_name,
+       count(*) AS cells,
+       count(*) FILTER (WHERE passed) AS passed,
+       count(*) FILTER (WHERE error_type IS NOT NULL) AS errored,
+       avg(latency_ms) AS avg_latency_ms,
+       avg(cost_usd) AS avg_cost_usd,
+       avg(token_input) AS avg_tokens_input,
+       avg(token_output) AS avg_tokens_output,
+       min(started_at) AS first_started,
+       max(finished_at) AS last_finished
+FROM cells GROUP BY variant_name
+"""
+
+EVALUATORS_SQL = """
+SELECT evaluator, variant_name,
+       avg(CASE WHEN coalesce(passed, false) AND error IS NULL THEN 1.0 ELSE 0.0 END) AS pass_rate,
+       avg(score) AS avg_score
+FROM {results} GROUP BY evaluator, variant_name
+"""
+
+FLIPS_SQL = """
+WITH per_case AS (
+    SELECT case_id, variant_name, bool_and(passed) AS passed FROM cells GROUP BY case_id, variant_name
+),
+base AS (SELECT case_id, passed FROM per_case WHERE variant_name = $baseline)
+SELECT v.variant_name,
+       list(DISTINCT c.case_id ORDER BY c.case_id) FILTER (WHERE b.passed AND NOT coalesce(p.passed, false)) AS regressions,
+       list(DISTINCT c.case_id ORDER BY c.case_id) FILTER (WHERE NOT coalesce(b.passed, false) AND p.passed) AS improvements
+FROM (SELECT DISTINCT variant_name FROM cells WHERE variant_name <> $baseline) v
+CROSS JOIN (SELECT DISTINCT case_id FROM cells) c
+LEFT JOIN base b ON b.case_id = c.case_id
+LEFT JOIN per_case p ON p.case_id = c.case_id AND p.variant_name = v.variant_name
+GROUP BY v.variant_name
+"""
+
+
+def summarize_run(
+    run_dir: RunDirectory,
+    *,
+    variant_order: list[str],
+    pass_criteria: PassCriteria,
+    baseline_variant: str | None,
+    config_path: str,
+    config_hash: str,
+    cases_total: int,
+    metadata: dict[str, Any] | None = None,
+) -> RunSummary:
+    """Build the RunSummary of a run directory from its JSONL files."""
+    con = connect()
+    traces = jsonl_table(run_dir.traces, TRACE_COLUMNS)
+    results = jsonl_table(run_dir.results, RESULT_COLUMNS)
+    check_versions(con, traces, f"{run_dir.traces}")
+    check_versions(con, results, f"{run_dir.results}")
+    con.execute(
+        CELLS_SQL.format(traces=traces, results=results),
+        {"all_required": pass_criteria.all_required, "any_required": pass_criteria.any_required},
+    )
+    rows = {r[0]: r for r in con.execute(VARIANTS_SQL).fetchall()}
+    order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
+    variants = [
+        VariantSummary(
+            name=name,
+            cases_total=rows[name][1],
+            cases_passed=rows[name][2],
+            cases_errored=rows[name][3],
+            pass_rate=rows[name][2] / rows[name][1] if rows[name][1] else 0.0,
+            avg_latency_ms=rows[name][4] or 0.0,
+            avg_cost_usd=rows[name][5],
+            avg_tokens_input=rows[name][6],
+            avg_tokens_output=rows[name][7],
+        )
+        for name in order
+    ]
+    rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
+    for evaluator, variant, rate, score in con.execute(EVALUATORS_SQL.format(results=results)).fetchall():
+        rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(pass_rate=rate, avg_score=score)
+
+    comparison = None
+    if baseline_variant is not None and baseline_variant in rows:
+        by_name = {v.name: v for v in variants}
+        flips = {r[0]: r for r in con.execute(FLIPS_SQL, {"baseline": baseline_variant}).fetchall()}
+        base = by_name[baseline_variant]
+        deltas = [
+            VariantDelta(
+                variant=v.name,
+                pass_rate_delta=v.pass_rate - base.pass_rate,
+                avg_latency_delta_ms=v.avg_latency_ms - base.avg_latency_ms,
+                regressions=(flips.get(v.name) or (None, [], []))[1] or [],
+                improvements=(flips.get(v.name) or (None, [], []))[2] or [],
+            )
+            for v in variants if v.name != baseline_variant
+        ]
+        comparison = ComparisonReport(
+            baseline=baseline_variant,
+            deltas=deltas,
+            kind="ad_hoc",
+            regressions_count=sum(len(d.regressions) for d in deltas),
+            improvements_count=sum(len(d.improvements) for d in deltas),
+        )
+    starts = [rows[n][8] for n in order if rows[n][8]]
+    ends = [rows[n][9] for n in order if rows[n][9]]
+    now = datetime.now(timezone.utc)
+    con.close()
+    return RunSummary(
+        run_id=run_dir.run_id,
+        started_at=min(starts) if starts else now,
+        finished_at=max(ends) if ends else now,
+        config_path=config_path,
+        config_hash=config_hash,
+        cases_total=cases_total,
+        variants=variants,
+        by_evaluator=[EvaluatorRollup(evaluator=name, by_variant=by) for name, by in rollups.items()],
+        comparison=comparison,
+        metadata=metadata or {},
+    )

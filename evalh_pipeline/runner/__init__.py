@@ -1,0 +1,1 @@
+"""The async cell loop and the evaluation loop: order of operations only."""

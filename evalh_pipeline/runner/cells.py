@@ -1,0 +1,54 @@
+"""Cells: the (case x variant x sample) grid of a run, streamed in dataset order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalh_pipeline.models import EvalCase, RunVariant
+from evalh_pipeline.store.jsonl import iter_lines
+
+CellKey = tuple[str, str, int]  # (case_id, variant_name, sample)
+
+
+@dataclass(frozen=True)
+class Cell:
+    case: EvalCase
+    variant: RunVariant
+    sample: int
+
+    @property
+    def key(self) -> CellKey:
+        return (self.case.id, self.variant.name, self.sample)
+
+
+def iter_cases(cases_path: Path) -> Iterator[EvalCase]:
+    for _, line in iter_lines(cases_path):
+        yield EvalCase.model_validate_json(line)
+
+
+def iter_cells(
+    cases_path: Path, variants: list[RunVariant], samples: int, skip: set[CellKey] | frozenset[CellKey] = frozenset()
+) -> Iterator[Cell]:
+    """Every cell not in ``skip``; variants interleave so each case's cells run together."""
+    for case in iter_cases(cases_path):
+        for variant in variants:
+            for sample in range(samples):
+                if (case.id, variant.name, sample) not in skip:
+                    yield Cell(case, variant, sample)
+
+
+def count_cases(cases_path: Path) -> int:
+    return sum(1 for _ in iter_lines(cases_path))
+
+
+def completed_cells(traces_path: Path, variant_names: set[str]) -> set[CellKey]:
+    """Cells that already have a durable trace (the resume set)."""
+    done: set[CellKey] = set()
+    for _, line in iter_lines(traces_path):
+        record = json.loads(line)
+        if record["variant_name"] in variant_names:
+            done.add((record["case_id"], record["variant_name"], int(record.get("sample") or 0)))
+    return done

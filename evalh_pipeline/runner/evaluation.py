@@ -1,0 +1,141 @@
+"""Judge persisted traces: every evaluator on every trace, results replaced per variant.
+
+Reads only the run directory (cases snapshot + traces), never the system under test, so
+re-evaluation is cheap and repeatable. An evaluator that raises fails its own result only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.evaluators.base import Evaluator, Verdict
+from evalh_pipeline.evaluators.registry import EVALUATORS
+from evalh_pipeline.models import EvaluationResult, Trace, TraceError
+from evalh_pipeline.runner.pool import run_bounded
+from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.store.case_index import CaseIndex
+from evalh_pipeline.store.jsonl import JsonlAppender, iter_lines, iter_records
+from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.run_dir import RunDirectory
+
+# Cells the runner never started have nothing to judge.
+UNJUDGED_ERRORS = frozenset({"cost_limit"})
+
+
+@dataclass
+class EvaluationStats:
+    traces: int = 0
+    results: int = 0
+    evaluator_errors: int = 0
+    by_evaluator_passed: dict[str, int] = field(default_factory=dict)
+
+
+def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Evaluator]:
+    """Instantiate the eval's evaluators (all, or the named ones)."""
+    selected = [e for e in spec.config.evaluators if only is None or e.name in only]
+    missing = set(only or []) - {e.name for e in selected}
+    if missing:
+        raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
+    return [EVALUATORS.get(e.type)(e.name, e.type, e.config) for e in selected]
+
+
+async def evaluate_traces(
+    spec: EvalSpec,
+    run_dir: RunDirectory,
+    variant_names: list[str] | None = None,
+    *,
+    evaluator_names: list[str] | None = None,
+    max_concurrency: int | None = None,
+    progress: Progress | None = None,
+) -> EvaluationStats:
+    """(Re)judge the traces of ``variant_names``; their old results are replaced whole."""
+    progress = progress or NoProgress()
+    evaluators = build_evaluators(spec, evaluator_names)
+    variants = set(variant_names if variant_names is not None else spec.variant_names)
+    concurrency = max_concurrency or spec.config.run.max_concurrency
+    stats = EvaluationStats()
+    cases = CaseIndex(run_dir.cases)
+    fd, tmp_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    progress.start("results", None)
+    try:
+        with JsonlAppender(tmp) as out:
+            async def judge(trace: Trace) -> None:
+                case = cases.get(trace.case_id)
+                for evaluator in evaluators:
+                    result = await _judge_one(evaluator, case, trace)
+                    out.write(result.model_dump_json())
+                    stats.results += 1
+                    stats.evaluator_errors += result.error is not None
+                    if result.passed:
+                        stats.by_evaluator_passed[evaluator.name] = stats.by_evaluator_passed.get(evaluator.name, 0) + 1
+                stats.traces += 1
+                progress.advance("results")
+
+            traces = (
+                t for t in iter_records(run_dir.traces, Trace, "trace")
+                if t.variant_name in variants and not (t.error and t.error.type in UNJUDGED_ERRORS)
+            )
+            await run_bounded(traces, judge, concurrency)
+        selected = {e.name for e in evaluators} if evaluator_names is not None else None
+        _replace_results(run_dir, tmp, variants, selected)
+    finally:
+        tmp.unlink(missing_ok=True)
+        cases.close()
+    progress.finish("results")
+    return stats
+
+
+def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evaluators: set[str] | None) -> None:
+    """results.jsonl := (old lines outside the re-judged slice) + new lines, atomically."""
+    with locked(run_dir.lock):
+        fd, merged_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.merge.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as merged:
+                for _, line in iter_lines(run_dir.results):
+                    record = json.loads(line)
+                    in_slice = record["variant_name"] in variants and (evaluators is None or record["evaluator"] in evaluators)
+                    if not in_slice:
+                        merged.write(line)
+                with new.open("r", encoding="utf-8") as fresh:
+                    for line in fresh:
+                        merged.write(line)
+            os.replace(merged_name, run_dir.results)
+        except BaseException:
+            Path(merged_name).unlink(missing_ok=True)
+            raise
+
+
+async def _judge_one(evaluator: Evaluator, case, trace: Trace) -> EvaluationResult:
+    started = datetime.now(timezone.utc)
+    error = None
+    try:
+        verdict = await evaluator.evaluate(case, trace, None)
+    except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+        verdict = Verdict(False, f"evaluator {evaluator.name!r} raised {type(exc).__name__}: {exc}")
+        error = TraceError(type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20))
+    finished = datetime.now(timezone.utc)
+    return EvaluationResult(
+        run_id=trace.run_id,
+        case_id=trace.case_id,
+        variant_name=trace.variant_name,
+        sample=trace.sample,
+        evaluator=evaluator.name,
+        evaluator_type=evaluator.type_name,
+        passed=verdict.passed and error is None,
+        score=verdict.score,
+        reason=verdict.reason,
+        detail=verdict.detail,
+        started_at=started,
+        finished_at=finished,
+        latency_ms=round((finished - started).total_seconds() * 1000),
+        error=error,
+    )

@@ -1,0 +1,71 @@
+"""The stages of a run, as the Dagster assets and the CLI call them.
+
+``prepare_cases -> produce_traces -> evaluate_traces -> write_summary``; each stage reads
+and writes only the run directory, so any stage can be re-run on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from evalh_pipeline.config.dataset import select_cases
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.models import RunSummary
+from evalh_pipeline.queries.report import render_report
+from evalh_pipeline.queries.summary import summarize_run
+from evalh_pipeline.runner.cells import count_cases
+from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
+
+
+@dataclass(frozen=True)
+class CasesInfo:
+    run_dir: RunDirectory
+    cases: int
+    config_hash: str
+    created: bool
+
+
+def prepare_cases(spec: EvalSpec, run_id: str) -> CasesInfo:
+    """Create the run directory with its config snapshot and the selected cases.
+
+    An existing run directory is kept as it is (resume): its cases are the ones the run
+    started with, even if the dataset changed since.
+    """
+    existing = run_directory(spec, run_id)
+    if existing.exists():
+        return CasesInfo(existing, count_cases(existing.cases), existing.read_config_hash(), created=False)
+    with staged_run_directory(spec, run_id) as staging:
+        digest = write_run_header(staging, spec, run_id)
+        count = 0
+        with JsonlAppender(staging.cases) as out:
+            for case in select_cases(spec, run_id):
+                out.write(case.model_dump_json())
+                count += 1
+    return CasesInfo(existing, count, digest, created=True)
+
+
+def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
+    """Aggregate traces + results into summary.yaml and report.md (atomically)."""
+    summary = summarize_run(
+        run_dir,
+        variant_order=spec.variant_names,
+        pass_criteria=spec.config.pass_criteria,
+        baseline_variant=spec.config.run.baseline_variant,
+        config_path=str(spec.path),
+        config_hash=run_dir.read_config_hash(),
+        cases_total=count_cases(run_dir.cases),
+        metadata=spec.config.metadata,
+    )
+    write_atomic(run_dir.summary, yaml.safe_dump(summary.model_dump(mode="json"), sort_keys=False, allow_unicode=True))
+    write_atomic(run_dir.report, render_report(summary, spec.name))
+    return summary
+
+
+def load_summary(run_dir: RunDirectory) -> RunSummary:
+    from evalh_pipeline.models.versioning import migrate
+
+    raw = yaml.safe_load(run_dir.summary.read_text(encoding="utf-8"))
+    return RunSummary.model_validate(migrate("summary", raw, what=str(run_dir.summary)))

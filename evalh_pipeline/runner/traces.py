@@ -1,0 +1,167 @@
+"""Produce the traces of a run: call each system once per missing cell, persist each trace.
+
+Order of operations only; what a system is, and how it is called, lives in ``systems/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.models import RunVariant, Trace, TraceError
+from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
+from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
+from evalh_pipeline.runner.pool import run_bounded
+from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse
+from evalh_pipeline.systems.registry import SYSTEMS
+
+
+@dataclass
+class TraceStats:
+    """What one pass of the trace runner did."""
+
+    cells_total: int = 0
+    cells_skipped: int = 0
+    cells_run: int = 0
+    cells_errored: int = 0
+    errors_by_type: dict[str, int] = field(default_factory=dict)
+
+
+async def produce_traces(
+    spec: EvalSpec,
+    run_dir: RunDirectory,
+    variant_names: list[str] | None = None,
+    *,
+    max_concurrency: int | None = None,
+    progress: Progress | None = None,
+) -> TraceStats:
+    """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes)."""
+    progress = progress or NoProgress()
+    variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
+    run_cfg = spec.config.run
+    concurrency = max_concurrency or run_cfg.max_concurrency
+    samples = run_cfg.samples_per_case
+    done = completed_cells(run_dir.traces, {v.name for v in variants})
+    stats = TraceStats(cells_total=count_cases(run_dir.cases) * len(variants) * samples)
+    stats.cells_skipped = len(done)
+    progress.start("traces", stats.cells_total)
+    progress.advance("traces", len(done))
+
+    context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency)
+    adapters: dict[str, SystemAdapter | AdapterError] = {}
+    for variant in variants:
+        adapters[variant.name] = await _start_adapter(variant, context)
+    per_variant = (
+        {v.name: asyncio.Semaphore(run_cfg.per_variant_concurrency) for v in variants}
+        if run_cfg.per_variant_concurrency else None
+    )
+    retry = RetryPolicy(run_cfg.retry)
+    budget = CostBudget(run_cfg.cost_limit_usd)
+
+    with JsonlAppender(run_dir.traces) as out:
+        async def work(cell: Cell) -> None:
+            if per_variant is None:
+                trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget)
+            else:
+                async with per_variant[cell.variant.name]:
+                    trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget)
+            out.write(trace.model_dump_json())
+            stats.cells_run += 1
+            if trace.error is not None:
+                stats.cells_errored += 1
+                stats.errors_by_type[trace.error.type] = stats.errors_by_type.get(trace.error.type, 0) + 1
+            progress.advance("traces")
+
+        try:
+            await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
+        finally:
+            for adapter in adapters.values():
+                if isinstance(adapter, SystemAdapter):
+                    await _close_quietly(adapter)
+    progress.finish("traces")
+    return stats
+
+
+async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemAdapter | AdapterError:
+    # A system that cannot start fails its cells, not the run.
+    try:
+        adapter = SYSTEMS.get(variant.adapter)(variant, context)
+        await adapter.start()
+        return adapter
+    except AdapterError as exc:
+        return exc
+    except Exception as exc:  # noqa: BLE001
+        return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}")
+
+
+async def _close_quietly(adapter: SystemAdapter) -> None:
+    try:
+        await adapter.close()
+    except Exception:  # noqa: BLE001 - closing must not lose the traces already written
+        pass
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+async def _run_cell(
+    cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget
+) -> Trace:
+    """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``."""
+    started = _now()
+    response = SystemResponse()
+    error: TraceError | None = None
+    attempt = 0
+    if budget.exhausted():
+        error = TraceError(type="cost_limit", message=f"run cost limit ${budget.limit_usd} reached; cell not started")
+    elif isinstance(adapter, AdapterError):
+        error = TraceError(type=adapter.type, message=str(adapter))
+    else:
+        while True:
+            attempt += 1
+            response, error = await _call(cell, adapter)
+            if error is None or not retry.should_retry(error.type, attempt):
+                break
+            await asyncio.sleep(retry.delay(attempt))
+    finished = _now()
+    budget.add(response.metrics.cost_usd)
+    if attempt > 1:
+        response.metrics.custom["attempts"] = attempt
+    return Trace(
+        run_id=run_id,
+        case_id=cell.case.id,
+        variant_name=cell.variant.name,
+        sample=cell.sample,
+        started_at=started,
+        finished_at=finished,
+        latency_ms=round((finished - started).total_seconds() * 1000),
+        input=cell.case.input,
+        output=response.output,
+        messages=response.messages,
+        tool_calls=response.tool_calls,
+        tool_results=response.tool_results,
+        metrics=response.metrics,
+        error=error,
+        extra=response.extra,
+    )
+
+
+async def _call(cell: Cell, adapter: SystemAdapter) -> tuple[SystemResponse, TraceError | None]:
+    timeout = cell.variant.timeout_seconds
+    try:
+        return await asyncio.wait_for(adapter.run(cell.case, None), timeout), None
+    except asyncio.TimeoutError:
+        return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
+    except AdapterError as exc:
+        return exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc))
+    except Exception as exc:  # noqa: BLE001 - the system under test may raise anything
+        return SystemResponse(), TraceError(
+            type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20)
+        )

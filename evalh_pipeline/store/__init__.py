@@ -1,0 +1,1 @@
+"""The run directory: writing, reading, migration."""

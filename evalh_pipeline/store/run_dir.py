@@ -1,0 +1,167 @@
+"""The run directory: the durable surface of one run (layout in the README).
+
+    runs/<run_id>/
+      run.json           what produced the run (eval name, eval.yaml path, created_at)
+      config.yaml        the expanded config, secrets masked
+      config_hash.txt    sha256 of the masked config
+      cases.jsonl        the selected cases, as run
+      traces.jsonl       one Trace per cell (write-once, appended)
+      results.jsonl      one EvaluationResult per (cell, evaluator), replaced per variant
+      summary.yaml       RunSummary (regenerable)
+      report.md          the summary for humans (regenerable)
+      artifacts/<case>/<variant>/   filesystem artifacts, when the eval has a workspace
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.store.masking import mask_config
+
+RUN_ID_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9A-Za-z_.-]+$")
+
+
+def new_run_id(eval_name: str, now: datetime | None = None) -> str:
+    """Sortable UTC timestamp (to the microsecond) + eval name; see :func:`create_run_directory`."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now.strftime('%Y-%m-%dT%H-%M-%S-%f')}_{eval_name}"
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(masked_config: dict[str, Any]) -> str:
+    """sha256 of the masked config in canonical JSON: stable across key order and machines."""
+    return hashlib.sha256(canonical_json(masked_config).encode()).hexdigest()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    """Paths of one run and the few operations on them."""
+
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def meta(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def config_yaml(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def config_hash_txt(self) -> Path:
+        return self.path / "config_hash.txt"
+
+    @property
+    def cases(self) -> Path:
+        return self.path / "cases.jsonl"
+
+    @property
+    def traces(self) -> Path:
+        return self.path / "traces.jsonl"
+
+    @property
+    def results(self) -> Path:
+        return self.path / "results.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.yaml"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report.md"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.path / "artifacts"
+
+    @property
+    def lock(self) -> Path:
+        return self.path / ".lock"
+
+    def exists(self) -> bool:
+        return self.meta.exists()
+
+    def read_meta(self) -> dict[str, Any]:
+        if not self.meta.exists():
+            raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)")
+        return json.loads(self.meta.read_text(encoding="utf-8"))
+
+    def read_config_hash(self) -> str:
+        return self.config_hash_txt.read_text(encoding="utf-8").strip() if self.config_hash_txt.exists() else ""
+
+
+def run_directory(spec: EvalSpec, run_id: str) -> RunDirectory:
+    if not RUN_ID_PATTERN.match(run_id):
+        raise ValueError(f"invalid run id {run_id!r}: expected <timestamp>_<eval name>")
+    return RunDirectory(Path(spec.runs_root) / run_id)
+
+
+@contextmanager
+def staged_run_directory(spec: EvalSpec, run_id: str) -> Iterator[RunDirectory]:
+    """Build a new run directory in a hidden staging folder; publish it by rename on success.
+
+    If the block raises (a bad dataset row, say), nothing appears under ``runs/``.
+    """
+    final = run_directory(spec, run_id)
+    root = final.path.parent
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{run_id}-", dir=root))
+    try:
+        yield RunDirectory(staging)
+        os.rename(staging, final.path)  # fails if the run id is taken: run ids are never reused
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
+    """Write run.json, config.yaml and config_hash.txt; returns the config hash."""
+    masked = mask_config(spec.raw, spec.secret_values)
+    digest = config_hash(masked)
+    write_atomic(run_dir.config_yaml, yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+    write_atomic(run_dir.config_hash_txt, digest + "\n")
+    meta = {
+        "run_id": run_id,
+        "eval_name": spec.name,
+        "config_path": str(spec.path),
+        "config_hash": digest,
+        "created_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+        "variants": spec.variant_names,
+    }
+    write_atomic(run_dir.meta, json.dumps(meta, indent=2) + "\n")
+    return digest

@@ -1,0 +1,1 @@
+"""Systems under test: one module per adapter type, plus the registry."""

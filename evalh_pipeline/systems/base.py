@@ -1,0 +1,83 @@
+"""The SystemAdapter contract: how the runner calls a system under test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalh_pipeline.models import EvalCase, RunVariant, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
+
+
+class SystemResponse(BaseModel):
+    """What an adapter reports for one cell; the runner turns it into a Trace."""
+
+    output: TraceOutput = Field(default_factory=TraceOutput)
+    messages: list[TraceMessage] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    metrics: TraceMetrics = Field(default_factory=TraceMetrics)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class AdapterError(Exception):
+    """A typed failure of the system under test (``adapter_error``, ``http_5xx``, ...).
+
+    ``partial`` carries whatever the adapter captured before failing; it lands in the trace.
+    """
+
+    def __init__(self, message: str, *, type: str = "adapter_error", partial: SystemResponse | None = None):
+        super().__init__(message)
+        self.type = type
+        self.partial = partial
+
+
+@dataclass(frozen=True)
+class SystemContext:
+    """Facts about the eval an adapter may need at start-up."""
+
+    eval_dir: Path
+    max_concurrency: int = 4
+
+
+@dataclass
+class Workspace:
+    """The live workspace of one cell, handed to the adapter (never to evaluators)."""
+
+    path: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class SystemConfigModel(BaseModel):
+    """Base of adapter config models: unknown keys are errors unless an adapter allows them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_seconds: float = 120
+
+
+class SystemAdapter:
+    """One configured way to call the system under test; one instance per variant.
+
+    Subclasses set ``Config`` (validated when the eval loads) and implement :meth:`run`.
+    :meth:`start` and :meth:`close` bracket a run (open and close clients, pools).
+    """
+
+    Config: ClassVar[type[SystemConfigModel]] = SystemConfigModel
+
+    def __init__(self, variant: RunVariant, context: SystemContext) -> None:
+        self.variant = variant
+        self.context = context
+        self.config = self.Config.model_validate(variant.config)
+
+    async def start(self) -> None:
+        """Acquire resources shared by all cells of this variant."""
+
+    async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
+        """Call the system once for ``case``. Raise to fail the cell; the runner records it."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what :meth:`start` acquired."""

@@ -1,0 +1,14 @@
+"""SystemAdapter registry: ``systems[].adapter`` names -> classes."""
+
+from __future__ import annotations
+
+from evalh_pipeline.registry import Registry
+from evalh_pipeline.systems.base import SystemAdapter
+
+SYSTEMS: Registry[SystemAdapter] = Registry(
+    "adapter",
+    "evalh_pipeline.systems",
+    {
+        "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
+    },
+)

@@ -1,0 +1,90 @@
+"""Shared fixtures: temporary eval folders written from small templates."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_BENCH = REPO.parent / "shared" / "bench" / "make_fixture.py"
+
+AGENT = '''
+import asyncio, json, os
+
+async def run(case, variant):
+    log = os.environ.get("EVALH_TEST_CALL_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(json.dumps([case["id"], variant["name"]]) + "\\n")
+    delay = float(variant["config"].get("delay", 0))
+    await asyncio.sleep(delay)
+    if case["input"].get("explode") and variant["name"] in case["input"]["explode"]:
+        raise RuntimeError("boom")
+    answer = case["input"]["answer"]
+    if variant["config"].get("break_every") and int(case["id"].split("_")[-1]) % variant["config"]["break_every"] == 0:
+        answer = "wrong"
+    return {"final_answer": answer,
+            "tool_calls": [{"name": "lookup", "arguments": {"q": case["id"]}}],
+            "metrics": {"token_input": 10, "token_output": 5, "cost_usd": 0.001}}
+'''
+
+
+def write_eval(folder: Path, *, cases: int = 6, extra_yaml: str = "", systems: str | None = None,
+               evaluators: str | None = None) -> Path:
+    """A small offline eval: `cases` JSONL cases, a stub agent, two variants by default."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stub_agent.py").write_text(AGENT)
+    with (folder / "cases.jsonl").open("w") as f:
+        import json
+
+        for i in range(cases):
+            f.write(json.dumps({"id": f"case_{i}", "input": {"answer": f"answer {i} Paris"},
+                                "metadata": {"group": "even" if i % 2 == 0 else "odd"},
+                                "expected": {"answer_should_include": ["Paris"], "must_call_tools": ["lookup"]}}) + "\n")
+    systems = systems or """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+    break_every: 3
+"""
+    evaluators = evaluators or """
+  - name: mentions_paris
+    type: contains_text
+  - name: used_lookup
+    type: tool_called
+    config: {tool_name: lookup}
+"""
+    text = f"""
+eval:
+  name: {folder.name}
+dataset:
+  type: jsonl
+  path: cases.jsonl
+systems:{systems}
+evaluators:{evaluators}
+run:
+  max_concurrency: 4
+  baseline_variant: base
+output:
+  - type: local_files
+    path: {folder / "runs"}
+{extra_yaml}
+"""
+    path = folder / "eval.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def eval_dir(tmp_path: Path) -> Path:
+    return tmp_path / "toy"
+
+
+@pytest.fixture
+def toy_eval(eval_dir: Path) -> Path:
+    return write_eval(eval_dir)
