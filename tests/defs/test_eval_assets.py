@@ -1,0 +1,114 @@
+"""The asset graph: one group per eval, run x variant partitions, metadata, re-evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.discovery import discover_evals
+from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
+from evalh_pipeline.store.jsonl import iter_lines
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+
+def _records(path):
+    return [json.loads(line) for _, line in iter_lines(path)]
+
+
+def _calls(log):
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_each_eval_in_folder_becomes_an_asset_group(tmp_path):
+    write_eval(tmp_path / "evals" / "alpha")
+    write_eval(tmp_path / "evals" / "beta")
+    (tmp_path / "evals" / "broken").mkdir()
+    (tmp_path / "evals" / "broken" / "eval.yaml").write_text("eval: {name: broken}\n")
+    found = discover_evals([tmp_path / "evals"])
+    assert [s.name for s in found.specs] == ["alpha", "beta"]
+    assert list(found.broken) == [tmp_path / "evals" / "broken" / "eval.yaml"]
+
+    defs, _ = build_definitions(found.specs)
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"alpha/cases", "alpha/traces", "alpha/results", "alpha/summary", "beta/summary"} <= keys
+    traces = graph.get(dg.AssetKey(["alpha", "traces"]))
+    assert isinstance(traces.partitions_def, dg.MultiPartitionsDefinition)
+    assert {d.name for d in traces.partitions_def.partitions_defs} == {"run", "variant"}
+
+
+def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(log))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6))
+    run_id = new_run_id(spec.name)
+
+    outcome = materialize_run(spec, run_id, instance=instance)
+
+    assert instance.has_dynamic_partition("toy__runs", run_id)
+    assert len(_calls(log)) == 12  # 6 cases x 2 variants, each called exactly once
+    assert {v.name: v.pass_rate for v in outcome.summary.variants} == {"base": 1.0, "candidate": 4 / 6}
+    assert outcome.summary.comparison.deltas[0].regressions == ["case_0", "case_3"]
+
+    event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "summary"]))
+    meta = event.asset_materialization.metadata
+    assert event.asset_materialization.partition == run_id
+    assert meta["pass_rate/candidate"].value == 4 / 6
+    assert meta["regressions"].value == 2
+    assert meta["run_dir"].value == str(outcome.run_dir.path)
+    assert meta["config_hash"].value == outcome.run_dir.read_config_hash()
+    assert "| candidate |" in meta["variants"].value
+
+    traces = instance.fetch_materializations(dg.AssetKey(["toy", "traces"]), limit=10).records
+    partitions = {r.asset_materialization.partition for r in traces}
+    assert partitions == {f"{run_id}|base", f"{run_id}|candidate"}
+
+
+def test_reevaluation_uses_new_evaluator_config_without_calling_the_system(tmp_path, instance, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(log))
+    path = write_eval(tmp_path / "toy", cases=6)
+    spec = load_eval(path)
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+    calls_after_run = len(_calls(log))
+
+    # Tighten the contains_text evaluator: now every answer fails it.
+    path.write_text(path.read_text().replace(
+        "    type: contains_text\n", "    type: contains_text\n    config: {all_of: [Berlin]}\n"))
+    changed = load_eval(path)
+    for _ in range(2):
+        again = materialize_reevaluation(changed, run_id, instance=instance)
+
+    assert len(_calls(log)) == calls_after_run
+    results = _records(outcome.run_dir.results)
+    keys = [(r["case_id"], r["variant_name"], r["evaluator"]) for r in results]
+    assert len(keys) == len(set(keys)) == 6 * 2 * 2
+    assert all(not r["passed"] for r in results if r["evaluator"] == "mentions_paris")
+    assert {v.pass_rate for v in again.summary.variants} == {0.0}
+
+
+def test_rematerializing_traces_runs_only_cells_without_a_trace(tmp_path, instance, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(log))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=5))
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+    lines = outcome.run_dir.traces.read_text().splitlines(keepends=True)
+    kept, dropped = lines[:6], lines[6:]
+    # Simulate a kill: four traces lost, and a torn half-line at the end.
+    outcome.run_dir.traces.write_text("".join(kept) + dropped[0][:40])
+    log.unlink()
+
+    materialize_run(spec, run_id, instance=instance)
+
+    rerun = sorted(_calls(log))
+    expected = sorted((t["case_id"], t["variant_name"]) for t in map(json.loads, dropped))
+    assert rerun == expected
+    traces = _records(outcome.run_dir.traces)
+    cells = [(t["case_id"], t["variant_name"]) for t in traces]
+    assert len(cells) == len(set(cells)) == 10
