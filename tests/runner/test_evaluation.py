@@ -1,0 +1,86 @@
+"""The evaluation loop: isolation of evaluator failures, whole-slice replacement."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.evaluators.base import Evaluator, Verdict
+from evalh_pipeline.evaluators.registry import EVALUATORS
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+
+class Exploding(Evaluator):
+    async def evaluate(self, case, trace, artifact):
+        if case.id == "case_1":
+            raise KeyError("no such field")
+        return Verdict(True, "fine")
+
+
+EVALUATORS.register("exploding", Exploding)
+
+EVALS = """
+  - name: explodes_on_case_1
+    type: exploding
+  - name: mentions_paris
+    type: contains_text
+"""
+
+
+def _prepared(tmp_path, evaluators=EVALS):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=3, evaluators=evaluators))
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    return spec, info.run_dir
+
+
+def _results(run_dir):
+    return [json.loads(line) for line in run_dir.results.read_text().splitlines()]
+
+
+def test_an_evaluator_that_raises_fails_only_its_own_result(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.evaluator_errors == 2  # case_1 on both variants
+    results = {(r["case_id"], r["variant_name"], r["evaluator"]): r for r in _results(run_dir)}
+    broken = results[("case_1", "base", "explodes_on_case_1")]
+    assert broken["passed"] is False and broken["error"]["type"] == "exception"
+    assert "KeyError" in broken["reason"]
+    assert results[("case_1", "base", "mentions_paris")]["passed"] is True
+    assert len(results) == 3 * 2 * 2
+
+
+def test_reevaluating_one_variant_replaces_only_that_slice(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    asyncio.run(evaluate_traces(spec, run_dir))
+    before = {(r["case_id"], r["variant_name"], r["evaluator"]): r["finished_at"] for r in _results(run_dir)}
+    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"]))
+    after = {(r["case_id"], r["variant_name"], r["evaluator"]): r["finished_at"] for r in _results(run_dir)}
+    assert before.keys() == after.keys()
+    assert all(after[k] == before[k] for k in after if k[1] == "base")
+    assert all(after[k] != before[k] for k in after if k[1] == "candidate")
+
+
+def test_reevaluating_one_evaluator_keeps_the_others(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, evaluator_names=["mentions_paris"]))
+    keys = [(r["case_id"], r["variant_name"], r["evaluator"]) for r in _results(run_dir)]
+    assert len(keys) == len(set(keys)) == 12
+
+
+def test_cost_limited_cells_are_not_judged(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    lines = run_dir.traces.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["error"] = {"type": "cost_limit", "message": "limit reached"}
+    run_dir.traces.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    asyncio.run(evaluate_traces(spec, run_dir))
+    judged = {(r["case_id"], r["variant_name"]) for r in _results(run_dir)}
+    assert (first["case_id"], first["variant_name"]) not in judged
+    assert len(judged) == 5
