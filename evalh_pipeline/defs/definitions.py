@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.discovery import discover_evals
+from evalh_pipeline.defs.discovery import discover_evals, evals_dirs
 from evalh_pipeline.defs.evals.assets import EvalAssets, build_eval_assets
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime, runtime_resource
 
@@ -26,9 +28,9 @@ def build_definitions(
     return defs, built
 
 
-def load_code_location() -> dg.Definitions:
+def load_code_location(default_evals_dir: Path | None = None) -> dg.Definitions:
     """The code location's Definitions, as ``definitions.py`` and ``dagster dev`` load them."""
-    return build_definitions()[0]
+    folders = evals_dirs(default_evals_dir)
+    return build_definitions(discover_evals(folders).specs)[0]
 
 
-__all__ = ["build_definitions", "load_code_location"]

@@ -14,9 +14,12 @@ log = logging.getLogger(__name__)
 EVALS_DIR_ENV = "EVALH_EVALS_DIR"
 
 
-def evals_dir() -> Path:
-    """``$EVALH_EVALS_DIR`` (``os.pathsep``-separated for several), else ``./evals``."""
-    return Path(os.environ.get(EVALS_DIR_ENV, "evals"))
+def evals_dirs(default: Path | None = None) -> list[Path]:
+    """``$EVALH_EVALS_DIR`` (``os.pathsep``-separated for several), else ``default`` or ``./evals``."""
+    configured = os.environ.get(EVALS_DIR_ENV)
+    if configured:
+        return [Path(p) for p in configured.split(os.pathsep) if p]
+    return [default or Path("evals")]
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ def discover_evals(folders: list[Path] | None = None) -> Discovery:
     """Load every ``eval.yaml`` below the folders. A broken eval is reported, not fatal,
     so one typo does not take the other evals out of the UI."""
     if folders is None:
-        folders = [Path(p) for p in os.environ.get(EVALS_DIR_ENV, "evals").split(os.pathsep) if p]
+        folders = evals_dirs()
     specs: list[EvalSpec] = []
     broken: dict[Path, ConfigError] = {}
     names: set[str] = set()

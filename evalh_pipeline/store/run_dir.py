@@ -32,7 +32,8 @@ import yaml
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.store.masking import mask_config
 
-RUN_ID_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9A-Za-z_.-]+$")
+# Run ids are also Dagster partition keys and folder names: keep them path- and URL-safe.
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def new_run_id(eval_name: str, now: datetime | None = None) -> str:
@@ -127,7 +128,7 @@ class RunDirectory:
 
 def run_directory(spec: EvalSpec, run_id: str) -> RunDirectory:
     if not RUN_ID_PATTERN.match(run_id):
-        raise ValueError(f"invalid run id {run_id!r}: expected <timestamp>_<eval name>")
+        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '_', '-' and '.' only")
     return RunDirectory(Path(spec.runs_root) / run_id)
 
 
