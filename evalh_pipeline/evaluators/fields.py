@@ -43,10 +43,9 @@ def _step(node: Any, part: str | int) -> Any:
     if isinstance(node, dict):
         return node.get(part, _MISSING)
     if isinstance(node, BaseModel):
-        if part in type(node).model_fields:
-            return getattr(node, part)
-        extra = node.model_extra or {}
-        return extra.get(part, _MISSING)
+        # Fields and extra keys are both attributes; methods (model_dump, ...) are not data.
+        value = getattr(node, part, _MISSING)
+        return _MISSING if callable(value) and not isinstance(value, BaseModel) else value
     return _MISSING
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import traceback
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from evalh_pipeline.models import EvaluationResult, Trace, TraceError
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.case_index import CaseIndex
-from evalh_pipeline.store.jsonl import JsonlAppender, iter_lines, iter_records
+from evalh_pipeline.store.jsonl import iter_lines, iter_records
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -67,12 +68,13 @@ async def evaluate_traces(
     tmp = Path(tmp_name)
     progress.start("results", None)
     try:
-        with JsonlAppender(tmp) as out:
+        # A temp file published by rename: no need for the per-line durability of traces.
+        with tmp.open("w", encoding="utf-8", buffering=1 << 20) as out:
             async def judge(trace: Trace) -> None:
                 case = cases.get(trace.case_id)
                 for evaluator in evaluators:
                     result = await _judge_one(evaluator, case, trace)
-                    out.write(result.model_dump_json())
+                    out.write(result.model_dump_json() + "\n")
                     stats.results += 1
                     stats.evaluator_errors += result.error is not None
                     if result.passed:
@@ -101,9 +103,8 @@ def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evalu
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as merged:
                 for _, line in iter_lines(run_dir.results):
-                    record = json.loads(line)
-                    in_slice = record["variant_name"] in variants and (evaluators is None or record["evaluator"] in evaluators)
-                    if not in_slice:
+                    variant, evaluator = _slice_key(line)
+                    if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                         merged.write(line)
                 with new.open("r", encoding="utf-8") as fresh:
                     for line in fresh:
@@ -112,6 +113,22 @@ def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evalu
         except BaseException:
             Path(merged_name).unlink(missing_ok=True)
             raise
+
+
+# The prefix every 1.x writer (this one and eval-harness) puts first; other layouts fall back to json.
+_PREFIX = re.compile(
+    r'^\{"schema_version":"[^"]*","run_id":"(?:[^"\\]|\\.)*","case_id":"(?:[^"\\]|\\.)*",'
+    r'"variant_name":"((?:[^"\\]|\\.)*)",(?:"sample":\d+,)?"evaluator":"((?:[^"\\]|\\.)*)"'
+)
+
+
+def _slice_key(line: str) -> tuple[str, str]:
+    """(variant_name, evaluator) of a result line without parsing all of it."""
+    match = _PREFIX.match(line)
+    if match and "\\" not in match.group(0):
+        return match.group(1), match.group(2)
+    record = json.loads(line)
+    return record["variant_name"], record["evaluator"]
 
 
 async def _judge_one(evaluator: Evaluator, case, trace: Trace) -> EvaluationResult:

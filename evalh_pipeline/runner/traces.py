@@ -156,8 +156,9 @@ async def _run_cell(
 async def _call(cell: Cell, adapter: SystemAdapter) -> tuple[SystemResponse, TraceError | None]:
     timeout = cell.variant.timeout_seconds
     try:
-        return await asyncio.wait_for(adapter.run(cell.case, None), timeout), None
-    except asyncio.TimeoutError:
+        async with asyncio.timeout(timeout):
+            return await adapter.run(cell.case, None), None
+    except TimeoutError:
         return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
     except AdapterError as exc:
         return exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc))

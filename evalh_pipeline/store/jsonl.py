@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from evalh_pipeline.models.versioning import migrate
+from evalh_pipeline.models.versioning import SCHEMA_VERSION, migrate
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -88,9 +88,17 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
 def iter_records(path: Path, model: type[M], kind: str) -> Iterator[M]:
     """Validated records of ``model``; older 1.x records are migrated, other majors refused."""
     for number, line in iter_lines(path):
+        what = f"{path.name}:{number}"
+        try:
+            record = model.model_validate_json(line)  # fast path: the current shape
+        except ValueError:
+            record = None
+        version = getattr(record, "schema_version", None)
+        if record is not None and version == SCHEMA_VERSION:
+            yield record
+            continue
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CorruptRecordError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        raw = migrate(kind, raw, what=f"{path.name}:{number}")
-        yield model.model_validate(raw)
+        yield model.model_validate(migrate(kind, raw, what=what))
