@@ -42,8 +42,8 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
     try:
         config = EvalConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError([where.issue(tuple(err["loc"]), _pydantic_message(err, EvalConfig))
-                           for err in exc.errors()]) from None
+        issues = [where.issue(tuple(err["loc"]), _pydantic_message(err, EvalConfig)) for err in exc.errors()]
+        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
 
     issues: list[ConfigIssue] = []
     try:

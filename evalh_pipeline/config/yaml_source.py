@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from evalh_pipeline.config.errors import ConfigError
+from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 
 KeyPath = tuple[str | int, ...]
 
@@ -76,20 +76,32 @@ def load_yaml(path: Path) -> YamlDocument:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
-    data = _construct(node, (), lines, _Loader("")) if node is not None else None
+    duplicates: list[tuple[KeyPath, int]] = []
+    data = _construct(node, (), lines, _Loader(""), duplicates) if node is not None else None
+    if duplicates:
+        # PyYAML keeps the last of two equal keys; an authored file must say what it means.
+        raise ConfigError([
+            ConfigIssue(path.name, line, format_key_path(key_path), "duplicate key: it is already set above")
+            for key_path, line in duplicates
+        ])
     return YamlDocument(path=path, data=data, lines=lines)
 
 
-def _construct(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader) -> Any:
+def _construct(
+    node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader,
+    duplicates: list[tuple[KeyPath, int]],
+) -> Any:
     lines.setdefault(key_path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             child = (*key_path, key if isinstance(key, (str, int)) else str(key))
+            if key in out:
+                duplicates.append((child, key_node.start_mark.line + 1))
             lines[child] = key_node.start_mark.line + 1
-            out[key] = _construct(value_node, child, lines, loader)
+            out[key] = _construct(value_node, child, lines, loader, duplicates)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*key_path, i), lines, loader) for i, item in enumerate(node.value)]
+        return [_construct(item, (*key_path, i), lines, loader, duplicates) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)

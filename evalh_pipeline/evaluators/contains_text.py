@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath, as_text
+from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -16,6 +16,11 @@ class ContainsTextConfig(EvaluatorConfigModel):
     none_of: list[str] | None = None
     case_sensitive: bool = False
     field: str = "output.final_answer"
+
+    @field_validator("field")
+    @classmethod
+    def _parsable(cls, value: str) -> str:
+        return check_field_path(value)
 
 
 class ContainsText(Evaluator):

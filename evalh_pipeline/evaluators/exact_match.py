@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 class ExactMatchConfig(EvaluatorConfigModel):
@@ -16,6 +16,11 @@ class ExactMatchConfig(EvaluatorConfigModel):
     expected_from: str | None = None  # a path into case.expected.facts
     case_sensitive: bool = True
     strip: bool = False
+
+    @field_validator("field", "expected_from")
+    @classmethod
+    def _parsable(cls, value: str | None) -> str | None:
+        return check_field_path(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> "ExactMatchConfig":

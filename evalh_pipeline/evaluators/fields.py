@@ -52,3 +52,10 @@ def _step(node: Any, part: str | int) -> Any:
 def as_text(value: Any) -> str:
     """Text form of a field for matching: None is empty, everything else str()."""
     return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def check_field_path(value: str | None) -> str | None:
+    """Pydantic validator body: a field path must parse (so errors surface when the eval loads)."""
+    if value is not None:
+        FieldPath(value)
+    return value

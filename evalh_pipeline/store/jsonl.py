@@ -77,12 +77,13 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Complete lines of the file with their 1-based numbers; a torn tail is skipped."""
     if not path.exists():
         return
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.endswith("\n"):
+    # Bytes first: a torn tail may end inside a multi-byte character.
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
                 return
-            if line.strip():
-                yield number, line
+            if raw.strip():
+                yield number, raw.decode("utf-8")
 
 
 def iter_records(path: Path, model: type[M], kind: str) -> Iterator[M]:

@@ -39,7 +39,8 @@ def mask_config(value: Any, secret_values: frozenset[str] = frozenset()) -> Any:
 
 def mask_text(text: str, secret_values: frozenset[str] = frozenset()) -> str:
     """Mask credentials inside URLs and any occurrence of a known secret value."""
-    for secret in secret_values:
+    # Longest first, so a secret that contains another is masked whole.
+    for secret in sorted(secret_values, key=len, reverse=True):
         if secret and secret in text:
             text = text.replace(secret, MASK)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import importlib
 import inspect
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import ConfigDict, Field
@@ -53,7 +55,7 @@ class PythonFunctionSystem(SystemAdapter):
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
-        variant_dict = dict(self._variant_dict)
+        variant_dict = copy.deepcopy(self._variant_dict)  # cells must not share mutable state
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
         if self._is_async:
@@ -71,9 +73,12 @@ class PythonFunctionSystem(SystemAdapter):
 
     def _resolve_target(self) -> Callable[..., Any]:
         module_name, _, attr = self.config.target.partition(":")
-        for folder in (str(self.context.eval_dir), "."):
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
+        eval_dir = self.context.eval_dir.resolve()
+        for folder in (".", str(eval_dir)):  # the eval's folder ends up first
+            if folder in sys.path:
+                sys.path.remove(folder)
+            sys.path.insert(0, folder)
+        _forget_if_shadowed(module_name, eval_dir)
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:  # noqa: BLE001 - any import failure is the user's target
@@ -84,3 +89,19 @@ class PythonFunctionSystem(SystemAdapter):
         if self.config.init_kwargs is not None:
             fn = fn(**self.config.init_kwargs)
         return fn
+
+
+def _forget_if_shadowed(module_name: str, eval_dir: Path) -> None:
+    """Drop a cached module of the same name imported from elsewhere (another eval's
+    ``agent.py``, say), so this eval imports its own. Adapters already holding the old
+    function keep it."""
+    top = module_name.split(".", 1)[0]
+    cached = sys.modules.get(top)
+    local = eval_dir / top
+    if cached is None or not (local.with_suffix(".py").exists() or (local / "__init__.py").exists()):
+        return
+    origin = getattr(cached, "__file__", None)
+    if origin is not None and Path(origin).resolve().is_relative_to(eval_dir):
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        del sys.modules[name]
