@@ -1,0 +1,159 @@
+"""load_eval: validation errors name file:line and key path, and list what is allowed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalh_pipeline.config import ConfigError, load_eval
+
+# Line numbers matter: `adapter` is on line 8, as in the README example.
+BASE = """\
+eval:
+  name: demo
+dataset:
+  type: jsonl
+  path: cases.jsonl
+systems:
+  - name: base
+    adapter: python_function
+    target: agent:run
+evaluators:
+  - name: mentions
+    type: contains_text
+"""
+
+
+def write(folder: Path, text: str, *, cases: bool = True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if cases:
+        (folder / "cases.jsonl").write_text('{"id": "a", "input": {"q": "x"}}\n')
+    path = folder / "eval.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def config_error(path: Path, env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_eval(path, env=env or {})
+    return str(info.value)
+
+
+def test_valid_eval_loads_with_variants_and_resolved_dataset(tmp_path):
+    spec = load_eval(write(tmp_path, BASE), env={})
+    assert spec.name == "demo"
+    assert spec.variant_names == ["base"]
+    assert spec.variants[0].config["target"] == "agent:run"
+    assert spec.dataset_path == (tmp_path / "cases.jsonl").resolve()
+
+
+def test_unknown_adapter_names_file_line_key_and_known_adapters(tmp_path):
+    path = write(tmp_path, BASE.replace("adapter: python_function", "adapter: htp"))
+    assert "eval.yaml:8 systems[0].adapter: unknown adapter 'htp' (known: python_function)" in config_error(path)
+
+
+def test_unknown_evaluator_type_lists_known_types(tmp_path):
+    path = write(tmp_path, BASE.replace("type: contains_text", "type: contain_text"))
+    message = config_error(path)
+    assert "eval.yaml:12 evaluators[0].type: unknown evaluator type 'contain_text'" in message
+    known = message.split("(known: ", 1)[1].rstrip(")").split(", ")
+    assert {"contains_text", "exact_match", "tool_called"} <= set(known)
+
+
+def test_unknown_top_level_key_is_an_error_listing_allowed_keys(tmp_path):
+    path = write(tmp_path, BASE + "colour: blue\n")
+    message = config_error(path)
+    assert message.startswith("eval.yaml:13 colour: unknown key (allowed: ")
+    for key in ("eval", "dataset", "systems", "evaluators", "pass_criteria", "run", "output"):
+        assert key in message
+
+
+def test_unknown_key_in_strict_section_lists_that_sections_keys(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  max_concurency: 2\n")
+    message = config_error(path)
+    assert "eval.yaml:14 run.max_concurency: unknown key (allowed: max_concurrency," in message
+
+
+def test_unknown_evaluator_config_key_lists_the_evaluators_allowed_keys(tmp_path):
+    path = write(tmp_path, BASE + "    config: {all_off: [x]}\n")
+    assert ("eval.yaml:13 evaluators[0].config.all_off: unknown key for evaluator type 'contains_text' "
+            "(allowed: all_of, any_of, none_of, case_sensitive, field)") in config_error(path)
+
+
+def test_invalid_literal_value_lists_allowed_values(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  retry: {on: [timeout, bogus]}\n")
+    message = config_error(path)
+    assert "eval.yaml:14 run.retry.on[1]:" in message
+    assert "'timeout', 'http_5xx', 'adapter_error' or 'exception'; got 'bogus'" in message
+
+
+def test_missing_required_key_is_reported_with_its_path(tmp_path):
+    path = write(tmp_path, BASE.replace("    adapter: python_function\n", ""))
+    assert "eval.yaml:7 systems[0].adapter: required key is missing" in config_error(path)
+
+
+def test_duplicate_system_names_point_at_the_second_definition(tmp_path):
+    text = BASE.replace("evaluators:", "  - name: base\n    adapter: python_function\n    target: agent:run\nevaluators:")
+    message = config_error(write(tmp_path, text))
+    assert "eval.yaml:10 systems[1].name: duplicate name 'base': names must be unique" in message
+
+
+def test_duplicate_evaluator_names_point_at_the_second_definition(tmp_path):
+    path = write(tmp_path, BASE + "  - name: mentions\n    type: tool_called\n")
+    assert "eval.yaml:13 evaluators[1].name: duplicate name 'mentions'" in config_error(path)
+
+
+def test_pass_criteria_naming_a_missing_evaluator_lists_defined_ones(tmp_path):
+    path = write(tmp_path, BASE + "pass_criteria:\n  all_required: [mentions]\n  any_required: [nope]\n")
+    assert ("eval.yaml:15 pass_criteria.any_required[0]: no evaluator named 'nope' (defined: mentions)"
+            in config_error(path))
+
+
+def test_baseline_variant_that_is_not_a_system_is_an_error(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  baseline_variant: ghost\n")
+    assert "eval.yaml:14 run.baseline_variant: no system named 'ghost' (defined: base)" in config_error(path)
+
+
+def test_schema_version_2_is_refused(tmp_path):
+    path = write(tmp_path, 'schema_version: "2.0"\n' + BASE)
+    message = config_error(path)
+    assert message.startswith("eval.yaml:1 schema_version:")
+    assert "'2.0'" in message and "1.x only" in message
+
+
+def test_schema_version_1_minor_is_accepted(tmp_path):
+    assert load_eval(write(tmp_path, 'schema_version: "1.3"\n' + BASE), env={}).config.schema_version == "1.3"
+
+
+def test_every_cross_check_problem_is_reported_at_once_in_line_order(tmp_path):
+    text = BASE + "  - name: mentions\n    type: tool_called\npass_criteria: {all_required: [nope]}\nrun: {baseline_variant: ghost}\n"
+    issues = config_error(write(tmp_path, text)).splitlines()
+    assert [line.split(" ")[0] for line in issues] == ["eval.yaml:13", "eval.yaml:15", "eval.yaml:16"]
+
+
+def test_missing_dataset_file_is_an_error(tmp_path):
+    path = write(tmp_path, BASE, cases=False)
+    assert "eval.yaml:5 dataset.path: dataset file not found" in config_error(path)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    path = write(tmp_path, BASE + "run: [unclosed\n")
+    message = config_error(path)
+    assert "eval.yaml:" in message and "invalid YAML" in message
+
+
+def test_eval_file_that_is_not_a_mapping_is_an_error(tmp_path):
+    assert "must be a mapping" in config_error(write(tmp_path, "- just\n- a list\n"))
+
+
+
+def test_duplicate_mapping_key_is_an_error_not_a_silent_override(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  max_concurrency: 2\nrun:\n  max_concurrency: 3\n")
+    assert "run" in config_error(path)
+
+
+def test_empty_evaluator_field_path_is_rejected_at_load(tmp_path):
+    path = write(tmp_path, BASE + '    config: {field: ""}\n')
+    assert "evaluators[0].config.field" in config_error(path)

@@ -1,0 +1,117 @@
+"""JSON Lines: a torn last line is skipped by readers and truncated by the next writer."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from evalh_pipeline.models import SchemaVersionError, Trace
+from evalh_pipeline.models import versioning
+from evalh_pipeline.store import jsonl
+from evalh_pipeline.store.jsonl import CorruptRecordError, JsonlAppender, iter_lines, iter_records, truncate_torn_tail
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def trace_line(case_id: str, **extra) -> str:
+    trace = Trace(run_id="r", case_id=case_id, variant_name="v", started_at=NOW, finished_at=NOW, latency_ms=1)
+    return json.dumps({**json.loads(trace.model_dump_json()), **extra})
+
+
+def test_iter_lines_yields_complete_lines_with_1_based_numbers_skipping_blanks(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n\n{"b": 2}\n')
+    assert list(iter_lines(path)) == [(1, '{"a": 1}\n'), (3, '{"b": 2}\n')]
+
+
+def test_iter_lines_skips_a_torn_last_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n{"c": 3')
+    assert [n for n, _ in iter_lines(path)] == [1, 2]
+
+
+def test_iter_lines_of_a_missing_file_is_empty(tmp_path):
+    assert list(iter_lines(tmp_path / "absent.jsonl")) == []
+
+
+def test_iter_lines_skips_a_torn_last_line_cut_inside_a_multibyte_character(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes('{"a": "Zürich"}\n{"b": "Zü'.encode()[:-1])
+    assert [n for n, _ in iter_lines(path)] == [1]
+
+
+def test_appender_truncates_a_torn_tail_before_writing(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n{"c": 3')
+    with JsonlAppender(path) as out:
+        out.write('{"d": 4}')
+    assert path.read_text() == '{"a": 1}\n{"b": 2}\n{"d": 4}\n'
+
+
+def test_appender_truncates_a_file_that_holds_only_a_torn_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"partial": ')
+    JsonlAppender(path).close()
+    assert path.read_bytes() == b""
+
+
+def test_appender_truncates_a_torn_tail_cut_inside_a_multibyte_character(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes('{"a": "Zürich"}\n{"b": "Zü'.encode()[:-1])
+    truncate_torn_tail(path)
+    assert path.read_text(encoding="utf-8") == '{"a": "Zürich"}\n'
+
+
+def test_appender_keeps_complete_files_and_creates_missing_ones(tmp_path):
+    existing = tmp_path / "t.jsonl"
+    existing.write_text('{"a": 1}\n')
+    with JsonlAppender(existing) as out:
+        out.write('{"b": 2}')
+    assert existing.read_text() == '{"a": 1}\n{"b": 2}\n'
+    fresh = tmp_path / "new.jsonl"
+    with JsonlAppender(fresh) as out:
+        out.write("{}")
+    assert fresh.read_text() == "{}\n"
+
+
+def test_iter_records_validates_records_and_skips_the_torn_tail(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text(trace_line("a") + "\n" + trace_line("b") + "\n" + trace_line("c")[:20])
+    assert [t.case_id for t in iter_records(path, Trace, "trace")] == ["a", "b"]
+
+
+def test_iter_records_loads_newer_1x_records_keeping_unknown_fields(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text(trace_line("a", schema_version="1.3", span_id="s-1") + "\n")
+    (trace,) = iter_records(path, Trace, "trace")
+    assert trace.schema_version == "1.3" and trace.model_extra == {"span_id": "s-1"}
+
+
+def test_iter_records_migrates_records_older_than_the_running_version(tmp_path, monkeypatch):
+    # Pretend this release writes 1.1 and knows how to upgrade 1.0 records.
+    monkeypatch.setattr(versioning, "SCHEMA_VERSION", "1.1")
+    monkeypatch.setattr(jsonl, "SCHEMA_VERSION", "1.1", raising=False)
+    monkeypatch.setitem(versioning._MIGRATIONS, ("trace", "1.0"),
+                        lambda r: {**r, "schema_version": "1.1", "extra": {"migrated": True}})
+    path = tmp_path / "traces.jsonl"
+    path.write_text(trace_line("a") + "\n")
+    (trace,) = iter_records(path, Trace, "trace")
+    assert trace.schema_version == "1.1" and trace.extra == {"migrated": True}
+
+
+def test_iter_records_refuses_major_2_naming_file_and_line(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text(trace_line("a") + "\n" + trace_line("b", schema_version="2.0") + "\n")
+    records = iter_records(path, Trace, "trace")
+    assert next(records).case_id == "a"
+    with pytest.raises(SchemaVersionError, match=r"^traces.jsonl:2 has schema_version '2.0'"):
+        next(records)
+
+
+def test_iter_records_reports_a_corrupt_complete_line(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text(trace_line("a") + "\n{not json}\n")
+    with pytest.raises(CorruptRecordError, match=r"traces.jsonl:2: not JSON"):
+        list(iter_records(path, Trace, "trace"))

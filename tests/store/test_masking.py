@@ -1,0 +1,87 @@
+"""Masking: credentials never reach config.yaml; token counts and limits are left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalh_pipeline.store.masking import MASK, is_secret_key, mask_config, mask_text
+
+
+@pytest.mark.parametrize("key", ["api_key", "API_KEY", "apikey", "openai_api_key", "Authorization", "x-api-key",
+                                 "X-Auth-Token", "password", "db_password", "client_secret", "token",
+                                 "access_token", "Proxy-Authorization", "cookie"])
+def test_credential_keys_are_secret(key):
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["max_tokens", "token_input", "token_output", "tokens_per_second", "keyword",
+                                 "monkey", "passage", "author", "primary_key_column"])
+def test_lookalike_keys_are_not_secret(key):
+    assert not is_secret_key(key)
+
+
+def test_mask_config_masks_secret_keys_and_headers_but_not_token_counts():
+    config = {
+        "systems": [{
+            "name": "http_main",
+            "api_key": "sk-live-1",
+            "headers": {"Authorization": "Bearer abc", "x-api-key": "k-2", "Accept": "application/json"},
+            "auth": {"user": "u", "password": "p"},
+            "max_tokens": 512,
+            "metrics": {"token_input": 10},
+        }],
+        "db": {"password": "hunter2", "port": 5432},
+    }
+    masked = mask_config(config)
+    system = masked["systems"][0]
+    assert system["api_key"] == MASK and system["auth"] == MASK
+    assert system["headers"] == {"Authorization": MASK, "x-api-key": MASK, "Accept": "application/json"}
+    assert system["max_tokens"] == 512 and system["metrics"] == {"token_input": 10}
+    assert masked["db"] == {"password": MASK, "port": 5432}
+
+
+def test_mask_config_does_not_modify_its_input():
+    config = {"api_key": "sk", "nested": {"token": "t"}}
+    mask_config(config)
+    assert config == {"api_key": "sk", "nested": {"token": "t"}}
+
+
+def test_empty_secret_values_stay_empty():
+    assert mask_config({"api_key": "", "token": None}) == {"api_key": "", "token": None}
+
+
+def test_url_userinfo_is_masked():
+    assert mask_text("postgres://admin:s3cret@db.internal:5432/evals") == f"postgres://{MASK}@db.internal:5432/evals"
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://api.x.com/v1?token=abc123&model=m", f"https://api.x.com/v1?token={MASK}&model=m"),
+    ("https://api.x.com/v1?model=m&api_key=abc", f"https://api.x.com/v1?model=m&api_key={MASK}"),
+    ("https://api.x.com/v1?access_token=abc#frag", f"https://api.x.com/v1?access_token={MASK}#frag"),
+])
+def test_url_secret_query_parameters_are_masked(url, expected):
+    assert mask_text(url) == expected
+
+
+def test_url_without_credentials_is_unchanged():
+    url = "https://api.x.com/v1/chat?model=m&max_tokens=100"
+    assert mask_text(url) == url
+
+
+def test_known_secret_values_are_masked_anywhere_in_the_config():
+    config = {"endpoint": "https://x/v1/sk-abc/chat", "notes": ["uses sk-abc"], "model": "m", "n": 3}
+    assert mask_config(config, frozenset({"sk-abc"})) == {
+        "endpoint": f"https://x/v1/{MASK}/chat", "notes": [f"uses {MASK}"], "model": "m", "n": 3,
+    }
+
+
+class _ShortestFirst(frozenset):
+    """A frozenset that iterates its shortest members first (a legal frozenset order)."""
+
+    def __iter__(self):
+        return iter(sorted(frozenset.__iter__(self), key=len))
+
+
+def test_a_secret_containing_another_secret_is_fully_masked():
+    secrets = _ShortestFirst({"abc123", "abc123-longer-secret"})
+    assert "longer-secret" not in mask_text("key=abc123-longer-secret", secrets)
