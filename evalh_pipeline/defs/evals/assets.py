@@ -93,7 +93,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         deps=[cases],
         partitions_def=cells,
         backfill_policy=single_run,
-        code_version=_version({"systems": raw["systems"], "run": raw["run"]}),
+        code_version=_version({
+            "systems": raw["systems"], "workspace": raw["workspace"], "samples": raw["run"]["samples_per_case"],
+        }),
         description="One trace per (case, variant, sample). Write-once: rematerializing runs only missing cells.",
         kinds={"evalh"},
         **common,
