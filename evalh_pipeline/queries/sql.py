@@ -37,11 +37,22 @@ RESULT_COLUMNS = {
 }
 
 
-def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB for one query."""
-    con = duckdb.connect(":memory:")
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
+# The largest single record read; a bigger one is reported, never silently skipped.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+
+
+class UnreadableRecordsError(ValueError):
+    """Some complete lines of a JSONL file could not be read as records."""
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB for one query, sized for a worker, not for the machine.
+
+    One thread and no insertion-order guarantee keep the JSON reader's buffers (and so
+    the peak memory) independent of the file size.
+    """
+    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False})
+    con.execute("SET memory_limit = '512MB'")
     return con
 
 
@@ -54,8 +65,34 @@ def jsonl_table(path: Path, columns: dict[str, str]) -> str:
     literal = str(path).replace("'", "''")
     return (
         f"read_json('{literal}', format='newline_delimited', columns={{{cols}}}, "
-        f"ignore_errors=true, maximum_object_size=268435456)"
+        f"ignore_errors=true, maximum_object_size={MAX_RECORD_BYTES})"
     )
+
+
+def load_table(con: duckdb.DuckDBPyConnection, name: str, path: Path, columns: dict[str, str], what: str) -> int:
+    """Read a JSONL file once into a temp table; check its versions and that no record was lost.
+
+    ``ignore_errors`` lets DuckDB skip a torn last line (a killed writer); any other line
+    it could not read is an error here rather than a silently smaller table.
+    """
+    con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {jsonl_table(path, columns)}")
+    check_versions(con, name, what)
+    (rows,) = con.execute(f"SELECT count(*) FROM {name}").fetchone()
+    expected = count_complete_lines(path)
+    if rows != expected:
+        raise UnreadableRecordsError(
+            f"{what}: {expected - rows} of {expected} records could not be read "
+            f"(malformed JSON, or a record over {MAX_RECORD_BYTES // (1024 * 1024)} MB)"
+        )
+    return rows
+
+
+def count_complete_lines(path: Path) -> int:
+    """Non-empty, newline-terminated lines: the records a reader must see."""
+    if not path.exists():
+        return 0
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.endswith(b"\n") and line.strip())
 
 
 def check_versions(con: duckdb.DuckDBPyConnection, table: str, what: str) -> None:

@@ -20,7 +20,7 @@ from evalh_pipeline.models import (
     VariantDelta,
     VariantSummary,
 )
-from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, check_versions, connect, jsonl_table
+from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, connect, load_table
 from evalh_pipeline.store.run_dir import RunDirectory
 
 CELLS_SQL = """
@@ -30,12 +30,12 @@ WITH traces AS (
            error.type AS error_type, metrics.cost_usd AS cost_usd,
            metrics.token_input AS token_input, metrics.token_output AS token_output,
            started_at, finished_at
-    FROM {traces}
+    FROM trace_rows
 ),
 results AS (
     SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
            coalesce(passed, false) AND error IS NULL AS ok
-    FROM {results}
+    FROM result_rows
 ),
 verdicts AS (
     SELECT case_id, variant_name, sample,
@@ -72,7 +72,7 @@ EVALUATORS_SQL = """
 SELECT evaluator, variant_name,
        avg(CASE WHEN coalesce(passed, false) AND error IS NULL THEN 1.0 ELSE 0.0 END) AS pass_rate,
        avg(score) AS avg_score
-FROM {results} GROUP BY evaluator, variant_name
+FROM result_rows GROUP BY evaluator, variant_name
 """
 
 FLIPS_SQL = """
@@ -104,12 +104,10 @@ def summarize_run(
 ) -> RunSummary:
     """Build the RunSummary of a run directory from its JSONL files."""
     con = connect()
-    traces = jsonl_table(run_dir.traces, TRACE_COLUMNS)
-    results = jsonl_table(run_dir.results, RESULT_COLUMNS)
-    check_versions(con, traces, f"{run_dir.traces}")
-    check_versions(con, results, f"{run_dir.results}")
+    load_table(con, "trace_rows", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
+    load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
     con.execute(
-        CELLS_SQL.format(traces=traces, results=results),
+        CELLS_SQL,
         {"all_required": pass_criteria.all_required, "any_required": pass_criteria.any_required},
     )
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL).fetchall()}
@@ -129,7 +127,7 @@ def summarize_run(
         for name in order
     ]
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
-    for evaluator, variant, rate, score in con.execute(EVALUATORS_SQL.format(results=results)).fetchall():
+    for evaluator, variant, rate, score in con.execute(EVALUATORS_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(pass_rate=rate, avg_score=score)
 
     comparison = None
