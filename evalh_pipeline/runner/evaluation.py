@@ -6,25 +6,26 @@ re-evaluation is cheap and repeatable. An evaluator that raises fails its own re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.evaluators.registry import EVALUATORS
-from evalh_pipeline.models import EvaluationResult, Trace, TraceError
+from evalh_pipeline.models import EvalCase, EvaluationResult, Trace, TraceError
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import iter_lines, iter_records
 from evalh_pipeline.store.locking import locked
-from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 # Cells the runner never started have nothing to judge.
 UNJUDGED_ERRORS = frozenset({"cost_limit"})
@@ -36,6 +37,19 @@ class EvaluationStats:
     results: int = 0
     evaluator_errors: int = 0
     by_evaluator_passed: dict[str, int] = field(default_factory=dict)
+
+    def count(self, result: EvaluationResult) -> None:
+        self.results += 1
+        self.evaluator_errors += result.error is not None
+        if result.passed:
+            self.by_evaluator_passed[result.evaluator] = self.by_evaluator_passed.get(result.evaluator, 0) + 1
+
+
+def evaluators_fingerprint(spec: EvalSpec) -> str:
+    """A hash of everything that decides verdicts: evaluator configs and pass criteria."""
+    body = json.dumps({"evaluators": spec.raw["evaluators"], "pass_criteria": spec.raw["pass_criteria"]},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Evaluator]:
@@ -67,18 +81,17 @@ async def evaluate_traces(
     os.close(fd)
     tmp = Path(tmp_name)
     progress.start("results", None)
+    if evaluator_names is None and adopt_inline_results(run_dir, sorted(variants), evaluators_fingerprint(spec), stats):
+        cases.close()
+        progress.finish("results")
+        return stats
     try:
         # A temp file published by rename: no need for the per-line durability of traces.
         with tmp.open("w", encoding="utf-8", buffering=1 << 20) as out:
             async def judge(trace: Trace) -> None:
-                case = cases.get(trace.case_id)
-                for evaluator in evaluators:
-                    result = await _judge_one(evaluator, case, trace)
+                for result in await judge_trace(evaluators, cases.get(trace.case_id), trace):
                     out.write(result.model_dump_json() + "\n")
-                    stats.results += 1
-                    stats.evaluator_errors += result.error is not None
-                    if result.passed:
-                        stats.by_evaluator_passed[evaluator.name] = stats.by_evaluator_passed.get(evaluator.name, 0) + 1
+                    stats.count(result)
                 stats.traces += 1
                 progress.advance("results")
 
@@ -115,23 +128,97 @@ def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evalu
             raise
 
 
-# The prefix every 1.x writer (this one and eval-harness) puts first; other layouts fall back to json.
+async def judge_trace(evaluators: list[Evaluator], case: EvalCase, trace: Trace) -> list[EvaluationResult]:
+    """Every evaluator's result for one trace; cells that never ran get none."""
+    if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
+        return []
+    return [await _judge_one(evaluator, case, trace) for evaluator in evaluators]
+
+
+class InlineResults:
+    """Results judged right after each trace of a fresh run is persisted.
+
+    Judging while the systems are busy overlaps the two; the results stay in a staging
+    file that the results stage adopts only if the evaluator config is unchanged and
+    every trace was judged. The trace is always on disk before its evaluators run.
+    """
+
+    def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str]) -> None:
+        self.evaluators = build_evaluators(spec)
+        self.run_dir = run_dir
+        self.meta = {"fingerprint": evaluators_fingerprint(spec), "variants": sorted(variants)}
+        self.stats = EvaluationStats()
+        self._slice = sorted(variants)
+        self._out = _inline_path(run_dir, self._slice).open("w", encoding="utf-8", buffering=1 << 20)
+
+    async def judge(self, case: EvalCase, trace: Trace) -> None:
+        for result in await judge_trace(self.evaluators, case, trace):
+            self._out.write(result.model_dump_json() + "\n")
+            self.stats.count(result)
+        self.stats.traces += 1
+
+    def close(self, complete: bool) -> None:
+        """Publish the staged results (``complete``) or throw them away."""
+        self._out.close()
+        if not complete:
+            _discard_inline(self.run_dir, self._slice)
+            return
+        # The traces file as judged: any later change to it voids the staged results.
+        meta = {**self.meta, "traces_bytes": self.run_dir.traces.stat().st_size, "stats": asdict(self.stats)}
+        write_atomic(_inline_meta_path(self.run_dir, self._slice), json.dumps(meta))
+
+
+def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint: str, stats: EvaluationStats) -> bool:
+    """Move staged inline results into results.jsonl if they match this evaluation exactly."""
+    meta_path = _inline_meta_path(run_dir, variants)
+    if not meta_path.exists():
+        _discard_inline(run_dir, variants)
+        return False
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    traces_bytes = run_dir.traces.stat().st_size if run_dir.traces.exists() else -1
+    if (meta.get("fingerprint"), meta.get("variants"), meta.get("traces_bytes")) != (fingerprint, variants, traces_bytes):
+        _discard_inline(run_dir, variants)
+        return False
+    _replace_results(run_dir, _inline_path(run_dir, variants), set(variants), None)
+    _discard_inline(run_dir, variants)
+    for key, value in meta["stats"].items():
+        setattr(stats, key, value)
+    return True
+
+
+def _inline_path(run_dir: RunDirectory, variants: list[str]) -> Path:
+    # One staging file per variant slice, so concurrent passes over other variants never collide.
+    key = hashlib.sha256("\0".join(variants).encode()).hexdigest()[:12]
+    return run_dir.path / f".results.inline.{key}.jsonl"
+
+
+def _inline_meta_path(run_dir: RunDirectory, variants: list[str]) -> Path:
+    return _inline_path(run_dir, variants).with_suffix(".json")
+
+
+def _discard_inline(run_dir: RunDirectory, variants: list[str]) -> None:
+    _inline_meta_path(run_dir, variants).unlink(missing_ok=True)
+    _inline_path(run_dir, variants).unlink(missing_ok=True)
+
+
+# The prefix every 1.x writer (this one and eval-harness) puts first. Names with escapes
+# or other layouts do not match and fall back to json.
 _PREFIX = re.compile(
-    r'^\{"schema_version":"[^"]*","run_id":"(?:[^"\\]|\\.)*","case_id":"(?:[^"\\]|\\.)*",'
-    r'"variant_name":"((?:[^"\\]|\\.)*)",(?:"sample":\d+,)?"evaluator":"((?:[^"\\]|\\.)*)"'
+    r'\{"schema_version":"[^"\\]*","run_id":"[^"\\]*","case_id":"[^"\\]*",'
+    r'"variant_name":"([^"\\]*)",(?:"sample":\d+,)?"evaluator":"([^"\\]*)"'
 )
 
 
 def _slice_key(line: str) -> tuple[str, str]:
     """(variant_name, evaluator) of a result line without parsing all of it."""
     match = _PREFIX.match(line)
-    if match and "\\" not in match.group(0):
+    if match:
         return match.group(1), match.group(2)
     record = json.loads(line)
     return record["variant_name"], record["evaluator"]
 
 
-async def _judge_one(evaluator: Evaluator, case, trace: Trace) -> EvaluationResult:
+async def _judge_one(evaluator: Evaluator, case: EvalCase, trace: Trace) -> EvaluationResult:
     started = datetime.now(timezone.utc)
     error = None
     try:

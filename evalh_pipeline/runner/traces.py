@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import RunVariant, Trace, TraceError
+from evalh_pipeline.runner.evaluation import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded
@@ -40,8 +41,13 @@ async def produce_traces(
     *,
     max_concurrency: int | None = None,
     progress: Progress | None = None,
+    judge_inline: bool = True,
 ) -> TraceStats:
-    """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes)."""
+    """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes).
+
+    With ``judge_inline``, a fresh pass also judges each trace right after persisting it,
+    staged for :func:`evaluate_traces` to adopt.
+    """
     progress = progress or NoProgress()
     variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
     run_cfg = spec.config.run
@@ -63,6 +69,8 @@ async def produce_traces(
     )
     retry = RetryPolicy(run_cfg.retry)
     budget = CostBudget(run_cfg.cost_limit_usd)
+    # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
+    inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
 
     with JsonlAppender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
@@ -72,15 +80,21 @@ async def produce_traces(
                 async with per_variant[cell.variant.name]:
                     trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget)
             out.write(trace.model_dump_json())
+            if inline is not None:
+                await inline.judge(cell.case, trace)
             stats.cells_run += 1
             if trace.error is not None:
                 stats.cells_errored += 1
                 stats.errors_by_type[trace.error.type] = stats.errors_by_type.get(trace.error.type, 0) + 1
             progress.advance("traces")
 
+        completed = False
         try:
             await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
+            completed = True
         finally:
+            if inline is not None:
+                inline.close(complete=completed)
             for adapter in adapters.values():
                 if isinstance(adapter, SystemAdapter):
                     await _close_quietly(adapter)

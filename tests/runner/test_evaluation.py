@@ -84,3 +84,24 @@ def test_cost_limited_cells_are_not_judged(tmp_path):
     judged = {(r["case_id"], r["variant_name"]) for r in _results(run_dir)}
     assert (first["case_id"], first["variant_name"]) not in judged
     assert len(judged) == 5
+
+
+def test_fresh_run_results_are_judged_inline_and_adopted_when_config_is_unchanged(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    staged = list(run_dir.path.glob(".results.inline.*"))
+    assert len(staged) == 2  # results + their meta, waiting for the results stage
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.results == 12 and stats.evaluator_errors == 2
+    assert len(_results(run_dir)) == 12
+    assert not list(run_dir.path.glob(".results.inline.*"))
+
+
+def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path):
+    from dataclasses import replace
+
+    spec, run_dir = _prepared(tmp_path)
+    changed = replace(spec, raw={**spec.raw, "evaluators": spec.raw["evaluators"][:1]})
+    changed = replace(changed, config=changed.config.model_copy(update={"evaluators": spec.config.evaluators[:1]}))
+    asyncio.run(evaluate_traces(changed, run_dir))
+    assert {r["evaluator"] for r in _results(run_dir)} == {"explodes_on_case_1"}
+    assert not list(run_dir.path.glob(".results.inline.*"))
