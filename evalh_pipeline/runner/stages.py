@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import RunSummary
@@ -17,6 +15,7 @@ from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
 
 
@@ -59,7 +58,7 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         cases_total=count_cases(run_dir.cases),
         metadata=spec.config.metadata,
     )
-    write_atomic(run_dir.summary, yaml.safe_dump(summary.model_dump(mode="json"), sort_keys=False, allow_unicode=True))
+    write_atomic(run_dir.summary, dump_yaml(summary.model_dump(mode="json")))
     write_atomic(run_dir.report, render_report(summary, spec.name))
     return summary
 
@@ -67,5 +66,5 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
 def load_summary(run_dir: RunDirectory) -> RunSummary:
     from evalh_pipeline.models.versioning import migrate
 
-    raw = yaml.safe_load(run_dir.summary.read_text(encoding="utf-8"))
+    raw = load_yaml_text(run_dir.summary.read_text(encoding="utf-8"))
     return RunSummary.model_validate(migrate("summary", raw, what=str(run_dir.summary)))

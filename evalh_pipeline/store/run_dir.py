@@ -27,10 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.store.masking import mask_config
+from evalh_pipeline.store.yaml_files import dump_yaml
 
 # Run ids are also Dagster partition keys and folder names: keep them path- and URL-safe.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -154,7 +153,7 @@ def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
     """Write run.json, config.yaml and config_hash.txt; returns the config hash."""
     masked = mask_config(spec.raw, spec.secret_values)
     digest = config_hash(masked)
-    write_atomic(run_dir.config_yaml, yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+    write_atomic(run_dir.config_yaml, dump_yaml(masked))
     write_atomic(run_dir.config_hash_txt, digest + "\n")
     meta = {
         "run_id": run_id,
