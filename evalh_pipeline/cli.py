@@ -16,6 +16,7 @@ from rich.table import Table
 
 from evalh_pipeline.config import ConfigError, EvalSpec, load_eval
 from evalh_pipeline.models import RunSummary
+from evalh_pipeline.runner.progress import NoProgress
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA = 0, 1, 2
@@ -64,7 +65,9 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
     try:
         instance = local_instance()
         with _bars() as bars:
-            runtime = EvalhRuntime(progress=BarProgress(bars), max_concurrency=max_concurrency)
+            # Without a terminal the bars are off: skip their per-cell bookkeeping too.
+            progress = BarProgress(bars) if err.is_terminal else NoProgress()
+            runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency)
             return action(spec, run_id, instance=instance, runtime=runtime)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] invalid eval input\n{exc}", highlight=False)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import importlib
 import inspect
+import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,11 +51,12 @@ class PythonFunctionSystem(SystemAdapter):
         self._pool = None if self._is_async else ThreadPoolExecutor(
             max_workers=self.context.max_concurrency, thread_name_prefix=f"evalh-{self.variant.name}"
         )
-        self._variant_dict = self.variant.model_dump(mode="json", exclude={"timeout_seconds"})
+        # Each cell gets its own copy (targets may mutate it); parsing JSON is the cheap deep copy.
+        self._variant_json = self.variant.model_dump_json(exclude={"timeout_seconds"})
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
-        variant_dict = copy.deepcopy(self._variant_dict)  # cells must not share mutable state
+        variant_dict = json.loads(self._variant_json)
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
         if self._is_async:
