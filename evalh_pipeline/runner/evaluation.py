@@ -36,13 +36,15 @@ class EvaluationStats:
     traces: int = 0
     results: int = 0
     evaluator_errors: int = 0
-    by_evaluator_passed: dict[str, int] = field(default_factory=dict)
+    # variant -> evaluator -> [passed, judged]
+    by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def count(self, result: EvaluationResult) -> None:
         self.results += 1
         self.evaluator_errors += result.error is not None
-        if result.passed:
-            self.by_evaluator_passed[result.evaluator] = self.by_evaluator_passed.get(result.evaluator, 0) + 1
+        tally = self.by_variant.setdefault(result.variant_name, {}).setdefault(result.evaluator, [0, 0])
+        tally[0] += result.passed
+        tally[1] += 1
 
 
 def evaluators_fingerprint(spec: EvalSpec) -> str:

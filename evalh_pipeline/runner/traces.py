@@ -32,6 +32,17 @@ class TraceStats:
     cells_run: int = 0
     cells_errored: int = 0
     errors_by_type: dict[str, int] = field(default_factory=dict)
+    # variant -> {"run": n, "errored": n}, for this pass only
+    by_variant: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def count(self, trace: Trace) -> None:
+        counts = self.by_variant.setdefault(trace.variant_name, {"run": 0, "errored": 0})
+        counts["run"] += 1
+        self.cells_run += 1
+        if trace.error is not None:
+            counts["errored"] += 1
+            self.cells_errored += 1
+            self.errors_by_type[trace.error.type] = self.errors_by_type.get(trace.error.type, 0) + 1
 
 
 async def produce_traces(
@@ -82,10 +93,7 @@ async def produce_traces(
             out.write(trace.model_dump_json())
             if inline is not None:
                 await inline.judge(cell.case, trace)
-            stats.cells_run += 1
-            if trace.error is not None:
-                stats.cells_errored += 1
-                stats.errors_by_type[trace.error.type] = stats.errors_by_type.get(trace.error.type, 0) + 1
+            stats.count(trace)
             progress.advance("traces")
 
         completed = False

@@ -112,3 +112,19 @@ def test_rematerializing_traces_runs_only_cells_without_a_trace(tmp_path, instan
     traces = _records(outcome.run_dir.traces)
     cells = [(t["case_id"], t["variant_name"]) for t in traces]
     assert len(cells) == len(set(cells)) == 10
+
+
+def test_traces_and_results_materializations_carry_counts_and_tables(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6))
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+
+    traces = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"])).asset_materialization.metadata
+    assert traces["cells"].value == 12 and traces["cells_run"].value == 12
+    assert traces["config_hash"].value == outcome.run_dir.read_config_hash()
+    assert "| candidate | 6 | 0 |" in traces["cells_by_variant"].value
+
+    results = instance.get_latest_materialization_event(dg.AssetKey(["toy", "results"])).asset_materialization.metadata
+    assert results["results"].value == 24
+    assert results["evaluator_pass_rate/candidate"].value == 10 / 12
+    assert "| mentions_paris | 6/6 | 4/6 |" in results["verdicts"].value

@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
 from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
@@ -82,9 +83,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             metadata.update({
                 "cases": info.cases,
                 "resumed": not info.created,
-                "run_dir": dg.MetadataValue.path(str(info.run_dir.path)),
-                "config_hash": info.config_hash,
                 "eval_path": dg.MetadataValue.path(str(eval_path)),
+                **run_dir_metadata(info.run_dir),
             })
         return dg.MaterializeResult(metadata=metadata)
 
@@ -109,15 +109,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                 live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
             ))
             context.log.info(f"{run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} already had traces")
-            metadata.update({
-                "cells": stats.cells_total,
-                "cells_run": stats.cells_run,
-                "cells_resumed": stats.cells_skipped,
-                "cells_errored": stats.cells_errored,
-                "errors_by_type": dg.MetadataValue.json(stats.errors_by_type),
-                "run_dir": dg.MetadataValue.path(str(run_dir.path)),
-                "config_hash": run_dir.read_config_hash(),
-            })
+            metadata.update(traces_metadata(stats, run_dir))
         return dg.MaterializeResult(metadata=metadata)
 
     @dg.asset(
@@ -138,13 +130,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             stats = asyncio.run(evaluate_traces(
                 live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
             ))
-            metadata.update({
-                "traces_judged": stats.traces,
-                "results": stats.results,
-                "evaluator_errors": stats.evaluator_errors,
-                **{f"passed/{k}": v for k, v in sorted(stats.by_evaluator_passed.items())},
-                "run_dir": dg.MetadataValue.path(str(run_dir.path)),
-            })
+            metadata.update(results_metadata(stats, run_dir))
         return dg.MaterializeResult(metadata=metadata)
 
     @dg.asset(
@@ -173,8 +159,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "variants": dg.MetadataValue.md(variants_table(result)),
             "evaluators": dg.MetadataValue.md(evaluators_table(result)),
             "comparison": dg.MetadataValue.md(comparison_section(result)),
-            "run_dir": dg.MetadataValue.path(str(run_dir.path)),
-            "config_hash": result.config_hash,
+            **run_dir_metadata(run_dir),
         }
         return dg.MaterializeResult(metadata=metadata)
 
