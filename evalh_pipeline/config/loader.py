@@ -77,6 +77,16 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
                                        ("evaluators", i), "type", config_key="config")
 
+    # Refuse what this release cannot do yet rather than silently run without it.
+    if config.workspace is not None:
+        issues.append(where.issue(("workspace",), f"workspace type {config.workspace.type!r} is not supported yet "
+                                                  "(filesystem evals are not implemented in this release)"))
+    for i, output in enumerate(config.output):
+        if output.type != "local_files":
+            issues.append(where.issue(("output", i, "type"), f"unknown output type {output.type!r} (known: local_files)"))
+        elif "://" in output.path and not output.path.startswith("file://"):
+            issues.append(where.issue(("output", i, "path"), f"{output.path!r}: only local folders are supported so far"))
+
     dataset_path = None
     if config.dataset.path is None:
         issues.append(where.issue(("dataset",), "dataset.path is required"))
@@ -113,6 +123,8 @@ def resolve_input_path(value: str, eval_dir: Path) -> Path:
 
 def resolve_output_path(value: str, eval_dir: Path) -> str:
     """A URL stays a URL; a relative folder resolves like an input path (eval folder first)."""
+    if value.startswith("file://"):
+        return str(Path(value.removeprefix("file://")).resolve())
     if "://" in value:
         return value
     env_root = os.environ.get("EVALH_RUNS_DIR")

@@ -116,15 +116,16 @@ def test_eval_folder_wins_when_both_eval_folder_and_cwd_have_the_dataset(tmp_pat
     assert load_eval(path, env={}).dataset_path == (tmp_path / "ev" / "cases.jsonl").resolve()
 
 
-def test_output_url_is_kept_as_a_url(tmp_path):
+def test_remote_output_url_is_refused_until_object_storage_exists(tmp_path):
     path = write(tmp_path, output="output:\n  - {type: local_files, path: 's3://bucket/evals/runs'}\n")
-    assert load_eval(path, env={}).runs_root == "s3://bucket/evals/runs"
+    with pytest.raises(ConfigError, match=r"output\[0\]\.path: 's3://bucket/evals/runs': only local folders"):
+        load_eval(path, env={})
 
 
-def test_single_output_mapping_is_accepted_like_a_list(tmp_path):
+def test_single_output_mapping_is_accepted_like_a_list_and_file_urls_are_folders(tmp_path):
     path = write(tmp_path, output="output: {type: local_files, path: 'file:///tmp/x/runs'}\n")
     spec = load_eval(path, env={})
-    assert spec.runs_root == "file:///tmp/x/runs" and len(spec.config.output) == 1
+    assert spec.runs_root == "/tmp/x/runs" and len(spec.config.output) == 1
 
 
 def test_relative_output_folder_resolves_against_the_eval_folder(tmp_path, monkeypatch):
@@ -138,3 +139,9 @@ def test_default_output_is_runs_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path / "ev")
     assert load_eval(path, env={}).runs_root == str((tmp_path / "runs").resolve())
+
+
+def test_workspace_is_refused_until_filesystem_evals_exist(tmp_path):
+    path = write(tmp_path, output="workspace: {type: tempdir_snapshot, copy_from: ./fixture}\n")
+    with pytest.raises(ConfigError, match=r"workspace: workspace type 'tempdir_snapshot' is not supported yet"):
+        load_eval(path, env={})
