@@ -8,6 +8,7 @@ single-run partition range) and ``<eval>__summarize`` (summary, one per run).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import dagster as dg
 
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.evals.assets import EvalAssets
 from evalh_pipeline.defs.evals.partitions import runs_partitions, variant_range_tags
 from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.models import RunSummary
@@ -61,30 +63,28 @@ def materialize_run(
 
     For an existing run this resumes it: only cells without a trace are run.
     """
-    defs, built = build_definitions([spec], runtime)
-    handles = built[spec.name]
-    partitions = runs_partitions(spec.name).name
-    if not instance.has_dynamic_partition(partitions, run_id):
-        instance.add_dynamic_partitions(partitions, [run_id])
-    ids = [
-        _execute(defs, handles.cells_job, instance, tags=variant_range_tags(run_id, spec.variant_names)),
-        _execute(defs, handles.summarize_job, instance, partition_key=run_id),
-    ]
-    run_dir = run_directory(spec, run_id)
-    return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=ids)
+    return _materialize(spec, run_id, instance, runtime, lambda handles: handles.cells_job)
 
 
 def materialize_reevaluation(
     spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None
 ) -> RunOutcome:
     """Rematerialize results (every variant) and summary of a run from its persisted traces."""
+    return _materialize(spec, run_id, instance, runtime, lambda handles: handles.judge_job)
+
+
+def _materialize(
+    spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: EvalhRuntime | None,
+    variant_job: Callable[[EvalAssets], str],
+) -> RunOutcome:
+    """One single-run range over every variant of the run, then the run's summary."""
     defs, built = build_definitions([spec], runtime)
     handles = built[spec.name]
     partitions = runs_partitions(spec.name).name
     if not instance.has_dynamic_partition(partitions, run_id):
         instance.add_dynamic_partitions(partitions, [run_id])
     ids = [
-        _execute(defs, handles.judge_job, instance, tags=variant_range_tags(run_id, spec.variant_names)),
+        _execute(defs, variant_job(handles), instance, tags=variant_range_tags(run_id, spec.variant_names)),
         _execute(defs, handles.summarize_job, instance, partition_key=run_id),
     ]
     run_dir = run_directory(spec, run_id)

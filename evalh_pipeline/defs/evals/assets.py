@@ -8,6 +8,7 @@ reports metadata. Data lives in the run directory, not in an IO manager.
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +17,12 @@ import dagster as dg
 from evalh_pipeline.config import EvalSpec, load_eval
 from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
 from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
-from evalh_pipeline.defs.resources import RUNTIME_KEY
+from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
-from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.run_dir import run_directory
+from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 
 def _version(value: Any) -> str:
@@ -101,37 +102,33 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         **common,
     )
     def traces(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live, runtime = load(), getattr(context.resources, RUNTIME_KEY)
-        metadata: dict[str, Any] = {}
-        for run_id, variants in group_by_run(context.partition_keys).items():
-            run_dir = run_directory(live, run_id)
+        def stage(live: EvalSpec, run_dir: RunDirectory, variants: list[str], runtime: EvalhRuntime) -> dict[str, Any]:
             stats = asyncio.run(produce_traces(
                 live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
             ))
-            context.log.info(f"{run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} already had traces")
-            metadata.update(traces_metadata(stats, run_dir))
-        return dg.MaterializeResult(metadata=metadata)
+            context.log.info(f"{run_dir.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
+            return traces_metadata(stats, run_dir)
+
+        return _over_runs(context, load(), stage)
 
     @dg.asset(
         key=[name, "results"],
         deps=[traces],
         partitions_def=cells,
         backfill_policy=single_run,
-        code_version=_version({"evaluators": raw["evaluators"], "pass_criteria": raw["pass_criteria"]}),
+        code_version=evaluators_fingerprint(spec)[:16],
         description="Evaluator verdicts on the persisted traces. Never calls the system; replaced whole per partition.",
         kinds={"evalh"},
         **common,
     )
     def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live, runtime = load(), getattr(context.resources, RUNTIME_KEY)
-        metadata: dict[str, Any] = {}
-        for run_id, variants in group_by_run(context.partition_keys).items():
-            run_dir = run_directory(live, run_id)
+        def stage(live: EvalSpec, run_dir: RunDirectory, variants: list[str], runtime: EvalhRuntime) -> dict[str, Any]:
             stats = asyncio.run(evaluate_traces(
                 live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
             ))
-            metadata.update(results_metadata(stats, run_dir))
-        return dg.MaterializeResult(metadata=metadata)
+            return results_metadata(stats, run_dir)
+
+        return _over_runs(context, load(), stage)
 
     @dg.asset(
         key=[name, "summary"],
@@ -174,8 +171,14 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary], jobs=jobs)
 
 
-def eval_asset_key(spec: EvalSpec, stage: str) -> dg.AssetKey:
-    return dg.AssetKey([spec.name, stage])
-
-
-__all__ = ["EvalAssets", "build_eval_assets", "eval_asset_key"]
+def _over_runs(
+    context: dg.AssetExecutionContext,
+    live: EvalSpec,
+    stage: Callable[[EvalSpec, RunDirectory, list[str], EvalhRuntime], dict[str, Any]],
+) -> dg.MaterializeResult:
+    """Apply a per-run stage to every run in the materialized (run x variant) range."""
+    runtime = getattr(context.resources, RUNTIME_KEY)
+    metadata: dict[str, Any] = {}
+    for run_id, variants in group_by_run(context.partition_keys).items():
+        metadata.update(stage(live, run_directory(live, run_id), variants, runtime))
+    return dg.MaterializeResult(metadata=metadata)
