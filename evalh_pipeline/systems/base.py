@@ -40,6 +40,8 @@ class SystemContext:
 
     eval_dir: Path
     max_concurrency: int = 4
+    # Values expanded from secret-looking ${VARS}: adapters mask them in anything they record.
+    secret_values: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -9,6 +9,7 @@ SYSTEMS: Registry[SystemAdapter] = Registry(
     "adapter",
     "evalh_pipeline.systems",
     {
+        "cli": "evalh_pipeline.systems.cli:CliSystem",
         "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
     },
 )

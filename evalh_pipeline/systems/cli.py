@@ -1,0 +1,293 @@
+"""``cli``: run a command once per cell (an argv list, never a shell) and read its stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from evalh_pipeline.models import EvalCase, TraceOutput
+from evalh_pipeline.store.masking import MASK, is_secret_key, mask_text
+from evalh_pipeline.systems.base import (
+    AdapterError,
+    SystemAdapter,
+    SystemConfigModel,
+    SystemResponse,
+    Workspace,
+)
+from evalh_pipeline.systems.response import response_from_dict
+from evalh_pipeline.templating import MissingTemplateField, render_case_template, template_problems
+
+STDERR_TAIL_BYTES = 4096
+STDOUT_LIMIT_BYTES = 32 * 1024 * 1024
+SNIPPET_CHARS = 500
+# After the command exits (and its leftovers are killed), how long to wait for the pipes
+# to close: a process that left the group (setsid) may still hold them open.
+PIPE_GRACE_SECONDS = 2.0
+# How long a cancelled cell waits for the killed command to be reaped.
+REAP_SECONDS = 5.0
+_NAMES = ("case_json",)
+
+
+class CliConfig(SystemConfigModel):
+    command: list[str] = Field(min_length=1)
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    inherit_env: bool = False
+    stdin_template: str | None = None
+    output_format: Literal["text", "json"] = "text"
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _argv_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                "command must be a list of arguments (argv), not a string: write "
+                "command: [program, arg1, arg2]; it is never run through a shell"
+            )
+        if isinstance(value, list):
+            # YAML numbers in argv (`[agent, --n, 3]`) are arguments like any other.
+            return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+        return value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command_templates(cls, value: list[str]) -> list[str]:
+        if not value[0]:
+            raise ValueError("command[0] (the program) must not be empty")
+        problems = [f"command[{i}]: {p}" for i, arg in enumerate(value) for p in template_problems(arg, _NAMES)]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("stdin_template")
+    @classmethod
+    def _stdin_templates(cls, value: str | None) -> str | None:
+        if value is not None and (problems := template_problems(value, _NAMES)):
+            raise ValueError("; ".join(problems))
+        return value
+
+
+class CliSystem(SystemAdapter):
+    """Runs ``command`` (an argv list, never a shell) once per cell; POSIX only.
+
+    - ``command`` items may hold ``{{ case.<path> }}`` and ``{{ case_json }}`` templates,
+      rendered per case; each item stays one argument whatever the value contains.
+      Strings render as they are, other values as JSON, null as empty; a path the case
+      lacks fails the cell (``adapter_error``). The program is found on the child's
+      ``PATH``; a relative path with a slash (``./agent.sh``) is relative to the cwd.
+    - ``cwd``: relative to the eval's folder (default: the eval's folder). A workspace,
+      when the cell has one, is the cwd instead.
+    - Environment: the host environment is not passed. The child gets exactly ``env``
+      plus the host's ``PATH`` (so programs resolve as in the shell that started the
+      run) unless ``env`` sets ``PATH`` itself. With ``inherit_env: true`` it gets the
+      host environment with ``env`` layered on top. To pass one host variable, write
+      ``env: {HOME: "${HOME}"}``: ``${VAR}`` expands when the eval loads and secret-like
+      names are masked in the run's config snapshot. Env values never reach the trace.
+    - ``stdin_template``: rendered per case (``{{ case_json }}`` is the whole case as
+      JSON) and written to stdin, then stdin is closed; without it stdin is /dev/null.
+    - ``output_format: text`` (default): stripped stdout is ``output.final_answer``.
+      ``json``: stdout must be one JSON object, read like a ``python_function`` return
+      value (``final_answer``, ``tool_calls``, ``metrics``, ...). Logs belong on stderr.
+    - A non-zero exit, invalid JSON or more than 32 MiB of stdout fail the cell with
+      ``adapter_error`` (the message has the exit code and stderr's last 4 KB).
+    - ``extra`` records ``exit_code``, ``argv`` (as rendered; URL credentials and the
+      values of secret-looking flags such as ``--api-key`` masked) and ``stderr`` (the
+      last 4 KB, when there is any).
+    - The command runs in its own process group. When the command exits, whatever it
+      left running in that group is killed; when the cell is cancelled (the runner's
+      timeout), the whole group is killed with SIGKILL and the command reaped before the
+      cancellation propagates.
+    """
+
+    Config = CliConfig
+
+    async def start(self) -> None:
+        cfg = self.config
+        if cfg.inherit_env:
+            env = dict(os.environ)
+        else:
+            env = {"PATH": os.environ.get("PATH", os.defpath)}
+        env.update(cfg.env)
+        self._env = env
+        cwd = Path(cfg.cwd).expanduser() if cfg.cwd is not None else Path(".")
+        self._cwd = (cwd if cwd.is_absolute() else self.context.eval_dir / cwd).resolve()
+        if cfg.cwd is not None and not self._cwd.is_dir():
+            raise AdapterError(f"cli cwd {cfg.cwd!r} is not a directory ({self._cwd})")
+
+    async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
+        cfg = self.config
+        case_dict = case.model_dump(mode="json")
+        names = {"case_json": lambda: json.dumps(case_dict, ensure_ascii=False)}
+        try:
+            argv = [render_case_template(arg, case_dict, names=names) for arg in cfg.command]
+            stdin = (None if cfg.stdin_template is None
+                     else render_case_template(cfg.stdin_template, case_dict, names=names).encode())
+        except MissingTemplateField as exc:
+            raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
+        cwd = workspace.path if workspace is not None else self._cwd
+        result = await _run_process(argv, stdin=stdin, cwd=Path(cwd), env=self._env)
+
+        stdout = result.stdout.decode("utf-8", errors="replace")
+        stderr = result.stderr_tail.decode("utf-8", errors="replace")
+        extra: dict[str, Any] = {"exit_code": result.exit_code, "argv": _masked_argv(argv, self.context.secret_values)}
+        if stderr:
+            extra["stderr"] = stderr
+        if result.overflow:
+            raise AdapterError(f"command wrote more than {STDOUT_LIMIT_BYTES:,} bytes to stdout; "
+                               f"it was killed", partial=SystemResponse(extra=extra))
+        if result.exit_code != 0:
+            partial = SystemResponse(extra=extra)
+            if stdout.strip():
+                partial.output = TraceOutput(final_answer=stdout.strip())
+            raise AdapterError(f"command exited with {_describe_exit(result.exit_code)}"
+                               + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"), partial=partial)
+        if cfg.output_format == "text":
+            return SystemResponse(output=TraceOutput(final_answer=stdout.strip()), extra=extra)
+        try:
+            value = json.loads(stdout)
+        except ValueError as exc:
+            shown = stdout[:SNIPPET_CHARS] + ("..." if len(stdout) > SNIPPET_CHARS else "")
+            raise AdapterError(f"stdout is not valid JSON ({exc}): {shown!r}",
+                               partial=SystemResponse(extra=extra)) from None
+        try:
+            response = response_from_dict(value)
+        except AdapterError as exc:
+            exc.partial = SystemResponse(extra=extra)
+            raise
+        response.extra = {**response.extra, **extra}
+        return response
+
+
+class _Result:
+    __slots__ = ("exit_code", "stdout", "stderr_tail", "overflow")
+
+    def __init__(self, exit_code: int, stdout: bytes, stderr_tail: bytes, overflow: bool) -> None:
+        self.exit_code, self.stdout, self.stderr_tail, self.overflow = exit_code, stdout, stderr_tail, overflow
+
+
+class _Collector(asyncio.SubprocessProtocol):
+    """Collects stdout (up to a limit) and the tail of stderr; signals exit and closed pipes.
+
+    Exit is watched separately from the pipes (``Process.wait`` on Python 3.11 waits for
+    both), so a leftover child holding stdout open cannot keep the cell running.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.overflow = False
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+        self._open = {1, 2}
+        self.pid: int | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pid = transport.get_pid()  # type: ignore[attr-defined]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            if self.overflow:
+                return
+            if len(self.stdout) + len(data) > STDOUT_LIMIT_BYTES:
+                self.overflow = True
+                _kill_group(self.pid)
+                return
+            self.stdout += data
+        else:
+            self.stderr += data
+            if len(self.stderr) > 2 * STDERR_TAIL_BYTES:
+                del self.stderr[:-STDERR_TAIL_BYTES]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.pipes_closed.done():
+            self.pipes_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: dict[str, str]) -> _Result:
+    loop = asyncio.get_running_loop()
+    try:
+        transport, proto = await loop.subprocess_exec(
+            lambda: _Collector(loop), *argv,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, env=env, start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:  # not found, not executable, bad cwd, NUL in an argument
+        raise AdapterError(f"cannot start command {argv[0]!r}: {exc}") from None
+    pgid = transport.get_pid()  # start_new_session: the command leads its own group
+    try:
+        if stdin is not None:
+            pipe = transport.get_pipe_transport(0)
+            pipe.write(stdin)  # buffered by the transport; a command that never reads is fine
+            pipe.close()
+        await asyncio.shield(proto.exited)  # a cancelled await must not cancel the exit signal itself
+        _kill_group(pgid)  # leftovers of a command that exited
+        await asyncio.wait([proto.pipes_closed], timeout=PIPE_GRACE_SECONDS)
+        exit_code = transport.get_returncode()
+        assert exit_code is not None
+        return _Result(exit_code, bytes(proto.stdout), bytes(proto.stderr[-STDERR_TAIL_BYTES:]), proto.overflow)
+    finally:
+        if not proto.exited.done():  # cancelled (timeout) or failed: kill the group, reap the command
+            _kill_group(pgid)
+            await asyncio.wait([proto.exited], timeout=REAP_SECONDS)
+        transport.close()
+
+
+def _kill_group(pgid: int | None) -> None:
+    if pgid is None:
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"code {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"code {code} (killed by signal {-code})"
+    return f"exit code {code}"
+
+
+def _masked_argv(argv: list[str], secret_values: frozenset[str] = frozenset()) -> list[str]:
+    """The argv for the trace: known secrets, URL credentials and secret-looking flag values masked."""
+    masked: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            masked.append(MASK)
+            hide_next = False
+            continue
+        if arg.startswith("-"):
+            flag, eq, value = arg.lstrip("-").partition("=")
+            if is_secret_key(flag):
+                if eq:
+                    masked.append(f"{arg[: len(arg) - len(value)]}{MASK}")
+                else:
+                    masked.append(arg)
+                    hide_next = True
+                continue
+        masked.append(mask_text(arg, secret_values))
+    return masked
