@@ -10,7 +10,16 @@ EVALUATORS: Registry[Evaluator] = Registry(
     "evalh_pipeline.evaluators",
     {
         "contains_text": "evalh_pipeline.evaluators.contains_text:ContainsText",
+        "cost_under": "evalh_pipeline.evaluators.cost_under:CostUnder",
         "exact_match": "evalh_pipeline.evaluators.exact_match:ExactMatch",
+        "latency_first_token_under": "evalh_pipeline.evaluators.latency_first_token_under:LatencyFirstTokenUnder",
+        "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
+        "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
+        "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
+        "stream_completed": "evalh_pipeline.evaluators.stream_completed:StreamCompleted",
+        "thinking_present": "evalh_pipeline.evaluators.thinking_present:ThinkingPresent",
+        "thinking_tokens_under": "evalh_pipeline.evaluators.thinking_tokens_under:ThinkingTokensUnder",
+        "tokens_per_second_above": "evalh_pipeline.evaluators.tokens_per_second_above:TokensPerSecondAbove",
         "tool_called": "evalh_pipeline.evaluators.tool_called:ToolCalled",
     },
 )

@@ -1,0 +1,33 @@
+"""``cost_under``: the cell's billed cost (``metrics.cost_usd``) is at most ``max_usd``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+class CostUnderConfig(EvaluatorConfigModel):
+    max_usd: float = Field(ge=0)
+
+
+class CostUnder(Evaluator):
+    """Passes when ``metrics.cost_usd <= max_usd``.
+
+    ``cost_usd`` is the total billed cost, thinking tokens included. A trace without a cost
+    fails rather than passing as free: a budget check that cannot see the bill proves nothing.
+    """
+
+    Config = CostUnderConfig
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        max_usd = self.config.max_usd
+        cost = trace.metrics.cost_usd
+        detail = {"cost_usd": cost, "max_usd": max_usd}
+        if cost is None:
+            return Verdict(False, "metrics.cost_usd is not set: the system reported no cost, so the budget "
+                                  "cannot be checked (have the adapter return metrics.cost_usd)", score=0.0, detail=detail)
+        if cost <= max_usd:
+            return Verdict(True, f"cost ${cost:g} is within max_usd ${max_usd:g}", score=1.0, detail=detail)
+        return Verdict(False, f"cost ${cost:g} exceeds max_usd ${max_usd:g}", score=0.0, detail=detail)

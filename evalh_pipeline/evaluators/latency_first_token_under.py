@@ -1,0 +1,33 @@
+"""``latency_first_token_under``: time to first token (``metrics.latency_first_token_ms``) is at most ``max_ms``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+class LatencyFirstTokenUnderConfig(EvaluatorConfigModel):
+    max_ms: float = Field(gt=0)
+
+
+class LatencyFirstTokenUnder(Evaluator):
+    """Passes when ``metrics.latency_first_token_ms <= max_ms``.
+
+    Only streaming adapters measure the first token; on a non-streaming trace the metric is
+    unset and the check fails saying so, rather than passing a latency nobody measured.
+    """
+
+    Config = LatencyFirstTokenUnderConfig
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        max_ms = self.config.max_ms
+        first = trace.metrics.latency_first_token_ms
+        detail = {"latency_first_token_ms": first, "max_ms": max_ms}
+        if first is None:
+            return Verdict(False, "metrics.latency_first_token_ms is not set: not a streaming trace "
+                                  "(only streaming adapters report time to first token)", score=0.0, detail=detail)
+        if first <= max_ms:
+            return Verdict(True, f"first token after {first} ms, within max_ms {max_ms:g}", score=1.0, detail=detail)
+        return Verdict(False, f"first token after {first} ms, more than max_ms {max_ms:g}", score=0.0, detail=detail)

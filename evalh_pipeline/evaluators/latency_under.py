@@ -1,0 +1,29 @@
+"""``latency_under``: the cell's wall-clock latency is at most ``max_ms``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+class LatencyUnderConfig(EvaluatorConfigModel):
+    max_ms: float = Field(gt=0)
+
+
+class LatencyUnder(Evaluator):
+    """Passes when ``trace.latency_ms <= max_ms``.
+
+    ``latency_ms`` is measured by the runner around the whole call (adapters cannot set it),
+    so it is always present, for failed cells too: a timeout shows up as a slow cell.
+    """
+
+    Config = LatencyUnderConfig
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        max_ms = self.config.max_ms
+        detail = {"latency_ms": trace.latency_ms, "max_ms": max_ms}
+        if trace.latency_ms <= max_ms:
+            return Verdict(True, f"latency {trace.latency_ms} ms is within max_ms {max_ms:g}", score=1.0, detail=detail)
+        return Verdict(False, f"latency {trace.latency_ms} ms exceeds max_ms {max_ms:g}", score=0.0, detail=detail)

@@ -1,0 +1,34 @@
+"""``thinking_tokens_under``: thinking tokens (``metrics.token_thinking``) are at most ``max_tokens``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+class ThinkingTokensUnderConfig(EvaluatorConfigModel):
+    max_tokens: int = Field(ge=0)
+
+
+class ThinkingTokensUnder(Evaluator):
+    """Passes when ``metrics.token_thinking <= max_tokens``.
+
+    Providers bill thinking tokens separately, so this bounds reasoning spend per case. The
+    count is what the provider reports (the text may be hidden); when it is unset the check
+    fails and says so instead of assuming no thinking happened.
+    """
+
+    Config = ThinkingTokensUnderConfig
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        limit = self.config.max_tokens
+        tokens = trace.metrics.token_thinking
+        detail = {"token_thinking": tokens, "max_tokens": limit}
+        if tokens is None:
+            return Verdict(False, "metrics.token_thinking is not set: the system reported no thinking-token count",
+                           score=0.0, detail=detail)
+        if tokens <= limit:
+            return Verdict(True, f"{tokens} thinking tokens, within max_tokens {limit}", score=1.0, detail=detail)
+        return Verdict(False, f"{tokens} thinking tokens, more than max_tokens {limit}", score=0.0, detail=detail)
