@@ -78,15 +78,13 @@ async def evaluate_traces(
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     concurrency = max_concurrency or spec.config.run.max_concurrency
     stats = EvaluationStats()
+    if evaluator_names is None and adopt_inline_results(run_dir, sorted(variants), evaluators_fingerprint(spec), stats):
+        return stats
     cases = CaseIndex(run_dir.cases)
     fd, tmp_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.", suffix=".tmp")
     os.close(fd)
     tmp = Path(tmp_name)
     progress.start("results", None)
-    if evaluator_names is None and adopt_inline_results(run_dir, sorted(variants), evaluators_fingerprint(spec), stats):
-        cases.close()
-        progress.finish("results")
-        return stats
     try:
         # A temp file published by rename: no need for the per-line durability of traces.
         with tmp.open("w", encoding="utf-8", buffering=1 << 20) as out:

@@ -105,3 +105,9 @@ def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path
     asyncio.run(evaluate_traces(changed, run_dir))
     assert {r["evaluator"] for r in _results(run_dir)} == {"explodes_on_case_1"}
     assert not list(run_dir.path.glob(".results.inline.*"))
+
+
+def test_adopting_inline_results_leaves_no_temporary_files(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    asyncio.run(evaluate_traces(spec, run_dir))
+    assert not [p.name for p in run_dir.path.iterdir() if p.name.startswith(".") and p.name != ".lock"]
