@@ -20,7 +20,7 @@ TRACE_COLUMNS = {
     "finished_at": "VARCHAR",
     "latency_ms": "DOUBLE",
     "metrics": "STRUCT(token_input BIGINT, token_output BIGINT, token_thinking BIGINT, cost_usd DOUBLE)",
-    "error": "STRUCT(type VARCHAR, message VARCHAR)",
+    "error": "STRUCT(type VARCHAR)",
 }
 
 RESULT_COLUMNS = {
@@ -29,16 +29,14 @@ RESULT_COLUMNS = {
     "variant_name": "VARCHAR",
     "sample": "BIGINT",
     "evaluator": "VARCHAR",
-    "evaluator_type": "VARCHAR",
     "passed": "BOOLEAN",
     "score": "DOUBLE",
-    "reason": "VARCHAR",
-    "error": "STRUCT(type VARCHAR, message VARCHAR)",
+    "error": "STRUCT(type VARCHAR)",
 }
 
 
 # The largest single record read; a bigger one is reported, never silently skipped.
-MAX_RECORD_BYTES = 32 * 1024 * 1024
+MAX_RECORD_BYTES = 16 * 1024 * 1024
 
 
 class UnreadableRecordsError(ValueError):
@@ -52,7 +50,7 @@ def connect() -> duckdb.DuckDBPyConnection:
     the peak memory) independent of the file size.
     """
     con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False})
-    con.execute("SET memory_limit = '512MB'")
+    con.execute("SET memory_limit = '256MB'")
     return con
 
 
