@@ -35,6 +35,15 @@ from evalh_pipeline.store.yaml_files import dump_yaml
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def new_run_id(eval_name: str, now: datetime | None = None) -> str:
     """Sortable UTC timestamp (to the microsecond) + eval name; see :func:`create_run_directory`."""
     now = now or datetime.now(timezone.utc)
@@ -57,6 +66,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; published files get the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
