@@ -7,6 +7,7 @@ single-run partition range) and ``<eval>__summarize`` (summary, one per run).
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,10 +84,16 @@ def _materialize(
     partitions = runs_partitions(spec.name).name
     if not instance.has_dynamic_partition(partitions, run_id):
         instance.add_dynamic_partitions(partitions, [run_id])
-    ids = [
-        _execute(defs, variant_job(handles), instance, tags=variant_range_tags(run_id, spec.variant_names)),
-        _execute(defs, handles.summarize_job, instance, partition_key=run_id),
-    ]
+    # Dagster's object graph is large and outlives the run; keep the cyclic GC from
+    # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
+    gc.freeze()
+    try:
+        ids = [
+            _execute(defs, variant_job(handles), instance, tags=variant_range_tags(run_id, spec.variant_names)),
+            _execute(defs, handles.summarize_job, instance, partition_key=run_id),
+        ]
+    finally:
+        gc.unfreeze()
     run_dir = run_directory(spec, run_id)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=ids)
 
