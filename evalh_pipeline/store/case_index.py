@@ -35,9 +35,6 @@ class CaseIndex:
     def __contains__(self, case_id: str) -> bool:
         return case_id in self._offsets
 
-    def ids(self) -> list[str]:
-        return list(self._offsets)
-
     def get(self, case_id: str) -> EvalCase:
         case = self._cache.get(case_id)
         if case is not None:

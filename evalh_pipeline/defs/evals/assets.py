@@ -4,7 +4,6 @@ The assets are thin: each loads the eval, calls one engine stage on the run dire
 reports metadata. Data lives in the run directory, not in an IO manager.
 """
 
-
 import asyncio
 import hashlib
 import json
