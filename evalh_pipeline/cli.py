@@ -19,7 +19,7 @@ from evalh_pipeline.models import RunSummary
 from evalh_pipeline.runner.progress import NoProgress
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 
-EXIT_OK, EXIT_CONFIG, EXIT_INFRA = 0, 1, 2
+EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 out = Console()
 err = Console(stderr=True)
@@ -58,7 +58,7 @@ def _load(eval_path: str) -> EvalSpec:
         sys.exit(EXIT_CONFIG)
 
 
-def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None):
+def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = ""):
     from evalh_pipeline.defs.launch import InfrastructureError, local_instance
     from evalh_pipeline.defs.resources import EvalhRuntime
 
@@ -69,6 +69,9 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
             progress = BarProgress(bars) if err.is_terminal else NoProgress()
             runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency)
             return action(spec, run_id, instance=instance, runtime=runtime)
+    except KeyboardInterrupt:
+        err.print(f"interrupted. {on_interrupt}".rstrip(), highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] invalid eval input\n{exc}", highlight=False)
         sys.exit(EXIT_CONFIG)
@@ -120,7 +123,8 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None) -> 
         run_id = run_dir.run_id
     else:
         run_id = new_run_id(spec.name)
-    outcome = _materialize(materialize_run, spec, run_id, max_concurrency)
+    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
+    outcome = _materialize(materialize_run, spec, run_id, max_concurrency, on_interrupt=resume)
     _print_summary(outcome.summary, outcome.run_dir)
 
 

@@ -111,6 +111,8 @@ def _execute(
         )
     except ConfigError:
         raise
+    except dg.DagsterExecutionInterruptedError:
+        raise KeyboardInterrupt from None
     except dg.DagsterUserCodeExecutionError as exc:
         cause = exc.user_exception
         if isinstance(cause, ConfigError):
