@@ -117,3 +117,23 @@ def test_reevaluate_command_rejudges_persisted_traces(tmp_path, env):
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(results) == 4 * 2 * 2
     assert not any(r["passed"] for r in results if r["evaluator"] == "used_lookup")
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=40, systems="""
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+    delay: 0.1
+""")
+    proc = subprocess.Popen([*EVALH, "run", str(path)], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    runs = tmp_path / "toy" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(runs.glob("*/traces.jsonl")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    (run_dir,) = [p for p in runs.iterdir() if not p.name.startswith(".")]
+    assert f"--resume {run_dir}" in stderr.replace("\n", "")
