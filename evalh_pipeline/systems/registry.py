@@ -10,6 +10,7 @@ SYSTEMS: Registry[SystemAdapter] = Registry(
     "evalh_pipeline.systems",
     {
         "cli": "evalh_pipeline.systems.cli:CliSystem",
+        "http": "evalh_pipeline.systems.http:HttpSystem",
         "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
     },
 )

@@ -1,0 +1,492 @@
+"""``http``: call an HTTP endpoint once per cell (async httpx) and map its JSON response."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import time
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from jsonpath_ng.ext import parse as parse_jsonpath
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.models import EvalCase, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
+from evalh_pipeline.store.masking import mask_text
+from evalh_pipeline.systems.base import (
+    AdapterError,
+    SystemAdapter,
+    SystemConfigModel,
+    SystemResponse,
+    Workspace,
+)
+from evalh_pipeline.systems.http_presets import PRESETS, Preset
+from evalh_pipeline.systems.http_stream import STREAMING_PROVIDERS, ChatStream, StreamTooLarge, read_sse
+from evalh_pipeline.systems.response import response_from_dict
+from evalh_pipeline.templating import (
+    CASE_TEMPLATE,
+    MissingTemplateField,
+    render_case_template,
+    template_problems,
+)
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+SNIPPET_CHARS = 300
+_MISSING = object()
+
+# response_mapping keys -> where they land.
+MAPPING_KEYS = (
+    "final_answer", "thinking", "structured", "tool_calls", "tool_results", "messages", "trace_id",
+    "tokens.input", "tokens.output", "tokens.thinking", "cost",
+)
+_TOKEN_METRICS = {"tokens.input": "token_input", "tokens.output": "token_output", "tokens.thinking": "token_thinking"}
+_MESSAGE_KEYS = ("role", "content", "thinking", "name")
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _string_leaves(value: Any, at: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(at or "(root)", value)]
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _string_leaves(v, f"{at}.{k}" if at else str(k))]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _string_leaves(v, f"{at}[{i}]")]
+    return []
+
+
+class HttpConfig(SystemConfigModel):
+    # With a `provider`, keys this model does not name (`temperature`, `max_tokens`, ...)
+    # are request fields added to the body, like `model`.
+    model_config = ConfigDict(extra="allow")
+
+    endpoint: str
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    query_params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    body: dict[str, Any] = Field(default_factory=dict)
+    request_template: dict[str, Any] | list[Any] | str | None = None
+    response_mapping: dict[str, str | list[str]] = Field(default_factory=dict)
+    provider: str | None = None
+    model: str | None = None
+    stream: bool = False
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, gt=0)
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _header_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for k, v in value.items()}
+        return value
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"endpoint must be an http(s) URL with a host; got {mask_text(value)!r}")
+        if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+            raise ValueError(
+                f"endpoint {mask_text(value)!r}: plain http is only allowed to loopback hosts "
+                "(127.0.0.0/8, ::1, localhost); use https"
+            )
+        return value
+
+    @field_validator("provider")
+    @classmethod
+    def _provider(cls, value: str | None) -> str | None:
+        if value is not None and value not in PRESETS:
+            raise ValueError(f"unknown provider {value!r} (known: {', '.join(PRESETS)})")
+        return value
+
+    @field_validator("request_template")
+    @classmethod
+    def _templates(cls, value: Any) -> Any:
+        problems = [f"request_template {at}: {p}" for at, text in _string_leaves(value)
+                    for p in template_problems(text)]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("response_mapping")
+    @classmethod
+    def _mapping(cls, value: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+        problems = []
+        for key, paths in value.items():
+            if key not in MAPPING_KEYS:
+                problems.append(f"unknown response_mapping key {key!r} (allowed: {', '.join(MAPPING_KEYS)})")
+                continue
+            for path in [paths] if isinstance(paths, str) else paths:
+                try:
+                    parse_jsonpath(path)
+                except Exception as exc:  # noqa: BLE001 - the parser raises several types
+                    problems.append(f"response_mapping {key}: invalid JSONPath {path!r}: {exc}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @model_validator(mode="after")
+    def _extras(self) -> HttpConfig:
+        extras = sorted(self.model_extra or {})
+        if extras and self.provider is None:
+            allowed = ", ".join(sorted(type(self).model_fields))
+            raise ValueError(
+                f"unknown key(s) {', '.join(extras)} for adapter 'http' (allowed: {allowed}); "
+                "extra request fields are only taken with a provider preset"
+            )
+        if self.stream and self.provider not in STREAMING_PROVIDERS:
+            raise ValueError(f"stream: true is only supported with provider {' or '.join(STREAMING_PROVIDERS)} "
+                             "(server-sent events) so far")
+        if self.body and self.request_template is not None and not isinstance(self.request_template, dict):
+            raise ValueError("body can only be merged with a request_template that is a mapping")
+        return self
+
+
+def render_template(value: Any, case: dict[str, Any]) -> Any:
+    """``value`` with the ``{{ case.<path> }}`` templates of its string leaves rendered.
+
+    A leaf that is exactly one template takes the value itself (a number stays a number,
+    an object an object); other leaves render as text. Keys are never rendered. The result
+    is a structure, serialized as JSON later: case text cannot break out of a string.
+    """
+    if isinstance(value, dict):
+        return {k: render_template(v, case) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_template(v, case) for v in value]
+    if isinstance(value, str):
+        whole = CASE_TEMPLATE.fullmatch(value.strip())
+        if whole is not None:
+            found = FieldPath(whole.group(1)).get(case, _MISSING)
+            if found is _MISSING:
+                raise MissingTemplateField(value.strip())
+            return found
+        return render_case_template(value, case)
+    return value
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class HttpSystem(SystemAdapter):
+    """Sends one request per cell and maps the JSON response into the trace.
+
+    - ``endpoint`` (https, or http to a loopback host), ``method`` (default POST),
+      ``headers`` (never recorded), ``query_params``.
+    - The body (JSON) is, merged in this order: the ``provider`` preset's request built
+      from the case (with ``model`` and the variant's other request fields), the static
+      ``body``, then ``request_template`` with its ``{{ case.<path> }}`` leaves rendered.
+      Without a provider or template the body is ``{"case_id": ..., "input": ...}`` (a GET
+      then sends no body).
+    - ``response_mapping``: JSONPath (jsonpath-ng, filters allowed) per key; a list of
+      paths means "the first that matches". Without a provider or mapping, the response is
+      read like a ``python_function`` return value.
+    - ``stream: true`` (``openai_chat`` / ``deepseek`` only): server-sent events, folded
+      back into one completion and timed (first/last token latency, chunks, tokens per
+      second, ``stream_completed`` false when the stream ends before ``[DONE]``).
+    - 5xx -> ``http_5xx``; other non-2xx, non-JSON, bodies over ``max_response_bytes`` and
+      network errors -> ``adapter_error``. Timeouts are the runner's.
+    """
+
+    Config = HttpConfig
+
+    async def start(self) -> None:
+        cfg: HttpConfig = self.config
+        self._preset: Preset | None = PRESETS[cfg.provider] if cfg.provider else None
+        mapping: dict[str, str | list[str]] = dict(self._preset.response_mapping) if self._preset else {}
+        mapping.update(cfg.response_mapping)
+        self._mapping = {
+            key: [parse_jsonpath(p) for p in ([paths] if isinstance(paths, str) else paths)]
+            for key, paths in mapping.items()
+        }
+        headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
+        limit = max(1, self.context.max_concurrency)
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
+            # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
+            timeout=httpx.Timeout(cfg.timeout_seconds + 10),
+            follow_redirects=False,
+        )
+
+    async def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            await client.aclose()
+
+    def build_body(self, case: EvalCase) -> Any:
+        cfg: HttpConfig = self.config
+        case_dict = case.model_dump(mode="json")
+        base: dict[str, Any] = {}
+        if self._preset is not None:
+            base = self._preset.request(case_dict)
+            fields = dict(cfg.model_extra or {})
+            if cfg.model is not None and self._preset.model_in_body:
+                fields["model"] = cfg.model
+            base = _deep_merge(base, fields)
+        elif cfg.request_template is None and cfg.method != "GET":
+            base = {"case_id": case.id, "input": case_dict.get("input") or {}}
+        base = _deep_merge(base, cfg.body)
+        if cfg.request_template is None:
+            body: Any = base
+        else:
+            try:
+                rendered = render_template(cfg.request_template, case_dict)
+            except MissingTemplateField as exc:
+                raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
+            body = _deep_merge(base, rendered) if isinstance(rendered, dict) else rendered
+        if cfg.stream and isinstance(body, dict):
+            body = {**body, "stream": True}
+            body.setdefault("stream_options", {"include_usage": True})
+        if self._preset is not None and isinstance(body, dict):
+            missing = [k for k in self._preset.required_body if k not in body]
+            if missing:
+                raise AdapterError(
+                    f"case {case.id!r}: the {self._preset.name} request has no {', '.join(missing)} "
+                    "(give the case input.user_message or input.messages, or set it in request_template)"
+                )
+        return body
+
+    async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
+        cfg: HttpConfig = self.config
+        body = self.build_body(case)
+        kwargs: dict[str, Any] = {"params": cfg.query_params or None}
+        if not (cfg.method == "GET" and body == {}):
+            kwargs["json"] = body
+        secrets = self.context.secret_values
+        sse: ChatStream | None = None
+        try:
+            started = time.monotonic()
+            async with self._client.stream(cfg.method, cfg.endpoint, **kwargs) as resp:
+                status = resp.status_code
+                content_type = resp.headers.get("content-type", "")
+                if cfg.stream and 200 <= status < 300 and "text/event-stream" in content_type.lower():
+                    sse = ChatStream(started=started)
+                    raw = b""
+                    try:
+                        await read_sse(resp, sse, cfg.max_response_bytes)
+                    except StreamTooLarge:
+                        raw = None
+                else:
+                    raw = await _read_capped(resp, cfg.max_response_bytes)
+        except httpx.TimeoutException as exc:
+            raise AdapterError(f"HTTP request timed out: {type(exc).__name__}", type="timeout") from None
+        except httpx.HTTPError as exc:
+            message = mask_text(f"HTTP request failed: {type(exc).__name__}: {exc}", secrets)
+            raise AdapterError(message) from None
+        extra: dict[str, Any] = {"http_status": status}
+        partial = SystemResponse(extra=extra)
+        if raw is None:
+            raise AdapterError(f"response body is larger than {cfg.max_response_bytes:,} bytes (HTTP {status})",
+                               partial=partial)
+        if status >= 500:
+            raise AdapterError(f"HTTP {status} from the endpoint: {_snippet(raw, secrets)}", type="http_5xx",
+                               partial=partial)
+        if not 200 <= status < 300:
+            raise AdapterError(f"HTTP {status} from the endpoint: {_snippet(raw, secrets)}", partial=partial)
+        if sse is not None:
+            try:
+                response = self._map(sse.as_response())
+            except AdapterError as exc:
+                exc.partial = partial
+                raise
+            for name, value in sse.metrics(response.metrics.token_output).items():
+                setattr(response.metrics, name, value)
+            response.extra = {**response.extra, **extra}
+            return response
+        if "json" not in content_type.lower():
+            raise AdapterError(f"expected a JSON response, got content type {content_type or 'none'!r}: "
+                               f"{_snippet(raw, secrets)}", partial=partial)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise AdapterError(f"response is not valid JSON ({exc}): {_snippet(raw, secrets)}",
+                               partial=partial) from None
+        if not self._mapping:
+            try:
+                response = response_from_dict(data)
+            except AdapterError as exc:
+                exc.partial = partial
+                raise
+        else:
+            try:
+                response = self._map(data)
+            except AdapterError as exc:
+                exc.partial = partial
+                raise
+        response.extra = {**response.extra, **extra}
+        return response
+
+    def _map(self, data: Any) -> SystemResponse:
+        found = {key: _find(paths, data) for key, paths in self._mapping.items()}
+        output = TraceOutput(
+            final_answer=_text(found.get("final_answer"), ""),
+            thinking=_text(found.get("thinking"), "\n\n"),
+            structured=_structured(found.get("structured")),
+        )
+        if self._preset is not None and self._preset.post is not None:
+            self._preset.post(output)
+        metrics = TraceMetrics()
+        for key, metric in _TOKEN_METRICS.items():
+            setattr(metrics, metric, _number(found.get(key), key, int))
+        metrics.cost_usd = _number(found.get("cost"), "cost", float)
+        extra: dict[str, Any] = {}
+        trace_id = _first(found.get("trace_id"))
+        if trace_id is not None:
+            extra["trace_id"] = trace_id
+        try:
+            return SystemResponse(
+                output=output,
+                messages=[_message(m) for m in _items(found.get("messages"))],
+                tool_calls=[_tool_call(c) for c in _items(found.get("tool_calls"))],
+                tool_results=[ToolResult.model_validate(r) for r in _items(found.get("tool_results"))],
+                metrics=metrics,
+                extra=extra,
+            )
+        except ValueError as exc:
+            raise AdapterError(f"response does not fit the mapping: {exc}") from None
+
+
+async def _read_capped(resp: httpx.Response, cap: int) -> bytes | None:
+    """The body, or None as soon as it grows past ``cap`` bytes (the rest is never read)."""
+    declared = resp.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        return None
+    chunks = bytearray()
+    async for chunk in resp.aiter_bytes():
+        chunks += chunk
+        if len(chunks) > cap:
+            return None
+    return bytes(chunks)
+
+
+def _snippet(raw: bytes, secrets: frozenset[str]) -> str:
+    text = raw[: SNIPPET_CHARS * 4].decode("utf-8", errors="replace")
+    shown = text[:SNIPPET_CHARS] + ("..." if len(raw) > SNIPPET_CHARS else "")
+    return repr(mask_text(shown, secrets)) if shown else "(empty body)"
+
+
+def _find(paths: list[Any], data: Any) -> list[Any] | None:
+    """Values matched by the first path that matches anything; None when none does."""
+    for path in paths:
+        matches = [m.value for m in path.find(data)]
+        if matches:
+            return matches
+    return None
+
+
+def _first(values: list[Any] | None) -> Any:
+    if not values:
+        return None
+    return next((v for v in values if v is not None), None)
+
+
+def _text(values: list[Any] | None, sep: str) -> str | None:
+    if not values:
+        return None
+    parts: list[str] = []
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, ...]
+            texts = [p.get("text") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            parts.append("".join(texts) if texts else json.dumps(value, ensure_ascii=False))
+        elif isinstance(value, str):
+            parts.append(value)
+        else:
+            parts.append(json.dumps(value, ensure_ascii=False))
+    return sep.join(parts) if parts else None
+
+
+def _structured(values: list[Any] | None) -> dict[str, Any] | None:
+    value = _first(values)
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    raise AdapterError(f"structured must be a JSON object; the mapping found {type(value).__name__}")
+
+
+def _number(values: list[Any] | None, key: str, kind: type) -> Any:
+    value = _first(values)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise AdapterError(f"{key} must be a number; the mapping found {value!r}")
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise AdapterError(f"{key} must be a number; the mapping found {value!r}") from None
+
+
+def _items(values: list[Any] | None) -> list[Any]:
+    items: list[Any] = []
+    for value in values or []:
+        if isinstance(value, list):
+            items.extend(value)
+        elif value is not None:
+            items.append(value)
+    return items
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {"_raw": value}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _tool_call(item: Any) -> ToolCall:
+    """A tool call in the OpenAI (function + JSON-string arguments), Anthropic (tool_use +
+    input), Gemini (functionCall: name + args) or plain (name + arguments) shape."""
+    if not isinstance(item, dict):
+        raise AdapterError(f"a tool call must be an object; the mapping found {type(item).__name__}")
+    call_id = item.get("id")
+    if isinstance(item.get("function"), dict):
+        fn = item["function"]
+        name, args = fn.get("name"), fn.get("arguments")
+    elif isinstance(item.get("functionCall"), dict):
+        fn = item["functionCall"]
+        name, args = fn.get("name"), fn.get("args")
+    else:
+        name = item.get("name")
+        args = next((item[k] for k in ("arguments", "input", "args") if k in item), None)
+    if not isinstance(name, str) or not name:
+        raise AdapterError(f"a tool call has no name: {json.dumps(item)[:SNIPPET_CHARS]}")
+    return ToolCall(id=str(call_id) if call_id is not None else None, name=name, arguments=_arguments(args))
+
+
+def _message(item: Any) -> TraceMessage:
+    if not isinstance(item, dict):
+        raise AdapterError(f"a message must be an object; the mapping found {type(item).__name__}")
+    return TraceMessage.model_validate({k: item[k] for k in _MESSAGE_KEYS if k in item})
