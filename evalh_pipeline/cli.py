@@ -1,11 +1,13 @@
-"""`evalh`: run and re-evaluate evals from a terminal or CI.
+"""`evalh`: run and re-evaluate evals from a terminal or CI; compare and inspect runs.
 
 Commands that produce data go through the Dagster assets and the local instance, so the
-UI shows what the CLI did; Dagster is imported only by those commands.
+UI shows what the CLI did; Dagster is imported only by those commands. The read-only
+commands (`compare`, `inspect`) read run directories directly and never import it.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -149,6 +151,143 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         spec = _with_runs_root(spec, str(directory.path.parent))
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
     _print_summary(outcome.summary, outcome.run_dir)
+
+
+def _run_directory(path: str) -> RunDirectory:
+    directory = RunDirectory(Path(path).resolve())
+    if not directory.exists():
+        err.print(f"[red]error:[/red] {path} is not a run directory (no run.json)", highlight=False)
+        sys.exit(EXIT_INFRA)
+    return directory
+
+
+def _num(value: float | None, fmt: str, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return format(value, ("+" if signed else "") + fmt)
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_b", type=click.Path(file_okay=False, exists=True))
+@click.option("--exit-nonzero-on-regression", is_flag=True,
+              help="Exit 1 when a case that passed in RUN_A does not pass in RUN_B.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+    """Compare RUN_B with RUN_A (the baseline): flips per case and deltas per variant (read-only)."""
+    from evalh_pipeline.queries.compare import compare_runs
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES
+
+    a, b = _run_directory(run_a), _run_directory(run_b)
+    try:
+        report = compare_runs(a, b)
+    except Exception as exc:  # noqa: BLE001 - unreadable run files
+        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(EXIT_INFRA)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        table = Table(title=f"{report.run_b} vs {report.run_a} (baseline)")
+        for col in ("variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
+                    "Δ tokens in", "Δ tokens out", "regressions", "improvements"):
+            table.add_column(col, justify="left" if col == "variant" else "right")
+        for v in report.variants:
+            table.add_row(
+                v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", f"{v.pass_rate_delta:+.1%}",
+                _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
+                _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
+                str(v.regressions), str(v.improvements),
+            )
+        (out if out.is_terminal else Console(width=max(out.width, 160))).print(table)
+        for label, names in (("only in A", report.variants_only_in_a), ("only in B", report.variants_only_in_b)):
+            if names:
+                out.print(f"variants {label} (not compared): {', '.join(names)}", highlight=False)
+        for v in report.variants:
+            if v.cases_only_in_a or v.cases_only_in_b:
+                out.print(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
+                          "(not compared)", highlight=False)
+        for d in report.comparison.deltas:
+            if d.regressions:
+                shown = ", ".join(d.regressions[:MAX_LISTED_CASES])
+                more = f" … and {len(d.regressions) - MAX_LISTED_CASES} more" if len(d.regressions) > MAX_LISTED_CASES else ""
+                out.print(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}", highlight=False)
+        out.print(f"{report.comparison.regressions_count} regression(s), "
+                  f"{report.comparison.improvements_count} improvement(s)", highlight=False)
+    if exit_nonzero_on_regression and report.has_regressions:
+        sys.exit(1)
+
+
+def _json_text(value) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--case", "case_id", help="Only this case id.")
+@click.option("--variant", help="Only this variant.")
+@click.option("--failed", is_flag=True, help="Only cells that did not pass (pass_criteria) or errored.")
+@click.option("--thinking", is_flag=True, help="Also show the system's thinking.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Show at most N cells (0: all).")
+def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool, thinking: bool, limit: int) -> None:
+    """Show cells of RUN_DIR: input, answer, tool calls, error and every evaluator's verdict (read-only)."""
+    from evalh_pipeline.queries.inspect import inspect_run
+
+    directory = _run_directory(run_dir)
+    try:
+        found = inspect_run(directory, case_id=case_id, variant=variant, failed=failed, limit=limit or None)
+    except Exception as exc:  # noqa: BLE001 - unreadable run files
+        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(EXIT_INFRA)
+
+    for cell in found.cells:
+        out.print(_cell_text(cell, thinking), soft_wrap=not out.is_terminal)
+    shown = len(found.cells)
+    rest = f" (showing {shown}; use --limit)" if shown < found.matched else ""
+    out.print(f"{found.matched} matching cell(s) in {found.run_id}{rest}", highlight=False)
+
+
+def _cell_text(cell, thinking: bool):
+    """One inspected cell as a single rich Text (user content is never read as markup)."""
+    from rich.text import Text
+
+    trace = cell.trace
+    error = trace.get("error")
+    output = trace.get("output") or {}
+    status = "ERROR" if error else ("PASS" if cell.passed else "FAIL")
+    sample = f" · sample {cell.sample}" if cell.sample else ""
+    text = Text()
+    text.append(f"── {cell.case_id} · {cell.variant_name}{sample} · {status} ──\n",
+                style="bold green" if status == "PASS" else "bold red")
+
+    def field(label: str, value: str) -> None:
+        text.append(f"{label}:" + (" " if value else ""), style="bold")
+        text.append(value + "\n")
+
+    field("input", _json_text(trace.get("input", {})))
+    field("answer", str(output["final_answer"]) if output.get("final_answer") is not None else "–")
+    if output.get("structured") is not None:
+        field("structured", _json_text(output["structured"]))
+    calls = trace.get("tool_calls") or []
+    field("tool calls", "" if calls else "none")
+    for call in calls:
+        args = json.dumps(call.get("arguments", {}), ensure_ascii=False, default=str)
+        text.append(f"  {call.get('name')}({args})\n")
+    if error:
+        field("error", f"{error.get('type')}: {error.get('message')}")
+    if thinking:
+        field("thinking", output.get("thinking") or "–")
+    if not cell.results:
+        field("evaluators", "no results")
+    for r in sorted(cell.results, key=lambda r: r.get("evaluator", "")):
+        ok = bool(r.get("passed")) and not r.get("error")
+        reason = r.get("reason") or ""
+        if r.get("error"):
+            reason = f"{reason} [error {r['error'].get('type')}: {r['error'].get('message')}]".strip()
+        text.append("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
+        text.append(f"{r.get('evaluator')}: {reason}\n")
+    text.rstrip()
+    return text
 
 
 def _with_runs_root(spec: EvalSpec, runs_root: str) -> EvalSpec:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+import duckdb
+
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.models import (
     ComparisonReport,
@@ -23,19 +25,22 @@ from evalh_pipeline.models import (
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, connect, load_table
 from evalh_pipeline.store.run_dir import RunDirectory
 
+# The one definition of a cell's verdict, shared by summary, compare and inspect. Formatted
+# with the table names ({cells}, {traces}, {results}); $all_required / $any_required are
+# the run's pass_criteria.
 CELLS_SQL = """
-CREATE TEMP TABLE cells AS
+CREATE TEMP TABLE {cells} AS
 WITH traces AS (
     SELECT case_id, variant_name, coalesce(sample, 0) AS sample, latency_ms,
            error.type AS error_type, metrics.cost_usd AS cost_usd,
            metrics.token_input AS token_input, metrics.token_output AS token_output,
            started_at, finished_at
-    FROM trace_rows
+    FROM {traces}
 ),
 results AS (
     SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
            coalesce(passed, false) AND error IS NULL AS ok
-    FROM result_rows
+    FROM {results}
 ),
 verdicts AS (
     SELECT case_id, variant_name, sample,
@@ -65,7 +70,7 @@ SELECT variant_name,
        avg(token_output) AS avg_tokens_output,
        min(started_at) AS first_started,
        max(finished_at) AS last_finished
-FROM cells GROUP BY variant_name
+FROM {cells} GROUP BY variant_name
 """
 
 EVALUATORS_SQL = """
@@ -91,6 +96,48 @@ GROUP BY v.variant_name
 """
 
 
+def create_cells(
+    con: duckdb.DuckDBPyConnection,
+    pass_criteria: PassCriteria,
+    *,
+    cells: str = "cells",
+    traces: str = "trace_rows",
+    results: str = "result_rows",
+) -> None:
+    """Create the ``cells`` table (one row per trace, with its ``passed`` verdict)."""
+    con.execute(
+        CELLS_SQL.format(cells=cells, traces=traces, results=results),
+        {"all_required": pass_criteria.all_required, "any_required": pass_criteria.any_required},
+    )
+
+
+def load_cells(
+    con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassCriteria, *, suffix: str = ""
+) -> None:
+    """Load a run's traces and results as ``trace_rows{suffix}`` / ``result_rows{suffix}`` and
+    derive ``cells{suffix}`` from them under ``pass_criteria``."""
+    load_table(con, f"trace_rows{suffix}", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
+    load_table(con, f"result_rows{suffix}", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
+    create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"trace_rows{suffix}",
+                 results=f"result_rows{suffix}")
+
+
+def variant_summary(row: tuple) -> VariantSummary:
+    """A VariantSummary from the first eight columns of a VARIANTS_SQL row."""
+    name, cells, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+    return VariantSummary(
+        name=name,
+        cases_total=cells,
+        cases_passed=passed,
+        cases_errored=errored,
+        pass_rate=passed / cells if cells else 0.0,
+        avg_latency_ms=latency or 0.0,
+        avg_cost_usd=cost,
+        avg_tokens_input=tokens_in,
+        avg_tokens_output=tokens_out,
+    )
+
+
 def summarize_run(
     run_dir: RunDirectory,
     *,
@@ -104,28 +151,10 @@ def summarize_run(
 ) -> RunSummary:
     """Build the RunSummary of a run directory from its JSONL files."""
     con = connect()
-    load_table(con, "trace_rows", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
-    load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
-    con.execute(
-        CELLS_SQL,
-        {"all_required": pass_criteria.all_required, "any_required": pass_criteria.any_required},
-    )
-    rows = {r[0]: r for r in con.execute(VARIANTS_SQL).fetchall()}
+    load_cells(con, run_dir, pass_criteria)
+    rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
-    variants = [
-        VariantSummary(
-            name=name,
-            cases_total=rows[name][1],
-            cases_passed=rows[name][2],
-            cases_errored=rows[name][3],
-            pass_rate=rows[name][2] / rows[name][1] if rows[name][1] else 0.0,
-            avg_latency_ms=rows[name][4] or 0.0,
-            avg_cost_usd=rows[name][5],
-            avg_tokens_input=rows[name][6],
-            avg_tokens_output=rows[name][7],
-        )
-        for name in order
-    ]
+    variants = [variant_summary(rows[name]) for name in order]
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
     for evaluator, variant, rate, score in con.execute(EVALUATORS_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(pass_rate=rate, avg_score=score)
@@ -168,3 +197,13 @@ def summarize_run(
         comparison=comparison,
         metadata=metadata or {},
     )
+
+
+def run_pass_criteria(run_dir: RunDirectory) -> PassCriteria:
+    """The pass_criteria a run was made with, from its config.yaml snapshot (default when absent)."""
+    from evalh_pipeline.store.yaml_files import load_yaml_text
+
+    if not run_dir.config_yaml.exists():
+        return PassCriteria()
+    raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    return PassCriteria.model_validate(raw.get("pass_criteria") or {})

@@ -1,0 +1,148 @@
+"""Compare two runs A (the baseline) and B: per (variant, case) flips and per-variant deltas.
+
+Each run is judged by its own ``pass_criteria`` (from its config.yaml snapshot) through the
+shared cell verdict of :mod:`evalh_pipeline.queries.summary`. A case passes on a variant
+when all of its samples passed; flips are counted on the (variant, case) pairs both runs
+have. Pass rates, latency, cost and tokens are each run's own per-variant figures (as in
+its summary), and every delta is B minus A.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from evalh_pipeline.models import ComparisonReport, VariantDelta, VariantSummary
+from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.queries.summary import VARIANTS_SQL, load_cells, run_pass_criteria, variant_summary
+from evalh_pipeline.store.run_dir import RunDirectory
+
+PER_CASE_SQL = """
+CREATE TEMP TABLE {per_case} AS
+SELECT variant_name, case_id, bool_and(coalesce(passed, false)) AS passed
+FROM {cells} GROUP BY variant_name, case_id
+"""
+
+FLIPS_SQL = """
+SELECT coalesce(a.variant_name, b.variant_name) AS variant_name,
+       count(*) FILTER (WHERE a.case_id IS NOT NULL AND b.case_id IS NOT NULL) AS shared,
+       count(*) FILTER (WHERE b.case_id IS NULL) AS only_in_a,
+       count(*) FILTER (WHERE a.case_id IS NULL) AS only_in_b,
+       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.passed AND NOT b.passed), []) AS regressions,
+       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE NOT a.passed AND b.passed), []) AS improvements
+FROM per_case_a a FULL OUTER JOIN per_case_b b USING (variant_name, case_id)
+GROUP BY ALL
+"""
+
+VARIANT_PAIRS_SQL = f"""
+WITH a AS ({VARIANTS_SQL.format(cells="cells_a")}),
+     b AS ({VARIANTS_SQL.format(cells="cells_b")})
+SELECT coalesce(a.variant_name, b.variant_name) AS variant_name, a, b
+FROM a FULL OUTER JOIN b ON a.variant_name = b.variant_name
+"""
+
+
+class VariantComparison(BaseModel):
+    """One variant's figures in both runs; deltas are B minus A (None when either side lacks the metric)."""
+
+    variant: str
+    a: VariantSummary
+    b: VariantSummary
+    pass_rate_delta: float
+    avg_latency_delta_ms: float
+    avg_cost_delta_usd: float | None = None
+    avg_tokens_input_delta: float | None = None
+    avg_tokens_output_delta: float | None = None
+    cases_compared: int = 0
+    cases_only_in_a: int = 0
+    cases_only_in_b: int = 0
+    regressions: int = 0
+    improvements: int = 0
+
+
+class RunComparison(BaseModel):
+    """``evalh compare``: run B against run A (``comparison.baseline`` is A's run id)."""
+
+    run_a: str
+    run_b: str
+    comparison: ComparisonReport
+    variants: list[VariantComparison]
+    variants_only_in_a: list[str] = Field(default_factory=list)
+    variants_only_in_b: list[str] = Field(default_factory=list)
+
+    @property
+    def has_regressions(self) -> bool:
+        return bool(self.comparison.regressions_count)
+
+
+def _delta(b: float | None, a: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def _order(run_a: RunDirectory, run_b: RunDirectory, names: set[str]) -> list[str]:
+    declared: list[str] = []
+    for run in (run_b, run_a):
+        try:
+            declared += [v for v in run.read_meta().get("variants", []) if v not in declared]
+        except (FileNotFoundError, ValueError):
+            pass
+    return [v for v in declared if v in names] + sorted(names - set(declared))
+
+
+def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
+    """Compare run B with run A (the baseline), each judged by its own pass_criteria."""
+    con = connect()
+    try:
+        for suffix, run in (("_a", run_a), ("_b", run_b)):
+            load_cells(con, run, run_pass_criteria(run), suffix=suffix)
+            con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
+        stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
+        flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
+    finally:
+        con.close()
+
+    deltas: list[VariantDelta] = []
+    variants: list[VariantComparison] = []
+    only_a: list[str] = []
+    only_b: list[str] = []
+    for name in _order(run_a, run_b, set(stats)):
+        row_a, row_b = stats[name]
+        if row_b is None or row_b["variant_name"] is None:
+            only_a.append(name)
+            continue
+        if row_a is None or row_a["variant_name"] is None:
+            only_b.append(name)
+            continue
+        a, b = variant_summary(tuple(row_a.values())), variant_summary(tuple(row_b.values()))
+        _, shared, in_a, in_b, regressions, improvements = flips.get(name, (name, 0, 0, 0, [], []))
+        delta = VariantDelta(
+            variant=name,
+            pass_rate_delta=b.pass_rate - a.pass_rate,
+            avg_latency_delta_ms=b.avg_latency_ms - a.avg_latency_ms,
+            regressions=list(regressions),
+            improvements=list(improvements),
+        )
+        deltas.append(delta)
+        variants.append(VariantComparison(
+            variant=name, a=a, b=b,
+            pass_rate_delta=delta.pass_rate_delta,
+            avg_latency_delta_ms=delta.avg_latency_delta_ms,
+            avg_cost_delta_usd=_delta(b.avg_cost_usd, a.avg_cost_usd),
+            avg_tokens_input_delta=_delta(b.avg_tokens_input, a.avg_tokens_input),
+            avg_tokens_output_delta=_delta(b.avg_tokens_output, a.avg_tokens_output),
+            cases_compared=shared, cases_only_in_a=in_a, cases_only_in_b=in_b,
+            regressions=len(delta.regressions), improvements=len(delta.improvements),
+        ))
+    return RunComparison(
+        run_a=run_a.run_id,
+        run_b=run_b.run_id,
+        comparison=ComparisonReport(
+            baseline=run_a.run_id,
+            deltas=deltas,
+            kind="ad_hoc",
+            regressions_count=sum(len(d.regressions) for d in deltas),
+            improvements_count=sum(len(d.improvements) for d in deltas),
+        ),
+        variants=variants,
+        variants_only_in_a=only_a,
+        variants_only_in_b=only_b,
+    )
