@@ -80,3 +80,27 @@ def render_case_template(
         return to_text(value)
 
     return _PLACEHOLDER.sub(one, text)
+
+
+def render_structure(value: Any, case: Any, *, strict: bool = True, to_text: Callable[[Any], str] = json_text) -> Any:
+    """``value`` with the ``{{ case.<path> }}`` templates of its string leaves rendered.
+
+    A leaf that is exactly one template takes the value itself (a number stays a number,
+    an object an object); other leaves render as text. Keys are never rendered. A missing
+    path raises :class:`MissingTemplateField` when ``strict``, else renders as None / empty.
+    """
+    if isinstance(value, dict):
+        return {k: render_structure(v, case, strict=strict, to_text=to_text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_structure(v, case, strict=strict, to_text=to_text) for v in value]
+    if isinstance(value, str):
+        whole = CASE_TEMPLATE.fullmatch(value.strip())
+        if whole is not None:
+            found = FieldPath(whole.group(1)).get(case, _MISSING)
+            if found is _MISSING:
+                if strict:
+                    raise MissingTemplateField(value.strip())
+                return None
+            return found
+        return render_case_template(value, case, strict=strict, to_text=to_text)
+    return value

@@ -8,10 +8,9 @@ from typing import Any
 from pydantic import model_validator
 
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, ToolCall, Trace
+from evalh_pipeline.templating import render_structure
 
-_TEMPLATE = re.compile(r"\{\{\s*case\.([\w.\[\]]+)\s*\}\}")
 _REGEX_PREFIX = "~="
 
 
@@ -44,7 +43,7 @@ class ToolCalled(Evaluator):
         tools = [cfg.tool_name] if cfg.tool_name else list(case.expected.must_call_tools)
         if not tools:
             return Verdict(True, "no tool expected (no tool_name, empty expected.must_call_tools)", score=1.0)
-        expected_args = _render(cfg.args_match, case) if cfg.args_match is not None else None
+        expected_args = render_structure(cfg.args_match, case, strict=False, to_text=str) if cfg.args_match is not None else None
         problems: list[str] = []
         counts: dict[str, int] = {}
         for tool in tools:
@@ -79,19 +78,6 @@ class ToolCalled(Evaluator):
             if failed:
                 problems.append(f"{tool}: tool returned an error for {failed}")
         return problems
-
-
-def _render(value: Any, case: EvalCase) -> Any:
-    if isinstance(value, dict):
-        return {k: _render(v, case) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_render(v, case) for v in value]
-    if isinstance(value, str):
-        whole = _TEMPLATE.fullmatch(value.strip())
-        if whole:  # a lone template keeps the value's type (numbers stay numbers)
-            return FieldPath(whole.group(1)).get(case)
-        return _TEMPLATE.sub(lambda m: str(FieldPath(m.group(1)).get(case, "")), value)
-    return value
 
 
 def _matches(expected: Any, actual: Any) -> bool:

@@ -12,7 +12,6 @@ import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from evalh_pipeline.evaluators.fields import FieldPath
 from evalh_pipeline.models import EvalCase, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
 from evalh_pipeline.store.masking import mask_text
 from evalh_pipeline.systems.base import (
@@ -26,15 +25,13 @@ from evalh_pipeline.systems.http_presets import PRESETS, Preset
 from evalh_pipeline.systems.http_stream import STREAMING_PROVIDERS, ChatStream, StreamTooLarge, read_sse
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.templating import (
-    CASE_TEMPLATE,
     MissingTemplateField,
-    render_case_template,
+    render_structure,
     template_problems,
 )
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 SNIPPET_CHARS = 300
-_MISSING = object()
 
 # response_mapping keys -> where they land.
 MAPPING_KEYS = (
@@ -157,28 +154,6 @@ class HttpConfig(SystemConfigModel):
         return self
 
 
-def render_template(value: Any, case: dict[str, Any]) -> Any:
-    """``value`` with the ``{{ case.<path> }}`` templates of its string leaves rendered.
-
-    A leaf that is exactly one template takes the value itself (a number stays a number,
-    an object an object); other leaves render as text. Keys are never rendered. The result
-    is a structure, serialized as JSON later: case text cannot break out of a string.
-    """
-    if isinstance(value, dict):
-        return {k: render_template(v, case) for k, v in value.items()}
-    if isinstance(value, list):
-        return [render_template(v, case) for v in value]
-    if isinstance(value, str):
-        whole = CASE_TEMPLATE.fullmatch(value.strip())
-        if whole is not None:
-            found = FieldPath(whole.group(1)).get(case, _MISSING)
-            if found is _MISSING:
-                raise MissingTemplateField(value.strip())
-            return found
-        return render_case_template(value, case)
-    return value
-
-
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in top.items():
@@ -252,7 +227,7 @@ class HttpSystem(SystemAdapter):
             body: Any = base
         else:
             try:
-                rendered = render_template(cfg.request_template, case_dict)
+                rendered = render_structure(cfg.request_template, case_dict)
             except MissingTemplateField as exc:
                 raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
             body = _deep_merge(base, rendered) if isinstance(rendered, dict) else rendered
