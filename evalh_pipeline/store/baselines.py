@@ -1,0 +1,62 @@
+"""Promoted baselines: one atomic pointer per eval, with the ones it replaced kept in history.
+
+    <runs root>/baselines/<eval>/current.json    the promoted run (replaced by rename)
+    <runs root>/baselines/<eval>/history.jsonl   every baseline that was replaced, oldest first
+
+A crash mid-promotion leaves the old pointer in place: the history entry is written
+first, the pointer last, and the pointer is only ever replaced whole.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+
+BASELINES = "baselines"
+
+
+class Baseline(BaseModel):
+    """Which run is an eval's promoted baseline, and since when."""
+
+    eval_name: str
+    run_id: str
+    run_dir: str
+    promoted_at: datetime
+
+
+def baseline_folder(runs_root: Path, eval_name: str) -> Path:
+    return runs_root / BASELINES / eval_name
+
+
+def current_baseline(runs_root: Path, eval_name: str) -> Baseline | None:
+    """The promoted baseline of ``eval_name`` under ``runs_root``, if any."""
+    pointer = baseline_folder(runs_root, eval_name) / "current.json"
+    if not pointer.exists():
+        return None
+    return Baseline.model_validate_json(pointer.read_text(encoding="utf-8"))
+
+
+def promote(run_dir: RunDirectory) -> Baseline:
+    """Make ``run_dir`` its eval's baseline; the previous one moves to the history."""
+    meta = run_dir.read_meta()
+    if not run_dir.summary.exists():
+        raise ValueError(f"{run_dir.path} has no summary.yaml: only a finished run can be a baseline")
+    runs_root = run_dir.path.parent
+    folder = baseline_folder(runs_root, meta["eval_name"])
+    folder.mkdir(parents=True, exist_ok=True)
+    previous = current_baseline(runs_root, meta["eval_name"])
+    if previous is not None and previous.run_id != run_dir.run_id:
+        with JsonlAppender(folder / "history.jsonl") as history:
+            history.write(previous.model_dump_json())
+    baseline = Baseline(
+        eval_name=meta["eval_name"], run_id=run_dir.run_id, run_dir=str(run_dir.path),
+        promoted_at=datetime.now(timezone.utc),
+    )
+    write_atomic(folder / "current.json", json.dumps(baseline.model_dump(mode="json"), indent=2) + "\n")
+    return baseline
