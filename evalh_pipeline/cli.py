@@ -140,15 +140,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     from evalh_pipeline.defs.launch import materialize_reevaluation
 
     directory = RunDirectory(Path(run_dir).resolve())
-    try:
-        meta = directory.read_meta()
-    except FileNotFoundError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        sys.exit(EXIT_CONFIG)
-    spec = _load(eval_path or meta["config_path"])
-    if Path(spec.runs_root).resolve() != directory.path.parent:
-        # The run lives somewhere other than the eval's output folder: judge it in place.
-        spec = _with_runs_root(spec, str(directory.path.parent))
+    spec = _spec_for_run(directory, eval_path)
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
     _print_summary(outcome.summary, outcome.run_dir)
 
@@ -176,18 +168,51 @@ def _num(value: float | None, fmt: str, signed: bool = False) -> str:
 def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
     """Compare RUN_B with RUN_A (the baseline): flips per case and deltas per variant (read-only)."""
     from evalh_pipeline.queries.compare import compare_runs
-    from evalh_pipeline.queries.report import MAX_LISTED_CASES
 
     a, b = _run_directory(run_a), _run_directory(run_b)
+    _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--baseline", "baseline_dir", type=click.Path(file_okay=False, exists=True),
+              help="Compare with this run instead of the eval's promoted baseline.")
+@click.option("--exit-nonzero-on-regression", is_flag=True,
+              help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR (the CI gate).")
+@click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
+def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+    """Compare RUN_DIR with its eval's promoted baseline run (read-only)."""
+    from evalh_pipeline.queries.drift import drift_report
+    from evalh_pipeline.store.baselines import current_baseline
+
+    current = _run_directory(run_dir)
+    if baseline_dir is None:
+        eval_name = current.read_meta()["eval_name"]
+        promoted = current_baseline(current.path.parent, eval_name)
+        if promoted is None:
+            err.print(f"[red]error:[/red] eval {eval_name!r} has no promoted baseline under "
+                      f"{current.path.parent}: run `evalh promote <run_dir>` first, or pass --baseline",
+                      highlight=False)
+            sys.exit(EXIT_INFRA)
+        baseline_dir = promoted.run_dir
+    baseline = _run_directory(baseline_dir)
+    _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
+                       exit_nonzero_on_regression, as_json)
+
+
+def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+    """Print a RunComparison as a table (or JSON) and apply the regression gate."""
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES
+
     try:
-        report = compare_runs(a, b)
+        report = build()
     except Exception as exc:  # noqa: BLE001 - unreadable run files
         err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
         sys.exit(EXIT_INFRA)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
-        table = Table(title=f"{report.run_b} vs {report.run_a} (baseline)")
+        table = Table(title=f"{report.run_b} vs {report.run_a} ({baseline_label})")
         for col in ("variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
                     "Δ tokens in", "Δ tokens out", "regressions", "improvements"):
             table.add_column(col, justify="left" if col == "variant" else "right")
@@ -215,6 +240,19 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
                   f"{report.comparison.improvements_count} improvement(s)", highlight=False)
     if exit_nonzero_on_regression and report.has_regressions:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+def promote(run_dir: str) -> None:
+    """Make RUN_DIR its eval's baseline for `evalh drift` (the previous one is kept in history)."""
+    from evalh_pipeline.defs.launch import materialize_promotion
+
+    directory = _run_directory(run_dir)
+    spec = _spec_for_run(directory, None)
+    promoted = _materialize(materialize_promotion, spec, directory.run_id, None)
+    previous = f" (was {promoted.previous_run_id})" if promoted.previous_run_id else ""
+    out.print(f"baseline of {spec.name} is now {promoted.run_id}{previous}", highlight=False)
 
 
 def _json_text(value) -> str:
@@ -290,10 +328,20 @@ def _cell_text(cell, thinking: bool):
     return text
 
 
-def _with_runs_root(spec: EvalSpec, runs_root: str) -> EvalSpec:
+def _spec_for_run(directory: RunDirectory, eval_path: str | None) -> EvalSpec:
+    """The eval a run was made from (or ``eval_path``), pointed at the folder the run is in."""
     from dataclasses import replace
 
-    return replace(spec, runs_root=runs_root)
+    try:
+        meta = directory.read_meta()
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(EXIT_CONFIG)
+    spec = _load(eval_path or meta["config_path"])
+    if Path(spec.runs_root).resolve() != directory.path.parent:
+        # The run lives somewhere other than the eval's output folder: work on it in place.
+        spec = replace(spec, runs_root=str(directory.path.parent))
+    return spec
 
 
 if __name__ == "__main__":

@@ -74,6 +74,26 @@ def materialize_reevaluation(
     return _materialize(spec, run_id, instance, runtime, lambda handles: handles.judge_job)
 
 
+@dataclass
+class Promotion:
+    run_id: str
+    previous_run_id: str
+    dagster_run_id: str
+
+
+def materialize_promotion(
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None
+) -> Promotion:
+    """Materialize the eval's ``baseline`` asset for ``run_id`` (the atomic pointer + history)."""
+    defs, built = build_definitions([spec], runtime)
+    handles = built[spec.name]
+    op = f"{spec.name}__baseline"
+    dagster_run_id = _execute(defs, handles.promote_job, instance, run_config={"ops": {op: {"config": {"run_id": run_id}}}})
+    event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
+    previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""
+    return Promotion(run_id=run_id, previous_run_id=previous, dagster_run_id=dagster_run_id)
+
+
 def _materialize(
     spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: EvalhRuntime | None,
     variant_job: Callable[[EvalAssets], str],
@@ -100,14 +120,17 @@ def _materialize(
 
 def _execute(
     defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, *,
-    partition_key: str | None = None, tags: dict[str, str] | None = None,
+    partition_key: str | None = None, tags: dict[str, str] | None = None, run_config: dict | None = None,
 ) -> str:
     job = defs.resolve_job_def(job_name)
     try:
         result = job.execute_in_process(
             instance=instance, partition_key=partition_key, tags=tags, raise_on_error=True,
-            # The event log keeps every event for the UI; the console only needs problems.
-            run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "WARNING")}}}},
+            run_config={
+                **(run_config or {}),
+                # The event log keeps every event for the UI; the console only needs problems.
+                "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "WARNING")}}},
+            },
         )
     except ConfigError:
         raise

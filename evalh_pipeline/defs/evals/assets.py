@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -21,7 +22,14 @@ from evalh_pipeline.queries.report import comparison_section, evaluators_table, 
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+
+
+class PromoteConfig(dg.Config):
+    """Which run of the eval to promote."""
+
+    run_id: str
 
 
 def _version(value: Any) -> str:
@@ -40,6 +48,10 @@ class EvalAssets:
     @property
     def cells_job(self) -> str:
         return f"{self.spec.name}__cells"
+
+    @property
+    def promote_job(self) -> str:
+        return f"{self.spec.name}__promote"
 
     @property
     def judge_job(self) -> str:
@@ -159,7 +171,28 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         }
         return dg.MaterializeResult(metadata=metadata)
 
+    @dg.asset(
+        key=[name, "baseline"],
+        deps=[summary],
+        description="The promoted baseline run that `evalh drift` compares against (`evalh promote`).",
+        kinds={"evalh"},
+        **common,
+    )
+    def baseline(context: dg.AssetExecutionContext, config: PromoteConfig) -> dg.MaterializeResult:
+        live = load()
+        runs_root = Path(live.runs_root)
+        previous = current_baseline(runs_root, name)
+        promoted = promote(run_directory(live, config.run_id))
+        return dg.MaterializeResult(metadata={
+            "run_id": promoted.run_id,
+            "previous_run_id": previous.run_id if previous else "",
+            "run_dir": dg.MetadataValue.path(promoted.run_dir),
+            "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
+        })
+
     jobs = [
+        dg.define_asset_job(f"{name}__promote", selection=[baseline],
+                            description="Make a run the eval's baseline (run config: run_id)."),
         dg.define_asset_job(f"{name}__cells", selection=[cases, traces, results], partitions_def=cells,
                             description="Snapshot the cases (new runs), run the missing cells and judge them."),
         dg.define_asset_job(f"{name}__judge", selection=[results], partitions_def=cells,
@@ -167,7 +200,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
                             description="Roll up results into summary.yaml and report.md."),
     ]
-    return EvalAssets(spec=spec, assets=[cases, traces, results, summary], jobs=jobs)
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs)
 
 
 def _over_runs(

@@ -1,0 +1,61 @@
+"""`evalh promote` (through Dagster) and `evalh drift` (read-only), the CI gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import dagster as dg
+import pytest
+
+from tests.cli.test_read_only_commands import BROKEN, GOOD, _make_run
+from tests.conftest import REPO
+
+EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
+
+
+@pytest.fixture
+def setup(tmp_path):
+    folder = tmp_path / "evals" / "toy"
+    good = _make_run(folder, GOOD, "r1_good")
+    broken = _make_run(folder, BROKEN, "r2_broken")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "COLUMNS": "200"}
+    return good, broken, env
+
+
+def _evalh(env, *args):
+    return subprocess.run([*EVALH, *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_drift_without_a_promoted_baseline_says_how_to_get_one(setup):
+    _, broken, env = setup
+    proc = _evalh(env, "drift", broken)
+    assert proc.returncode == 2
+    assert "no promoted baseline" in proc.stderr and "evalh promote" in proc.stderr
+
+
+def test_promote_then_drift_gates_on_regressions_against_the_baseline(setup):
+    good, broken, env = setup
+    promoted = _evalh(env, "promote", good)
+    assert promoted.returncode == 0, promoted.stderr
+    assert "baseline of toy is now r1_good" in promoted.stdout
+
+    gate = _evalh(env, "drift", broken, "--exit-nonzero-on-regression", "--json")
+    assert gate.returncode == 1, gate.stderr
+    report = json.loads(gate.stdout)["comparison"]
+    assert report["kind"] == "drift" and report["baseline_run_id"] == "r1_good"
+    (candidate,) = [d for d in report["deltas"] if d["variant"] == "candidate"]
+    assert candidate["regressions"] == ["case_0", "case_3", "case_6"]
+
+    assert _evalh(env, "drift", good, "--exit-nonzero-on-regression").returncode == 0
+
+    again = _evalh(env, "promote", broken)
+    assert "is now r2_broken (was r1_good)" in again.stdout
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "baseline"]))
+    assert event.asset_materialization.metadata["run_id"].value == "r2_broken"
