@@ -85,6 +85,12 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         sys.exit(EXIT_INFRA)
 
 
+def _print_outcome(outcome) -> None:
+    _print_summary(outcome.summary, outcome.run_dir)
+    for check in outcome.failed_checks:
+        out.print(f"[yellow]gate failed:[/yellow] {check}", highlight=False)
+
+
 def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
     table = Table(title=f"run {summary.run_id}")
     for col in ("variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"):
@@ -127,7 +133,7 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None) -> 
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
     outcome = _materialize(materialize_run, spec, run_id, max_concurrency, on_interrupt=resume)
-    _print_summary(outcome.summary, outcome.run_dir)
+    _print_outcome(outcome)
 
 
 @main.command("re-evaluate")
@@ -142,7 +148,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = RunDirectory(Path(run_dir).resolve())
     spec = _spec_for_run(directory, eval_path)
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
-    _print_summary(outcome.summary, outcome.run_dir)
+    _print_outcome(outcome)
 
 
 def _run_directory(path: str) -> RunDirectory:

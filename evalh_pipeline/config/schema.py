@@ -81,6 +81,18 @@ class RunConfig(_Strict):
     executor: dict[str, Any] = Field(default_factory=dict)
 
 
+class GatesConfig(_Strict):
+    """Release gates, checked as Dagster asset checks on each run's summary (an evalh extension).
+
+    A failed blocking gate stops assets downstream of the summary in the same Dagster run.
+    """
+
+    no_regressions_vs_baseline_variant: bool = True
+    pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
+    max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
+    blocking: bool = True
+
+
 class MetricsConfig(_Strict):
     price_table_path: str | None = None
 
@@ -106,6 +118,7 @@ class EvalConfig(_Strict):
     pass_criteria: PassCriteria = Field(default_factory=PassCriteria)
     run: RunConfig = Field(default_factory=RunConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    gates: GatesConfig = Field(default_factory=GatesConfig)
     output: list[OutputConfig] = Field(default_factory=lambda: [OutputConfig()])
 
     @field_validator("output", mode="before")

@@ -8,6 +8,8 @@ import warnings
 
 import dagster as dg
 
-# Backfill policies and the multi-to-single partition mapping are the design, not an
-# experiment of ours; Dagster's beta notice on every load is noise for users.
+# Backfill policies, the multi-to-single partition mapping and partitioned asset checks
+# are the design, not an experiment of ours; Dagster's beta/preview notice on every load
+# is noise for users (the closing notes track that these APIs may still change).
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)

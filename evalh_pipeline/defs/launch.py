@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class RunOutcome:
     run_dir: RunDirectory
     summary: RunSummary
     dagster_run_ids: list[str] = field(default_factory=list)
+    failed_checks: list[str] = field(default_factory=list)
 
 
 def local_instance() -> dg.DagsterInstance:
@@ -88,7 +90,8 @@ def materialize_promotion(
     defs, built = build_definitions([spec], runtime)
     handles = built[spec.name]
     op = f"{spec.name}__baseline"
-    dagster_run_id = _execute(defs, handles.promote_job, instance, run_config={"ops": {op: {"config": {"run_id": run_id}}}})
+    dagster_run_id, _ = _execute(defs, handles.promote_job, instance,
+                                 run_config={"ops": {op: {"config": {"run_id": run_id}}}})
     event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
     previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""
     return Promotion(run_id=run_id, previous_run_id=previous, dagster_run_id=dagster_run_id)
@@ -108,28 +111,42 @@ def _materialize(
     # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
     gc.freeze()
     try:
-        ids = [
+        executed = [
             _execute(defs, variant_job(handles), instance, tags=variant_range_tags(run_id, spec.variant_names)),
-            _execute(defs, handles.summarize_job, instance, partition_key=run_id),
+            _execute(defs, handles.summarize_job, instance, partition_key=run_id, gated=True),
         ]
     finally:
         gc.unfreeze()
     run_dir = run_directory(spec, run_id)
-    return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=ids)
+    return RunOutcome(
+        run_dir=run_dir,
+        summary=load_summary(run_dir),
+        dagster_run_ids=[dagster_id for dagster_id, _ in executed],
+        failed_checks=[check for _, failed in executed for check in failed],
+    )
 
 
 def _execute(
     defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, *,
     partition_key: str | None = None, tags: dict[str, str] | None = None, run_config: dict | None = None,
-) -> str:
+    gated: bool = False,
+) -> tuple[str, list[str]]:
+    """Run one job in-process; returns its Dagster run id and the asset checks that failed.
+
+    With ``gated`` the job carries asset checks: a failed blocking check fails the Dagster
+    run, but the data is complete, so it is a verdict reported to the caller, not an
+    infrastructure failure. Every check still runs (the run is not aborted at the first).
+    """
     job = defs.resolve_job_def(job_name)
+    run_id = str(uuid.uuid4())
     try:
         result = job.execute_in_process(
-            instance=instance, partition_key=partition_key, tags=tags, raise_on_error=True,
+            instance=instance, partition_key=partition_key, tags=tags, raise_on_error=not gated, run_id=run_id,
             run_config={
                 **(run_config or {}),
-                # The event log keeps every event for the UI; the console only needs problems.
-                "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "WARNING")}}},
+                # The event log keeps every event for the UI; evalh reports failures itself
+                # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
+                "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}},
             },
         )
     except ConfigError:
@@ -143,6 +160,21 @@ def _execute(
         raise InfrastructureError(f"{job_name} failed: {type(cause).__name__}: {cause}") from exc
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {type(exc).__name__}: {exc}") from exc
+    failed = _failed_checks(instance, run_id)
     if not result.success:
-        raise InfrastructureError(f"{job_name} did not succeed (Dagster run {result.run_id})")
-    return result.run_id
+        failed_steps = {e.step_key for e in result.all_events if e.is_step_failure}
+        check_steps = {e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+        if not failed or not failed_steps <= check_steps:
+            messages = [e.message for e in result.all_events if e.is_step_failure]
+            raise InfrastructureError(f"{job_name} did not succeed (Dagster run {run_id}): {' | '.join(messages)}")
+    return run_id, failed
+
+
+def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    """``asset/check`` names of the checks that failed in a Dagster run."""
+    failed = []
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = record.dagster_event.event_specific_data
+        if not evaluation.passed:
+            failed.append(f"{evaluation.asset_key.to_user_string()}: {evaluation.check_name}")
+    return failed

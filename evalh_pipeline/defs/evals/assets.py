@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.defs.evals.checks import build_summary_checks
 from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
 from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
@@ -44,6 +45,7 @@ class EvalAssets:
     spec: EvalSpec
     assets: list[dg.AssetsDefinition]
     jobs: list[Any]  # unresolved asset jobs, resolved by Definitions
+    checks: list[dg.AssetChecksDefinition]
 
     @property
     def cells_job(self) -> str:
@@ -200,7 +202,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
                             description="Roll up results into summary.yaml and report.md."),
     ]
-    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs)
+    checks = build_summary_checks(spec, summary, runs)
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs, checks=checks)
 
 
 def _over_runs(

@@ -1,0 +1,63 @@
+"""Release gates: asset checks on each run's summary, reported by the CLI, never run failures."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.launch import materialize_run
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+STEADY = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+"""
+
+
+def _check_results(instance, eval_name):
+    records = instance.event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey([eval_name, "summary"]), "no_regressions_vs_baseline_variant"), limit=5)
+    return records
+
+
+def test_regressions_fail_the_blocking_gate_but_the_run_completes(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6))
+    outcome = materialize_run(spec, new_run_id(spec.name), instance=instance)
+    assert outcome.summary.comparison.regressions_count == 2
+    assert outcome.failed_checks == ["toy/summary: no_regressions_vs_baseline_variant"]
+    (record,) = _check_results(instance, "toy")
+    evaluation = record.event.dagster_event.event_specific_data
+    assert evaluation.passed is False and evaluation.metadata["regressions"].value == 2
+
+
+def test_pass_rate_floor_and_errored_fraction_gates(tmp_path, instance):
+    path = write_eval(tmp_path / "toy", cases=6,
+                      extra_yaml="gates: {pass_rate_floor: 0.9, max_errored_fraction: 0.0}\n")
+    outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
+    assert sorted(outcome.failed_checks) == [
+        "toy/summary: no_regressions_vs_baseline_variant",
+        "toy/summary: pass_rate_floor",
+    ]
+
+
+def test_a_clean_run_passes_every_gate(tmp_path, instance):
+    path = write_eval(tmp_path / "toy", cases=4, systems=STEADY,
+                      extra_yaml="gates: {pass_rate_floor: 0.9, max_errored_fraction: 0.0}\n")
+    outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
+    assert outcome.failed_checks == []
+
+
+def test_gates_are_blocking_checks_on_summary_unless_configured_otherwise(tmp_path):
+    blocking = load_eval(write_eval(tmp_path / "a", cases=1))
+    advisory = load_eval(write_eval(tmp_path / "b", cases=1, extra_yaml="gates: {blocking: false}\n"))
+    defs, _ = build_definitions([blocking, advisory])
+    graph = defs.resolve_asset_graph()
+    for name, expected in (("a", True), ("b", False)):
+        key = dg.AssetCheckKey(dg.AssetKey([name, "summary"]), "no_regressions_vs_baseline_variant")
+        assert graph.get_check_spec(key).blocking is expected
