@@ -36,6 +36,10 @@ class Registry(Generic[T]):
         """Register a class in-process (tests, notebooks); entry points are the packaged way."""
         self._classes[name] = cls
 
+    def unregister(self, name: str) -> None:
+        """Forget an in-process registration (tests clean up after themselves)."""
+        self._classes.pop(name, None)
+
     def names(self) -> list[str]:
         self._load_plugins()
         return sorted({*self._targets, *self._classes})

@@ -94,6 +94,11 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         dataset_path = resolve_input_path(config.dataset.path, eval_path.parent)
         if not dataset_path.is_file():
             issues.append(where.issue(("dataset", "path"), f"dataset file not found: {dataset_path}"))
+    price_table_path = None
+    if config.metrics.price_table_path is not None:
+        price_table_path, problem = _check_price_table(config.metrics.price_table_path, eval_path.parent)
+        if problem:
+            issues.append(where.issue(("metrics", "price_table_path"), problem))
     if issues:
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
 
@@ -106,7 +111,20 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         runs_root=resolve_output_path(config.output[0].path, eval_path.parent),
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
+        price_table_path=price_table_path,
     )
+
+
+def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
+    """Resolve ``metrics.price_table_path`` like any input and validate the table it names."""
+    from evalh_pipeline.runner.pricing import PriceTableError, load_price_table
+
+    path = resolve_input_path(value, eval_dir)
+    try:
+        load_price_table(path)
+    except PriceTableError as exc:
+        return path, str(exc)
+    return path, None
 
 
 def resolve_input_path(value: str, eval_dir: Path) -> Path:

@@ -25,6 +25,8 @@ class EvalSpec:
     runs_root: str
     raw: dict[str, Any]
     secret_values: frozenset[str] = field(default_factory=frozenset)
+    # metrics.price_table_path resolved and validated at load; None: the built-in table.
+    price_table_path: Path | None = None
 
     @property
     def name(self) -> str:

@@ -16,6 +16,7 @@ from evalh_pipeline.runner.evaluation import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded
+from evalh_pipeline.runner.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -80,16 +81,17 @@ async def produce_traces(
     )
     retry = RetryPolicy(run_cfg.retry)
     budget = CostBudget(run_cfg.cost_limit_usd)
+    pricer = Pricer.for_path(spec.price_table_path)
     # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
     inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
 
     with JsonlAppender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
             if per_variant is None:
-                trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget)
+                trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget, pricer)
             else:
                 async with per_variant[cell.variant.name]:
-                    trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget)
+                    trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget, pricer)
             out.write(trace.model_dump_json())
             if inline is not None:
                 await inline.judge(cell.case, trace)
@@ -134,7 +136,8 @@ def _now() -> datetime:
 
 
 async def _run_cell(
-    cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget
+    cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
+    pricer: Pricer,
 ) -> Trace:
     """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``."""
     started = _now()
@@ -153,6 +156,8 @@ async def _run_cell(
                 break
             await asyncio.sleep(retry.delay(attempt))
     finished = _now()
+    # Cost from tokens when the system reported none, before the budget and the trace see it.
+    pricer.price(response.metrics, cell.variant)
     budget.add(response.metrics.cost_usd)
     if attempt > 1:
         response.metrics.custom["attempts"] = attempt

@@ -62,6 +62,7 @@ def scripted():
     ScriptedSystem.calls = []
     ScriptedSystem.attempts = {}
     yield ScriptedSystem
+    SYSTEMS.unregister("scripted")  # keep "known adapters" messages of other tests exact
 
 
 def _run(tmp_path, system_yaml, *, cases=8, run_yaml="  max_concurrency: 4\n"):
