@@ -12,7 +12,14 @@ import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from evalh_pipeline.models import EvalCase, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
+from evalh_pipeline.models import (
+    EvalCase,
+    ToolCall,
+    ToolResult,
+    TraceMessage,
+    TraceMetrics,
+    TraceOutput,
+)
 from evalh_pipeline.store.masking import mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -22,7 +29,17 @@ from evalh_pipeline.systems.base import (
     Workspace,
 )
 from evalh_pipeline.systems.http_presets import PRESETS, Preset
-from evalh_pipeline.systems.http_stream import STREAMING_PROVIDERS, ChatStream, StreamTooLarge, read_sse
+from evalh_pipeline.systems.http_stream import (
+    READERS,
+    STREAM_FORMATS,
+    STREAM_MAPPING_KEYS,
+    STREAM_PRESETS,
+    STREAMING_PROVIDERS,
+    MappedStream,
+    RawStream,
+    Stream,
+    StreamTooLarge,
+)
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.templating import (
     MissingTemplateField,
@@ -40,6 +57,33 @@ MAPPING_KEYS = (
 )
 _TOKEN_METRICS = {"tokens.input": "token_input", "tokens.output": "token_output", "tokens.thinking": "token_thinking"}
 _MESSAGE_KEYS = ("role", "content", "thinking", "name")
+# What a stream without a provider is folded into (see MappedStream.as_response).
+_STREAM_DOC_MAPPING = {
+    "final_answer": "$.final_answer", "thinking": "$.thinking", "tool_calls": "$.tool_calls",
+    "tokens.input": "$.tokens.input", "tokens.output": "$.tokens.output", "tokens.thinking": "$.tokens.thinking",
+    "trace_id": "$.trace_id",
+}
+# Body fields a provider's streaming request needs (Gemini streams through `alt=sse` instead).
+_STREAM_BODY: dict[str, dict[str, Any]] = {
+    "openai_chat": {"stream": True, "stream_options": {"include_usage": True}},
+    "deepseek": {"stream": True, "stream_options": {"include_usage": True}},
+    "anthropic_messages": {"stream": True},
+}
+
+
+def _check_paths(kind: str, value: dict[str, str | list[str]], allowed: tuple[str, ...]) -> None:
+    problems = []
+    for key, paths in value.items():
+        if key not in allowed:
+            problems.append(f"unknown {kind} key {key!r} (allowed: {', '.join(allowed)})")
+            continue
+        for path in [paths] if isinstance(paths, str) else paths:
+            try:
+                parse_jsonpath(path)
+            except Exception as exc:  # noqa: BLE001 - the parser raises several types
+                problems.append(f"{kind} {key}: invalid JSONPath {path!r}: {exc}")
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 def is_loopback_host(host: str) -> bool:
@@ -77,6 +121,8 @@ class HttpConfig(SystemConfigModel):
     provider: str | None = None
     model: str | None = None
     stream: bool = False
+    stream_format: str | None = None
+    stream_mapping: dict[str, str | list[str]] = Field(default_factory=dict)
     max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, gt=0)
 
     @field_validator("method", mode="before")
@@ -123,18 +169,20 @@ class HttpConfig(SystemConfigModel):
     @field_validator("response_mapping")
     @classmethod
     def _mapping(cls, value: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
-        problems = []
-        for key, paths in value.items():
-            if key not in MAPPING_KEYS:
-                problems.append(f"unknown response_mapping key {key!r} (allowed: {', '.join(MAPPING_KEYS)})")
-                continue
-            for path in [paths] if isinstance(paths, str) else paths:
-                try:
-                    parse_jsonpath(path)
-                except Exception as exc:  # noqa: BLE001 - the parser raises several types
-                    problems.append(f"response_mapping {key}: invalid JSONPath {path!r}: {exc}")
-        if problems:
-            raise ValueError("; ".join(problems))
+        _check_paths("response_mapping", value, MAPPING_KEYS)
+        return value
+
+    @field_validator("stream_mapping")
+    @classmethod
+    def _stream_mapping(cls, value: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+        _check_paths("stream_mapping", value, STREAM_MAPPING_KEYS)
+        return value
+
+    @field_validator("stream_format")
+    @classmethod
+    def _stream_format(cls, value: str | None) -> str | None:
+        if value is not None and value not in STREAM_FORMATS:
+            raise ValueError(f"unknown stream_format {value!r} (known: {', '.join(STREAM_FORMATS)})")
         return value
 
     @model_validator(mode="after")
@@ -146,12 +194,34 @@ class HttpConfig(SystemConfigModel):
                 f"unknown key(s) {', '.join(extras)} for adapter 'http' (allowed: {allowed}); "
                 "extra request fields are only taken with a provider preset"
             )
-        if self.stream and self.provider not in STREAMING_PROVIDERS:
-            raise ValueError(f"stream: true is only supported with provider {' or '.join(STREAMING_PROVIDERS)} "
-                             "(server-sent events) so far")
+        self._check_stream()
         if self.body and self.request_template is not None and not isinstance(self.request_template, dict):
             raise ValueError("body can only be merged with a request_template that is a mapping")
         return self
+
+    def _check_stream(self) -> None:
+        if not self.stream:
+            if self.stream_format is not None or self.stream_mapping:
+                raise ValueError("stream_format and stream_mapping only apply with stream: true")
+            return
+        if self.provider is not None:
+            if self.provider not in STREAMING_PROVIDERS:
+                raise ValueError(f"stream: true is not supported with provider {self.provider!r} "
+                                 f"(streaming providers: {', '.join(STREAMING_PROVIDERS)}; or no provider "
+                                 "with stream_format and stream_mapping)")
+            if self.stream_format not in (None, "sse"):
+                raise ValueError(f"provider {self.provider} streams server-sent events; "
+                                 f"stream_format {self.stream_format!r} does not apply")
+            if self.stream_mapping:
+                raise ValueError(f"stream_mapping is for streams without a provider; {self.provider} "
+                                 "has its own event shapes")
+            return
+        if (self.stream_format or "sse") == "raw_chunks":
+            if self.stream_mapping:
+                raise ValueError("stream_format raw_chunks appends plain text; stream_mapping does not apply")
+        elif "delta" not in self.stream_mapping:
+            raise ValueError("stream: true without a provider needs stream_mapping.delta (JSONPath to the "
+                             "text delta of each event), or stream_format: raw_chunks")
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -177,9 +247,13 @@ class HttpSystem(SystemAdapter):
     - ``response_mapping``: JSONPath (jsonpath-ng, filters allowed) per key; a list of
       paths means "the first that matches". Without a provider or mapping, the response is
       read like a ``python_function`` return value.
-    - ``stream: true`` (``openai_chat`` / ``deepseek`` only): server-sent events, folded
-      back into one completion and timed (first/last token latency, chunks, tokens per
-      second, ``stream_completed`` false when the stream ends before ``[DONE]``).
+    - ``stream: true``: with ``openai_chat`` / ``deepseek`` / ``anthropic_messages`` /
+      ``gemini`` the provider's server-sent events are folded back into one response;
+      without a provider, ``stream_format: sse | json_lines | raw_chunks`` and
+      ``stream_mapping`` (``delta``, ``thinking_delta``, ``done``, ``tool_call``,
+      ``tokens.*``, ``trace_id``) read the events. Timed for first/last token latency,
+      chunks, tokens per second; ``stream_completed`` is false when the stream ends
+      without its done marker or the connection breaks (what arrived is kept).
     - 5xx -> ``http_5xx``; other non-2xx, non-JSON, bodies over ``max_response_bytes`` and
       network errors -> ``adapter_error``. Timeouts are the runner's.
     """
@@ -195,6 +269,7 @@ class HttpSystem(SystemAdapter):
             key: [parse_jsonpath(p) for p in ([paths] if isinstance(paths, str) else paths)]
             for key, paths in mapping.items()
         }
+        self._stream_doc_mapping = {key: [parse_jsonpath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
         limit = max(1, self.context.max_concurrency)
         self._client = httpx.AsyncClient(
@@ -231,9 +306,11 @@ class HttpSystem(SystemAdapter):
             except MissingTemplateField as exc:
                 raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
             body = _deep_merge(base, rendered) if isinstance(rendered, dict) else rendered
-        if cfg.stream and isinstance(body, dict):
+        stream_body = _STREAM_BODY.get(cfg.provider or "") if cfg.stream else None
+        if stream_body and isinstance(body, dict):
             body = {**body, "stream": True}
-            body.setdefault("stream_options", {"include_usage": True})
+            for key, value in stream_body.items():
+                body.setdefault(key, value)
         if self._preset is not None and isinstance(body, dict):
             missing = [k for k in self._preset.required_body if k not in body]
             if missing:
@@ -246,21 +323,26 @@ class HttpSystem(SystemAdapter):
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         cfg: HttpConfig = self.config
         body = self.build_body(case)
-        kwargs: dict[str, Any] = {"params": cfg.query_params or None}
+        params = dict(cfg.query_params)
+        if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
+            params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
+        kwargs: dict[str, Any] = {"params": params or None}
         if not (cfg.method == "GET" and body == {}):
             kwargs["json"] = body
         secrets = self.context.secret_values
-        sse: ChatStream | None = None
+        stream: Stream | None = None
+        fmt = cfg.stream_format or "sse"
         try:
             started = time.monotonic()
             async with self._client.stream(cfg.method, cfg.endpoint, **kwargs) as resp:
                 status = resp.status_code
                 content_type = resp.headers.get("content-type", "")
-                if cfg.stream and 200 <= status < 300 and "text/event-stream" in content_type.lower():
-                    sse = ChatStream(started=started)
+                if cfg.stream and 200 <= status < 300 and (
+                        fmt != "sse" or "text/event-stream" in content_type.lower()):
+                    stream = self._new_stream(started)
                     raw = b""
                     try:
-                        await read_sse(resp, sse, cfg.max_response_bytes)
+                        await READERS[fmt](resp, stream, cfg.max_response_bytes)
                     except StreamTooLarge:
                         raw = None
                 else:
@@ -280,14 +362,20 @@ class HttpSystem(SystemAdapter):
                                partial=partial)
         if not 200 <= status < 300:
             raise AdapterError(f"HTTP {status} from the endpoint: {_snippet(raw, secrets)}", partial=partial)
-        if sse is not None:
+        if stream is not None:
             try:
-                response = self._map(sse.as_response())
+                if self._preset is not None:
+                    response = self._map(stream.as_response())
+                else:
+                    response = self._map(stream.as_response(), self._stream_doc_mapping)
             except AdapterError as exc:
                 exc.partial = partial
                 raise
-            for name, value in sse.metrics(response.metrics.token_output).items():
-                setattr(response.metrics, name, value)
+            for name, value in stream.metrics(response.metrics.token_output).items():
+                if name == "custom":
+                    response.metrics.custom = {**response.metrics.custom, **value}
+                else:
+                    setattr(response.metrics, name, value)
             response.extra = {**response.extra, **extra}
             return response
         if "json" not in content_type.lower():
@@ -313,14 +401,25 @@ class HttpSystem(SystemAdapter):
         response.extra = {**response.extra, **extra}
         return response
 
-    def _map(self, data: Any) -> SystemResponse:
-        found = {key: _find(paths, data) for key, paths in self._mapping.items()}
+    def _new_stream(self, started: float) -> Stream:
+        cfg: HttpConfig = self.config
+        if cfg.provider is not None:
+            return STREAM_PRESETS[cfg.provider](started=started)
+        if cfg.stream_format == "raw_chunks":
+            return RawStream(started=started)
+        paths = {key: [parse_jsonpath(p) for p in ([v] if isinstance(v, str) else v)]
+                 for key, v in cfg.stream_mapping.items()}
+        return MappedStream(started=started, paths=paths,
+                            complete_at_end=cfg.stream_format == "json_lines" and "done" not in paths)
+
+    def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None) -> SystemResponse:
+        found = {key: _find(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
         output = TraceOutput(
             final_answer=_text(found.get("final_answer"), ""),
             thinking=_text(found.get("thinking"), "\n\n"),
             structured=_structured(found.get("structured")),
         )
-        if self._preset is not None and self._preset.post is not None:
+        if mapping is None and self._preset is not None and self._preset.post is not None:
             self._preset.post(output)
         metrics = TraceMetrics()
         for key, metric in _TOKEN_METRICS.items():

@@ -1,19 +1,32 @@
-"""Server-sent events for the ``http`` adapter: OpenAI-style chat completion chunks.
+"""Streaming for the ``http`` adapter: server-sent events, JSON lines and raw text chunks.
 
-The chunks are folded back into the non-streamed response shape (so the preset's
-``response_mapping`` applies unchanged) and timed for the streaming metrics.
+Provider streams (``openai_chat``/``deepseek`` chat completion chunks, ``anthropic_messages``
+events, ``gemini`` GenerateContentResponse chunks) are folded back into the provider's
+non-streamed response shape, so the preset's ``response_mapping`` applies unchanged.
+Streams without a provider are read through ``stream_mapping`` (JSONPath per event) into a
+plain ``{final_answer, thinking, tool_calls, tokens, trace_id}`` document. Every stream is
+timed for the streaming metrics; a stream that ends without its done marker, or whose
+connection breaks, keeps what arrived and has ``stream_completed`` false.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-STREAMING_PROVIDERS = ("openai_chat", "deepseek")
+STREAM_FORMATS = ("sse", "json_lines", "raw_chunks")
+# Providers with a streaming preset; all of them speak server-sent events.
+STREAMING_PROVIDERS = ("openai_chat", "deepseek", "anthropic_messages", "gemini")
+STREAM_MAPPING_KEYS = (
+    "delta", "thinking_delta", "done", "tool_call", "tokens.input", "tokens.output", "tokens.thinking", "trace_id",
+)
+# Without a reported output token count, tokens_per_second estimates tokens as chars / 4.
+CHARS_PER_TOKEN_ESTIMATE = 4
 
 
 class StreamTooLarge(Exception):
@@ -21,21 +34,75 @@ class StreamTooLarge(Exception):
 
 
 @dataclass
-class ChatStream:
-    """Accumulates ``chat.completion.chunk`` events."""
+class Stream:
+    """Timing and completion shared by every stream kind."""
 
     started: float
     chunks: int = 0
     done: bool = False
     first_token: float | None = None
     last_token: float | None = None
+
+    def token(self, now: float) -> None:
+        """A non-empty delta arrived."""
+        self.first_token = self.first_token or now
+        self.last_token = now
+
+    def feed(self, event: Any, now: float) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def finished_normally(self) -> None:
+        """The body ended without a transport error (and without a done marker)."""
+
+    def text_chars(self) -> int:
+        return 0
+
+    def as_response(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def metrics(self, token_output: int | None) -> dict[str, Any]:
+        """The streaming metrics; tokens_per_second = output tokens / (last - first token).
+
+        Output tokens are the reported count when there is one, else an estimate of
+        ``ceil(chars of answer + thinking / 4)``; ``custom.tokens_per_second_basis`` says which.
+        """
+        def ms(at: float | None) -> int | None:
+            return None if at is None else round((at - self.started) * 1000)
+
+        basis = "reported_output_tokens"
+        tokens = token_output
+        if not tokens:
+            chars = self.text_chars()
+            tokens = math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE) if chars else None
+            basis = "estimated_chars_div_4"
+        rate = None
+        if tokens and self.first_token is not None and self.last_token is not None:
+            span = self.last_token - self.first_token
+            if span > 0:
+                rate = round(tokens / span, 3)
+        return {
+            "latency_first_token_ms": ms(self.first_token),
+            "latency_last_token_ms": ms(self.last_token),
+            "stream_chunks": self.chunks,
+            "tokens_per_second": rate,
+            "stream_completed": self.done,
+            "custom": {"tokens_per_second_basis": basis} if rate is not None else {},
+        }
+
+
+@dataclass
+class ChatStream(Stream):
+    """Accumulates OpenAI ``chat.completion.chunk`` events (also DeepSeek's ``reasoning_content``)."""
+
     id: str | None = None
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     usage: dict[str, Any] | None = None
 
-    def feed(self, event: dict[str, Any], now: float) -> None:
+    def feed(self, event: Any, now: float) -> None:
+        if not isinstance(event, dict):
+            return
         self.chunks += 1
         self.id = self.id or event.get("id")
         if isinstance(event.get("usage"), dict):
@@ -59,8 +126,10 @@ class ChatStream:
                 slot["function"]["arguments"] += fn.get("arguments") or ""
                 got_token = True
             if got_token:
-                self.first_token = self.first_token or now
-                self.last_token = now
+                self.token(now)
+
+    def text_chars(self) -> int:
+        return sum(map(len, self.content)) + sum(map(len, self.reasoning))
 
     def as_response(self) -> dict[str, Any]:
         """The chunks as one non-streamed chat completion."""
@@ -74,29 +143,250 @@ class ChatStream:
             data["usage"] = self.usage
         return data
 
-    def metrics(self, token_output: int | None) -> dict[str, Any]:
-        def ms(at: float | None) -> int | None:
-            return None if at is None else round((at - self.started) * 1000)
 
-        rate = None
-        if token_output and self.first_token is not None and self.last_token is not None:
-            span = self.last_token - self.first_token
-            if span > 0:
-                rate = round(token_output / span, 3)
+@dataclass
+class AnthropicStream(Stream):
+    """Anthropic Messages events: message_start, content_block_start/delta/stop (text_delta,
+    thinking_delta, input_json_delta), message_delta (usage), message_stop (done)."""
+
+    id: str | None = None
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def feed(self, event: Any, now: float) -> None:
+        if not isinstance(event, dict):
+            return
+        self.chunks += 1
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.id = message.get("id") or self.id
+            self.usage.update({k: v for k, v in (message.get("usage") or {}).items() if v is not None})
+        elif kind == "content_block_start":
+            block = dict(event.get("content_block") or {})
+            if block.get("type") == "tool_use":
+                block["_json"] = ""
+            self.blocks[int(event.get("index", len(self.blocks)))] = block
+        elif kind == "content_block_delta":
+            index = int(event.get("index", max(self.blocks, default=0)))
+            delta = event.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                block, key, piece = self._block(index, "text"), "text", delta.get("text")
+            elif dtype == "thinking_delta":
+                block, key, piece = self._block(index, "thinking"), "thinking", delta.get("thinking")
+            elif dtype == "input_json_delta":
+                block, key, piece = self._block(index, "tool_use"), "_json", delta.get("partial_json")
+            else:  # signature_delta and future kinds carry no text
+                return
+            if isinstance(piece, str) and piece:
+                block[key] = (block.get(key) or "") + piece
+                self.token(now)
+        elif kind == "message_delta":
+            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+        elif kind == "message_stop":
+            self.done = True
+
+    def _block(self, index: int, kind: str) -> dict[str, Any]:
+        return self.blocks.setdefault(index, {"type": kind, **({"_json": ""} if kind == "tool_use" else {})})
+
+    def text_chars(self) -> int:
+        return sum(len(b.get("text") or "") + len(b.get("thinking") or "") for b in self.blocks.values())
+
+    def as_response(self) -> dict[str, Any]:
+        content = []
+        for index in sorted(self.blocks):
+            block = dict(self.blocks[index])
+            if block.get("type") == "tool_use":
+                raw = block.pop("_json", "")
+                if raw:
+                    try:
+                        block["input"] = json.loads(raw)
+                    except ValueError:  # a cut-off tool call: keep the fragment
+                        block["input"] = {"_raw": raw}
+            content.append(block)
+        return {"id": self.id, "content": content, "usage": self.usage}
+
+
+@dataclass
+class GeminiStream(Stream):
+    """Gemini ``streamGenerateContent?alt=sse``: GenerateContentResponse chunks whose parts are
+    appended (``thought`` parts stay thinking); a ``finishReason`` marks the end."""
+
+    texts: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: tuple[str, dict[str, Any]] | None = None
+    response_id: tuple[str, Any] | None = None
+
+    def feed(self, event: Any, now: float) -> None:
+        if not isinstance(event, dict):
+            return
+        self.chunks += 1
+        for key in ("usage_metadata", "usageMetadata"):
+            if isinstance(event.get(key), dict):
+                self.usage = (key, event[key])
+        for key in ("response_id", "responseId"):
+            if event.get(key) is not None:
+                self.response_id = (key, event[key])
+        candidates = event.get("candidates") or []
+        first = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+        for part in (first.get("content") or {}).get("parts") or []:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("functionCall"), dict):
+                self.calls.append({"functionCall": part["functionCall"]})
+                self.token(now)
+            elif isinstance(part.get("text"), str) and part["text"]:
+                (self.thoughts if part.get("thought") is True else self.texts).append(part["text"])
+                self.token(now)
+        if first.get("finishReason") or first.get("finish_reason"):
+            self.done = True
+
+    def text_chars(self) -> int:
+        return sum(map(len, self.texts)) + sum(map(len, self.thoughts))
+
+    def as_response(self) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if self.thoughts:
+            parts.append({"text": "".join(self.thoughts), "thought": True})
+        if self.texts:
+            parts.append({"text": "".join(self.texts)})
+        parts.extend(self.calls)
+        data: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": parts}}]}
+        if self.usage is not None:
+            data[self.usage[0]] = self.usage[1]
+        if self.response_id is not None:
+            data[self.response_id[0]] = self.response_id[1]
+        return data
+
+
+def _find(paths: list[Any], data: Any) -> list[Any] | None:
+    for path in paths:
+        matches = [m.value for m in path.find(data)]
+        if matches:
+            return matches
+    return None
+
+
+@dataclass
+class MappedStream(Stream):
+    """A stream without a provider: each event (a JSON value) is read through ``stream_mapping``.
+
+    ``delta`` / ``thinking_delta`` are appended; a truthy ``done`` ends the stream (SSE also
+    ends at ``[DONE]``); ``tool_call`` fragments (``{index?, id?, name?, arguments?}`` or the
+    OpenAI ``{index, id, function: {name, arguments}}`` shape) are assembled: string
+    arguments are concatenated, a fragment with the same ``index`` (else ``id``) continues a
+    call, a fragment without either continues the last call unless it names a new one.
+    ``tokens.*`` and ``trace_id``: the last event where the path matches wins.
+    """
+
+    paths: dict[str, list[Any]] = field(default_factory=dict)
+    complete_at_end: bool = False  # no done marker configured: a normal end completes the stream
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    found: dict[str, Any] = field(default_factory=dict)
+
+    def feed(self, event: Any, now: float) -> None:
+        self.chunks += 1
+        got = False
+        for key, sink in (("delta", self.content), ("thinking_delta", self.reasoning)):
+            for value in _find(self.paths.get(key, []), event) or []:
+                if value is not None and value != "":
+                    sink.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+                    got = True
+        for fragment in _find(self.paths.get("tool_call", []), event) or []:
+            for item in fragment if isinstance(fragment, list) else [fragment]:
+                if isinstance(item, dict):
+                    self._call_fragment(item)
+                    got = True
+        if got:
+            self.token(now)
+        for key in ("tokens.input", "tokens.output", "tokens.thinking", "trace_id"):
+            values = _find(self.paths.get(key, []), event)
+            if values:
+                self.found[key] = values[0]
+        done = _find(self.paths.get("done", []), event)
+        if done and any(bool(v) for v in done):
+            self.done = True
+
+    def _call_fragment(self, item: dict[str, Any]) -> None:
+        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        name, args = fn.get("name"), fn.get("arguments", fn.get("args", fn.get("input")))
+        slot = None
+        if item.get("index") is not None:
+            slot = next((c for c in self.calls if c["index"] == item["index"]), None)
+        elif item.get("id") is not None:
+            slot = next((c for c in self.calls if c["id"] == item["id"]), None)
+        elif self.calls and not (name and self.calls[-1]["name"]):
+            slot = self.calls[-1]
+        if slot is None:
+            slot = {"index": item.get("index"), "id": None, "name": "", "arguments": None}
+            self.calls.append(slot)
+        slot["id"] = item.get("id") or slot["id"]
+        if isinstance(name, str):
+            slot["name"] += name
+        if isinstance(args, str):
+            slot["arguments"] = (slot["arguments"] if isinstance(slot["arguments"], str) else "") + args
+        elif isinstance(args, dict):
+            slot["arguments"] = {**(slot["arguments"] if isinstance(slot["arguments"], dict) else {}), **args}
+
+    def finished_normally(self) -> None:
+        if self.complete_at_end:
+            self.done = True
+
+    def text_chars(self) -> int:
+        return sum(map(len, self.content)) + sum(map(len, self.reasoning))
+
+    def as_response(self) -> dict[str, Any]:
         return {
-            "latency_first_token_ms": ms(self.first_token),
-            "latency_last_token_ms": ms(self.last_token),
-            "stream_chunks": self.chunks,
-            "tokens_per_second": rate,
-            "stream_completed": self.done,
+            "final_answer": "".join(self.content) if self.content else None,
+            "thinking": "".join(self.reasoning) if self.reasoning else None,
+            # A fragment that never got a name (a cut stream) is dropped rather than failing the cell.
+            "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                           for c in self.calls if c["name"]],
+            "tokens": {k.split(".")[1]: self.found.get(k) for k in ("tokens.input", "tokens.output", "tokens.thinking")},
+            "trace_id": self.found.get("trace_id"),
         }
 
 
-async def read_sse(resp: httpx.Response, stream: ChatStream, cap: int) -> None:
-    """Feed ``data:`` events to ``stream`` until ``[DONE]`` or the end of the body.
+@dataclass
+class RawStream(Stream):
+    """``raw_chunks``: plain text appended to the answer; complete when the body ends normally."""
 
-    A body that ends (or breaks) before ``[DONE]`` leaves ``stream.done`` false; more than
-    ``cap`` bytes raises :class:`StreamTooLarge`.
+    content: list[str] = field(default_factory=list)
+
+    def feed(self, event: Any, now: float) -> None:
+        self.chunks += 1
+        if isinstance(event, str) and event:
+            self.content.append(event)
+            self.token(now)
+
+    def finished_normally(self) -> None:
+        self.done = True
+
+    def text_chars(self) -> int:
+        return sum(map(len, self.content))
+
+    def as_response(self) -> dict[str, Any]:
+        return {"final_answer": "".join(self.content) if self.content else None, "thinking": None,
+                "tool_calls": [], "tokens": {}, "trace_id": None}
+
+
+STREAM_PRESETS: dict[str, type[Stream]] = {
+    "openai_chat": ChatStream,
+    "deepseek": ChatStream,
+    "anthropic_messages": AnthropicStream,
+    "gemini": GeminiStream,
+}
+
+
+async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
+    """Feed ``data:`` events to ``stream`` until ``[DONE]``, its done marker or the end of the body.
+
+    A body that ends (or breaks) before then leaves ``stream.done`` false (unless the stream
+    completes at a normal end); more than ``cap`` bytes raises :class:`StreamTooLarge`.
     """
     size = 0
     data_lines: list[str] = []
@@ -111,9 +401,8 @@ async def read_sse(resp: httpx.Response, stream: ChatStream, cap: int) -> None:
             event = json.loads(payload)
         except ValueError:
             return False  # a malformed event is skipped, not fatal
-        if isinstance(event, dict):
-            stream.feed(event, time.monotonic())
-        return False
+        stream.feed(event, time.monotonic())
+        return stream.done
 
     try:
         async for line in resp.aiter_lines():
@@ -127,5 +416,45 @@ async def read_sse(resp: httpx.Response, stream: ChatStream, cap: int) -> None:
             # other lines: comments and event:/id:/retry: fields
     except httpx.HTTPError:
         return  # cut off: what arrived is kept, stream_completed stays false
-    if data_lines:
-        dispatch()  # a last event without its blank line
+    if data_lines and dispatch():
+        return  # a last event without its blank line
+    stream.finished_normally()
+
+
+async def read_json_lines(resp: httpx.Response, stream: Stream, cap: int) -> None:
+    """One JSON value per line (blank and malformed lines are skipped), same ending rules as SSE."""
+    size = 0
+    try:
+        async for line in resp.aiter_lines():
+            size += len(line) + 1
+            if size > cap:
+                raise StreamTooLarge()
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            stream.feed(event, time.monotonic())
+            if stream.done:
+                return
+    except httpx.HTTPError:
+        return
+    stream.finished_normally()
+
+
+async def read_raw_chunks(resp: httpx.Response, stream: Stream, cap: int) -> None:
+    """Each decoded piece of the body as it arrives is a chunk; a normal end completes it."""
+    size = 0
+    try:
+        async for text in resp.aiter_text():
+            size += len(text.encode())
+            if size > cap:
+                raise StreamTooLarge()
+            stream.feed(text, time.monotonic())
+    except httpx.HTTPError:
+        return
+    stream.finished_normally()
+
+
+READERS = {"sse": read_sse, "json_lines": read_json_lines, "raw_chunks": read_raw_chunks}
