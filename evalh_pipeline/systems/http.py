@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import itertools
+import ssl
 import json
 import time
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import certifi
 import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -48,6 +51,7 @@ from evalh_pipeline.templating import (
 )
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+CONNECTIONS_PER_POOL = 4
 SNIPPET_CHARS = 300
 
 # response_mapping keys -> where they land.
@@ -271,18 +275,28 @@ class HttpSystem(SystemAdapter):
         }
         self._stream_doc_mapping = {key: [parse_jsonpath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
+        # httpcore scans every pooled connection for each request it assigns, so one pool of
+        # N connections costs O(N) per request; pools of CONNECTIONS_PER_POOL keep that flat.
+        # Together they still hold exactly max_concurrency connections.
         limit = max(1, self.context.max_concurrency)
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
-            # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
-            timeout=httpx.Timeout(cfg.timeout_seconds + 10),
-            follow_redirects=False,
-        )
+        sizes = [CONNECTIONS_PER_POOL] * (limit // CONNECTIONS_PER_POOL) + (
+            [limit % CONNECTIONS_PER_POOL] if limit % CONNECTIONS_PER_POOL else [])
+        tls = ssl.create_default_context(cafile=certifi.where())  # loading CAs once, not per pool
+        self._clients = [
+            httpx.AsyncClient(
+                headers=headers,
+                verify=tls,
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
+                timeout=httpx.Timeout(cfg.timeout_seconds + 10),
+                follow_redirects=False,
+            )
+            for size in sizes
+        ]
+        self._next_client = itertools.cycle(self._clients)
 
     async def close(self) -> None:
-        client = getattr(self, "_client", None)
-        if client is not None:
+        for client in getattr(self, "_clients", []):
             await client.aclose()
 
     def build_body(self, case: EvalCase) -> Any:
@@ -334,7 +348,7 @@ class HttpSystem(SystemAdapter):
         fmt = cfg.stream_format or "sse"
         try:
             started = time.monotonic()
-            async with self._client.stream(cfg.method, cfg.endpoint, **kwargs) as resp:
+            async with next(self._next_client).stream(cfg.method, cfg.endpoint, **kwargs) as resp:
                 status = resp.status_code
                 content_type = resp.headers.get("content-type", "")
                 if cfg.stream and 200 <= status < 300 and (
