@@ -29,6 +29,12 @@ class Baseline(BaseModel):
     run_dir: str
     promoted_at: datetime
 
+    def locate(self, runs_root: Path) -> Path:
+        """The baseline's run directory: where it was promoted, else beside the pointer's runs root
+        (a runs/ folder restored elsewhere, such as a CI cache on another machine)."""
+        recorded = Path(self.run_dir)
+        return recorded if (recorded / "run.json").exists() else runs_root / self.run_id
+
 
 def baseline_folder(runs_root: Path, eval_name: str) -> Path:
     return runs_root / BASELINES / eval_name

@@ -48,3 +48,12 @@ def test_an_unfinished_run_cannot_be_promoted(tmp_path):
     with pytest.raises(ValueError, match="no summary.yaml"):
         promote(run)
     assert current_baseline(tmp_path, "toy") is None
+
+
+def test_a_baseline_is_found_when_the_runs_folder_moved(tmp_path):
+    import shutil
+
+    promote(_finished_run(tmp_path / "old", "r1"))
+    shutil.move(str(tmp_path / "old"), str(tmp_path / "new"))
+    baseline = current_baseline(tmp_path / "new", "toy")
+    assert baseline.locate(tmp_path / "new") == tmp_path / "new" / "r1"
