@@ -200,7 +200,7 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
                       f"{current.path.parent}: run `evalh promote <run_dir>` first, or pass --baseline",
                       highlight=False)
             sys.exit(EXIT_INFRA)
-        baseline_dir = promoted.run_dir
+        baseline_dir = str(promoted.locate(current.path.parent))
     baseline = _run_directory(baseline_dir)
     _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
                        exit_nonzero_on_regression, as_json)
