@@ -24,6 +24,7 @@ def build_definitions(
         assets=[asset for b in built.values() for asset in b.assets],
         jobs=[job for b in built.values() for job in b.jobs],
         asset_checks=[check for b in built.values() for check in b.checks],
+        sensors=[sensor for b in built.values() for sensor in b.sensors],
         resources={RUNTIME_KEY: runtime_resource(runtime)},
     )
     return defs, built

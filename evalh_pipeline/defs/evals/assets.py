@@ -8,7 +8,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from evalh_pipeline.config import EvalSpec, load_eval
 from evalh_pipeline.defs.evals.checks import build_summary_checks
 from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
 from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
+from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
@@ -46,6 +47,7 @@ class EvalAssets:
     assets: list[dg.AssetsDefinition]
     jobs: list[Any]  # unresolved asset jobs, resolved by Definitions
     checks: list[dg.AssetChecksDefinition]
+    sensors: list[dg.SensorDefinition] = field(default_factory=list)  # defs/evals/sensors.py
 
     @property
     def cells_job(self) -> str:
@@ -203,7 +205,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                             description="Roll up results into summary.yaml and report.md."),
     ]
     checks = build_summary_checks(spec, summary, runs)
-    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs, checks=checks)
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs, checks=checks,
+                      sensors=build_eval_sensors(spec))
 
 
 def _over_runs(

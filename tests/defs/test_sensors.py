@@ -1,0 +1,170 @@
+"""The fixture sensor and the daily drift sensor, against a real instance and a real git repo."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timedelta, timezone
+
+import dagster as dg
+import pytest
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.evals.sensors import build_daily_drift_sensor, fixture_fingerprint
+from tests.conftest import write_eval
+
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "evalh@example.com")
+    _git(repo, "config", "user.name", "evalh tests")
+    _git(repo, "config", "commit.gpgsign", "false")
+    return repo
+
+
+def _commit(repo, message):
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _tick(defs, name, instance, cursor=None, sensor=None):
+    sensor = sensor or defs.resolve_sensor_def(name)
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    return sensor.evaluate_tick(context)
+
+
+def _assert_one_run_of_every_variant(data, job="toy__cells"):
+    assert len(data.run_requests) == 1
+    (request,) = data.run_requests
+    assert request.job_name == job
+    (added,) = data.dynamic_partitions_requests
+    assert added.partitions_def_name == "toy__runs"
+    (run_id,) = added.partition_keys
+    assert run_id.endswith("_toy")
+    assert request.tags[RANGE_START] == f"{run_id}|base"
+    assert request.tags[RANGE_END] == f"{run_id}|candidate"
+    return request, run_id
+
+
+def test_fixture_sensor_runs_once_per_new_commit(tmp_path, instance, git_repo):
+    spec = load_eval(write_eval(git_repo / "toy"))
+    first = _commit(git_repo, "eval and dataset")
+    defs, _ = build_definitions([spec])
+
+    # First tick: records the fingerprint, requests nothing.
+    data = _tick(defs, "toy__fixtures_changed", instance)
+    assert data.run_requests == [] and data.dynamic_partitions_requests == []
+    assert data.cursor == f"{first}:{fixture_fingerprint(spec).dataset_hash}"
+
+    # Same commit, same dataset: nothing.
+    again = _tick(defs, "toy__fixtures_changed", instance, cursor=data.cursor)
+    assert again.run_requests == [] and again.dynamic_partitions_requests == []
+
+    # A new commit (outside the dataset) is a fixture change: exactly one run.
+    (git_repo / "NOTES.md").write_text("fixtures v2\n")
+    second = _commit(git_repo, "v2")
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=data.cursor)
+    request, _ = _assert_one_run_of_every_variant(changed)
+    digest = fixture_fingerprint(spec).dataset_hash
+    assert request.run_key == f"fixtures:{second}:{digest}"
+    assert request.tags["evalh/fixture_commit"] == second
+    assert request.tags["evalh/fixture_hash"] == digest
+    assert changed.cursor == f"{second}:{digest}"
+
+    # Unchanged since: nothing.
+    after = _tick(defs, "toy__fixtures_changed", instance, cursor=changed.cursor)
+    assert after.run_requests == [] and after.dynamic_partitions_requests == []
+
+
+def test_fixture_sensor_without_git_follows_the_dataset(tmp_path, instance, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # never see an enclosing repo
+    spec = load_eval(write_eval(tmp_path / "toy", cases=3))
+    defs, _ = build_definitions([spec])
+
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    assert first.run_requests == []
+    assert first.cursor.startswith("nogit:")
+
+    with spec.dataset_path.open("a") as f:
+        f.write('{"id": "case_new", "input": {"answer": "Paris"}}\n')
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+    request, _ = _assert_one_run_of_every_variant(changed)
+    assert request.tags["evalh/fixture_commit"] == "nogit"
+    assert request.run_key == f"fixtures:{changed.cursor}"
+    assert changed.cursor != first.cursor
+
+
+def test_sensors_are_registered_and_stopped_by_default(tmp_path):
+    spec = load_eval(write_eval(tmp_path / "toy"))
+    defs, built = build_definitions([spec])
+    assert [s.name for s in built["toy"].sensors] == ["toy__fixtures_changed", "toy__daily_drift"]
+    for name in ("toy__fixtures_changed", "toy__daily_drift"):
+        sensor = defs.resolve_sensor_def(name)
+        assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
+        assert sensor.job_name == "toy__cells"
+    assert defs.resolve_sensor_def("toy__daily_drift").minimum_interval_seconds == 3600
+
+
+NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
+
+
+def _daily(tmp_path):
+    """The code location's definitions and a daily sensor whose clock reads ``NOW``."""
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    return build_definitions([spec])[0], build_daily_drift_sensor(spec, clock=lambda: NOW)
+
+
+def test_daily_sensor_requests_one_run_per_day(tmp_path, instance):
+    defs, sensor = _daily(tmp_path)
+    yesterday = (NOW - timedelta(days=1)).date().isoformat()
+
+    data = _tick(defs, "toy__daily_drift", instance, cursor=yesterday, sensor=sensor)
+    request, run_id = _assert_one_run_of_every_variant(data)
+    assert request.run_key == "daily:2025-03-14"
+    assert request.tags["evalh/daily_date"] == "2025-03-14"
+    assert run_id.startswith("2025-03-14T09-30-00")
+    assert data.cursor == "2025-03-14"
+
+    same_day = _tick(defs, "toy__daily_drift", instance, cursor="2025-03-14", sensor=sensor)
+    assert same_day.run_requests == [] and same_day.dynamic_partitions_requests == []
+
+
+def test_daily_sensor_first_tick_runs_today(tmp_path, instance):
+    defs, sensor = _daily(tmp_path)
+    data = _tick(defs, "toy__daily_drift", instance, sensor=sensor)
+    request, _ = _assert_one_run_of_every_variant(data)
+    assert request.run_key == "daily:2025-03-14"
+
+
+def test_fixtures_already_run_are_not_run_again(tmp_path, instance, monkeypatch):
+    from dagster._core.test_utils import create_run_for_test
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    defs, _ = build_definitions([spec])
+    key = fixture_fingerprint(spec).key
+    create_run_for_test(instance, job_name="toy__cells", tags={"dagster/run_key": f"fixtures:{key}"})
+
+    # Back to fixtures that were run before (e.g. a checkout of an older commit): no new partition.
+    data = _tick(defs, "toy__fixtures_changed", instance, cursor="nogit:other")
+    assert data.run_requests == [] and data.dynamic_partitions_requests == []
+    assert data.cursor == key
+
+
+def test_fingerprint_without_a_git_binary(tmp_path, monkeypatch):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert fixture_fingerprint(spec).commit == ""
+    assert fixture_fingerprint(spec).key.startswith("nogit:")
