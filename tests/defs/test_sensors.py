@@ -109,11 +109,15 @@ def test_fixture_sensor_without_git_follows_the_dataset(tmp_path, instance, monk
 def test_sensors_are_registered_and_stopped_by_default(tmp_path):
     spec = load_eval(write_eval(tmp_path / "toy"))
     defs, built = build_definitions([spec])
-    assert [s.name for s in built["toy"].sensors] == ["toy__fixtures_changed", "toy__daily_drift"]
+    assert [s.name for s in built["toy"].sensors] == [
+        "toy__fixtures_changed", "toy__daily_drift", "toy__summarize_sensor_runs"]
     for name in ("toy__fixtures_changed", "toy__daily_drift"):
         sensor = defs.resolve_sensor_def(name)
         assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
         assert sensor.job_name == "toy__cells"
+    follow_up = defs.resolve_sensor_def("toy__summarize_sensor_runs")
+    assert follow_up.default_status == dg.DefaultSensorStatus.STOPPED
+    assert follow_up.job_name == "toy__summarize"
     assert defs.resolve_sensor_def("toy__daily_drift").minimum_interval_seconds == 3600
 
 
@@ -168,3 +172,26 @@ def test_fingerprint_without_a_git_binary(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert fixture_fingerprint(spec).commit == ""
     assert fixture_fingerprint(spec).key.startswith("nogit:")
+
+
+def test_a_sensor_started_cells_run_is_followed_by_its_summary(tmp_path):
+    from evalh_pipeline.defs.evals.partitions import variant_range_tags
+
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    defs, _ = build_definitions([spec])
+    follow_up = defs.resolve_sensor_def("toy__summarize_sensor_runs")
+    home = tmp_path / "home"
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        instance.add_dynamic_partitions("toy__runs", ["r1"])
+        tags = {**variant_range_tags("r1", spec.variant_names), "evalh/trigger": "fixtures", "evalh/run_id": "r1"}
+        result = defs.resolve_job_def("toy__cells").execute_in_process(instance=instance, tags=tags)
+        run = instance.get_run_by_id(result.run_id)
+        (success,) = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
+        context = dg.build_run_status_sensor_context(
+            sensor_name=follow_up.name, dagster_event=success.dagster_event, dagster_instance=instance,
+            dagster_run=run,
+        )
+        request = follow_up(context)
+    assert isinstance(request, dg.RunRequest)
+    assert (request.partition_key, request.run_key) == ("r1", "summary:r1")

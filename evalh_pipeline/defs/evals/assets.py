@@ -194,6 +194,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
         })
 
+    summarize_job = dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
+                                        description="Roll up results into summary.yaml and report.md.")
     jobs = [
         dg.define_asset_job(f"{name}__promote", selection=[baseline],
                             description="Make a run the eval's baseline (run config: run_id)."),
@@ -201,12 +203,11 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                             description="Snapshot the cases (new runs), run the missing cells and judge them."),
         dg.define_asset_job(f"{name}__judge", selection=[results], partitions_def=cells,
                             description="Re-evaluate persisted traces (never calls the system)."),
-        dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
-                            description="Roll up results into summary.yaml and report.md."),
+        summarize_job,
     ]
     checks = build_summary_checks(spec, summary, runs)
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs, checks=checks,
-                      sensors=build_eval_sensors(spec))
+                      sensors=build_eval_sensors(spec, summarize_job))
 
 
 def _over_runs(

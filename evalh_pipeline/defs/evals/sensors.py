@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 
+from typing import Any
+
 import dagster as dg
 
 from evalh_pipeline.config.spec import EvalSpec
@@ -176,5 +178,27 @@ def build_daily_drift_sensor(spec: EvalSpec, clock: Callable[[], datetime] = _ut
     return daily_drift
 
 
-def build_eval_sensors(spec: EvalSpec) -> list[dg.SensorDefinition]:
-    return [build_fixture_sensor(spec), build_daily_drift_sensor(spec)]
+def build_summary_follow_up(spec: EvalSpec, summarize_job: Any) -> dg.SensorDefinition:
+    """After a sensor-started ``<eval>__cells`` run succeeds, summarize that run (and so
+    evaluate its gates): CLI runs summarize themselves, sensor runs need this step."""
+
+    @dg.run_status_sensor(
+        name=f"{spec.name}__summarize_sensor_runs",
+        run_status=dg.DagsterRunStatus.SUCCESS,
+        request_job=summarize_job,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description=f"Summarize each `{_cells_job(spec)}` run started by the fixture or daily sensor.",
+    )
+    def summarize_sensor_runs(context: dg.RunStatusSensorContext):
+        run = context.dagster_run
+        run_id = run.tags.get("evalh/run_id")
+        if run.job_name != _cells_job(spec) or TRIGGER_TAG not in run.tags or not run_id:
+            return dg.SkipReason("not a sensor-started cells run of this eval")
+        return dg.RunRequest(run_key=f"summary:{run_id}", partition_key=run_id)
+
+    return summarize_sensor_runs
+
+
+def build_eval_sensors(spec: EvalSpec, summarize_job: Any) -> list[dg.SensorDefinition]:
+    """The eval's automation: fixture and daily runs, and the summary that follows them."""
+    return [build_fixture_sensor(spec), build_daily_drift_sensor(spec), build_summary_follow_up(spec, summarize_job)]
