@@ -1,14 +1,17 @@
 """Read a dataset (cases.yaml or .jsonl) as a stream of validated EvalCases.
 
-Selection (``dataset.filter`` then ``dataset.sample``) is applied while streaming: the
-sample is drawn by reservoir over case positions, seeded by the run id, and the chosen
-cases keep their dataset order.
+Selection (``dataset.filter`` then ``dataset.sample`` then the CLI's ``--limit``) is
+applied while streaming: the sample is drawn by reservoir over case positions, seeded by
+the run id, and the chosen cases keep their dataset order. Every row of the dataset is
+validated even when ``--limit`` stops the selection early, so a limited run (or a dry
+run) rejects the same datasets a full run does.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +44,77 @@ def iter_dataset(path: Path, dataset_type: str) -> Iterator[EvalCase]:
 
 
 def select_cases(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
-    """The cases of one run: filtered, then sampled reproducibly for ``run_id``."""
+    """The cases of one run: filtered, sampled reproducibly for ``run_id``, then limited."""
+    selected = _filtered_and_sampled(spec, run_id)
+    if spec.case_limit is None:
+        yield from selected
+        return
+    for position, case in enumerate(selected):
+        if position < spec.case_limit:
+            yield case
+        # Past the limit: keep reading, so every row is still validated.
+
+
+def parse_filter_args(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``--filter key=value`` options as ``dataset.filter`` rules.
+
+    A value matches a case field equal to the value as a string, or to the value read as
+    a YAML scalar (``3`` matches ``3`` and ``"3"``, ``true`` matches ``true`` and
+    ``"true"``; booleans are YAML 1.2's, as in eval.yaml: ``yes`` is a string). Repeating a key allows any of its values (OR); different keys must all
+    match (AND). Raises ValueError for an option without ``=`` or with an empty key.
+    """
+    import yaml
+
+    from evalh_pipeline.config.yaml_source import _Loader
+
+    rules: dict[str, list[Any]] = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--filter {arg!r}: expected key=value")
+        allowed = rules.setdefault(key, [])
+        candidates: list[Any] = [value]
+        try:
+            parsed = yaml.load(value, Loader=_Loader)  # noqa: S506 - a SafeLoader (YAML 1.2 booleans)
+        except yaml.YAMLError:
+            parsed = value
+        if not isinstance(parsed, (dict, list)) and parsed is not None and parsed != value:
+            candidates.append(parsed)
+        for candidate in candidates:
+            if not any(candidate == a and type(candidate) is type(a) for a in allowed):
+                allowed.append(candidate)
+    return rules
+
+
+def with_selection(spec: EvalSpec, filters: dict[str, Any] | None = None, limit: int | None = None) -> EvalSpec:
+    """``spec`` narrowed by CLI selection: ``filters`` (from :func:`parse_filter_args`)
+    and a case ``limit``.
+
+    A CLI filter on a key the eval already filters narrows it: a case must satisfy both
+    (the allowed values are intersected). The snapshot config (``raw``) records the
+    merged filter and the limit (``dataset.limit``), so the run directory says which
+    cases were asked for.
+    """
+    if not filters and limit is None:
+        return spec
+    merged = dict(spec.config.dataset.filter)
+    for key, allowed in (filters or {}).items():
+        if key in merged:
+            existing = merged[key] if isinstance(merged[key], list) else [merged[key]]
+            merged[key] = [a for a in allowed if a in existing]
+        else:
+            merged[key] = allowed if len(allowed) != 1 else allowed[0]
+    dataset = spec.config.dataset.model_copy(update={"filter": merged})
+    config = spec.config.model_copy(update={"dataset": dataset})
+    raw_dataset = {**spec.raw.get("dataset", {}), "filter": merged}
+    if limit is not None:
+        raw_dataset["limit"] = limit
+    raw = {**spec.raw, "dataset": raw_dataset}
+    return replace(spec, config=config, raw=raw, case_limit=limit)
+
+
+def _filtered_and_sampled(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
     dataset = spec.config.dataset
     matching = (c for c in iter_dataset(spec.dataset_path, dataset.type) if _matches(c, dataset.filter))
     if dataset.sample is None:

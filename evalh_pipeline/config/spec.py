@@ -27,6 +27,8 @@ class EvalSpec:
     secret_values: frozenset[str] = field(default_factory=frozenset)
     # metrics.price_table_path resolved and validated at load; None: the built-in table.
     price_table_path: Path | None = None
+    # `evalh run --limit N`: keep the first N selected cases (after filter and sample).
+    case_limit: int | None = None
 
     @property
     def name(self) -> str:
