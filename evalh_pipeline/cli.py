@@ -117,12 +117,29 @@ def main() -> None:
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
               help="Finish a killed run: only cells without a trace are run.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
-def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None) -> None:
+@click.option("--dry-run", is_flag=True,
+              help="Validate the config and every dataset row, print the plan; write nothing.")
+@click.option("--limit", type=click.IntRange(min=1), help="Keep the first N selected cases (after filter and sample).")
+@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
+              help="Keep cases whose KEY (metadata.KEY, or a dotted path into the case) equals VALUE. "
+                   "Repeat a key for OR, use several keys for AND; narrows dataset.filter.")
+def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry_run: bool,
+        limit: int | None, filters: tuple[str, ...]) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
+    spec = _select(_load(eval_path), filters, limit)
+    if dry_run:
+        _print_plan(spec, resume_dir, max_concurrency)
+        return
+    from functools import partial
+
     from evalh_pipeline.defs.launch import materialize_run
 
-    spec = _load(eval_path)
+    selecting = bool(filters) or limit is not None
     if resume_dir:
+        if selecting:
+            err.print("[red]error:[/red] --limit and --filter choose the cases of a new run; "
+                      "a resumed run keeps the cases it started with", highlight=False)
+            sys.exit(EXIT_CONFIG)
         run_dir = RunDirectory(Path(resume_dir).resolve())
         meta = run_dir.read_meta() if run_dir.exists() else None
         if meta is None or meta.get("eval_name") != spec.name:
@@ -132,8 +149,54 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None) -> 
     else:
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
-    outcome = _materialize(materialize_run, spec, run_id, max_concurrency, on_interrupt=resume)
+    action = partial(materialize_run, snapshot_cases=selecting)
+    outcome = _materialize(action, spec, run_id, max_concurrency, on_interrupt=resume)
     _print_outcome(outcome)
+
+
+def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> EvalSpec:
+    """``spec`` narrowed by ``--filter`` / ``--limit`` (unchanged without them)."""
+    from evalh_pipeline.config.dataset import parse_filter_args, with_selection
+
+    try:
+        rules = parse_filter_args(filters)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_CONFIG)
+    return with_selection(spec, rules, limit)
+
+
+def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
+    """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+    from evalh_pipeline.config.dataset import select_cases
+
+    run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
+    try:
+        cases = sum(1 for _ in select_cases(spec, run_id))
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] invalid eval input\n{exc}", highlight=False)
+        sys.exit(EXIT_CONFIG)
+    run_cfg = spec.config.run
+    samples = run_cfg.samples_per_case
+    dataset = spec.config.dataset
+    selection = [f"filter {json.dumps(dataset.filter, default=str)}" if dataset.filter else "",
+                 f"sample {dataset.sample}" if dataset.sample is not None else "",
+                 f"limit {spec.case_limit}" if spec.case_limit is not None else ""]
+    lines = [
+        f"dry run of {spec.name} ({spec.path}): nothing is written",
+        f"variants: {len(spec.variants)} ({', '.join(spec.variant_names)})",
+        f"dataset: {spec.dataset_path}" + (f" ({'; '.join(s for s in selection if s)})" if any(selection) else ""),
+        f"cases: {cases}",
+        f"cells: {cases * len(spec.variants) * samples} ({cases} cases × {len(spec.variants)} variants × {samples} samples)",
+        f"concurrency: {max_concurrency or run_cfg.max_concurrency}"
+        + (f" (per variant {run_cfg.per_variant_concurrency})" if run_cfg.per_variant_concurrency else ""),
+        f"evaluators: {', '.join(e.name for e in spec.config.evaluators) or '–'}",
+        f"output folder: {Path(spec.runs_root).resolve()}",
+    ]
+    if resume_dir:
+        lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
+    for line in lines:
+        out.print(line, highlight=False, soft_wrap=True)
 
 
 @main.command("re-evaluate")
@@ -149,6 +212,26 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     spec = _spec_for_run(directory, eval_path)
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
     _print_outcome(outcome)
+
+
+@main.command("retry-failed")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--include-evaluator-failures", is_flag=True,
+              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
+def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
+    """Run the failed cells of RUN_DIR again, replacing their traces and results."""
+    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.runner.retry import prepare_retry
+
+    directory = _run_directory(run_dir)
+    spec = _spec_for_run(directory, None)
+    retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
+    out.print(f"retrying {retried} failed cell(s) of {directory.run_id}", highlight=False)
+    resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
+    outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
+    _print_outcome(outcome)
+    out.print(f"retried {retried} cell(s)", highlight=False)
 
 
 def _run_directory(path: str) -> RunDirectory:

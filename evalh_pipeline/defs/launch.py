@@ -22,7 +22,7 @@ from evalh_pipeline.defs.evals.assets import EvalAssets
 from evalh_pipeline.defs.evals.partitions import runs_partitions, variant_range_tags
 from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.models import RunSummary
-from evalh_pipeline.runner.stages import load_summary
+from evalh_pipeline.runner.stages import load_summary, prepare_cases
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 DEFAULT_HOME = ".dagster_home"
@@ -60,12 +60,22 @@ def local_instance() -> dg.DagsterInstance:
 
 
 def materialize_run(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None,
+    snapshot_cases: bool = False,
 ) -> RunOutcome:
     """Add the run partition (if new) and materialize cases, traces, results and summary.
 
     For an existing run this resumes it: only cells without a trace are run.
+
+    With ``snapshot_cases`` the run directory (header + cases.jsonl) is written from
+    ``spec`` itself before Dagster runs. This is how CLI selection (``--limit``,
+    ``--filter``: a ``spec`` that differs from the eval.yaml on disk) reaches the run: the
+    ``cases`` asset re-reads the live eval.yaml, finds the run directory already there and
+    keeps its snapshot, as on resume. A bad dataset row raises ConfigError before anything
+    is published.
     """
+    if snapshot_cases:
+        prepare_cases(spec, run_id)
     return _materialize(spec, run_id, instance, runtime, lambda handles: handles.cells_job)
 
 
