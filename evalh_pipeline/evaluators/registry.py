@@ -17,6 +17,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
         "stream_completed": "evalh_pipeline.evaluators.stream_completed:StreamCompleted",
+        "thinking_does_not_leak": "evalh_pipeline.evaluators.thinking_does_not_leak:ThinkingDoesNotLeak",
         "thinking_present": "evalh_pipeline.evaluators.thinking_present:ThinkingPresent",
         "thinking_tokens_under": "evalh_pipeline.evaluators.thinking_tokens_under:ThinkingTokensUnder",
         "tokens_per_second_above": "evalh_pipeline.evaluators.tokens_per_second_above:TokensPerSecondAbove",
