@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -88,3 +91,20 @@ def eval_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def toy_eval(eval_dir: Path) -> Path:
     return write_eval(eval_dir)
+
+
+EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
+
+
+@pytest.fixture
+def env(tmp_path):
+    """Environment for `evalh` subprocesses: a fresh Dagster home and a call log for the stub agent."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
+
+
+def run_evalh(args, env, cwd, timeout=120):
+    """`evalh ARGS` as a real process; returns the CompletedProcess."""
+    return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)

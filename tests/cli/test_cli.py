@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
 
-from tests.conftest import REPO, write_eval
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
-
-
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
-
-
-def _run(args, env, cwd, timeout=120):
-    return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
+from tests.conftest import EVALH, REPO, run_evalh, write_eval
 
 def _cells(traces: Path):
     return [(t["case_id"], t["variant_name"]) for t in map(json.loads, traces.read_text().splitlines())]
@@ -37,7 +19,7 @@ def test_malformed_eval_exits_1_with_location_and_writes_nothing(tmp_path, env):
     path = write_eval(tmp_path / "toy")
     path.write_text(path.read_text().replace("adapter: python_function", "adapter: htp", 1))
     line = path.read_text().splitlines().index("    adapter: htp") + 1
-    proc = _run(["run", str(path)], env, tmp_path)
+    proc = run_evalh(["run", str(path)], env, tmp_path)
     assert proc.returncode == 1
     assert f"eval.yaml:{line} systems[0].adapter: unknown adapter 'htp' (known: " in proc.stderr
     assert "python_function" in proc.stderr
@@ -48,7 +30,7 @@ def test_bad_dataset_row_exits_1_and_writes_nothing(tmp_path, env):
     path = write_eval(tmp_path / "toy")
     with (tmp_path / "toy" / "cases.jsonl").open("a") as f:
         f.write('{"id": "case_0", "input": {}}\n')
-    proc = _run(["run", str(path)], env, tmp_path)
+    proc = run_evalh(["run", str(path)], env, tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "cases.jsonl:7 id: duplicate case id 'case_0'" in proc.stderr
     runs = tmp_path / "toy" / "runs"
@@ -56,7 +38,7 @@ def test_bad_dataset_row_exits_1_and_writes_nothing(tmp_path, env):
 
 
 def test_demo_eval_runs_and_reports_regressions(tmp_path, env):
-    proc = _run(["run", str(REPO / "evals" / "quickstart" / "eval.yaml")], env, tmp_path)
+    proc = run_evalh(["run", str(REPO / "evals" / "quickstart" / "eval.yaml")], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = (run_dir / "summary.yaml").read_text()
@@ -92,7 +74,7 @@ def test_killed_run_resumes_without_calling_completed_cells_again(tmp_path, env)
     before = set(_cells(traces))
     assert 0 < len(before) < 80
 
-    resumed = _run(["run", str(path), "--resume", str(traces.parent)], env, tmp_path)
+    resumed = run_evalh(["run", str(path), "--resume", str(traces.parent)], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
 
     cells = _cells(traces)
@@ -105,12 +87,12 @@ def test_killed_run_resumes_without_calling_completed_cells_again(tmp_path, env)
 
 def test_reevaluate_command_rejudges_persisted_traces(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=4)
-    assert _run(["run", str(path)], env, tmp_path).returncode == 0
+    assert run_evalh(["run", str(path)], env, tmp_path).returncode == 0
     (run_dir,) = (tmp_path / "toy" / "runs").iterdir()
     calls = Path(env["EVALH_TEST_CALL_LOG"]).read_text()
     path.write_text(path.read_text().replace("config: {tool_name: lookup}", "config: {tool_name: search}"))
 
-    proc = _run(["re-evaluate", str(run_dir)], env, tmp_path)
+    proc = run_evalh(["re-evaluate", str(run_dir)], env, tmp_path)
 
     assert proc.returncode == 0, proc.stderr
     assert Path(env["EVALH_TEST_CALL_LOG"]).read_text() == calls

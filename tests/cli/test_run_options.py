@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-from tests.conftest import write_eval
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
-
-
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
-
-
-def _run(args, env, cwd, timeout=120):
-    return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
+from tests.conftest import run_evalh, write_eval
 
 def _only_run(runs: Path) -> Path:
     (run_dir,) = [p for p in runs.iterdir() if not p.name.startswith(".")]
@@ -40,7 +23,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=6)
     before = sorted(p.name for p in (tmp_path / "toy").iterdir())
 
-    proc = _run(["run", str(path), "--dry-run", "--filter", "group=even", "--limit", "2"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--dry-run", "--filter", "group=even", "--limit", "2"], env, tmp_path)
 
     assert proc.returncode == 0, proc.stderr
     assert "cases: 2" in proc.stdout
@@ -73,7 +56,7 @@ def test_dry_run_with_a_bad_dataset_row_exits_1_with_file_and_line(tmp_path, env
         f.write('{"id": "case_0", "input": {}}\n')
 
     # Even with --limit 1 every row is read, as a real run reads it.
-    proc = _run(["run", str(path), "--dry-run", "--limit", "1"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--dry-run", "--limit", "1"], env, tmp_path)
 
     assert proc.returncode == 1, proc.stdout
     assert "cases.jsonl:7 id: duplicate case id 'case_0'" in proc.stderr
@@ -83,7 +66,7 @@ def test_dry_run_with_a_bad_dataset_row_exits_1_with_file_and_line(tmp_path, env
 def test_dry_run_with_a_bad_config_exits_1(tmp_path, env):
     path = write_eval(tmp_path / "toy")
     path.write_text(path.read_text().replace("adapter: python_function", "adapter: htp", 1))
-    proc = _run(["run", str(path), "--dry-run"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--dry-run"], env, tmp_path)
     assert proc.returncode == 1
     assert "systems[0].adapter: unknown adapter 'htp'" in proc.stderr
 
@@ -91,7 +74,7 @@ def test_dry_run_with_a_bad_config_exits_1(tmp_path, env):
 def test_limit_runs_exactly_the_first_n_cases(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=6)
 
-    proc = _run(["run", str(path), "--limit", "3"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--limit", "3"], env, tmp_path)
 
     assert proc.returncode == 0, proc.stderr
     run_dir = _only_run(tmp_path / "toy" / "runs")
@@ -107,7 +90,7 @@ def test_limit_runs_exactly_the_first_n_cases(tmp_path, env):
 def test_filters_and_limit_select_cases_and_narrow_the_config_filter(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=8)
 
-    proc = _run(["run", str(path), "--filter", "group=odd", "--filter", "id=case_1", "--filter", "id=case_5",
+    proc = run_evalh(["run", str(path), "--filter", "group=odd", "--filter", "id=case_1", "--filter", "id=case_5",
                  "--filter", "id=case_7"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     first = _only_run(tmp_path / "toy" / "runs")
@@ -116,7 +99,7 @@ def test_filters_and_limit_select_cases_and_narrow_the_config_filter(tmp_path, e
 
     # A CLI filter narrows dataset.filter from eval.yaml (a case must pass both), then --limit applies.
     path.write_text(path.read_text().replace("  path: cases.jsonl", "  path: cases.jsonl\n  filter: {group: [even, odd]}"))
-    proc = _run(["run", str(path), "--filter", "group=even", "--limit", "2"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--filter", "group=even", "--limit", "2"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     (second,) = [p for p in (tmp_path / "toy" / "runs").iterdir() if not p.name.startswith(".") and p != first]
     assert _case_ids(second) == ["case_0", "case_2"]
@@ -125,10 +108,10 @@ def test_filters_and_limit_select_cases_and_narrow_the_config_filter(tmp_path, e
 
 def test_filter_without_equals_and_selection_on_resume_exit_1(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=2)
-    proc = _run(["run", str(path), "--filter", "group"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--filter", "group"], env, tmp_path)
     assert proc.returncode == 1 and "expected key=value" in " ".join(proc.stderr.split())
     assert not (tmp_path / "toy" / "runs").exists()
     resume_dir = tmp_path / "elsewhere"
     resume_dir.mkdir()
-    proc = _run(["run", str(path), "--resume", str(resume_dir), "--limit", "1"], env, tmp_path)
+    proc = run_evalh(["run", str(path), "--resume", str(resume_dir), "--limit", "1"], env, tmp_path)
     assert proc.returncode == 1 and "resumed run keeps the cases" in " ".join(proc.stderr.split())

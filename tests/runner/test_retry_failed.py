@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evalh_pipeline.runner.retry import drop_traces, failed_cells, prepare_retry
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import write_eval
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
-
+from tests.conftest import run_evalh, write_eval
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -68,18 +62,6 @@ def test_prepare_retry_counts_cells(run_dir):
     assert prepare_retry(run_dir) == 0
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
-
-
-def _run(args, env, cwd, timeout=120):
-    return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -92,7 +74,7 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
     cases[3]["input"]["explode"] = ["base", "candidate"]
     _write_jsonl(cases_file, cases)
 
-    assert (first := _run(["run", str(path)], env, tmp_path)).returncode == 0, first.stderr
+    assert (first := run_evalh(["run", str(path)], env, tmp_path)).returncode == 0, first.stderr
     run_dir = next(p for p in (tmp_path / "toy" / "runs").iterdir() if not p.name.startswith("."))
     failed = {("case_1", "candidate"), ("case_3", "base"), ("case_3", "candidate")}
     before = {(t["case_id"], t["variant_name"]): t for t in _lines(run_dir / "traces.jsonl")}
@@ -103,7 +85,7 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
     # "Fix" the system: the stub no longer raises.
     stub = tmp_path / "toy" / "stub_agent.py"
     stub.write_text(stub.read_text().replace('raise RuntimeError("boom")', 'pass'))
-    proc = _run(["retry-failed", str(run_dir)], env, tmp_path)
+    proc = run_evalh(["retry-failed", str(run_dir)], env, tmp_path)
 
     assert proc.returncode == 0, proc.stderr
     assert "retried 3 cell(s)" in proc.stdout
@@ -127,7 +109,7 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
 
     # Nothing failed any more: a second retry runs nothing.
     log.unlink()
-    again = _run(["retry-failed", str(run_dir)], env, tmp_path)
+    again = run_evalh(["retry-failed", str(run_dir)], env, tmp_path)
     assert again.returncode == 0, again.stderr
     assert "retried 0 cell(s)" in again.stdout
     assert not log.exists()
@@ -136,5 +118,5 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
 
 def test_retry_failed_on_a_folder_that_is_not_a_run_exits_2(tmp_path, env):
     (tmp_path / "nope").mkdir()
-    proc = _run(["retry-failed", str(tmp_path / "nope")], env, tmp_path)
+    proc = run_evalh(["retry-failed", str(tmp_path / "nope")], env, tmp_path)
     assert proc.returncode == 2
