@@ -3,33 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import dagster as dg
 import pytest
 
 from tests.cli.test_read_only_commands import BROKEN, GOOD, _make_run
-from tests.conftest import REPO
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
-
+from tests.conftest import REPO, run_evalh
 
 @pytest.fixture
-def setup(tmp_path):
+def setup(tmp_path, env):
     folder = tmp_path / "evals" / "toy"
     good = _make_run(folder, GOOD, "r1_good")
     broken = _make_run(folder, BROKEN, "r2_broken")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "COLUMNS": "200"}
-    return good, broken, env
+    return good, broken, {**env, "COLUMNS": "200"}
 
 
 def _evalh(env, *args):
-    return subprocess.run([*EVALH, *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return run_evalh([str(a) for a in args], env, REPO)
 
 
 def test_drift_without_a_promoted_baseline_says_how_to_get_one(setup):
