@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -26,6 +29,23 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EvaluatorContext:
+    """What an evaluator that calls out (a judge, an embedder) may need when it is built.
+
+    Deterministic evaluators ignore it. ``env`` is read at construction only (credentials,
+    base URLs), never inside :meth:`Evaluator.evaluate`, so verdicts stay reproducible.
+    """
+
+    eval_dir: Path = field(default_factory=Path.cwd)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    # Values of secret-looking ${VARS}: never written into a verdict's detail.
+    secret_values: frozenset[str] = frozenset()
+    # Where evaluators may keep caches across runs (e.g. judge verdicts); None disables them.
+    cache_dir: Path | None = None
+    max_concurrency: int = 4
+
+
 class Evaluator:
     """Judges one trace. Subclasses set ``Config`` and implement :meth:`evaluate`.
 
@@ -35,10 +55,13 @@ class Evaluator:
 
     Config: ClassVar[type[EvaluatorConfigModel]] = EvaluatorConfigModel
 
-    def __init__(self, name: str, type_name: str, config: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None
+    ) -> None:
         self.name = name
         self.type_name = type_name
         self.config = self.Config.model_validate(config)
+        self.context = context or EvaluatorContext()
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         raise NotImplementedError

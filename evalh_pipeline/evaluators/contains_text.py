@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -32,8 +32,8 @@ class ContainsText(Evaluator):
 
     Config = ContainsTextConfig
 
-    def __init__(self, name: str, type_name: str, config: dict) -> None:
-        super().__init__(name, type_name, config)
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import field_validator, model_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -34,8 +34,8 @@ class ExactMatch(Evaluator):
 
     Config = ExactMatchConfig
 
-    def __init__(self, name: str, type_name: str, config: dict) -> None:
-        super().__init__(name, type_name, config)
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
         self._field = FieldPath(self.config.field)
         # A literal `expected` wins over `expected_from`, as in eval-harness.
         literal = "expected" in self.config.model_fields_set

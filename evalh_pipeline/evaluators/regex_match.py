@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -48,8 +48,8 @@ class RegexMatch(Evaluator):
 
     Config = RegexMatchConfig
 
-    def __init__(self, name: str, type_name: str, config: dict) -> None:
-        super().__init__(name, type_name, config)
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
         flags = 0
         for flag in self.config.flags:
             flags |= _FLAGS[flag]

@@ -12,7 +12,7 @@ from jsonschema_specifications import REGISTRY as METASCHEMAS
 from pydantic import field_validator
 from referencing.exceptions import Unresolvable
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -57,8 +57,8 @@ class SchemaMatch(Evaluator):
 
     Config = SchemaMatchConfig
 
-    def __init__(self, name: str, type_name: str, config: dict) -> None:
-        super().__init__(name, type_name, config)
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
         schema = self.config.schema
         self._validator = validators.validator_for(schema)(schema, registry=METASCHEMAS)
         self._path = FieldPath(self.config.field)

@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 _REGEX_PREFIX = "re:"
@@ -41,8 +41,8 @@ class ThinkingDoesNotLeak(Evaluator):
 
     Config = ThinkingDoesNotLeakConfig
 
-    def __init__(self, name: str, type_name: str, config: dict) -> None:
-        super().__init__(name, type_name, config)
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
         flags = 0 if self.config.case_sensitive else re.IGNORECASE
         self._patterns = [
             (p, re.compile(p[len(_REGEX_PREFIX):]) if p.startswith(_REGEX_PREFIX) else re.compile(re.escape(p), flags))

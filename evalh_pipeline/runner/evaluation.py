@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.evaluators.base import Evaluator, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.registry import EVALUATORS
-from evalh_pipeline.models import EvalCase, EvaluationResult, Trace, TraceError
+from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace, TraceError
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.case_index import CaseIndex
@@ -60,7 +60,19 @@ def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Eval
     missing = set(only or []) - {e.name for e in selected}
     if missing:
         raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
-    return [EVALUATORS.get(e.type)(e.name, e.type, e.config) for e in selected]
+    context = evaluator_context(spec)
+    return [EVALUATORS.get(e.type)(e.name, e.type, e.config, context) for e in selected]
+
+
+def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
+    """The context every evaluator of ``spec`` is built with."""
+    return EvaluatorContext(
+        eval_dir=spec.eval_dir,
+        env=dict(os.environ),
+        secret_values=spec.secret_values,
+        cache_dir=Path(spec.runs_root) / ".cache" if "://" not in str(spec.runs_root) else None,
+        max_concurrency=spec.config.run.max_concurrency,
+    )
 
 
 async def evaluate_traces(
@@ -128,11 +140,13 @@ def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evalu
             raise
 
 
-async def judge_trace(evaluators: list[Evaluator], case: EvalCase, trace: Trace) -> list[EvaluationResult]:
+async def judge_trace(
+    evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None
+) -> list[EvaluationResult]:
     """Every evaluator's result for one trace; cells that never ran get none."""
     if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
         return []
-    return [await _judge_one(evaluator, case, trace) for evaluator in evaluators]
+    return [await _judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
 
 
 class InlineResults:
@@ -151,8 +165,8 @@ class InlineResults:
         self._slice = sorted(variants)
         self._out = _inline_path(run_dir, self._slice).open("w", encoding="utf-8", buffering=1 << 20)
 
-    async def judge(self, case: EvalCase, trace: Trace) -> None:
-        for result in await judge_trace(self.evaluators, case, trace):
+    async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
+        for result in await judge_trace(self.evaluators, case, trace, artifact):
             self._out.write(result.model_dump_json() + "\n")
             self.stats.count(result)
         self.stats.traces += 1
@@ -218,11 +232,13 @@ def _slice_key(line: str) -> tuple[str, str]:
     return record["variant_name"], record["evaluator"]
 
 
-async def _judge_one(evaluator: Evaluator, case: EvalCase, trace: Trace) -> EvaluationResult:
+async def _judge_one(
+    evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
+) -> EvaluationResult:
     started = datetime.now(timezone.utc)
     error = None
     try:
-        verdict = await evaluator.evaluate(case, trace, None)
+        verdict = await evaluator.evaluate(case, trace, artifact)
     except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
         verdict = Verdict(False, f"evaluator {evaluator.name!r} raised {type(exc).__name__}: {exc}")
         error = TraceError(type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20))
