@@ -16,6 +16,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
+        "semantic_similarity": "evalh_pipeline.evaluators.semantic_similarity:SemanticSimilarity",
         "stream_completed": "evalh_pipeline.evaluators.stream_completed:StreamCompleted",
         "thinking_does_not_leak": "evalh_pipeline.evaluators.thinking_does_not_leak:ThinkingDoesNotLeak",
         "thinking_present": "evalh_pipeline.evaluators.thinking_present:ThinkingPresent",

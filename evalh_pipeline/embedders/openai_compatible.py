@@ -1,0 +1,86 @@
+"""``openai_compatible``: POST ``{base_url}/embeddings`` of any OpenAI-compatible server, over httpx."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from pydantic import Field
+
+from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatibleConfig(EmbedderConfigModel):
+    model: str = "text-embedding-3-small"
+    # None: $OPENAI_BASE_URL, else the OpenAI API.
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    dimensions: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=256, ge=1)
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    # Extra attempts after a transport error, a 429 or a 5xx.
+    retries: int = Field(default=1, ge=0, le=10)
+
+
+class OpenAICompatibleEmbedder(Embedder):
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama,
+    LM Studio, llama.cpp server, ...). Key and base URL are read from the environment when
+    the evaluator is built; servers that need no key work without one."""
+
+    Config = OpenAICompatibleConfig
+
+    def __init__(self, type_name, config=None, env=None) -> None:
+        super().__init__(type_name, config, env)
+        c = self.config
+        self.base_url = (c.base_url or self.env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._api_key = self.env.get(c.api_key_env) or None
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        c = self.config
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        vectors: list[list[float]] = []
+        async with httpx.AsyncClient(timeout=c.timeout_seconds, headers=headers) as client:
+            for start in range(0, len(texts), c.batch_size):
+                vectors += await self._batch(client, texts[start:start + c.batch_size])
+        return vectors
+
+    async def _batch(self, client: httpx.AsyncClient, texts: list[str]) -> list[list[float]]:
+        c = self.config
+        url = f"{self.base_url}/embeddings"
+        body: dict = {"model": c.model, "input": texts}
+        if c.dimensions is not None:
+            body["dimensions"] = c.dimensions
+        for attempt in range(c.retries + 1):
+            last = attempt == c.retries
+            try:
+                response = await client.post(url, json=body)
+            except httpx.HTTPError as exc:
+                if last:
+                    raise EmbedderError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
+            else:
+                if response.status_code < 400:
+                    return _parse(url, response, len(texts))
+                if last or not (response.status_code == 429 or response.status_code >= 500):
+                    raise EmbedderError(f"POST {url}: HTTP {response.status_code}: {response.text[:300]}")
+            await asyncio.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+
+def _parse(url: str, response: httpx.Response, expected: int) -> list[list[float]]:
+    try:
+        data = response.json()["data"]
+        # The spec orders by `index`; some servers do not, so sort rather than trust it.
+        items = sorted(data, key=lambda item: item.get("index", 0))
+        vectors = [[float(x) for x in item["embedding"]] for item in items]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise EmbedderError(f"POST {url}: malformed embeddings answer ({type(exc).__name__}: {exc}): "
+                            f"{response.text[:300]}") from exc
+    if len(vectors) != expected:
+        raise EmbedderError(f"POST {url}: asked for {expected} embeddings, got {len(vectors)}")
+    return vectors

@@ -1,0 +1,63 @@
+"""Embedder registry: ``semantic_similarity`` ``embedder:`` names -> classes.
+
+An embedder is named in YAML either alone (``embedder: hashing``) or with its options
+(``embedder: {name: openai_compatible, model: text-embedding-3-small}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalh_pipeline.embedders.base import Embedder
+from evalh_pipeline.registry import Registry, UnknownTypeError
+
+EMBEDDERS: Registry[Embedder] = Registry(
+    "embedder",
+    "evalh_pipeline.embedders",
+    {
+        "hashing": "evalh_pipeline.embedders.hashing:HashingEmbedder",
+        "openai_compatible": "evalh_pipeline.embedders.openai_compatible:OpenAICompatibleEmbedder",
+        "wordllama": "evalh_pipeline.embedders.wordllama:WordLlamaEmbedder",
+    },
+)
+
+
+def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
+    """Normalize an ``embedder:`` value to ``{name, **options}``; ValueError says what is wrong.
+
+    Run when the eval loads, so an unknown name, a bad option or a missing optional
+    extra is a config error rather than a failure in the middle of a run.
+    """
+    spec = {"name": spec} if isinstance(spec, str) else dict(spec)
+    name = spec.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError("embedder needs a name (e.g. `embedder: hashing` or `embedder: {name: hashing, dim: 512}`)")
+    try:
+        cls = EMBEDDERS.get(name)
+    except UnknownTypeError as exc:
+        raise ValueError(str(exc)) from None
+    reason = cls.unavailable_reason()
+    if reason:
+        raise ValueError(f"embedder {name!r} is not available: {reason}")
+    try:
+        cls.Config.model_validate(spec)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {_message(e, cls)}" for e in exc.errors())
+        raise ValueError(f"embedder {name!r}: {problems}") from None
+    return {"name": name, **spec}
+
+
+def build_embedder(spec: str | Mapping[str, Any], env: Mapping[str, str] | None = None) -> Embedder:
+    """The embedder an ``embedder:`` value names, configured with its options."""
+    options = check_embedder_spec(spec)
+    name = options.pop("name")
+    return EMBEDDERS.get(name)(name, options, env)
+
+
+def _message(err: Any, cls: type[Embedder]) -> str:
+    if err.get("type") == "extra_forbidden":
+        return f"unknown option (allowed: {', '.join(['name', *cls.Config.model_fields]) or 'none'})"
+    return err["msg"].removeprefix("Value error, ")
