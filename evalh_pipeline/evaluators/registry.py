@@ -12,6 +12,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "contains_text": "evalh_pipeline.evaluators.contains_text:ContainsText",
         "cost_under": "evalh_pipeline.evaluators.cost_under:CostUnder",
         "exact_match": "evalh_pipeline.evaluators.exact_match:ExactMatch",
+        "git_diff": "evalh_pipeline.evaluators.git_diff:GitDiff",
         "latency_first_token_under": "evalh_pipeline.evaluators.latency_first_token_under:LatencyFirstTokenUnder",
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
