@@ -9,6 +9,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
     "evaluator type",
     "evalh_pipeline.evaluators",
     {
+        "command": "evalh_pipeline.evaluators.command:Command",
         "contains_text": "evalh_pipeline.evaluators.contains_text:ContainsText",
         "cost_under": "evalh_pipeline.evaluators.cost_under:CostUnder",
         "exact_match": "evalh_pipeline.evaluators.exact_match:ExactMatch",
