@@ -9,12 +9,16 @@ its summary), and every delta is B minus A.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.models import ComparisonReport, VariantDelta, VariantSummary
+from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells, run_pass_criteria
 from evalh_pipeline.queries.sql import connect
-from evalh_pipeline.queries.summary import VARIANTS_SQL, load_cells, run_pass_criteria, variant_summary
 from evalh_pipeline.store.run_dir import RunDirectory
+
+if TYPE_CHECKING:
+    from evalh_pipeline.models import ComparisonReport
 
 PER_CASE_SQL = """
 CREATE TEMP TABLE {per_case} AS
@@ -41,12 +45,70 @@ FROM a FULL OUTER JOIN b ON a.variant_name = b.variant_name
 """
 
 
-class VariantComparison(BaseModel):
+# Plain dataclasses mirroring the pydantic models of models/summary.py, field for field
+# (same names, same order, so the JSON is the same): importing the models costs more than
+# the whole comparison query, and `evalh compare` is a whole process.
+
+
+@dataclass(frozen=True)
+class VariantFigures:
+    """One variant's figures in one run (the fields of models.VariantSummary)."""
+
+    name: str
+    cases_total: int
+    cases_passed: int
+    cases_errored: int
+    pass_rate: float
+    avg_latency_ms: float
+    avg_cost_usd: float | None = None
+    avg_tokens_input: float | None = None
+    avg_tokens_output: float | None = None
+
+    @classmethod
+    def from_row(cls, row: tuple) -> VariantFigures:
+        """From the first eight columns of a VARIANTS_SQL row."""
+        name, cells, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+        return cls(name=name, cases_total=cells, cases_passed=passed, cases_errored=errored,
+                   pass_rate=passed / cells if cells else 0.0, avg_latency_ms=latency or 0.0,
+                   avg_cost_usd=cost, avg_tokens_input=tokens_in, avg_tokens_output=tokens_out)
+
+
+@dataclass(frozen=True)
+class Flips:
+    """How one variant moved against the baseline run (the fields of models.VariantDelta)."""
+
+    variant: str
+    pass_rate_delta: float
+    avg_latency_delta_ms: float
+    regressions: list[str] = field(default_factory=list)
+    improvements: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison against a baseline run (the fields of models.ComparisonReport)."""
+
+    baseline: str
+    deltas: list[Flips]
+    kind: str = "ad_hoc"
+    baseline_run_id: str | None = None
+    regressions_count: int | None = None
+    improvements_count: int | None = None
+
+    def to_report(self) -> ComparisonReport:
+        """The same comparison as the DataModel's ComparisonReport."""
+        from evalh_pipeline.models import ComparisonReport
+
+        return ComparisonReport.model_validate(asdict(self))
+
+
+@dataclass(frozen=True)
+class VariantComparison:
     """One variant's figures in both runs; deltas are B minus A (None when either side lacks the metric)."""
 
     variant: str
-    a: VariantSummary
-    b: VariantSummary
+    a: VariantFigures
+    b: VariantFigures
     pass_rate_delta: float
     avg_latency_delta_ms: float
     avg_cost_delta_usd: float | None = None
@@ -59,19 +121,26 @@ class VariantComparison(BaseModel):
     improvements: int = 0
 
 
-class RunComparison(BaseModel):
+@dataclass(frozen=True)
+class RunComparison:
     """``evalh compare``: run B against run A (``comparison.baseline`` is A's run id)."""
 
     run_a: str
     run_b: str
-    comparison: ComparisonReport
+    comparison: Comparison
     variants: list[VariantComparison]
-    variants_only_in_a: list[str] = Field(default_factory=list)
-    variants_only_in_b: list[str] = Field(default_factory=list)
+    variants_only_in_a: list[str] = field(default_factory=list)
+    variants_only_in_b: list[str] = field(default_factory=list)
 
     @property
     def has_regressions(self) -> bool:
         return bool(self.comparison.regressions_count)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
 
 def _delta(b: float | None, a: float | None) -> float | None:
@@ -100,7 +169,7 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
     finally:
         con.close()
 
-    deltas: list[VariantDelta] = []
+    deltas: list[Flips] = []
     variants: list[VariantComparison] = []
     only_a: list[str] = []
     only_b: list[str] = []
@@ -112,9 +181,9 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         if row_a is None or row_a["variant_name"] is None:
             only_b.append(name)
             continue
-        a, b = variant_summary(tuple(row_a.values())), variant_summary(tuple(row_b.values()))
+        a, b = VariantFigures.from_row(tuple(row_a.values())), VariantFigures.from_row(tuple(row_b.values()))
         _, shared, in_a, in_b, regressions, improvements = flips.get(name, (name, 0, 0, 0, [], []))
-        delta = VariantDelta(
+        delta = Flips(
             variant=name,
             pass_rate_delta=b.pass_rate - a.pass_rate,
             avg_latency_delta_ms=b.avg_latency_ms - a.avg_latency_ms,
@@ -135,7 +204,7 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
     return RunComparison(
         run_a=run_a.run_id,
         run_b=run_b.run_id,
-        comparison=ComparisonReport(
+        comparison=Comparison(
             baseline=run_a.run_id,
             deltas=deltas,
             kind="ad_hoc",

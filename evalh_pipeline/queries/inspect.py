@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evalh_pipeline.queries.sql import connect
-from evalh_pipeline.queries.summary import load_cells, run_pass_criteria
+from evalh_pipeline.queries.cells import load_cells, run_pass_criteria
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import RunDirectory
 

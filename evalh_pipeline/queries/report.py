@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from evalh_pipeline.models import RunSummary
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalh_pipeline.models import RunSummary
 
 MAX_LISTED_CASES = 50
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A plain-text table (first column left-aligned, the others right-aligned), as lines."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))
+
+    return [line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
 def variants_table(summary: RunSummary) -> str:

@@ -1,17 +1,13 @@
 """The run summary as DuckDB SQL over traces.jsonl and results.jsonl.
 
-A cell is one (case, variant, sample). It passes when its results satisfy
-``pass_criteria`` (default: every evaluator passed; an errored evaluator counts as failed;
-a cell without results fails). For the baseline comparison a case passes on a variant
-when all of its samples passed.
+Cells and their verdicts come from :mod:`evalh_pipeline.queries.cells`. For the baseline
+comparison a case passes on a variant when all of its samples passed.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Any
-
-import duckdb
 
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.models import (
@@ -22,56 +18,9 @@ from evalh_pipeline.models import (
     VariantDelta,
     VariantSummary,
 )
-from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, connect, load_table
+from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells
+from evalh_pipeline.queries.sql import connect
 from evalh_pipeline.store.run_dir import RunDirectory
-
-# The one definition of a cell's verdict, shared by summary, compare and inspect. Formatted
-# with the table names ({cells}, {traces}, {results}); $all_required / $any_required are
-# the run's pass_criteria.
-CELLS_SQL = """
-CREATE TEMP TABLE {cells} AS
-WITH traces AS (
-    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, latency_ms,
-           error.type AS error_type, metrics.cost_usd AS cost_usd,
-           metrics.token_input AS token_input, metrics.token_output AS token_output,
-           started_at, finished_at
-    FROM {traces}
-),
-results AS (
-    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
-           coalesce(passed, false) AND error IS NULL AS ok
-    FROM {results}
-),
-verdicts AS (
-    SELECT case_id, variant_name, sample,
-           count(*) AS n_results,
-           bool_and(ok) AS all_ok,
-           count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
-           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
-    FROM results
-    GROUP BY ALL
-)
-SELECT t.*,
-       coalesce(v.n_results, 0) > 0 AND CASE
-           WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
-           ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
-       END AS passed
-FROM traces t LEFT JOIN verdicts v USING (case_id, variant_name, sample)
-"""
-
-VARIANTS_SQL = """
-SELECT variant_name,
-       count(*) AS cells,
-       count(*) FILTER (WHERE passed) AS passed,
-       count(*) FILTER (WHERE error_type IS NOT NULL) AS errored,
-       avg(latency_ms) AS avg_latency_ms,
-       avg(cost_usd) AS avg_cost_usd,
-       avg(token_input) AS avg_tokens_input,
-       avg(token_output) AS avg_tokens_output,
-       min(started_at) AS first_started,
-       max(finished_at) AS last_finished
-FROM {cells} GROUP BY variant_name
-"""
 
 EVALUATORS_SQL = """
 SELECT evaluator, variant_name,
@@ -94,32 +43,6 @@ LEFT JOIN base b ON b.case_id = c.case_id
 LEFT JOIN per_case p ON p.case_id = c.case_id AND p.variant_name = v.variant_name
 GROUP BY v.variant_name
 """
-
-
-def create_cells(
-    con: duckdb.DuckDBPyConnection,
-    pass_criteria: PassCriteria,
-    *,
-    cells: str = "cells",
-    traces: str = "trace_rows",
-    results: str = "result_rows",
-) -> None:
-    """Create the ``cells`` table (one row per trace, with its ``passed`` verdict)."""
-    con.execute(
-        CELLS_SQL.format(cells=cells, traces=traces, results=results),
-        {"all_required": pass_criteria.all_required, "any_required": pass_criteria.any_required},
-    )
-
-
-def load_cells(
-    con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassCriteria, *, suffix: str = ""
-) -> None:
-    """Load a run's traces and results as ``trace_rows{suffix}`` / ``result_rows{suffix}`` and
-    derive ``cells{suffix}`` from them under ``pass_criteria``."""
-    load_table(con, f"trace_rows{suffix}", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
-    load_table(con, f"result_rows{suffix}", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
-    create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"trace_rows{suffix}",
-                 results=f"result_rows{suffix}")
 
 
 def variant_summary(row: tuple) -> VariantSummary:
@@ -197,13 +120,3 @@ def summarize_run(
         comparison=comparison,
         metadata=metadata or {},
     )
-
-
-def run_pass_criteria(run_dir: RunDirectory) -> PassCriteria:
-    """The pass_criteria a run was made with, from its config.yaml snapshot (default when absent)."""
-    from evalh_pipeline.store.yaml_files import load_yaml_text
-
-    if not run_dir.config_yaml.exists():
-        return PassCriteria()
-    raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
-    return PassCriteria.model_validate(raw.get("pass_criteria") or {})
