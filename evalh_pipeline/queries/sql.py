@@ -54,8 +54,11 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def jsonl_table(path: Path, columns: dict[str, str]) -> str:
-    """A ``read_json`` table expression for one JSONL file (an empty table when missing)."""
+def jsonl_table(path: Path, columns: dict[str, str], *, strict: bool = False) -> str:
+    """A ``read_json`` table expression for one JSONL file (an empty table when missing).
+
+    ``strict``: a line DuckDB cannot read is an error instead of being skipped.
+    """
     cols = ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items())
     if not path.exists() or path.stat().st_size == 0:
         nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
@@ -63,19 +66,35 @@ def jsonl_table(path: Path, columns: dict[str, str]) -> str:
     literal = str(path).replace("'", "''")
     return (
         f"read_json('{literal}', format='newline_delimited', columns={{{cols}}}, "
-        f"ignore_errors=true, maximum_object_size={MAX_RECORD_BYTES})"
+        f"ignore_errors={'false' if strict else 'true'}, maximum_object_size={MAX_RECORD_BYTES})"
     )
 
 
 def load_table(con: duckdb.DuckDBPyConnection, name: str, path: Path, columns: dict[str, str], what: str) -> int:
     """Read a JSONL file once into a temp table; check its versions and that no record was lost.
 
-    ``ignore_errors`` lets DuckDB skip a torn last line (a killed writer); any other line
-    it could not read is an error here rather than a silently smaller table.
+    A file that ends with a newline (the usual case) is read strictly: any line DuckDB
+    cannot read fails the query. Only a file with a torn last line (a killed writer) is
+    read with ``ignore_errors`` so the torn line is skipped, and then the rows are
+    counted against the complete lines, so no other line can go missing silently.
     """
-    con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {jsonl_table(path, columns)}")
+    strict = _ends_with_newline(path)
+    query = f"SELECT * FROM {jsonl_table(path, columns, strict=strict)}"
+    if not strict:
+        # ignore_errors turns an unreadable line into a row of NULLs: drop those, then count.
+        query += " WHERE " + " OR ".join(f"{column} IS NOT NULL" for column in columns)
+    try:
+        con.execute(f"CREATE TEMP TABLE {name} AS {query}")
+    except duckdb.InvalidInputException as exc:
+        message = str(exc).split("\n", 1)[0].removeprefix("Invalid Input Error: ")
+        raise UnreadableRecordsError(
+            f"{what}: a record could not be read (malformed JSON, or a record over "
+            f"{MAX_RECORD_BYTES // (1024 * 1024)} MB): {message}"
+        ) from None
     check_versions(con, name, what)
     (rows,) = con.execute(f"SELECT count(*) FROM {name}").fetchone()
+    if strict:
+        return rows
     expected = count_complete_lines(path)
     if rows != expected:
         raise UnreadableRecordsError(
@@ -83,6 +102,19 @@ def load_table(con: duckdb.DuckDBPyConnection, name: str, path: Path, columns: d
             f"(malformed JSON, or a record over {MAX_RECORD_BYTES // (1024 * 1024)} MB)"
         )
     return rows
+
+
+def _ends_with_newline(path: Path) -> bool:
+    """True for a missing or empty file too (nothing torn to skip)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            if handle.tell() == 0:
+                return True
+            handle.seek(-1, 2)
+            return handle.read(1) == b"\n"
+    except FileNotFoundError:
+        return True
 
 
 def count_complete_lines(path: Path) -> int:
@@ -95,7 +127,10 @@ def count_complete_lines(path: Path) -> int:
 
 def check_versions(con: duckdb.DuckDBPyConnection, table: str, what: str) -> None:
     """Refuse a file holding records of a schema major other than 1."""
+    versions = [v for (v,) in con.execute(f"SELECT DISTINCT coalesce(schema_version, '1.0') FROM {table}").fetchall()]
+    if all(v.split(".", 1)[0] == "1" for v in versions):
+        return  # the common case, without importing the models package (pydantic) for the error
     from evalh_pipeline.models.versioning import check_major
 
-    for (version,) in con.execute(f"SELECT DISTINCT coalesce(schema_version, '1.0') FROM {table}").fetchall():
+    for version in versions:
         check_major(version, what=what)
