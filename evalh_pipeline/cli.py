@@ -2,7 +2,9 @@
 
 Commands that produce data go through the Dagster assets and the local instance, so the
 UI shows what the CLI did; Dagster is imported only by those commands. The read-only
-commands (`compare`, `inspect`) read run directories directly and never import it.
+commands (`compare`, `drift`, `inspect`) read run directories directly and never import it;
+`compare` and `drift` import only click, DuckDB and the query modules (every other import
+here is deferred to the command that needs it), so they start in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -11,20 +13,38 @@ import json
 import sys
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.config import ConfigError, EvalSpec, load_eval
-from evalh_pipeline.models import RunSummary
-from evalh_pipeline.runner.progress import NoProgress
+import click
+
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+
+    from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.models import RunSummary
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-out = Console()
-err = Console(stderr=True)
+
+class _LazyConsole:
+    """A rich Console made on first use: importing rich costs the read-only commands time."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = _LazyConsole()
+err = _LazyConsole(stderr=True)
 
 
 class BarProgress:
@@ -46,6 +66,8 @@ class BarProgress:
 
 
 def _bars() -> RichProgress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
     return RichProgress(
         TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=False, disable=not err.is_terminal,
@@ -53,6 +75,8 @@ def _bars() -> RichProgress:
 
 
 def _load(eval_path: str) -> EvalSpec:
+    from evalh_pipeline.config import ConfigError, load_eval
+
     try:
         return load_eval(eval_path)
     except ConfigError as exc:
@@ -61,8 +85,10 @@ def _load(eval_path: str) -> EvalSpec:
 
 
 def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = ""):
+    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.defs.launch import InfrastructureError, local_instance
     from evalh_pipeline.defs.resources import EvalhRuntime
+    from evalh_pipeline.runner.progress import NoProgress
 
     try:
         instance = local_instance()
@@ -92,6 +118,8 @@ def _print_outcome(outcome) -> None:
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
+    from rich.table import Table
+
     table = Table(title=f"run {summary.run_id}")
     for col in ("variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"):
         table.add_column(col, justify="left" if col == "variant" else "right")
@@ -168,6 +196,7 @@ def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> Eval
 
 def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
     """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.config.dataset import select_cases
 
     run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
@@ -290,43 +319,46 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
 
 
 def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
-    """Print a RunComparison as a table (or JSON) and apply the regression gate."""
-    from evalh_pipeline.queries.report import MAX_LISTED_CASES
+    """Print a RunComparison as a table (or JSON) and apply the regression gate.
+
+    Plain text through click, not rich: this is the whole output of `compare` and `drift`,
+    and rich would double their start-up time.
+    """
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES, text_table
 
     try:
         report = build()
     except Exception as exc:  # noqa: BLE001 - unreadable run files
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+        click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EXIT_INFRA)
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        click.echo(report.to_json())
     else:
-        table = Table(title=f"{report.run_b} vs {report.run_a} ({baseline_label})")
-        for col in ("variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
-                    "Δ tokens in", "Δ tokens out", "regressions", "improvements"):
-            table.add_column(col, justify="left" if col == "variant" else "right")
-        for v in report.variants:
-            table.add_row(
-                v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", f"{v.pass_rate_delta:+.1%}",
-                _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
-                _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
-                str(v.regressions), str(v.improvements),
-            )
-        (out if out.is_terminal else Console(width=max(out.width, 160))).print(table)
+        lines = [f"{report.run_b} vs {report.run_a} ({baseline_label})", ""]
+        lines += text_table(
+            ["variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
+             "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
+            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", f"{v.pass_rate_delta:+.1%}",
+              _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
+              _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
+              str(v.regressions), str(v.improvements)] for v in report.variants],
+        )
+        lines.append("")
         for label, names in (("only in A", report.variants_only_in_a), ("only in B", report.variants_only_in_b)):
             if names:
-                out.print(f"variants {label} (not compared): {', '.join(names)}", highlight=False)
+                lines.append(f"variants {label} (not compared): {', '.join(names)}")
         for v in report.variants:
             if v.cases_only_in_a or v.cases_only_in_b:
-                out.print(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
-                          "(not compared)", highlight=False)
+                lines.append(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
+                             "(not compared)")
         for d in report.comparison.deltas:
             if d.regressions:
                 shown = ", ".join(d.regressions[:MAX_LISTED_CASES])
                 more = f" … and {len(d.regressions) - MAX_LISTED_CASES} more" if len(d.regressions) > MAX_LISTED_CASES else ""
-                out.print(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}", highlight=False)
-        out.print(f"{report.comparison.regressions_count} regression(s), "
-                  f"{report.comparison.improvements_count} improvement(s)", highlight=False)
+                lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
+        lines.append(f"{report.comparison.regressions_count} regression(s), "
+                     f"{report.comparison.improvements_count} improvement(s)")
+        click.echo("\n".join(lines))
     if exit_nonzero_on_regression and report.has_regressions:
         sys.exit(1)
 

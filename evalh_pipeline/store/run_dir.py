@@ -25,11 +25,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.store.masking import mask_config
 from evalh_pipeline.store.yaml_files import dump_yaml
+
+if TYPE_CHECKING:
+    # Only for annotations: the read-only commands (compare, drift) must not pay for the
+    # config loader and pydantic.
+    from evalh_pipeline.config.spec import EvalSpec
 
 # Run ids are also Dagster partition keys and folder names: keep them path- and URL-safe.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
