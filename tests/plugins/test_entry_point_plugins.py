@@ -1,0 +1,97 @@
+"""Third-party systems and evaluators found through real entry points, used from YAML by name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_evalh
+
+PLUGIN = Path(__file__).parent / "fixture_plugin" / "evalh_fixture_plugin.py"
+
+
+@pytest.fixture
+def plugin_env(tmp_path, env):
+    """`env` with the fixture plugin installed as a distribution on PYTHONPATH (no pip, no network)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy(PLUGIN, site / PLUGIN.name)
+    dist_info = site / "evalh_fixture_plugin-0.1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalh-fixture-plugin\nVersion: 0.1.0\n")
+    (dist_info / "entry_points.txt").write_text(textwrap.dedent("""\
+        [evalh_pipeline.evaluators]
+        word_count_at_least = evalh_fixture_plugin:WordCountAtLeast
+
+        [evalh_pipeline.systems]
+        shout = evalh_fixture_plugin:ShoutSystem
+        """))
+    return {**env, "PYTHONPATH": str(site)}
+
+
+def write_plugin_eval(folder: Path, adapter: str = "shout", evaluator: str = "word_count_at_least") -> Path:
+    folder.mkdir(parents=True)
+    cases = [{"id": "one_word", "input": {"text": "hello"}}, {"id": "three_words", "input": {"text": "hello big world"}}]
+    (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    path = folder / "eval.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        eval: {{name: plugged}}
+        dataset: {{type: jsonl, path: cases.jsonl}}
+        systems:
+          - name: loud
+            adapter: {adapter}
+            suffix: "!!"
+        evaluators:
+          - name: wordy
+            type: {evaluator}
+            config: {{min_words: 2}}
+        output:
+          - type: local_files
+            path: {folder / "runs"}
+        """))
+    return path
+
+
+def test_plugin_system_and_evaluator_run_from_yaml_by_type_name(tmp_path, plugin_env):
+    path = write_plugin_eval(tmp_path / "plugged")
+    proc = run_evalh(["run", str(path)], plugin_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "plugged" / "runs").iterdir()
+    traces = {t["case_id"]: t for t in map(json.loads, (run_dir / "traces.jsonl").read_text().splitlines())}
+    assert {case: t["output"]["final_answer"] for case, t in traces.items()} == {
+        "one_word": "HELLO!!", "three_words": "HELLO BIG WORLD!!"}
+    results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {case: (r["evaluator_type"], r["passed"], r["reason"]) for case, r in results.items()} == {
+        "one_word": ("word_count_at_least", False, "1 words (< 2)"),
+        "three_words": ("word_count_at_least", True, "3 words (>= 2)"),
+    }
+
+
+def test_unknown_names_list_the_plugins_among_the_known_ones(tmp_path, plugin_env):
+    path = write_plugin_eval(tmp_path / "plugged", adapter="shoutt", evaluator="word_count")
+    proc = run_evalh(["run", "--dry-run", str(path)], plugin_env, tmp_path)
+    assert proc.returncode == 1
+    # The CLI wraps long lines to the terminal width; compare on single-spaced text.
+    stderr = " ".join(proc.stderr.split())
+    known_adapters = _known(stderr, "systems[0].adapter: unknown adapter 'shoutt'")
+    assert "shout" in known_adapters and "python_function" in known_adapters
+    known_evaluators = _known(stderr, "evaluators[0].type: unknown evaluator type 'word_count'")
+    assert "word_count_at_least" in known_evaluators and "contains_text" in known_evaluators
+
+
+def _known(stderr: str, error: str) -> list[str]:
+    """The names listed in ``<error> (known: a, b, ...)``."""
+    return stderr.split(f"{error} (known: ")[1].split(")")[0].split(", ")
+
+
+def test_plugin_config_is_validated_when_the_eval_loads(tmp_path, plugin_env):
+    path = write_plugin_eval(tmp_path / "plugged")
+    path.write_text(path.read_text().replace("min_words: 2", "min_word: 2"))
+    proc = run_evalh(["run", "--dry-run", str(path)], plugin_env, tmp_path)
+    assert proc.returncode == 1
+    assert ("evaluators[0].config.min_word: unknown key for evaluator type 'word_count_at_least' (allowed: min_words)"
+            in " ".join(proc.stderr.split()))
