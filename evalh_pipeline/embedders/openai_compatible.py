@@ -65,11 +65,18 @@ class OpenAICompatibleEmbedder(Embedder):
                     raise EmbedderError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
             else:
                 if response.status_code < 400:
-                    return _parse(url, response, len(texts))
+                    try:
+                        return _parse(url, response, len(texts))
+                    except EmbedderError as exc:
+                        raise EmbedderError(self._masked(str(exc))) from exc
                 if last or not (response.status_code == 429 or response.status_code >= 500):
-                    raise EmbedderError(f"POST {url}: HTTP {response.status_code}: {response.text[:300]}")
+                    raise EmbedderError(self._masked(f"POST {url}: HTTP {response.status_code}: {response.text[:300]}"))
             await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
+
+    def _masked(self, message: str) -> str:
+        # Error messages land in results; a server that echoes the request must not leak the key.
+        return message.replace(self._api_key, "***") if self._api_key else message
 
 
 def _parse(url: str, response: httpx.Response, expected: int) -> list[list[float]]:

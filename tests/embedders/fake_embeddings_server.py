@@ -2,7 +2,7 @@
 
 Each text embeds to its letter counts a..z, so similar spellings give high cosines and the
 answers are deterministic. ``mode`` switches the behaviour: ``ok``, ``http_500``,
-``malformed`` (JSON without ``data``), ``reversed`` (items out of order, with ``index``).
+``malformed`` (JSON without ``data``), ``echo_401`` (echoes the key back), ``reversed`` (items out of order, with ``index``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class FakeEmbeddingsServer:
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 if server.mode == "http_500":
                     return self._send(500, {"error": {"message": "model overloaded"}})
+                if server.mode == "echo_401":
+                    return self._send(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
                 if server.mode == "malformed":
                     return self._send(200, {"object": "list"})
                 items = [{"object": "embedding", "index": i, "embedding": letter_counts(t)}

@@ -69,6 +69,17 @@ def test_5xx_is_retried_then_raises_with_status_and_body(server):
     assert len(server.requests) == 2
 
 
+def test_4xx_is_not_retried_and_the_key_is_masked_in_the_error(server):
+    server.mode = "echo_401"
+    embedder = build_embedder({"name": "openai_compatible", "base_url": server.base_url, "retries": 3},
+                              env={"OPENAI_API_KEY": "sk-secret-123"})
+    with pytest.raises(EmbedderError) as info:
+        embed(embedder, ["a"])
+    assert "HTTP 401" in str(info.value) and "bad key Bearer ***" in str(info.value)
+    assert "sk-secret-123" not in str(info.value)
+    assert len(server.requests) == 1
+
+
 def test_malformed_answer_raises(server):
     server.mode = "malformed"
     embedder = build_embedder({"name": "openai_compatible", "base_url": server.base_url}, env={})
