@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from evalh_pipeline.config import ConfigError, load_eval
@@ -52,3 +54,11 @@ def test_a_valid_config_loads(tmp_path):
 """
     spec = load_eval(write_eval(tmp_path / "toy", evaluators=evaluators), env={})
     assert spec.config.evaluators[0].type == "semantic_similarity"
+
+
+def test_wordllama_without_the_extra_is_a_load_error_with_the_install_hint(tmp_path, monkeypatch):
+    # A None entry in sys.modules is how Python spells "this module cannot be imported".
+    monkeypatch.setitem(sys.modules, "wordllama", None)
+    (line,) = load_errors(tmp_path, "{reference_text: Paris, threshold: 0.5, embedder: wordllama}")
+    assert line.endswith("evaluators[0].config.embedder: embedder 'wordllama' is not available: the wordllama "
+                         "package is not installed (pip install 'evalh-pipeline[embeddings]')")
