@@ -1,0 +1,45 @@
+"""The Anthropic messages API as a judge backend, over plain httpx (no SDK)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from evalh_pipeline.judges.base import JudgeBackend, JudgeReply
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicBackend(JudgeBackend):
+    """``POST {base_url}/v1/messages``; the verdict schema is stated in the system prompt.
+
+    Base URL and key come from ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` (the base URL
+    is the host, as for the SDK) unless the evaluator config names others.
+    """
+
+    name: ClassVar[str] = "anthropic"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    model_patterns: ClassVar[tuple[str, ...]] = ("claude-*",)
+    providers: ClassVar[tuple[str, ...]] = ("anthropic",)
+
+    def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+        headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+        if self.settings.api_key:
+            headers["x-api-key"] = self.settings.api_key
+        body = {
+            "model": self.settings.model,
+            "max_tokens": self.settings.max_tokens,
+            "temperature": self.settings.temperature,
+            "system": f"{system}\n\nAnswer with one JSON object, no prose around it, matching this JSON Schema:\n"
+                      f"{json.dumps(json_schema, sort_keys=True)}",
+            "messages": [{"role": "user", "content": user}],
+        }
+        return f"{self.settings.base_url}/v1/messages", headers, body
+
+    def parse(self, body: Any) -> JudgeReply:
+        text = "".join(block["text"] for block in body["content"] if block.get("type") == "text")
+        usage = body.get("usage") or {}
+        return JudgeReply(text=text, tokens_in=usage.get("input_tokens"), tokens_out=usage.get("output_tokens"),
+                          model=body.get("model") or self.settings.model)

@@ -1,0 +1,109 @@
+"""The judge backend contract: one prompt in, one text reply (meant to be JSON) out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import httpx
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What a backend returned for one call: the reply text and what it cost."""
+
+    text: str
+    tokens_in: int | None
+    tokens_out: int | None
+    model: str
+    # Set only when the server reports it (e.g. OpenRouter's usage.cost); otherwise priced from tokens.
+    cost_usd: float | None = None
+
+
+class JudgeError(RuntimeError):
+    """A judge call that produced no usable reply."""
+
+
+class JudgeTransientError(JudgeError):
+    """A failure worth one retry: HTTP 5xx/429, a timeout, a refused connection."""
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Where and how a backend calls its server; resolved once, when the evaluator is built."""
+
+    model: str
+    base_url: str
+    api_key: str | None
+    timeout_seconds: float
+    max_tokens: int
+    temperature: float = 0.0
+
+
+class JudgeBackend:
+    """A chat API that can answer a judge prompt.
+
+    Subclasses set the class attributes and implement :meth:`request` and :meth:`parse`;
+    the HTTP call, the error mapping and the reply shape are shared. A fresh
+    ``httpx.AsyncClient`` is opened per call: evaluators outlive event loops (the runner
+    judges under several ``asyncio.run`` calls) and have no close hook, and a client's
+    connection pool belongs to the loop that opened it. Judge calls take seconds, so the
+    lost connection reuse does not matter.
+    """
+
+    name: ClassVar[str] = ""
+    base_url_env: ClassVar[str] = ""
+    api_key_env: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    # fnmatch patterns of model names this backend serves when no `backend:` is given.
+    model_patterns: ClassVar[tuple[str, ...]] = ()
+    # Provider prefixes accepted in `provider/model` names (`openai/gpt-4o`).
+    providers: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def settings_from(cls, env: Mapping[str, str], *, model: str, base_url: str | None, api_key_env: str | None,
+                      timeout_seconds: float, max_tokens: int, temperature: float = 0.0) -> BackendSettings:
+        """Resolve base URL and key: explicit config, then the backend's environment variables."""
+        url = base_url or env.get(cls.base_url_env) or cls.default_base_url
+        return BackendSettings(model=model, base_url=url.rstrip("/"), api_key=env.get(api_key_env or cls.api_key_env),
+                               timeout_seconds=timeout_seconds, max_tokens=max_tokens, temperature=temperature)
+
+    @property
+    def needs_api_key(self) -> bool:
+        """A key is required for the provider's public endpoint; a custom server may do without."""
+        return self.settings.base_url == self.default_base_url.rstrip("/")
+
+    def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(url, headers, JSON body) of one call."""
+        raise NotImplementedError
+
+    def parse(self, body: Any) -> JudgeReply:
+        """The reply text and usage out of a successful response body."""
+        raise NotImplementedError
+
+    async def complete(self, system: str, user: str, json_schema: dict[str, Any]) -> JudgeReply:
+        """One judge call. Raises :class:`JudgeTransientError` or :class:`JudgeError`."""
+        if self.needs_api_key and not self.settings.api_key:
+            raise JudgeError(f"no API key for the {self.name} judge backend: set {self.api_key_env} "
+                             f"(or name another variable with api_key_env, or point base_url at your own server)")
+        url, headers, body = self.request(system, user, json_schema)
+        try:
+            async with httpx.AsyncClient(timeout=self.settings.timeout_seconds) as client:
+                response = await client.post(url, headers=headers, json=body)
+        except httpx.TimeoutException:
+            raise JudgeTransientError(f"judge call to {url} timed out after {self.settings.timeout_seconds}s") from None
+        except httpx.TransportError as exc:
+            raise JudgeTransientError(f"judge call to {url} failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code >= 500 or response.status_code == 429:
+            raise JudgeTransientError(f"judge server answered HTTP {response.status_code}: {response.text[:300]}")
+        if response.status_code >= 400:
+            raise JudgeError(f"judge server answered HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            return self.parse(response.json())
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise JudgeError(f"unexpected {self.name} response shape: {type(exc).__name__}: {exc}; "
+                             f"body: {response.text[:300]}") from None
