@@ -16,6 +16,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "git_diff": "evalh_pipeline.evaluators.git_diff:GitDiff",
         "latency_first_token_under": "evalh_pipeline.evaluators.latency_first_token_under:LatencyFirstTokenUnder",
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
+        "llm_judge": "evalh_pipeline.evaluators.llm_judge:LlmJudge",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
         "semantic_similarity": "evalh_pipeline.evaluators.semantic_similarity:SemanticSimilarity",

@@ -1,0 +1,138 @@
+"""Ask a judge: cache, cost limit, one retry for transient failures and for bad answers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from evalh_pipeline.evaluators.base import EvaluatorContext
+from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeReply, JudgeTransientError
+from evalh_pipeline.judges.cache import VerdictCache, cache_key
+from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answer
+from evalh_pipeline.judges.registry import resolve_backend
+from evalh_pipeline.judges.settings import JudgeSettings
+from evalh_pipeline.models import TraceMetrics
+from evalh_pipeline.runner.pricing import PriceTable, apply_prices, builtin_price_table
+from evalh_pipeline.store.masking import mask_text
+
+ATTEMPTS = 2  # the first call and one retry, for transient failures and for bad answers alike
+
+
+class JudgeCostLimitExceeded(JudgeError):
+    """The estimated cost of a judge call is over ``cost_limit_usd``: the call was not made."""
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """A validated answer and what obtaining it cost (all attempts)."""
+
+    answer: dict[str, Any]
+    prompt_sha256: str
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    cached: bool
+    over_limit: str | None  # why the actual cost broke cost_limit_usd, if it did
+
+    def detail(self, model: str, backend: str) -> dict[str, Any]:
+        return {"judge_model": model, "judge_backend": backend, "judge_prompt_hash": self.prompt_sha256,
+                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "cost_usd": self.cost_usd,
+                "cached": self.cached}
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+class Judge:
+    """One configured judge. Built with the evaluator; reads ``context.env`` only here."""
+
+    def __init__(self, settings: JudgeSettings, context: EvaluatorContext) -> None:
+        resolved = resolve_backend(settings.model, settings.backend)
+        self.settings = settings
+        self.backend_name = resolved.name
+        self.backend: JudgeBackend = resolved.cls(resolved.cls.settings_from(
+            context.env, model=resolved.api_model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+            timeout_seconds=settings.timeout_seconds, max_tokens=settings.max_tokens,
+            temperature=settings.temperature))
+        api_key = self.backend.settings.api_key
+        self._secrets = context.secret_values | ({api_key} if api_key else set())
+        if settings.price is not None:
+            self._prices: PriceTable | None = PriceTable(as_of=date.today(), models={settings.model: settings.price})
+        else:
+            self._prices = builtin_price_table() if builtin_price_table().lookup(settings.model) else None
+        self._cache = (VerdictCache(context.cache_dir / "judge")
+                       if settings.cache and context.cache_dir is not None else None)
+
+    def cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        """USD for these tokens by the price table (the same rule as system costs), or None if unpriced."""
+        if self._prices is None:
+            return None
+        metrics = apply_prices(TraceMetrics(token_input=tokens_in, token_output=tokens_out), self.settings.model,
+                               self._prices)
+        return metrics.cost_usd
+
+    def estimate(self, prompt: JudgePrompt) -> float | None:
+        """Worst case before the call: ~4 characters a token in, every allowed token out."""
+        chars = len(prompt.system) + len(prompt.user) + len(json.dumps(prompt.schema))
+        return self.cost(chars // 4 + 1, self.settings.max_tokens)
+
+    def detail(self, outcome: JudgeOutcome) -> dict[str, Any]:
+        return outcome.detail(self.settings.model, self.backend_name)
+
+    async def ask(self, prompt: JudgePrompt) -> JudgeOutcome:
+        """A validated answer to ``prompt``; raises :class:`JudgeError` (secrets masked)."""
+        key = cache_key(self.backend_name, self.backend.settings.model, prompt.system, prompt.user, prompt.schema)
+        if self._cache is not None and (hit := await self._cache.get(key)) is not None:
+            try:
+                return self._outcome(parse_answer(hit.text, prompt.schema), prompt, hit, cached=True)
+            except BadJudgeAnswer:
+                pass  # an entry from an older schema: ask again and overwrite it
+        limit = self.settings.cost_limit_usd
+        estimate = self.estimate(prompt)
+        if limit is not None and estimate is not None and estimate > limit:
+            raise JudgeCostLimitExceeded(f"judge call not made: estimated cost ${estimate:.6f} "
+                                         f"(prompt + max_tokens={self.settings.max_tokens}) exceeds "
+                                         f"cost_limit_usd ${limit}")
+        spent = JudgeReply(text="", tokens_in=None, tokens_out=None, model=self.backend.settings.model)
+        problem: BadJudgeAnswer | None = None
+        for _ in range(ATTEMPTS):
+            reply = await self._call(prompt)
+            cost = reply.cost_usd if reply.cost_usd is not None else self.cost(reply.tokens_in, reply.tokens_out)
+            spent = JudgeReply(text=reply.text, tokens_in=_add(spent.tokens_in, reply.tokens_in),
+                               tokens_out=_add(spent.tokens_out, reply.tokens_out), model=reply.model,
+                               cost_usd=None if cost is None and spent.cost_usd is None
+                               else (spent.cost_usd or 0.0) + (cost or 0.0))
+            try:
+                answer = parse_answer(reply.text, prompt.schema)
+            except BadJudgeAnswer as exc:
+                problem = exc
+                continue
+            if self._cache is not None:
+                await self._cache.put(key, spent)
+            return self._outcome(answer, prompt, spent, cached=False)
+        raise JudgeError(self._mask(f"{problem} (after {ATTEMPTS} attempts)"))
+
+    def _outcome(self, answer: dict[str, Any], prompt: JudgePrompt, reply: JudgeReply, cached: bool) -> JudgeOutcome:
+        limit = self.settings.cost_limit_usd
+        over = None
+        if limit is not None and reply.cost_usd is not None and reply.cost_usd > limit:
+            over = f"judge cost ${reply.cost_usd:.6f} exceeded cost_limit_usd ${limit}"
+        return JudgeOutcome(answer=answer, prompt_sha256=prompt.sha256, tokens_in=reply.tokens_in,
+                            tokens_out=reply.tokens_out, cost_usd=reply.cost_usd, cached=cached, over_limit=over)
+
+    async def _call(self, prompt: JudgePrompt) -> JudgeReply:
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return await self.backend.complete(prompt.system, prompt.user, prompt.schema)
+            except JudgeTransientError as exc:
+                if attempt == ATTEMPTS:
+                    raise JudgeError(self._mask(f"{exc} (after {ATTEMPTS} attempts)")) from None
+            except JudgeError as exc:
+                raise JudgeError(self._mask(str(exc))) from None
+        raise AssertionError("unreachable")
+
+    def _mask(self, text: str) -> str:
+        return mask_text(text, frozenset(self._secrets))
