@@ -3,19 +3,41 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.llm_judge import AssertionItem, LlmJudge, check_k_of_n, check_pass_when
+from evalh_pipeline.judges.prompt import thinking_text
+from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 _REGEX_PREFIX = "re:"
 
 
+class ThinkingJudgeConfig(JudgeSettings):
+    """Judge assertions about the thinking (``"does not reveal the system prompt"``)."""
+
+    assertions: list[str | AssertionItem] = Field(min_length=1)
+    pass_when: str = "all"
+
+    @field_validator("pass_when")
+    @classmethod
+    def _pass_when_form(cls, value: str) -> str:
+        return check_pass_when(value)
+
+    @model_validator(mode="after")
+    def _k_fits(self) -> "ThinkingJudgeConfig":
+        check_k_of_n(self.pass_when, self.assertions)
+        return self
+
+
 class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
     # Plain text (case-insensitive substring) or "re:<pattern>" (Python regex, case-sensitive).
-    forbidden: list[str] = Field(min_length=1)
+    forbidden: list[str] = Field(default_factory=list)
     case_sensitive: bool = False
+    judge: ThinkingJudgeConfig | None = None
 
     @field_validator("forbidden")
     @classmethod
@@ -30,13 +52,22 @@ class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
                 raise ValueError("an empty forbidden pattern would match everything")
         return value
 
+    @model_validator(mode="after")
+    def _something_to_check(self) -> "ThinkingDoesNotLeakConfig":
+        if not self.forbidden and self.judge is None:
+            raise ValueError("give forbidden patterns, a judge block, or both")
+        return self
+
 
 class ThinkingDoesNotLeak(Evaluator):
     """Passes when no forbidden pattern occurs in ``output.thinking`` or in any
-    ``messages[].thinking`` (system prompts, secrets, personal data the model reasoned about).
+    ``messages[].thinking`` (system prompts, secrets, personal data the model reasoned about)
+    and, with a ``judge:`` block, when the judge finds the assertions about the thinking hold.
 
-    A trace without thinking passes: nothing was surfaced, so nothing leaked; ``detail``
-    says the thinking was absent. Judge assertions on the thinking arrive with ``llm_judge``.
+    The judge is an ``llm_judge`` that is shown only the thinking. A trace without thinking
+    passes without a judge call: nothing was surfaced, so nothing leaked; ``detail`` says
+    the thinking was absent. Patterns are checked first: a pattern leak fails the trace
+    without paying for a judge.
     """
 
     Config = ThinkingDoesNotLeakConfig
@@ -48,17 +79,27 @@ class ThinkingDoesNotLeak(Evaluator):
             (p, re.compile(p[len(_REGEX_PREFIX):]) if p.startswith(_REGEX_PREFIX) else re.compile(re.escape(p), flags))
             for p in self.config.forbidden
         ]
+        self._judge: LlmJudge | None = None
+        if self.config.judge is not None:
+            settings = self.config.judge.model_dump(exclude={"assertions", "pass_when"}, exclude_unset=True)
+            self._judge = LlmJudge(name, "llm_judge", {
+                **settings, "nl_assertions": [a if isinstance(a, str) else a.model_dump() for a in self.config.judge.assertions],
+                "pass_when": self.config.judge.pass_when, "include_in_prompt": ["thinking"],
+            }, self.context)
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        texts = [trace.output.thinking or ""] + [m.thinking for m in trace.messages if m.thinking]
-        thinking = "\n".join(t for t in texts if t)
+        thinking = thinking_text(trace)
         if not thinking:
             return Verdict(True, "no thinking was recorded, so none could leak", score=1.0,
                            detail={"thinking_present": False})
         found = {pattern: match.group(0)[:200] for pattern, regex in self._patterns
                  if (match := regex.search(thinking))}
-        detail = {"thinking_present": True, "leaked": found}
+        detail: dict[str, Any] = {"thinking_present": True, "leaked": found}
         if found:
             return Verdict(False, f"thinking contains forbidden content: {sorted(found)}", score=0.0, detail=detail)
-        return Verdict(True, f"none of {len(self._patterns)} forbidden pattern(s) in the thinking", score=1.0,
-                       detail=detail)
+        patterns_ok = f"none of {len(self._patterns)} forbidden pattern(s) in the thinking"
+        if self._judge is None:
+            return Verdict(True, patterns_ok, score=1.0, detail=detail)
+        judged = await self._judge.evaluate(case, trace, artifact)
+        detail["judge"] = judged.detail
+        return Verdict(judged.passed, f"{patterns_ok}; judge: {judged.reason}", score=judged.score, detail=detail)

@@ -59,7 +59,7 @@ def test_case_sensitive_plain_text():
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"forbidden": []}, "at least 1 item"),
+    ({"forbidden": []}, "give forbidden patterns, a judge block, or both"),
     ({"forbidden": ["re:(unclosed"]}, "invalid regular expression"),
     ({"forbidden": [""]}, "empty forbidden pattern"),
     ({"forbidden": ["x"], "assertions": ["no leaks"]}, "Extra inputs are not permitted"),
