@@ -77,10 +77,8 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
                                        ("evaluators", i), "type", config_key="config")
 
-    # Refuse what this release cannot do yet rather than silently run without it.
     if config.workspace is not None:
-        issues.append(where.issue(("workspace",), f"workspace type {config.workspace.type!r} is not supported yet "
-                                                  "(filesystem evals are not implemented in this release)"))
+        issues += _check_workspace(where, config.workspace.model_dump(), eval_path.parent)
     for i, output in enumerate(config.output):
         if output.type != "local_files":
             issues.append(where.issue(("output", i, "type"), f"unknown output type {output.type!r} (known: local_files)"))
@@ -113,6 +111,18 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         secret_values=secrets,
         price_table_path=price_table_path,
     )
+
+
+def _check_workspace(where: _Locator, workspace: dict[str, Any], eval_dir: Path) -> list[ConfigIssue]:
+    """Validate ``workspace:`` with its type's config model, then the folders it names."""
+    from evalh_pipeline.workspaces.registry import WORKSPACES
+
+    issues = _check_plugin_config(where, WORKSPACES, workspace["type"], workspace, ("workspace",), "type")
+    if issues:
+        return issues
+    cls = WORKSPACES.get(workspace["type"])
+    model = cls.Config.model_validate(workspace)
+    return [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
 
 
 def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:

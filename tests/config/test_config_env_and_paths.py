@@ -141,7 +141,7 @@ def test_default_output_is_runs_in_the_working_directory(tmp_path, monkeypatch):
     assert load_eval(path, env={}).runs_root == str((tmp_path / "runs").resolve())
 
 
-def test_workspace_is_refused_until_filesystem_evals_exist(tmp_path):
+def test_workspace_with_a_missing_fixture_is_refused(tmp_path):
     path = write(tmp_path, output="workspace: {type: tempdir_snapshot, copy_from: ./fixture}\n")
-    with pytest.raises(ConfigError, match=r"workspace: workspace type 'tempdir_snapshot' is not supported yet"):
+    with pytest.raises(ConfigError, match=r"workspace.copy_from: fixture folder not found"):
         load_eval(path, env={})

@@ -1,0 +1,1 @@
+"""Workspaces: where systems under test change files, and how those changes become artifacts."""

@@ -1,0 +1,60 @@
+"""artifact.json: writing it (exact for any file name) and loading it back for re-evaluation.
+
+Persisted with ``json.dumps(ensure_ascii=True)`` rather than pydantic's JSON, so file
+names that are not UTF-8 survive as ``\\udcXX`` escapes instead of being replaced.
+With the default local storage, the persisted ``artifacts_path`` is relative to the run
+directory (``artifacts/<case>/<variant>``) so a moved run folder stays valid; it is
+resolved to an absolute path when loaded. Other storages persist the full URL.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.models import FilesystemArtifact
+from evalh_pipeline.workspaces.storage import FsspecObjectStorage, artifact_key, storage_for
+
+ARTIFACT_FILE = "artifact.json"
+
+
+def dump_artifact(artifact: FilesystemArtifact, persisted_path: str) -> bytes:
+    """artifact.json bytes with ``artifacts_path`` replaced by ``persisted_path``."""
+    data = artifact.model_dump(mode="python")
+    data["artifacts_path"] = persisted_path
+    return (json.dumps(data, ensure_ascii=True, indent=1, default=str) + "\n").encode("ascii")
+
+
+def parse_artifact(raw: bytes, base: str | None = None) -> FilesystemArtifact:
+    """Parse artifact.json; a relative ``artifacts_path`` is resolved against ``base``."""
+    data = json.loads(raw)
+    path = data.get("artifacts_path", "")
+    if base is not None and path and "://" not in path and not posixpath.isabs(path) and not Path(path).is_absolute():
+        data["artifacts_path"] = str(Path(base) / path)
+    return FilesystemArtifact.model_validate(data)
+
+
+def artifacts_storage(spec: EvalSpec, run_dir: Path) -> FsspecObjectStorage:
+    """The storage a run's artifacts went to (from the spec's ``workspace.object_storage``)."""
+    workspace = spec.config.workspace
+    object_storage = (workspace.model_extra or {}).get("object_storage") if workspace is not None else None
+    return storage_for(object_storage, run_dir / "artifacts", run_dir.name)
+
+
+def load_artifact(
+    spec: EvalSpec, run_dir: Any, case_id: str, variant_name: str, sample: int = 0
+) -> FilesystemArtifact | None:
+    """The persisted artifact of one cell, or None (no workspace, or the cell has none)."""
+    if spec.config.workspace is None:
+        return None
+    run_dir = Path(getattr(run_dir, "path", run_dir))  # a RunDirectory or a path
+    storage = artifacts_storage(spec, run_dir)
+    key = f"{artifact_key(case_id, variant_name, sample)}/{ARTIFACT_FILE}"
+    try:
+        raw = storage.get(key)
+    except (FileNotFoundError, KeyError):
+        return None
+    return parse_artifact(raw, base=str(Path(run_dir).resolve()) if storage.local else None)

@@ -1,0 +1,294 @@
+"""The WorkspaceAdapter contract and the collection steps every workspace kind shares.
+
+Life of one cell's workspace::
+
+    prepare(case, variant, sample) -> Workspace       seed + before snapshot
+    (the system runs with workspace.path)
+    collect_artifacts(workspace) -> FilesystemArtifact after snapshot + diff + artifacts
+    cleanup(workspace) -> WorkspaceAccounting          mandatory, also after any crash
+
+Artifacts of a cell (folder ``<storage root>/<case>/<variant>/``)::
+
+    before/         original versions of the modified and removed files only
+    after/          the full post-run tree (moved, not copied, when on the same file system)
+    diff.txt        unified diffs of the text files, one line per other change
+    artifact.json   the FilesystemArtifact
+    changes.patch   git workspaces: ``git diff --binary`` of the before and after commits
+
+Subclasses implement :meth:`_seed` and may add after-state steps (:meth:`_after_state`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalh_pipeline.models import EvalCase, FileEntry, FilesystemArtifact, RunVariant
+from evalh_pipeline.systems.base import Workspace
+from evalh_pipeline.workspaces.accounting import WorkspaceAccounting
+from evalh_pipeline.workspaces.artifacts import ARTIFACT_FILE, dump_artifact
+from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, render_diff_text
+from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_bytes, key_to_path, take_snapshot
+from evalh_pipeline.workspaces.ownership import create_container, recover_stale
+from evalh_pipeline.workspaces.removal import remove_tree, tree_bytes
+from evalh_pipeline.workspaces.storage import FsspecObjectStorage, artifact_key, storage_for
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def relative_config_path(value: str, key: str) -> str:
+    """Refuse absolute paths and ``..`` in config paths that must stay inside the eval's folder."""
+    if not value or Path(value).is_absolute() or value.startswith("~") or "\\" in value:
+        raise ValueError(f"{key} must be a path relative to the eval's folder, got {value!r}")
+    if ".." in Path(value).parts:
+        raise ValueError(f"{key} must not contain '..', got {value!r}")
+    return value
+
+
+class WorkspaceConfigModel(BaseModel):
+    """Keys every workspace type accepts; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    # Where containers are made; default <runs root>/.workspaces (same file system as the
+    # run directory, so after/ is a rename). Absolute paths are allowed here.
+    base_path: str | None = None
+    # fsspec URL of the artifacts storage (file://, memory://, s3://...); default <run dir>/artifacts.
+    object_storage: str | None = None
+    max_diff_bytes: int = Field(default=256_000, ge=0)
+    max_diff_file_bytes: int = Field(default=2_000_000, ge=0)
+
+    @field_validator("object_storage")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
+            raise ValueError(f"object_storage must be a URL such as file:///abs/path, memory://name or s3://bucket/prefix, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class WorkspaceContext:
+    """What a workspace adapter needs to know about the run it serves."""
+
+    eval_dir: Path
+    runs_root: str
+    run_dir: Path
+    run_id: str
+
+
+@dataclass
+class PreparedWorkspace(Workspace):
+    """A live workspace plus the runner-side state the system adapter never needs."""
+
+    container: Path = field(default_factory=Path)
+    case_id: str = ""
+    variant_name: str = ""
+    sample: int = 0
+    before: Snapshot | None = None
+    accounting: WorkspaceAccounting = field(default_factory=WorkspaceAccounting)
+    tree_moved: bool = False
+
+
+class WorkspaceError(RuntimeError):
+    """A workspace could not be prepared or collected (the cell errors as ``workspace_error``)."""
+
+
+class WorkspaceAdapter:
+    """One configured workspace type for a run; builds, collects and removes cell workspaces."""
+
+    Config: ClassVar[type[WorkspaceConfigModel]] = WorkspaceConfigModel
+    kind: ClassVar[str] = "base"
+    # Top-level names left out of manifests (git's own folder).
+    exclude_top: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
+        self.config = self.Config.model_validate(config)
+        self.context = context
+        self.base_path = self._base_path()
+        self.storage: FsspecObjectStorage = storage_for(self.config.object_storage, context.run_dir / "artifacts",
+                                                        context.run_id)
+        self.limits = DiffLimits(max_file_bytes=self.config.max_diff_file_bytes, max_diff_bytes=self.config.max_diff_bytes)
+        self.totals = WorkspaceAccounting()
+        self._totals_lock = threading.Lock()  # cells clean up in worker threads
+
+    @classmethod
+    def config_problems(cls, config: WorkspaceConfigModel, eval_dir: Path) -> list[tuple[str, str]]:
+        """(key, message) for config values that validate but name things that do not exist."""
+        return []
+
+    def _base_path(self) -> Path:
+        if self.config.base_path:
+            path = Path(self.config.base_path).expanduser()
+            return path if path.is_absolute() else (self.context.eval_dir / path).resolve()
+        if "://" in self.context.runs_root:
+            import tempfile
+
+            return Path(tempfile.gettempdir()) / "evalh-workspaces"
+        return Path(self.context.runs_root) / ".workspaces"
+
+    def recover_stale(self) -> tuple[int, int]:
+        """Remove containers left by killed runs under ``base_path`` (only ours)."""
+        removed, freed = recover_stale(self.base_path)
+        with self._totals_lock:
+            self.totals.stale_workspaces_removed += removed
+            self.totals.stale_bytes_removed += freed
+        return removed, freed
+
+    # -- prepare -----------------------------------------------------------------
+
+    def prepare(self, case: EvalCase, variant: RunVariant, sample: int = 0) -> PreparedWorkspace:
+        """A fresh, seeded workspace with its before snapshot taken."""
+        container = create_container(self.base_path, f"{case.id}-{variant.name}")
+        tree = container / "tree"
+        tree.mkdir()
+        workspace = PreparedWorkspace(path=tree, container=container, case_id=case.id, variant_name=variant.name,
+                                      sample=sample)
+        workspace.accounting.workspaces = 1
+        try:
+            self._seed(workspace)
+            workspace.before = take_snapshot(tree, exclude_top=self.exclude_top)
+        except BaseException:
+            self.cleanup(workspace)
+            raise
+        workspace.accounting.seeded_bytes = workspace.before.total_bytes
+        return workspace
+
+    def _seed(self, workspace: PreparedWorkspace) -> None:
+        raise NotImplementedError
+
+    # -- collect -----------------------------------------------------------------
+
+    def collect_artifacts(self, workspace: PreparedWorkspace) -> FilesystemArtifact:
+        """Snapshot the after-state, diff it, write and publish the artifacts folder."""
+        if workspace.before is None:
+            raise WorkspaceError("the workspace has no before snapshot (prepare failed)")
+        tree = workspace.path
+        extra = self._after_state(workspace)
+        after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
+        workspace.accounting.final_bytes = after.total_bytes
+        before_manifest = workspace.before.manifest
+        diff, notes = build_file_diff(
+            before_manifest, after.manifest, lambda key: self._original(workspace, key),
+            lambda key: _read_regular(key_to_path(tree, key)), self.limits,
+        )
+        staging = workspace.container / "artifact"
+        staging.mkdir()
+        written = 0
+        for key in (*diff.modified, *diff.removed):
+            written += self._write_original(workspace, key, before_manifest.files[key], staging / "before")
+        (staging / "before").mkdir(exist_ok=True)
+        diff_text = render_diff_text(diff, notes).encode("utf-8", "surrogateescape")
+        (staging / "diff.txt").write_bytes(diff_text)
+        written += len(diff_text)
+        for name, data in self._extra_files(workspace).items():
+            (staging / name).write_bytes(data)
+            written += len(data)
+        workspace.tree_moved = _move_or_copy(tree, staging / "after")
+        if not workspace.tree_moved:
+            written += workspace.accounting.final_bytes
+        key = artifact_key(workspace.case_id, workspace.variant_name, workspace.sample)
+        artifact = FilesystemArtifact(
+            case_id=workspace.case_id,
+            variant_name=workspace.variant_name,
+            workspace_kind=self.kind,
+            before_manifest=before_manifest,
+            after_manifest=after.manifest,
+            diff=diff,
+            artifacts_path=self.storage.url(key),
+            sample=workspace.sample,
+            hash_algorithm=HASH_ALGORITHM,
+            diff_notes={k: v for k, v in vars(notes).items() if v},
+            **extra,
+        )
+        persisted = f"artifacts/{key}" if self.storage.local and self.config.object_storage is None else artifact.artifacts_path
+        document = dump_artifact(artifact, persisted)
+        (staging / ARTIFACT_FILE).write_bytes(document)
+        written += len(document)
+        transfer = self.storage.publish_folder(staging, key, move=True)
+        if transfer.copied_bytes:
+            # Published by copy: the staged tree (with after/) is deleted at cleanup instead.
+            workspace.tree_moved = False
+            written = transfer.copied_bytes
+        workspace.accounting.moved_bytes = workspace.accounting.final_bytes if workspace.tree_moved else 0
+        workspace.accounting.copied_bytes += written
+        workspace.accounting.artifacts = 1
+        return artifact
+
+    def _after_state(self, workspace: PreparedWorkspace) -> dict[str, Any]:
+        """Kind-specific steps before the after snapshot; returns extra artifact fields."""
+        return {}
+
+    def _extra_files(self, workspace: PreparedWorkspace) -> dict[str, bytes]:
+        """Kind-specific files for the artifacts folder (e.g. ``changes.patch``)."""
+        return {}
+
+    def _original(self, workspace: PreparedWorkspace, key: str) -> bytes | None:
+        """The before-content of ``key`` (regular files), or None when it cannot be had."""
+        raise NotImplementedError
+
+    def _original_link(self, workspace: PreparedWorkspace, key: str) -> str | None:
+        """The before-target of the symlink ``key``, or None."""
+        return None
+
+    def _write_original(self, workspace: PreparedWorkspace, key: str, entry: FileEntry, before_dir: Path) -> int:
+        target = key_to_path(before_dir, key)
+        if stat.S_ISLNK(entry.mode):
+            link = self._original_link(workspace, key)
+            if link is None:
+                return 0
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(link, target)
+            return len(os.fsencode(link))
+        if not stat.S_ISREG(entry.mode):
+            return 0
+        data = self._original(workspace, key)
+        if data is None or hash_bytes(data) != entry.sha256:
+            return 0  # the source changed since the snapshot: better no file than a wrong one
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        os.chmod(target, (entry.mode & 0o777) | stat.S_IRUSR | stat.S_IWUSR)
+        return len(data)
+
+    # -- cleanup -----------------------------------------------------------------
+
+    def cleanup(self, workspace: PreparedWorkspace) -> WorkspaceAccounting:
+        """Remove the container whatever state it is in; returns the cell's accounting."""
+        accounting = workspace.accounting
+        try:
+            accounting.deleted_bytes += remove_tree(workspace.container)
+        except OSError:
+            pass
+        accounting.leftover_bytes = tree_bytes(workspace.container)
+        if accounting.final_bytes == 0 and not workspace.tree_moved:
+            # Collection never measured the tree (it crashed): what was deleted is the measure.
+            accounting.final_bytes = accounting.deleted_bytes
+        with self._totals_lock:
+            self.totals.add(accounting)
+        return accounting
+
+
+def _read_regular(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _move_or_copy(tree: Path, destination: Path) -> bool:
+    """Rename ``tree`` to ``destination`` (True) or copy it when renaming is refused (False)."""
+    try:
+        os.rename(tree, destination)
+        return True
+    except OSError:
+        shutil.copytree(tree, destination, symlinks=True)
+        return False

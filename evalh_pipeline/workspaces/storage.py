@@ -1,0 +1,190 @@
+"""ObjectStorage: where artifacts live, over fsspec (file://, memory://, s3://, gs://, az://...).
+
+Keys are ``/``-separated and relative to the storage root. A cell's artifacts sit under
+:func:`artifact_key`; its ``artifact.json`` at ``<case>/<variant>/artifact.json``
+(``<case>/<variant>~<n>/`` for sample n > 0). Key parts are percent-encoded: only
+``A-Z a-z 0-9 _ . -`` stay as they are (``.``/``..`` alone are encoded too), every other
+byte of the UTF-8 name becomes ``%XX``. ``~`` is therefore never part of an encoded
+name and the sample suffix is unambiguous. Parts longer than 150 characters are cut
+and suffixed with 16 hex digits of their sha256 so they fit any file system.
+
+Cloud protocols need their fsspec backend: the ``s3``, ``gcs`` and ``azure`` extras.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+_SAFE = re.compile(r"[A-Za-z0-9_.-]")
+_MAX_PART = 150
+
+
+def encode_key_part(name: str) -> str:
+    """A file-name- and URL-safe, reversible-by-reading encoding of one key part."""
+    if name in ("", ".", ".."):
+        return "".join(f"%{b:02X}" for b in name.encode()) or "%00"
+    raw = name.encode("utf-8", "surrogateescape")
+    encoded = "".join(chr(b) if _SAFE.fullmatch(chr(b)) else f"%{b:02X}" for b in raw)
+    if len(encoded) > _MAX_PART:
+        encoded = encoded[:_MAX_PART] + "~" + hashlib.sha256(raw).hexdigest()[:16]
+    return encoded
+
+
+def artifact_key(case_id: str, variant_name: str, sample: int = 0) -> str:
+    """The folder key of one cell's artifacts (relative to the storage root)."""
+    variant = encode_key_part(variant_name) + (f"~{sample}" if sample else "")
+    return f"{encode_key_part(case_id)}/{variant}"
+
+
+@dataclass
+class Transfer:
+    """Bytes a publish moved (rename on one file system) or copied."""
+
+    moved_bytes: int = 0
+    copied_bytes: int = 0
+
+
+class ObjectStorage:
+    """Put/get bytes and whole folders by key; ``url`` says where a key lives for readers."""
+
+    def put(self, key: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def get(self, key: str) -> bytes:
+        raise NotImplementedError
+
+    def exists(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def url(self, key: str) -> str:
+        raise NotImplementedError
+
+    def publish_folder(self, local: Path, key: str, *, move: bool) -> Transfer:
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError
+
+
+class FsspecObjectStorage(ObjectStorage):
+    """ObjectStorage on any fsspec file system, rooted at ``root_url``.
+
+    On the local file system ``url`` returns a plain absolute path and folders are
+    published by rename when ``move`` is allowed and the source is on the same device.
+    """
+
+    def __init__(self, root_url: str) -> None:
+        self.root_url = root_url
+        self.fs, root = fsspec.core.url_to_fs(root_url)
+        self.local = isinstance(self.fs, LocalFileSystem)
+        self.root = os.path.abspath(root) if self.local else root.rstrip("/")
+
+    def _path(self, key: str) -> str:
+        if key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/")):
+            raise ValueError(f"storage key {key!r} is not a plain relative key")
+        return f"{self.root}/{key}" if key else self.root
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        if self.local:
+            _write_bytes_atomic(Path(path), data)
+            return
+        self.fs.pipe_file(path, data)
+
+    def get(self, key: str) -> bytes:
+        return self.fs.cat_file(self._path(key))
+
+    def exists(self, key: str) -> bool:
+        return self.fs.exists(self._path(key))
+
+    def url(self, key: str) -> str:
+        path = self._path(key)
+        return path if self.local else self.fs.unstrip_protocol(path)
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        if self.local:
+            from evalh_pipeline.workspaces.removal import remove_tree
+
+            remove_tree(Path(path))
+        elif self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+    def publish_folder(self, local: Path, key: str, *, move: bool) -> Transfer:
+        """Make the local folder ``local`` the content of ``key`` (replacing what was there)."""
+        destination = self._path(key)
+        self.delete(key)
+        if self.local:
+            return _publish_local(local, Path(destination), move)
+        transfer = Transfer()
+        # Symlinks cannot be stored in object stores: the manifest records them instead.
+        for folder, dirs, files in os.walk(local):
+            relative = os.path.relpath(folder, local)
+            for name in files:
+                source = os.path.join(folder, name)
+                st = os.lstat(source)
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                parts = [] if relative == "." else relative.split(os.sep)
+                target_key = "/".join(encode_path_part(p) for p in [*parts, name])
+                self.fs.put_file(source, f"{destination}/{target_key}")
+                transfer.copied_bytes += st.st_size
+        return transfer
+
+
+def encode_path_part(name: str) -> str:
+    """A file name as an object-store key part: non-UTF-8 bytes percent-encoded, the rest kept."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace").replace("\\x", "%")
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _publish_local(local: Path, destination: Path, move: bool) -> Transfer:
+    from evalh_pipeline.workspaces.removal import tree_bytes
+
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    size = tree_bytes(local)
+    if move:
+        try:
+            os.rename(local, destination)
+            return Transfer(moved_bytes=size)
+        except OSError as exc:
+            # Another device, or a folder the system made read-only: copy instead.
+            if exc.errno not in (errno.EXDEV, errno.EACCES, errno.EPERM, errno.ENOTEMPTY, errno.EEXIST):
+                raise
+    shutil.copytree(local, destination, symlinks=True)
+    return Transfer(copied_bytes=size)
+
+
+def storage_for(object_storage: str | None, run_artifacts_dir: Path, run_id: str) -> FsspecObjectStorage:
+    """The artifacts storage of one run: ``<run dir>/artifacts`` by default, else ``<url>/<run id>``."""
+    if object_storage:
+        return FsspecObjectStorage(f"{object_storage.rstrip('/')}/{run_id}")
+    return FsspecObjectStorage(str(run_artifacts_dir))

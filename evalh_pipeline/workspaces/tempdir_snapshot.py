@@ -1,0 +1,76 @@
+"""tempdir_snapshot: the default workspace, no git needed (Filesystem.md, "The no-git path").
+
+Seeds a fresh folder from ``copy_from`` (copy-on-write where the file system supports
+it, real copies otherwise, never hard links), snapshots it before and after the run and
+diffs the manifests by path + hash. Original versions come from the fixture, checked
+against the before-manifest hash.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import field_validator
+
+from evalh_pipeline.workspaces.base import (
+    PreparedWorkspace,
+    WorkspaceAdapter,
+    WorkspaceConfigModel,
+    WorkspaceError,
+    relative_config_path,
+)
+from evalh_pipeline.workspaces.manifest import key_to_path
+from evalh_pipeline.workspaces.seeding import SeedError, seed_tree
+
+
+class TempdirSnapshotConfig(WorkspaceConfigModel):
+    """``copy_from``: the fixture folder, relative to the eval's folder (no ``..``); none: empty."""
+
+    type: str = "tempdir_snapshot"
+    copy_from: str | None = None
+
+    @field_validator("copy_from")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        return None if value is None else relative_config_path(value, "copy_from")
+
+
+class TempdirSnapshotWorkspace(WorkspaceAdapter):
+    """Copy, snapshot, diff: the portable workspace."""
+
+    Config = TempdirSnapshotConfig
+    kind = "tempdir_snapshot"
+
+    @classmethod
+    def config_problems(cls, config: TempdirSnapshotConfig, eval_dir: Path) -> list[tuple[str, str]]:
+        if config.copy_from and not (eval_dir / config.copy_from).is_dir():
+            return [("copy_from", f"fixture folder not found: {eval_dir / config.copy_from}")]
+        return []
+
+    @property
+    def source(self) -> Path | None:
+        copy_from = self.config.copy_from
+        return (self.context.eval_dir / copy_from).resolve() if copy_from else None
+
+    def _seed(self, workspace: PreparedWorkspace) -> None:
+        if self.source is None:
+            return
+        try:
+            workspace.metadata["seed_method"] = seed_tree(self.source, workspace.path)
+        except SeedError as exc:
+            raise WorkspaceError(str(exc)) from exc
+
+    def _original(self, workspace: PreparedWorkspace, key: str) -> bytes | None:
+        if self.source is None:
+            return None
+        path = key_to_path(self.source, key)
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_bytes()
+
+    def _original_link(self, workspace: PreparedWorkspace, key: str) -> str | None:
+        if self.source is None:
+            return None
+        path = key_to_path(self.source, key)
+        return os.readlink(path) if path.is_symlink() else None
