@@ -76,3 +76,5 @@ class RunSummary(BaseModel):
     by_evaluator: list[EvaluatorRollup]
     comparison: ComparisonReport | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Runs with a workspace: bytes copied/moved/deleted/leaked and a mismatch message (if gross).
+    workspace: dict[str, Any] | None = None

@@ -17,6 +17,7 @@ from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
+from evalh_pipeline.workspaces.ledger import read_accounting
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         cases_total=count_cases(run_dir.cases),
         metadata=spec.config.metadata,
     )
+    accounting = read_accounting(run_dir.path)
+    if accounting is not None:
+        summary.workspace = {**accounting.as_dict(), "mismatch": accounting.mismatch()}
     write_atomic(run_dir.summary, dump_yaml(summary.model_dump(mode="json")))
     write_atomic(run_dir.report, render_report(summary, spec.name))
     return summary

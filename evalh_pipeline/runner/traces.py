@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.models import RunVariant, Trace, TraceError
+from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
 from evalh_pipeline.runner.evaluation import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
@@ -20,8 +20,12 @@ from evalh_pipeline.runner.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse
+from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse, Workspace
 from evalh_pipeline.systems.registry import SYSTEMS
+from evalh_pipeline.workspaces.accounting import WorkspaceAccountingError
+from evalh_pipeline.workspaces.base import WorkspaceAdapter, WorkspaceContext
+from evalh_pipeline.workspaces.ledger import record_accounting
+from evalh_pipeline.workspaces.registry import WORKSPACES
 
 
 @dataclass
@@ -35,6 +39,10 @@ class TraceStats:
     errors_by_type: dict[str, int] = field(default_factory=dict)
     # variant -> {"run": n, "errored": n}, for this pass only
     by_variant: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Workspace runs only: artifacts published and the bytes accounting of this pass.
+    artifacts: int = 0
+    artifact_bytes: int = 0
+    workspace: dict[str, int] = field(default_factory=dict)
 
     def count(self, trace: Trace) -> None:
         counts = self.by_variant.setdefault(trace.variant_name, {"run": 0, "errored": 0})
@@ -84,17 +92,26 @@ async def produce_traces(
     pricer = Pricer.for_path(spec.price_table_path)
     # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
     inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
+    workspaces = _workspace_adapter(spec, run_dir)
+    if workspaces is not None:
+        await asyncio.to_thread(workspaces.recover_stale)
+
+    async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
+        adapter = adapters[cell.variant.name]
+        if workspaces is None or isinstance(adapter, AdapterError):
+            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer), None
+        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces)
 
     with JsonlAppender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
             if per_variant is None:
-                trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget, pricer)
+                trace, artifact = await one_cell(cell)
             else:
                 async with per_variant[cell.variant.name]:
-                    trace = await _run_cell(cell, run_dir.run_id, adapters[cell.variant.name], retry, budget, pricer)
+                    trace, artifact = await one_cell(cell)
             out.write(trace.model_dump_json())
             if inline is not None:
-                await inline.judge(cell.case, trace)
+                await inline.judge(cell.case, trace, artifact)
             stats.count(trace)
             progress.advance("traces")
 
@@ -108,8 +125,52 @@ async def produce_traces(
             for adapter in adapters.values():
                 if isinstance(adapter, SystemAdapter):
                     await _close_quietly(adapter)
+            if workspaces is not None:
+                totals = workspaces.totals
+                stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
+                stats.workspace = totals.as_dict()
+                record_accounting(run_dir.path, totals)
     progress.finish("traces")
+    if workspaces is not None and (problem := workspaces.totals.mismatch()):
+        raise WorkspaceAccountingError(problem)
     return stats
+
+
+def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapter | None:
+    workspace = spec.config.workspace
+    if workspace is None:
+        return None
+    context = WorkspaceContext(eval_dir=spec.eval_dir, runs_root=str(spec.runs_root), run_dir=run_dir.path,
+                               run_id=run_dir.run_id)
+    return WORKSPACES.get(workspace.type)(workspace.model_dump(), context)
+
+
+async def _run_in_workspace(
+    cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
+    workspaces: WorkspaceAdapter,
+) -> tuple[Trace, FilesystemArtifact | None]:
+    """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
+    try:
+        workspace = await asyncio.to_thread(workspaces.prepare, cell.case, cell.variant, cell.sample)
+    except Exception as exc:  # noqa: BLE001 - a cell whose workspace fails errors alone
+        failed = AdapterError(f"workspace not prepared: {type(exc).__name__}: {exc}", type="workspace_error")
+        return await _run_cell(cell, run_id, failed, retry, budget, pricer), None
+    artifact = None
+    try:
+        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, workspace)
+        try:
+            # A crashed system still gets its artifacts: what it changed before failing matters.
+            artifact = await asyncio.to_thread(workspaces.collect_artifacts, workspace)
+        except Exception as exc:  # noqa: BLE001
+            message = f"artifacts not collected: {type(exc).__name__}: {exc}"
+            if trace.error is None:
+                trace.error = TraceError(type="workspace_error", message=message)
+            else:
+                trace.extra["workspace_error"] = message
+    finally:
+        # Shielded: a cancelled run still removes the workspace (the thread finishes anyway).
+        await asyncio.shield(asyncio.to_thread(workspaces.cleanup, workspace))
+    return trace, artifact
 
 
 async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemAdapter | AdapterError:
@@ -137,7 +198,7 @@ def _now() -> datetime:
 
 async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
-    pricer: Pricer,
+    pricer: Pricer, workspace: Workspace | None = None,
 ) -> Trace:
     """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``."""
     started = _now()
@@ -151,7 +212,7 @@ async def _run_cell(
     else:
         while True:
             attempt += 1
-            response, error = await _call(cell, adapter)
+            response, error = await _call(cell, adapter, workspace)
             if error is None or not retry.should_retry(error.type, attempt):
                 break
             await asyncio.sleep(retry.delay(attempt))
@@ -180,11 +241,11 @@ async def _run_cell(
     )
 
 
-async def _call(cell: Cell, adapter: SystemAdapter) -> tuple[SystemResponse, TraceError | None]:
+async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None) -> tuple[SystemResponse, TraceError | None]:
     timeout = cell.variant.timeout_seconds
     try:
         async with asyncio.timeout(timeout):
-            return await adapter.run(cell.case, None), None
+            return await adapter.run(cell.case, workspace), None
     except TimeoutError:
         return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
     except AdapterError as exc:

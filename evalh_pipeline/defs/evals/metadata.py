@@ -24,7 +24,18 @@ def traces_metadata(stats: TraceStats, run_dir: RunDirectory) -> dict[str, Any]:
         **{f"errored/{v}": c["errored"] for v, c in sorted(stats.by_variant.items())},
         "errors_by_type": dg.MetadataValue.json(stats.errors_by_type),
         "cells_by_variant": dg.MetadataValue.md("\n".join(rows)),
+        **_workspace_metadata(stats),
         **run_dir_metadata(run_dir),
+    }
+
+
+def _workspace_metadata(stats: TraceStats) -> dict[str, Any]:
+    if not stats.workspace:
+        return {}
+    return {
+        "artifacts": stats.artifacts,
+        "artifact_bytes": stats.artifact_bytes,
+        "workspace_bytes": dg.MetadataValue.json(stats.workspace),
     }
 
 
