@@ -88,6 +88,8 @@ class GatesConfig(_Strict):
     """
 
     no_regressions_vs_baseline_variant: bool = True
+    # Checked on each run's `drift` asset; passes (saying so) while no run is promoted.
+    no_regressions_vs_promoted_baseline: bool = True
     pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
     max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
     blocking: bool = True

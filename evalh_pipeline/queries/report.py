@@ -1,4 +1,4 @@
-"""Markdown renderings of a RunSummary: the report.md file and Dagster metadata tables."""
+"""Markdown renderings: report.md and drift.md, and the tables shown as Dagster metadata."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import RunSummary
+    from evalh_pipeline.queries.compare import RunComparison
 
 MAX_LISTED_CASES = 50
 
@@ -86,3 +87,35 @@ def render_report(summary: RunSummary, eval_name: str) -> str:
         evaluators_table(summary),
         "",
     ])
+
+
+def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None) -> str:
+    """The run's drift.md: regressions against the promoted baseline first, then the per-variant moves."""
+    title = f"# {eval_name} — drift of run `{run_id}`"
+    if report is None:
+        return f"{title}\n\nNo promoted baseline: nothing to compare with (`evalh promote runs/<run_id>`).\n"
+    comp = report.comparison
+    lines = [title, "", f"Against the promoted baseline `{comp.baseline_run_id or report.run_a}`: "
+             f"**{comp.regressions_count} regression(s)**, {comp.improvements_count} improvement(s).", ""]
+    lines += ["## Regressions", ""]
+    regressed = [d for d in comp.deltas if d.regressions]
+    lines += [_listed(d.variant, d.regressions) for d in regressed] or ["None."]
+    lines += ["", "## Variants", "",
+              "| variant | pass rate baseline → run | pass-rate delta | latency delta (ms) | regressions | improvements |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for v in report.variants:
+        lines.append(f"| {v.variant} | {v.a.pass_rate:.1%} → {v.b.pass_rate:.1%} | {v.pass_rate_delta:+.1%} | "
+                     f"{v.avg_latency_delta_ms:+.1f} | {v.regressions} | {v.improvements} |")
+    for label, names in (("only in the baseline", report.variants_only_in_a), ("only in this run", report.variants_only_in_b)):
+        if names:
+            lines += ["", f"Variants {label} (not compared): {', '.join(f'`{n}`' for n in names)}"]
+    improved = [d for d in comp.deltas if d.improvements]
+    if improved:
+        lines += ["", "## Improvements", "", *(_listed(d.variant, d.improvements) for d in improved)]
+    return "\n".join(lines) + "\n"
+
+
+def _listed(variant: str, ids: list[str]) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:MAX_LISTED_CASES])
+    more = f" … and {len(ids) - MAX_LISTED_CASES} more" if len(ids) > MAX_LISTED_CASES else ""
+    return f"- `{variant}` ({len(ids)}): {shown}{more}"

@@ -9,6 +9,8 @@
       results.jsonl      one EvaluationResult per (cell, evaluator), replaced per variant
       summary.yaml       RunSummary (regenerable)
       report.md          the summary for humans (regenerable)
+      drift.yaml         the run against the eval's promoted baseline (regenerable)
+      drift.md           the drift report for humans, regressions first (regenerable)
       artifacts/<case>/<variant>/   filesystem artifacts, when the eval has a workspace
 """
 
@@ -118,6 +120,14 @@ class RunDirectory:
     @property
     def report(self) -> Path:
         return self.path / "report.md"
+
+    @property
+    def drift(self) -> Path:
+        return self.path / "drift.yaml"
+
+    @property
+    def drift_report(self) -> Path:
+        return self.path / "drift.md"
 
     @property
     def artifacts(self) -> Path:

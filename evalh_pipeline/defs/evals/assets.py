@@ -1,4 +1,4 @@
-"""One eval.yaml -> one asset group ``cases -> traces -> results -> summary``.
+"""One eval.yaml -> one asset group ``cases -> traces -> results -> summary -> drift``.
 
 The assets are thin: each loads the eval, calls one engine stage on the run directory and
 reports metadata. Data lives in the run directory, not in an IO manager.
@@ -15,12 +15,13 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
-from evalh_pipeline.defs.evals.checks import build_summary_checks
+from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
 from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
+from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
@@ -176,6 +177,34 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         return dg.MaterializeResult(metadata=metadata)
 
     @dg.asset(
+        key=[name, "drift"],
+        deps=[summary],
+        partitions_def=runs,
+        description=(
+            "The run against the eval's promoted baseline run (`evalh promote`): flips per case and "
+            "pass-rate deltas, in drift.yaml and drift.md (regressions first). Without a promoted "
+            "baseline it says so and gates nothing."
+        ),
+        kinds={"evalh", "duckdb"},
+        **common,
+    )
+    def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        live = load()
+        run_dir = run_directory(live, context.partition_key)
+        result = write_drift(name, run_dir, Path(live.runs_root))
+        if result.comparison is None:
+            context.log.info(f"{name} has no promoted baseline: nothing to compare {run_dir.run_id} with")
+        return dg.MaterializeResult(metadata={
+            "baseline_run_id": result.baseline_run_id or "",
+            "has_baseline": result.comparison is not None,
+            "regressions_count": result.regressions_count,
+            "improvements_count": result.improvements_count,
+            **{f"pass_rate_delta/{v}": dg.MetadataValue.float(d) for v, d in result.pass_rate_deltas().items()},
+            "report": dg.MetadataValue.md(result.markdown),
+            **run_dir_metadata(run_dir),
+        })
+
+    @dg.asset(
         key=[name, "baseline"],
         deps=[summary],
         description="The promoted baseline run that `evalh drift` compares against (`evalh promote`).",
@@ -194,8 +223,10 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
         })
 
-    summarize_job = dg.define_asset_job(f"{name}__summarize", selection=[summary], partitions_def=runs,
-                                        description="Roll up results into summary.yaml and report.md.")
+    summarize_job = dg.define_asset_job(
+        f"{name}__summarize", selection=[summary, drift], partitions_def=runs,
+        description="Roll up results into summary.yaml and report.md, then compare with the promoted baseline.",
+    )
     jobs = [
         dg.define_asset_job(f"{name}__promote", selection=[baseline],
                             description="Make a run the eval's baseline (run config: run_id)."),
@@ -205,8 +236,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                             description="Re-evaluate persisted traces (never calls the system)."),
         summarize_job,
     ]
-    checks = build_summary_checks(spec, summary, runs)
-    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, baseline], jobs=jobs, checks=checks,
+    checks = build_summary_checks(spec, summary, runs) + build_drift_checks(spec, drift, runs)
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs, checks=checks,
                       sensors=build_eval_sensors(spec, summarize_job))
 
 

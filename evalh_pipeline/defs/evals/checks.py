@@ -1,18 +1,35 @@
-"""Release gates as asset checks on each run's summary (``gates:`` in eval.yaml).
+"""Release gates as asset checks (``gates:`` in eval.yaml): on each run's summary (against
+the baseline variant, pass-rate floor, errored cells) and on its drift (against the
+promoted baseline).
 
-Blocking checks stop assets downstream of the summary in the same Dagster run; the
-figures they judge come from summary.yaml, so a check never re-reads the JSONL.
+Blocking checks stop assets downstream in the same Dagster run; the figures they judge
+come from summary.yaml and drift.yaml, so a check never re-reads the JSONL.
 """
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
 from evalh_pipeline.models import RunSummary
 from evalh_pipeline.queries.report import MAX_LISTED_CASES
+from evalh_pipeline.runner.drift import NO_BASELINE, load_drift
 from evalh_pipeline.runner.stages import load_summary
-from evalh_pipeline.store.run_dir import run_directory
+from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+
+# (eval.yaml, Dagster run id) -> the spec loaded for that run: the checks of one run share
+# one load of eval.yaml instead of reading it once per check.
+_LIVE: dict[tuple[Path, str], EvalSpec] = {}
+
+
+def _run_dir(eval_path: Path, context: dg.AssetCheckExecutionContext) -> RunDirectory:
+    key = (eval_path, context.run.run_id)
+    if key not in _LIVE:
+        _LIVE.clear()  # one run at a time per process: keep only the current one
+        _LIVE[key] = load_eval(eval_path)
+    return run_directory(_LIVE[key], context.partition_key)
 
 
 def build_summary_checks(
@@ -27,8 +44,7 @@ def build_summary_checks(
         @dg.asset_check(asset=summary, name=name, description=description, blocking=gates.blocking,
                         partitions_def=runs)
         def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            live = load_eval(eval_path)
-            return judge(load_summary(run_directory(live, context.partition_key)))
+            return judge(load_summary(_run_dir(eval_path, context)))
 
         checks.append(_check)
 
@@ -45,6 +61,46 @@ def build_summary_checks(
         check("errored_cells_under_threshold", f"At most {ceiling:.0%} of each variant's cells errored.",
               lambda s: _errored_under(s, ceiling))
     return checks
+
+
+def build_drift_checks(
+    spec: EvalSpec, drift: dg.AssetsDefinition, runs: dg.PartitionsDefinition
+) -> list[dg.AssetChecksDefinition]:
+    """``no_regressions_vs_promoted_baseline`` on ``drift`` (unless turned off in ``gates``)."""
+    gates = spec.config.gates
+    if not gates.no_regressions_vs_promoted_baseline:
+        return []
+    eval_path = spec.path
+
+    @dg.asset_check(asset=drift, name="no_regressions_vs_promoted_baseline", blocking=gates.blocking,
+                    partitions_def=runs,
+                    description="No case that passed in the eval's promoted baseline run fails in this run "
+                                "(passes while no run is promoted).")
+    def no_regressions_vs_promoted_baseline(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        return _no_drift_regressions(load_drift(_run_dir(eval_path, context)))
+
+    return [no_regressions_vs_promoted_baseline]
+
+
+def _no_drift_regressions(drift: dict[str, Any]) -> dg.AssetCheckResult:
+    if drift["status"] == NO_BASELINE:
+        return dg.AssetCheckResult(passed=True, metadata={"baseline_run_id": "", "has_baseline": False},
+                                   description="no promoted baseline: nothing to compare with")
+    deltas = drift["comparison"]["comparison"]["deltas"]
+    regressions = {d["variant"]: d["regressions"] for d in deltas if d["regressions"]}
+    listed = "\n".join(f"- `{v}`: {', '.join(ids[:MAX_LISTED_CASES])}" for v, ids in regressions.items())
+    return dg.AssetCheckResult(
+        passed=not regressions,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "baseline_run_id": drift["baseline_run_id"],
+            "has_baseline": True,
+            "regressions": sum(len(ids) for ids in regressions.values()),
+            **({"cases": dg.MetadataValue.md(listed)} if listed else {}),
+        },
+        description=(f"{drift['regressions_count']} regression(s) against {drift['baseline_run_id']}"
+                     if regressions else None),
+    )
 
 
 def _no_regressions(summary: RunSummary) -> dg.AssetCheckResult:
@@ -82,4 +138,4 @@ def _errored_under(summary: RunSummary, ceiling: float) -> dg.AssetCheckResult:
     )
 
 
-__all__ = ["build_summary_checks"]
+__all__ = ["build_drift_checks", "build_summary_checks"]

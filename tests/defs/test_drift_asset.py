@@ -1,0 +1,98 @@
+"""The drift asset: each run against the eval's promoted baseline, gated by a blocking check."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
+from evalh_pipeline.runner.drift import load_drift
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+STEADY = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+"""
+# Only the promoted-baseline gate: the baseline-variant gate would block drift itself.
+DRIFT_GATE_ONLY = "gates: {no_regressions_vs_baseline_variant: false}\n"
+DRIFT_KEY = dg.AssetKey(["toy", "drift"])
+CHECK_KEY = dg.AssetCheckKey(DRIFT_KEY, "no_regressions_vs_promoted_baseline")
+
+
+def _latest_check(instance):
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(CHECK_KEY, limit=1)
+    return record.event.dagster_event.event_specific_data
+
+
+def _drift_metadata(instance):
+    return instance.get_latest_materialization_event(DRIFT_KEY).asset_materialization.metadata
+
+
+def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=4, systems=STEADY))
+    outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
+
+    assert outcome.failed_checks == []
+    drift = load_drift(outcome.run_dir)
+    assert (drift["status"], drift["baseline_run_id"], drift["comparison"]) == ("no_baseline", None, None)
+    assert "No promoted baseline" in (outcome.run_dir.path / "drift.md").read_text()
+    metadata = _drift_metadata(instance)
+    assert metadata["has_baseline"].value is False and metadata["regressions_count"].value == 0
+    check = _latest_check(instance)
+    assert check.passed and check.metadata["has_baseline"].value is False
+
+
+def test_a_known_regression_against_the_promoted_baseline_fails_the_blocking_gate(tmp_path, instance):
+    folder = tmp_path / "toy"
+    steady = load_eval(write_eval(folder, cases=6, systems=STEADY, extra_yaml=DRIFT_GATE_ONLY))
+    first = materialize_run(steady, new_run_id("toy"), instance=instance)
+    materialize_promotion(steady, first.run_dir.run_id, instance=instance)
+    # The default systems break every third case of `candidate`: case_0 and case_3 regress.
+    broken = load_eval(write_eval(folder, cases=6, extra_yaml=DRIFT_GATE_ONLY))
+
+    second = materialize_run(broken, new_run_id("toy"), instance=instance)
+
+    assert second.failed_checks == ["toy/drift: no_regressions_vs_promoted_baseline"]
+    drift = load_drift(second.run_dir)
+    assert (drift["status"], drift["baseline_run_id"]) == ("compared", first.run_dir.run_id)
+    deltas = {d["variant"]: d for d in drift["comparison"]["comparison"]["deltas"]}
+    assert deltas["candidate"]["regressions"] == ["case_0", "case_3"] and deltas["base"]["regressions"] == []
+    assert drift["comparison"]["comparison"]["kind"] == "drift"
+    report = (second.run_dir.path / "drift.md").read_text()
+    assert report.index("## Regressions") < report.index("## Variants")
+    assert "`candidate` (2): `case_0`, `case_3`" in report
+
+    metadata = _drift_metadata(instance)
+    assert metadata["baseline_run_id"].value == first.run_dir.run_id
+    assert metadata["regressions_count"].value == 2
+    assert metadata["pass_rate_delta/candidate"].value == pytest.approx(-2 / 6)
+    assert "## Regressions" in metadata["report"].value
+    check = _latest_check(instance)
+    assert not check.passed and check.metadata["regressions"].value == 2
+    # Blocking: the Dagster run that evaluated the gate failed.
+    assert instance.get_run_by_id(second.dagster_run_ids[-1]).status == dg.DagsterRunStatus.FAILURE
+
+
+def test_a_failed_blocking_summary_gate_stops_the_drift_asset(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6))  # candidate regresses against base
+    outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
+
+    assert outcome.failed_checks == ["toy/summary: no_regressions_vs_baseline_variant"]
+    assert instance.get_latest_materialization_event(DRIFT_KEY) is None
+    assert not outcome.run_dir.drift.exists()
+
+
+def test_the_promoted_baseline_gate_can_be_turned_off(tmp_path):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=1,
+                                extra_yaml="gates: {no_regressions_vs_promoted_baseline: false}\n"))
+    defs, _ = build_definitions([spec])
+    graph = defs.resolve_asset_graph()
+    assert DRIFT_KEY in graph.get_all_asset_keys()
+    assert CHECK_KEY not in graph.asset_check_keys
