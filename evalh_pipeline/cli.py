@@ -77,10 +77,13 @@ def _bars() -> RichProgress:
 def _load(eval_path: str) -> EvalSpec:
     from evalh_pipeline.config import ConfigError, load_eval
 
+    from rich.markup import escape
+
     try:
         return load_eval(eval_path)
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] invalid eval config\n{exc}", highlight=False)
+        # Messages quote YAML (`command: [prog, arg]`): brackets must not read as markup.
+        err.print(f"[red]error:[/red] invalid eval config\n{escape(str(exc))}", highlight=False)
         sys.exit(EXIT_CONFIG)
 
 
