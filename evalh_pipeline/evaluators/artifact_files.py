@@ -38,11 +38,22 @@ class ArtifactFiles:
         return f"{self.root}/{side}/{rel}"
 
     async def read_bytes(self, side: Side, rel: str) -> bytes | None:
-        """The file's bytes, or None when that side does not have it."""
+        """The file's bytes, or None when that side does not have it.
+
+        A symlink reads as its target path (as git stores it), never as what it points
+        to, so an evaluator cannot be led into files outside the artifact.
+        """
         def read() -> bytes | None:
+            path = self.path_of(side, rel)
+            if isinstance(self.fs, LocalFileSystem):
+                if os.path.islink(path):
+                    return os.fsencode(os.readlink(path))
+                top = os.path.realpath(f"{self.root}/{side}")
+                if not os.path.realpath(path).startswith(top + os.sep):
+                    return None  # reached through a linked folder: not part of this side
             try:
-                return self.fs.cat_file(self.path_of(side, rel))
-            except FileNotFoundError:
+                return self.fs.cat_file(path)
+            except (FileNotFoundError, IsADirectoryError):
                 return None
 
         return await asyncio.to_thread(read)

@@ -180,3 +180,14 @@ def test_bad_config_is_refused_when_built(config, message):
 def test_a_missing_patch_file_is_refused_when_built(tmp_path):
     with pytest.raises(ValueError, match="cannot read"):
         GitDiff("x", "git_diff", {"expected_patch_file": "nope.patch"}, EvaluatorContext(eval_dir=tmp_path))
+
+
+def test_symlinks_are_read_as_their_target_never_followed(tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("def calculate_price(): pass  # outside the workspace\n")
+    artifact = make_artifact(tmp_path / "a", BEFORE, BEFORE)
+    (tmp_path / "a" / "after" / "link.py").symlink_to(outside)
+    (tmp_path / "a" / "after" / "linked_dir").symlink_to(tmp_path)
+    artifact.diff.added.extend(["link.py", "linked_dir/secret.txt"])
+    verdict = judge({"require_renamed_function": {"old": "compute_price", "new": "calculate_price"}}, artifact)
+    assert not verdict.passed and verdict.detail["rename"]["new_in"] == []
