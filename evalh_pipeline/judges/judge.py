@@ -120,8 +120,10 @@ class Judge:
         over = None
         if limit is not None and reply.cost_usd is not None and reply.cost_usd > limit:
             over = f"judge cost ${reply.cost_usd:.6f} exceeded cost_limit_usd ${limit}"
+        # Rounded so float noise (9.7199999e-05) never reaches results; far below a cent.
+        cost = None if reply.cost_usd is None else round(reply.cost_usd, 10)
         return JudgeOutcome(answer=answer, prompt_sha256=prompt.sha256, tokens_in=reply.tokens_in,
-                            tokens_out=reply.tokens_out, cost_usd=reply.cost_usd, cached=cached, over_limit=over)
+                            tokens_out=reply.tokens_out, cost_usd=cost, cached=cached, over_limit=over)
 
     async def _call(self, prompt: JudgePrompt) -> JudgeReply:
         for attempt in range(1, ATTEMPTS + 1):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from evalh_pipeline.judges.base import JudgeBackend, JudgeReply
+
+# Reasoning models refuse `max_tokens` and any temperature but the default.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 
 
 class OpenAICompatibleBackend(JudgeBackend):
@@ -25,16 +29,19 @@ class OpenAICompatibleBackend(JudgeBackend):
         headers = {"content-type": "application/json"}
         if self.settings.api_key:
             headers["authorization"] = f"Bearer {self.settings.api_key}"
-        body = {
+        body: dict[str, Any] = {
             "model": self.settings.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": self.settings.max_tokens,
-            "temperature": self.settings.temperature,
             # Not strict: strict mode rejects keywords (minItems, enum of numbers) the verdict schema uses;
             # the reply is validated against the schema locally anyway.
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": "verdict", "schema": json_schema, "strict": False}},
         }
+        if _REASONING_MODEL.match(self.settings.model):
+            body["max_completion_tokens"] = self.settings.max_tokens
+        else:
+            body["max_tokens"] = self.settings.max_tokens
+            body["temperature"] = self.settings.temperature
         return f"{self.settings.base_url}/chat/completions", headers, body
 
     def parse(self, body: Any) -> JudgeReply:

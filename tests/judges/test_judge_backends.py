@@ -40,6 +40,13 @@ def test_openai_compatible_sends_chat_completions_with_bearer_key_and_json_schem
     assert [m["role"] for m in sent["body"]["messages"]] == ["system", "user"]
 
 
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
+    chat = OpenAICompatibleBackend(OpenAICompatibleBackend.settings_from(
+        {}, model="o3-mini", base_url="http://127.0.0.1:1/v1", api_key_env=None, timeout_seconds=1, max_tokens=64))
+    _, _, body = chat.request("s", "u", SCHEMA)
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body and "temperature" not in body
+
+
 def test_anthropic_sends_messages_with_version_header_and_the_schema_in_the_system_prompt(server):
     judge = backend(AnthropicBackend, server.anthropic_base_url, {"ANTHROPIC_API_KEY": "ak-test"})
     reply = asyncio.run(judge.complete("be strict", USER, SCHEMA))
