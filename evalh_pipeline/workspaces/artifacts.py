@@ -25,7 +25,8 @@ def dump_artifact(artifact: FilesystemArtifact, persisted_path: str) -> bytes:
     """artifact.json bytes with ``artifacts_path`` replaced by ``persisted_path``."""
     data = artifact.model_dump(mode="python")
     data["artifacts_path"] = persisted_path
-    return (json.dumps(data, ensure_ascii=True, indent=1, default=str) + "\n").encode("ascii")
+    # Compact: with indent, json falls back to its pure-Python encoder (10x slower on big manifests).
+    return (json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
 
 
 def parse_artifact(raw: bytes, base: str | None = None) -> FilesystemArtifact:

@@ -91,6 +91,11 @@ def _special_kind(mode: int) -> str:
     return "unknown"
 
 
+def _entry(size: int, mode: int, mtime: float, digest: str) -> FileEntry:
+    # The values come straight from lstat: skipping validation saves ~30 us per file.
+    return FileEntry.model_construct(size=size, mode=mode, mtime=mtime, sha256=digest)
+
+
 def _hash_or_mark(path: str) -> str:
     try:
         return hash_file(path)
@@ -131,17 +136,17 @@ def take_snapshot(
                     continue
                 if stat.S_ISLNK(mode):
                     target = os.fsencode(os.readlink(entry.path))
-                    files[key] = FileEntry(size=len(target), mode=mode, mtime=st.st_mtime, sha256=hash_bytes(target))
+                    files[key] = _entry(len(target), mode, st.st_mtime, hash_bytes(target))
                     total += len(target)
                     continue
                 if not stat.S_ISREG(mode):
-                    files[key] = FileEntry(size=0, mode=mode, mtime=st.st_mtime, sha256=f"special:{_special_kind(mode)}")
+                    files[key] = _entry(0, mode, st.st_mtime, f"special:{_special_kind(mode)}")
                     continue
                 current = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 stats[key] = current
                 total += st.st_size
                 digest = previous.reusable_hash(key, current) if previous is not None else None
-                files[key] = FileEntry(size=st.st_size, mode=mode, mtime=st.st_mtime, sha256=digest or "")
+                files[key] = _entry(st.st_size, mode, st.st_mtime, digest or "")
                 if digest is None:
                     to_hash.append((key, entry.path))
     if to_hash:

@@ -48,9 +48,9 @@ def artifact_key(case_id: str, variant_name: str, sample: int = 0) -> str:
 
 @dataclass
 class Transfer:
-    """Bytes a publish moved (rename on one file system) or copied."""
+    """How a folder was published: renamed into place (``moved``) or copied (``copied_bytes``)."""
 
-    moved_bytes: int = 0
+    moved: bool = False
     copied_bytes: int = 0
 
 
@@ -170,17 +170,17 @@ def _publish_local(local: Path, destination: Path, move: bool) -> Transfer:
     from evalh_pipeline.workspaces.removal import tree_bytes
 
     destination.parent.mkdir(parents=True, exist_ok=True)
-    size = tree_bytes(local)
     if move:
         try:
             os.rename(local, destination)
-            return Transfer(moved_bytes=size)
+            # Not sized: walking a moved tree again costs time and callers know its size.
+            return Transfer(moved=True)
         except OSError as exc:
             # Another device, or a folder the system made read-only: copy instead.
             if exc.errno not in (errno.EXDEV, errno.EACCES, errno.EPERM, errno.ENOTEMPTY, errno.EEXIST):
                 raise
     shutil.copytree(local, destination, symlinks=True)
-    return Transfer(copied_bytes=size)
+    return Transfer(copied_bytes=tree_bytes(destination))
 
 
 def storage_for(object_storage: str | None, run_artifacts_dir: Path, run_id: str) -> FsspecObjectStorage:
