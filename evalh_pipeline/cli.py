@@ -116,6 +116,15 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
 
 def _print_outcome(outcome) -> None:
     _print_summary(outcome.summary, outcome.run_dir)
+    if outcome.run_dir.drift.exists():
+        from evalh_pipeline.runner.drift import load_drift
+
+        drift = load_drift(outcome.run_dir)
+        if drift["baseline_run_id"]:
+            out.print(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
+                      f"regression(s), {drift['improvements_count']} improvement(s)", highlight=False)
+        else:
+            out.print("drift: no promoted baseline (evalh promote runs/<run_id>)", highlight=False)
     for check in outcome.failed_checks:
         out.print(f"[yellow]gate failed:[/yellow] {check}", highlight=False)
 

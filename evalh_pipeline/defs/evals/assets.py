@@ -161,6 +161,10 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         live = load()
         run_dir = run_directory(live, context.partition_key)
+        # A new summary makes the run's drift files stale; the drift asset rewrites them
+        # (unless a blocking gate on the summary stops it: then there is no drift to show).
+        for stale in (run_dir.drift, run_dir.drift_report):
+            stale.unlink(missing_ok=True)
         result = write_summary(live, run_dir)
         comp = result.comparison
         metadata: dict[str, Any] = {
