@@ -117,6 +117,9 @@ def take_snapshot(
     """
     started = time.time_ns()
     root_str = os.fspath(root)
+    if os.path.islink(root_str) or not os.path.isdir(root_str):
+        # The system may swap its whole workspace for a link to elsewhere: never walk that.
+        raise ValueError(f"workspace root {root_str} is not a real folder (a symlink, or gone)")
     files: dict[str, FileEntry] = {}
     stats: dict[str, StatKey] = {}
     to_hash: list[tuple[str, str]] = []

@@ -213,3 +213,29 @@ def test_cross_device_publish_copies_and_accounts_deleted_bytes(eval_dir, tmp_pa
     assert accounting.moved_bytes == 0
     assert accounting.copied_bytes >= accounting.final_bytes
     assert accounting.deleted_bytes >= accounting.final_bytes and accounting.leaked_bytes == 0
+
+
+def test_links_made_by_the_system_stay_links_in_manifest_and_artifacts(eval_dir, tmp_path):
+    adapter = _adapter(eval_dir, {"type": "tempdir_snapshot", "copy_from": "fixture"}, tmp_path)
+    workspace = adapter.prepare(CASE, VARIANT)
+    (workspace.path / "src" / "pricing.py").unlink()
+    (workspace.path / "src" / "pricing.py").symlink_to("/etc/passwd")
+    (workspace.path / "etc").symlink_to("/etc")
+    artifact = adapter.collect_artifacts(workspace)
+    adapter.cleanup(workspace)
+    after = Path(artifact.artifacts_path) / "after"
+    assert os.readlink(after / "src" / "pricing.py") == "/etc/passwd"
+    assert artifact.diff.modified == ["src/pricing.py"] and artifact.diff.added == ["etc"]
+    assert not any(key.startswith("etc/") for key in artifact.after_manifest.files)
+    assert os.path.exists("/etc/passwd")
+
+
+def test_workspace_root_swapped_for_a_link_is_not_walked_and_still_removed(eval_dir, tmp_path):
+    adapter = _adapter(eval_dir, {"type": "tempdir_snapshot", "copy_from": "fixture"}, tmp_path)
+    workspace = adapter.prepare(CASE, VARIANT)
+    shutil.rmtree(workspace.path)
+    workspace.path.symlink_to("/etc")
+    with pytest.raises(ValueError, match="not a real folder"):
+        adapter.collect_artifacts(workspace)
+    adapter.cleanup(workspace)
+    assert not workspace.container.exists() and os.path.exists("/etc/passwd")
