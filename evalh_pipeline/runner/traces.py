@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -157,7 +158,10 @@ async def _run_in_workspace(
         return await _run_cell(cell, run_id, failed, retry, budget, pricer), None
     artifact = None
     try:
-        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, workspace)
+        async def reset() -> None:
+            await asyncio.to_thread(workspaces.reset, workspace)
+
+        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, workspace, reset)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
             artifact = await asyncio.to_thread(workspaces.collect_artifacts, workspace)
@@ -198,9 +202,12 @@ def _now() -> datetime:
 
 async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
-    pricer: Pricer, workspace: Workspace | None = None,
+    pricer: Pricer, workspace: Workspace | None = None, reset: Callable[[], Awaitable[None]] | None = None,
 ) -> Trace:
-    """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``."""
+    """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``.
+
+    ``reset`` runs before each retry (a workspace is re-seeded, so no attempt sees another's edits).
+    """
     started = _now()
     response = SystemResponse()
     error: TraceError | None = None
@@ -216,6 +223,8 @@ async def _run_cell(
             if error is None or not retry.should_retry(error.type, attempt):
                 break
             await asyncio.sleep(retry.delay(attempt))
+            if reset is not None:
+                await reset()
     finished = _now()
     # Cost from tokens when the system reported none, before the budget and the trace see it.
     pricer.price(response.metrics, cell.variant)

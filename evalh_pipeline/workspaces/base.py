@@ -95,6 +95,7 @@ class PreparedWorkspace(Workspace):
     before: Snapshot | None = None
     accounting: WorkspaceAccounting = field(default_factory=WorkspaceAccounting)
     tree_moved: bool = False
+    measured: bool = False  # the after snapshot sized the final tree
 
 
 class WorkspaceError(RuntimeError):
@@ -164,6 +165,18 @@ class WorkspaceAdapter:
     def _seed(self, workspace: PreparedWorkspace) -> None:
         raise NotImplementedError
 
+    def reset(self, workspace: PreparedWorkspace) -> None:
+        """Throw away what an attempt changed and seed again (before a retry)."""
+        discarded = remove_tree(workspace.path)
+        # The discarded tree is one more tree disposed of: it must balance like the last one.
+        workspace.accounting.deleted_bytes += discarded
+        workspace.accounting.final_bytes += discarded
+        workspace.path.mkdir()
+        workspace.metadata.clear()
+        self._seed(workspace)
+        workspace.before = take_snapshot(workspace.path, exclude_top=self.exclude_top)
+        workspace.accounting.seeded_bytes += workspace.before.total_bytes
+
     # -- collect -----------------------------------------------------------------
 
     def collect_artifacts(self, workspace: PreparedWorkspace) -> FilesystemArtifact:
@@ -173,7 +186,8 @@ class WorkspaceAdapter:
         tree = workspace.path
         extra = self._after_state(workspace)
         after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
-        workspace.accounting.final_bytes = after.total_bytes
+        workspace.accounting.final_bytes += after.total_bytes
+        workspace.measured = True
         before_manifest = workspace.before.manifest
         diff, notes = build_file_diff(
             before_manifest, after.manifest, lambda key: self._original(workspace, key),
@@ -193,7 +207,7 @@ class WorkspaceAdapter:
             written += len(data)
         workspace.tree_moved = _move_or_copy(tree, staging / "after")
         if not workspace.tree_moved:
-            written += workspace.accounting.final_bytes
+            written += after.total_bytes
         key = artifact_key(workspace.case_id, workspace.variant_name, workspace.sample)
         artifact = FilesystemArtifact(
             case_id=workspace.case_id,
@@ -217,7 +231,7 @@ class WorkspaceAdapter:
             # Published by copy: the staged tree (with after/) is deleted at cleanup instead.
             workspace.tree_moved = False
             written = transfer.copied_bytes
-        workspace.accounting.moved_bytes = workspace.accounting.final_bytes if workspace.tree_moved else 0
+        workspace.accounting.moved_bytes = after.total_bytes if workspace.tree_moved else 0
         workspace.accounting.copied_bytes += written
         workspace.accounting.artifacts = 1
         return artifact
@@ -262,14 +276,16 @@ class WorkspaceAdapter:
     def cleanup(self, workspace: PreparedWorkspace) -> WorkspaceAccounting:
         """Remove the container whatever state it is in; returns the cell's accounting."""
         accounting = workspace.accounting
+        deleted = 0
         try:
-            accounting.deleted_bytes += remove_tree(workspace.container)
+            deleted = remove_tree(workspace.container)
         except OSError:
             pass
+        accounting.deleted_bytes += deleted
         accounting.leftover_bytes = tree_bytes(workspace.container)
-        if accounting.final_bytes == 0 and not workspace.tree_moved:
+        if not workspace.measured:
             # Collection never measured the tree (it crashed): what was deleted is the measure.
-            accounting.final_bytes = accounting.deleted_bytes
+            accounting.final_bytes += deleted
         with self._totals_lock:
             self.totals.add(accounting)
         return accounting

@@ -129,3 +129,33 @@ def test_cli_run_uses_the_workspace_as_cwd_with_memory_storage(tmp_path):
     assert artifact.diff.added == ["notes.md"] and artifact.diff.modified == ["app.py"]
     assert not (tmp_path / "ev" / "fixture" / "notes.md").exists()
     fsspec.filesystem("memory").rm("/ws-e2e", recursive=True)
+
+
+FLAKY_AGENT = '''
+from pathlib import Path
+
+def run(case, variant):
+    root = Path(variant["_workspace_path"])
+    attempts = root.parent.parent / "attempts.txt"  # beside the containers, outside any workspace
+    count = int(attempts.read_text()) + 1 if attempts.exists() else 1
+    attempts.write_text(str(count))
+    (root / "app.py").write_text((root / "app.py").read_text() + "# attempt %d\\n" % count)
+    if count == 1:
+        raise RuntimeError("first attempt fails after editing")
+    return {"final_answer": "edited"}
+'''
+
+
+def test_retry_reseeds_the_workspace_so_attempts_do_not_stack(tmp_path):
+    spec = _write_eval(tmp_path, "- name: py\n  adapter: python_function\n  target: flaky_agent:run\n")
+    (tmp_path / "ev" / "flaky_agent.py").write_text(FLAKY_AGENT)
+    (tmp_path / "ev" / "cases.jsonl").write_text('{"id": "c1", "input": {"value": 1}}\n')
+    text = (tmp_path / "ev" / "eval.yaml").read_text() + "run:\n  retry: {max_attempts: 2, on: [exception]}\n"
+    (tmp_path / "ev" / "eval.yaml").write_text(text)
+    spec = load_eval(tmp_path / "ev" / "eval.yaml")
+    run_dir, stats, traces, results = _run(spec)
+    assert traces["c1/py"]["error"] is None and traces["c1/py"]["metrics"]["custom"]["attempts"] == 2
+    after = load_artifact(spec, run_dir, "c1", "py")
+    text = (fsspec.core.url_to_fs(after.artifacts_path)[0]).cat_file(f"{after.artifacts_path}/after/app.py").decode()
+    assert text == "VALUE = 0\n# attempt 2\n"  # attempt 1's edit was discarded
+    assert stats.workspace["leaked_bytes"] == 0 and stats.workspace["workspaces"] == 1
