@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -159,3 +160,24 @@ def test_retry_reseeds_the_workspace_so_attempts_do_not_stack(tmp_path):
     text = (fsspec.core.url_to_fs(after.artifacts_path)[0]).cat_file(f"{after.artifacts_path}/after/app.py").decode()
     assert text == "VALUE = 0\n# attempt 2\n"  # attempt 1's edit was discarded
     assert stats.workspace["leaked_bytes"] == 0 and stats.workspace["workspaces"] == 1
+
+
+def test_gross_cleanup_leak_fails_the_traces_stage(tmp_path, monkeypatch):
+    from evalh_pipeline.workspaces import base
+    from evalh_pipeline.workspaces.accounting import WorkspaceAccountingError
+
+    spec = _write_eval(tmp_path, "- name: py\n  adapter: python_function\n  target: py_agent:run\n")
+    (tmp_path / "ev" / "fixture" / "big.bin").write_bytes(b"\0" * 3_000_000)
+    (tmp_path / "ev" / "cases.jsonl").write_text('{"id": "c1", "input": {"value": 1}}\n')
+    # A cleanup that silently leaves everything behind, and a tree that cannot be moved out.
+    monkeypatch.setattr(base, "remove_tree", lambda path: 0)
+    def copy_only(tree, destination):
+        shutil.copytree(tree, destination)
+        return False
+
+    monkeypatch.setattr(base, "_move_or_copy", copy_only)
+    info = prepare_cases(spec, "run-1")
+    with pytest.raises(WorkspaceAccountingError, match="leaked"):
+        asyncio.run(produce_traces(spec, info.run_dir))
+    summary = write_summary(spec, info.run_dir)
+    assert summary.workspace["leaked_bytes"] >= 3_000_000 and "leaked" in summary.workspace["mismatch"]
