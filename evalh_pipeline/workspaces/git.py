@@ -49,11 +49,17 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
         return relative_config_path(value, "source_repo")
 
 
-def run_git(cwd: Path, *args: str | bytes) -> bytes:
-    """Run git isolated from the user's config; raises :class:`WorkspaceError` with its stderr."""
+def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = ()) -> bytes:
+    """Run git isolated from the user's config; raises :class:`WorkspaceError` with its stderr.
+
+    ``cwd`` and ``trusted`` are passed as ``safe.directory``: with the global config out of
+    the way, a source repository owned by another user would otherwise be refused.
+    """
     command: list[str | bytes] = ["git"]
     for setting in _SETTINGS:
         command += ["-c", setting]
+    for folder in (cwd, *trusted):
+        command += ["-c", f"safe.directory={Path(folder).resolve()}"]
     command += list(args)
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
@@ -102,7 +108,8 @@ class GitWorkspace(WorkspaceAdapter):
         if self._source_is_repo:
             branch = ["--branch", self.config.source_branch] if self.config.source_branch else []
             # file:// so --depth is honoured for a local source.
-            run_git(tree.parent, "clone", "-q", "--depth", "1", "--no-tags", *branch, self.source.as_uri(), str(tree))
+            run_git(tree.parent, "clone", "-q", "--depth", "1", "--no-tags", *branch, self.source.as_uri(), str(tree),
+                    trusted=(self.source, tree))
         elif self.config.init_if_missing:
             try:
                 seed_tree(self.source, tree)
