@@ -95,6 +95,36 @@ class GatesConfig(_Strict):
     blocking: bool = True
 
 
+class ScheduleConfig(_Strict):
+    """When the eval's ``<eval>__scheduled_drift`` sensor starts a new run (an evalh extension).
+
+    ``drift_cron`` is a five-field cron expression read in ``timezone`` (an IANA name); the
+    sensor starts one run per tick.
+    """
+
+    drift_cron: str = "0 0 * * *"
+    timezone: str = "UTC"
+
+    @field_validator("drift_cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        from evalh_pipeline.config.cron import parse_cron
+
+        parse_cron(value)  # CronError is a ValueError: reported at schedule.drift_cron with the line
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name such as UTC or Europe/Paris)") from None
+        return value
+
+
 class MetricsConfig(_Strict):
     price_table_path: str | None = None
 
@@ -121,6 +151,7 @@ class EvalConfig(_Strict):
     run: RunConfig = Field(default_factory=RunConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     gates: GatesConfig = Field(default_factory=GatesConfig)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     output: list[OutputConfig] = Field(default_factory=lambda: [OutputConfig()])
 
     @field_validator("output", mode="before")
