@@ -1,16 +1,17 @@
-"""The fixture sensor and the daily drift sensor, against a real instance and a real git repo."""
+"""The fixture sensor and the scheduled drift sensor, against a real instance and a real git repo."""
 
 from __future__ import annotations
 
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
 
 from evalh_pipeline.config import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
-from evalh_pipeline.defs.evals.sensors import build_daily_drift_sensor, fixture_fingerprint
+from evalh_pipeline.defs.evals.sensors import build_drift_sensor
+from evalh_pipeline.store.fixtures import fixture_fingerprint
 from tests.conftest import write_eval
 
 RANGE_START = "dagster/asset_partition_range_start"
@@ -110,46 +111,88 @@ def test_sensors_are_registered_and_stopped_by_default(tmp_path):
     spec = load_eval(write_eval(tmp_path / "toy"))
     defs, built = build_definitions([spec])
     assert [s.name for s in built["toy"].sensors] == [
-        "toy__fixtures_changed", "toy__daily_drift", "toy__summarize_sensor_runs"]
-    for name in ("toy__fixtures_changed", "toy__daily_drift"):
+        "toy__fixtures_changed", "toy__scheduled_drift", "toy__summarize_sensor_runs"]
+    for name in ("toy__fixtures_changed", "toy__scheduled_drift"):
         sensor = defs.resolve_sensor_def(name)
         assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
         assert sensor.job_name == "toy__cells"
     follow_up = defs.resolve_sensor_def("toy__summarize_sensor_runs")
     assert follow_up.default_status == dg.DefaultSensorStatus.STOPPED
     assert follow_up.job_name == "toy__summarize"
-    assert defs.resolve_sensor_def("toy__daily_drift").minimum_interval_seconds == 3600
+    assert defs.resolve_sensor_def("toy__scheduled_drift").minimum_interval_seconds == 60
 
 
-NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)  # a Friday
 
 
-def _daily(tmp_path):
-    """The code location's definitions and a daily sensor whose clock reads ``NOW``."""
-    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
-    return build_definitions([spec])[0], build_daily_drift_sensor(spec, clock=lambda: NOW)
+class FakeClock:
+    """A clock the test moves forward."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
 
 
-def test_daily_sensor_requests_one_run_per_day(tmp_path, instance):
-    defs, sensor = _daily(tmp_path)
-    yesterday = (NOW - timedelta(days=1)).date().isoformat()
-
-    data = _tick(defs, "toy__daily_drift", instance, cursor=yesterday, sensor=sensor)
-    request, run_id = _assert_one_run_of_every_variant(data)
-    assert request.run_key == "daily:2025-03-14"
-    assert request.tags["evalh/daily_date"] == "2025-03-14"
-    assert run_id.startswith("2025-03-14T09-30-00")
-    assert data.cursor == "2025-03-14"
-
-    same_day = _tick(defs, "toy__daily_drift", instance, cursor="2025-03-14", sensor=sensor)
-    assert same_day.run_requests == [] and same_day.dynamic_partitions_requests == []
+def _drift(tmp_path, schedule=""):
+    """The code location's definitions and a drift sensor on a fake clock reading ``NOW``."""
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2, extra_yaml=schedule))
+    clock = FakeClock(NOW)
+    return build_definitions([spec])[0], build_drift_sensor(spec, clock=clock), clock
 
 
-def test_daily_sensor_first_tick_runs_today(tmp_path, instance):
-    defs, sensor = _daily(tmp_path)
-    data = _tick(defs, "toy__daily_drift", instance, sensor=sensor)
-    request, _ = _assert_one_run_of_every_variant(data)
-    assert request.run_key == "daily:2025-03-14"
+def test_drift_sensor_runs_once_per_cron_tick(tmp_path, instance):
+    defs, sensor, clock = _drift(tmp_path, 'schedule: {drift_cron: "0 6 * * *"}\n')
+
+    first = _tick(defs, "toy__scheduled_drift", instance, sensor=sensor)
+    assert first.run_requests == [] and first.dynamic_partitions_requests == []
+    assert first.cursor == "2025-03-14T06:00:00+00:00"  # the latest tick: recorded, not run
+
+    clock.now = datetime(2025, 3, 15, 5, 59, tzinfo=timezone.utc)
+    before = _tick(defs, "toy__scheduled_drift", instance, cursor=first.cursor, sensor=sensor)
+    assert before.run_requests == [] and before.cursor == first.cursor
+
+    clock.now = datetime(2025, 3, 15, 6, 0, 30, tzinfo=timezone.utc)
+    on_tick = _tick(defs, "toy__scheduled_drift", instance, cursor=first.cursor, sensor=sensor)
+    request, run_id = _assert_one_run_of_every_variant(on_tick)
+    assert request.run_key == "drift:2025-03-15T06:00:00+00:00"
+    assert request.tags["evalh/trigger"] == "schedule"
+    assert request.tags["evalh/drift_tick"] == "2025-03-15T06:00:00+00:00"
+    assert run_id.startswith("2025-03-15T06-00-30")
+    assert on_tick.cursor == "2025-03-15T06:00:00+00:00"
+
+    clock.now = datetime(2025, 3, 15, 23, 0, tzinfo=timezone.utc)
+    same_tick = _tick(defs, "toy__scheduled_drift", instance, cursor=on_tick.cursor, sensor=sensor)
+    assert same_tick.run_requests == [] and same_tick.dynamic_partitions_requests == []
+
+
+def test_drift_sensor_reads_the_cron_in_its_timezone_and_skips_missed_ticks(tmp_path, instance):
+    defs, sensor, clock = _drift(tmp_path, 'schedule: {drift_cron: "30 8 * * mon-fri", timezone: Europe/Paris}\n')
+    cursor = "2025-03-13T07:30:00+00:00"  # Thursday 08:30 in Paris (UTC+1 in March)
+
+    clock.now = datetime(2025, 3, 18, 7, 29, tzinfo=timezone.utc)  # Tuesday, a minute before its tick
+    data = _tick(defs, "toy__scheduled_drift", instance, cursor=cursor, sensor=sensor)
+    (request,) = data.run_requests
+    # Friday and Monday were missed (daemon down): one run, for the latest tick, Monday 08:30 Paris.
+    assert request.run_key == "drift:2025-03-17T07:30:00+00:00"
+
+
+def test_drift_sensor_defaults_to_midnight_utc(tmp_path, instance):
+    defs, sensor, _ = _drift(tmp_path)
+    data = _tick(defs, "toy__scheduled_drift", instance, cursor="2025-03-13T00:00:00+00:00", sensor=sensor)
+    (request,) = data.run_requests
+    assert request.run_key == "drift:2025-03-14T00:00:00+00:00"
+
+
+def test_drift_sensor_does_not_repeat_a_tick_that_already_has_a_run(tmp_path, instance):
+    from dagster._core.test_utils import create_run_for_test
+
+    defs, sensor, _ = _drift(tmp_path)
+    create_run_for_test(instance, job_name="toy__cells", tags={"dagster/run_key": "drift:2025-03-14T00:00:00+00:00"})
+    data = _tick(defs, "toy__scheduled_drift", instance, cursor="2025-03-13T00:00:00+00:00", sensor=sensor)
+    assert data.run_requests == [] and data.dynamic_partitions_requests == []
+    assert data.cursor == "2025-03-14T00:00:00+00:00"
 
 
 def test_fixtures_already_run_are_not_run_again(tmp_path, instance, monkeypatch):

@@ -1,91 +1,49 @@
-"""Sensors of an eval: a new run when its fixtures change, and one run per UTC day.
+"""Sensors of an eval: a new run when its fixtures change, and one run per tick of its drift cron.
 
 Both are ``STOPPED`` by default: nothing starts in ``dagster dev`` until a sensor is
 turned on in the UI (or ``dagster sensor start``).
 
-- ``<eval>__fixtures_changed`` fingerprints the fixtures: the sha256 of the dataset file
-  plus, when the eval folder (or the dataset's folder) is inside a git repository, that
-  repository's ``HEAD`` commit. The cursor is the last fingerprint seen. The first
-  evaluation (no cursor) only records the fingerprint and requests nothing: turning the
-  sensor on is not a fixture change. A later change adds a run partition and requests one
-  ``<eval>__cells`` run over every variant of it (run key ``fixtures:<fingerprint>``).
-- ``<eval>__daily_drift`` requests one ``<eval>__cells`` run per UTC day (run key
-  ``daily:<YYYY-MM-DD>``), including the day it is turned on; the cursor is the last day
-  it requested.
+- ``<eval>__fixtures_changed`` fingerprints the fixtures (store/fixtures.py): the sha256
+  of the dataset file, the git ``HEAD`` of the eval's repository and, with
+  ``workspace.copy_from``, that tree's ``HEAD`` or content hash. The cursor is the last
+  fingerprint seen. The first evaluation (no cursor) only records the fingerprint and
+  requests nothing: turning the sensor on is not a fixture change. A later change adds a
+  run partition and requests one ``<eval>__cells`` run over every variant of it (run key
+  ``fixtures:<fingerprint>``).
+- ``<eval>__scheduled_drift`` requests one ``<eval>__cells`` run per tick of
+  ``schedule.drift_cron`` (in ``schedule.timezone``; default ``0 0 * * *`` UTC), run key
+  ``drift:<tick>``. The cursor is the last tick it handled; its first evaluation only
+  records the latest tick, so the first run starts at the next one. Ticks missed while
+  the daemon was down are not caught up: only the latest one gets a run. (A Dagster
+  schedule cannot add the dynamic run partition; a sensor can.)
 
 A sensor can only start a job; like ``evalh run``, the run covers every variant of the
-new run partition through the single-run partition range tags. The run's ``summary`` is
-not materialized by these sensors: launch ``<eval>__summarize`` for the run partition
-(UI) and gate it with ``evalh drift runs/<run_id>``.
+new run partition through the single-run partition range tags. ``<eval>__summarize_sensor_runs``
+then materializes the run's ``summary`` and ``drift`` (and so evaluates the gates,
+including the one against the promoted baseline).
 """
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
-from pathlib import Path
-
+from datetime import datetime, timezone
 from typing import Any
 
 import dagster as dg
 
+from evalh_pipeline.config.cron import parse_cron
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.defs.evals.partitions import runs_partitions, variant_range_tags
+from evalh_pipeline.store.fixtures import NO_GIT, fixture_fingerprint
 from evalh_pipeline.store.run_dir import new_run_id
 
-GIT_TIMEOUT_SECONDS = 5
-DAILY_INTERVAL_SECONDS = 3600
+# How often the drift sensor looks at the clock: a cron has minute resolution.
+DRIFT_INTERVAL_SECONDS = 60
 FIXTURE_COMMIT_TAG = "evalh/fixture_commit"
 FIXTURE_HASH_TAG = "evalh/fixture_hash"
+FIXTURE_WORKSPACE_TAG = "evalh/fixture_workspace"
 TRIGGER_TAG = "evalh/trigger"
-DAILY_DATE_TAG = "evalh/daily_date"
-NO_GIT = "nogit"
-
-
-@dataclass(frozen=True)
-class FixtureFingerprint:
-    """What the fixtures of an eval are: the dataset's content hash and the git commit."""
-
-    dataset_hash: str
-    commit: str  # "" when the eval is not in a git repository (or git is unavailable)
-
-    @property
-    def key(self) -> str:
-        """The cursor value and the run key suffix: ``<commit or nogit>:<dataset sha256>``."""
-        return f"{self.commit or NO_GIT}:{self.dataset_hash}"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def git_head(folder: Path) -> str:
-    """``HEAD`` of the git repository containing ``folder``; "" if none (or no git, or timeout)."""
-    if not folder.is_dir():
-        return ""
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--verify", "-q", "HEAD"],
-            capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    head = proc.stdout.strip()
-    return head if proc.returncode == 0 and head else ""
-
-
-def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
-    """Dataset sha256, plus HEAD of the git repo holding the eval folder (else the dataset's folder)."""
-    commit = git_head(spec.eval_dir) or git_head(spec.dataset_path.parent)
-    return FixtureFingerprint(dataset_hash=file_sha256(spec.dataset_path), commit=commit)
+DRIFT_TICK_TAG = "evalh/drift_tick"
 
 
 def _cells_job(spec: EvalSpec) -> str:
@@ -121,7 +79,8 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
         default_status=dg.DefaultSensorStatus.STOPPED,
         description=(
             f"Start a new run of `{spec.name}` (every variant) when its fixtures change: the dataset's "
-            "sha256 or the git HEAD of the eval's repository. The first tick only records the fingerprint."
+            "sha256, the git HEAD of the eval's repository or the workspace's copy_from tree. "
+            "The first tick only records the fingerprint."
         ),
     )
     def fixtures_changed(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -142,6 +101,7 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
             TRIGGER_TAG: "fixtures",
             FIXTURE_COMMIT_TAG: current.commit or NO_GIT,
             FIXTURE_HASH_TAG: current.dataset_hash,
+            **({FIXTURE_WORKSPACE_TAG: current.workspace} if current.workspace else {}),
         })
 
     return fixtures_changed
@@ -151,31 +111,37 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def build_daily_drift_sensor(spec: EvalSpec, clock: Callable[[], datetime] = _utc_now) -> dg.SensorDefinition:
-    """``<eval>__daily_drift``: one new run per UTC day (``clock`` is for tests)."""
+def build_drift_sensor(spec: EvalSpec, clock: Callable[[], datetime] = _utc_now) -> dg.SensorDefinition:
+    """``<eval>__scheduled_drift``: one new run per tick of ``schedule.drift_cron`` (``clock`` is for tests)."""
+    schedule = spec.config.schedule
+    cron = parse_cron(schedule.drift_cron)
 
     @dg.sensor(
-        name=f"{spec.name}__daily_drift",
+        name=f"{spec.name}__scheduled_drift",
         job_name=_cells_job(spec),
-        minimum_interval_seconds=DAILY_INTERVAL_SECONDS,
+        minimum_interval_seconds=DRIFT_INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.STOPPED,
         description=(
-            f"Start one run of `{spec.name}` (every variant) per UTC day, to watch for drift against "
-            "the baseline (`evalh drift runs/<run_id>`)."
+            f"Start one run of `{spec.name}` (every variant) at each tick of `{schedule.drift_cron}` "
+            f"({schedule.timezone}), to watch for drift against the promoted baseline."
         ),
     )
-    def daily_drift(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        now = clock().astimezone(timezone.utc)
-        today = now.date().isoformat()
-        if context.cursor is not None and date.fromisoformat(context.cursor).isoformat() >= today:
-            return dg.SkipReason(f"already requested the run of {context.cursor} (UTC)")
-        run_key = f"daily:{today}"
-        context.update_cursor(today)
+    def scheduled_drift(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        now = clock()
+        tick = cron.latest_tick(now, schedule.timezone).astimezone(timezone.utc)
+        tick_key = tick.isoformat()
+        if context.cursor is None:
+            context.update_cursor(tick_key)
+            return dg.SkipReason(f"first evaluation: recorded the tick of {tick_key}; the next tick starts a run")
+        if datetime.fromisoformat(context.cursor) >= tick:
+            return dg.SkipReason(f"no new tick of {schedule.drift_cron!r} since {context.cursor}")
+        run_key = f"drift:{tick_key}"
+        context.update_cursor(tick_key)
         if _run_key_used(context.instance, _cells_job(spec), run_key):
-            return dg.SkipReason(f"the run of {today} exists already (run key {run_key})")
-        return _new_run(spec, run_key, {TRIGGER_TAG: "daily", DAILY_DATE_TAG: today}, now)
+            return dg.SkipReason(f"the run of the tick {tick_key} exists already (run key {run_key})")
+        return _new_run(spec, run_key, {TRIGGER_TAG: "schedule", DRIFT_TICK_TAG: tick_key}, now)
 
-    return daily_drift
+    return scheduled_drift
 
 
 def build_summary_follow_up(spec: EvalSpec, summarize_job: Any) -> dg.SensorDefinition:
@@ -187,7 +153,8 @@ def build_summary_follow_up(spec: EvalSpec, summarize_job: Any) -> dg.SensorDefi
         run_status=dg.DagsterRunStatus.SUCCESS,
         request_job=summarize_job,
         default_status=dg.DefaultSensorStatus.STOPPED,
-        description=f"Summarize each `{_cells_job(spec)}` run started by the fixture or daily sensor.",
+        description=f"Summarize (and compare with the promoted baseline) each `{_cells_job(spec)}` run "
+                    "started by the fixture or drift sensor.",
     )
     def summarize_sensor_runs(context: dg.RunStatusSensorContext):
         run = context.dagster_run
@@ -200,5 +167,5 @@ def build_summary_follow_up(spec: EvalSpec, summarize_job: Any) -> dg.SensorDefi
 
 
 def build_eval_sensors(spec: EvalSpec, summarize_job: Any) -> list[dg.SensorDefinition]:
-    """The eval's automation: fixture and daily runs, and the summary that follows them."""
-    return [build_fixture_sensor(spec), build_daily_drift_sensor(spec), build_summary_follow_up(spec, summarize_job)]
+    """The eval's automation: fixture and scheduled runs, and the summary and drift that follow them."""
+    return [build_fixture_sensor(spec), build_drift_sensor(spec), build_summary_follow_up(spec, summarize_job)]
