@@ -239,3 +239,31 @@ def test_workspace_root_swapped_for_a_link_is_not_walked_and_still_removed(eval_
         adapter.collect_artifacts(workspace)
     adapter.cleanup(workspace)
     assert not workspace.container.exists() and os.path.exists("/etc/passwd")
+
+
+def test_non_utf8_names_round_trip_through_artifact_json_and_memory_storage(eval_dir, tmp_path):
+    odd = os.fsdecode(b"r\xe9sum\xe9.txt")
+    url = "memory://evalh-test-odd-names"
+    adapter = _adapter(eval_dir, {"type": "tempdir_snapshot", "copy_from": "fixture", "object_storage": url}, tmp_path)
+    workspace = adapter.prepare(CASE, VARIANT)
+    (workspace.path / odd).write_bytes(b"cv\n")
+    artifact = adapter.collect_artifacts(workspace)
+    adapter.cleanup(workspace)
+    assert artifact.diff.added == [odd]
+    fs, root = fsspec.core.url_to_fs(artifact.artifacts_path)
+    stored = parse_artifact(fs.cat_file(f"{root}/artifact.json"))
+    assert stored.diff.added == [odd] and os.fsencode(stored.diff.added[0]) == b"r\xe9sum\xe9.txt"
+    assert fs.cat_file(f"{root}/after/r%e9sum%e9.txt") == b"cv\n"
+    fs.rm(root, recursive=True)
+
+
+def test_huge_file_change_is_listed_without_a_body(eval_dir, tmp_path):
+    config = {"type": "tempdir_snapshot", "copy_from": "fixture", "max_diff_file_bytes": 1000}
+    adapter = _adapter(eval_dir, config, tmp_path)
+    workspace = adapter.prepare(CASE, VARIANT)
+    (workspace.path / "big.log").write_text("line\n" * 10_000)
+    artifact = adapter.collect_artifacts(workspace)
+    adapter.cleanup(workspace)
+    assert artifact.diff.added == ["big.log"] and "big.log" not in artifact.diff.text_diffs
+    assert artifact.diff_notes == {"too_large": ["big.log"]}
+    assert "File big.log changed (too large for a text diff)" in (Path(artifact.artifacts_path) / "diff.txt").read_text()
