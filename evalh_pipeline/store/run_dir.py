@@ -1,7 +1,7 @@
 """The run directory: the durable surface of one run (layout in the README).
 
     runs/<run_id>/
-      run.json           what produced the run (eval name, eval.yaml path, created_at)
+      run.json           what produced the run (eval name, eval.yaml path, created_at, fixtures)
       config.yaml        the expanded config, secrets masked
       config_hash.txt    sha256 of the masked config
       cases.jsonl        the selected cases, as run
@@ -174,7 +174,13 @@ def staged_run_directory(spec: EvalSpec, run_id: str) -> Iterator[RunDirectory]:
 
 
 def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
-    """Write run.json, config.yaml and config_hash.txt; returns the config hash."""
+    """Write run.json, config.yaml and config_hash.txt; returns the config hash.
+
+    run.json records the fixture fingerprint (dataset sha256, git commit, workspace tree)
+    the run starts from: the lineage every materialization of the run shows.
+    """
+    from evalh_pipeline.store.fixtures import fixture_fingerprint
+
     masked = mask_config(spec.raw, spec.secret_values)
     digest = config_hash(masked)
     write_atomic(run_dir.config_yaml, dump_yaml(masked))
@@ -186,6 +192,7 @@ def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
         "config_hash": digest,
         "created_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
         "variants": spec.variant_names,
+        "fixtures": fixture_fingerprint(spec).as_record(),
     }
     write_atomic(run_dir.meta, json.dumps(meta, indent=2) + "\n")
     return digest

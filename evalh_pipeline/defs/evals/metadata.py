@@ -6,11 +6,19 @@ import dagster as dg
 
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.traces import TraceStats
+from evalh_pipeline.store.fixtures import NO_GIT, recorded_fixtures
 from evalh_pipeline.store.run_dir import RunDirectory
 
 
 def run_dir_metadata(run_dir: RunDirectory) -> dict[str, Any]:
-    return {"run_dir": dg.MetadataValue.path(str(run_dir.path)), "config_hash": run_dir.read_config_hash()}
+    """The run directory, its config hash and the fixtures it was made from (lineage)."""
+    fixtures = recorded_fixtures(run_dir.read_meta()) if run_dir.exists() else {}
+    lineage = {f"fixture_{key}": value for key, value in (
+        ("commit", fixtures.get("commit") or NO_GIT if fixtures else ""),
+        ("dataset_sha256", fixtures.get("dataset_hash", "")),
+        ("workspace", fixtures.get("workspace", "")),
+    ) if value}
+    return {"run_dir": dg.MetadataValue.path(str(run_dir.path)), "config_hash": run_dir.read_config_hash(), **lineage}
 
 
 def traces_metadata(stats: TraceStats, run_dir: RunDirectory) -> dict[str, Any]:

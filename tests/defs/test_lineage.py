@@ -1,0 +1,58 @@
+"""Lineage: every run records its fixture fingerprint, and every materialization shows it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import dagster as dg
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.launch import materialize_run
+from evalh_pipeline.store.fixtures import file_sha256
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+STEADY = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+"""
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
+def test_a_run_records_the_fixture_commit_and_every_asset_shows_it(tmp_path, instance):
+    folder = tmp_path / "toy"
+    path = write_eval(folder, cases=3, systems=STEADY)
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
+                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "fixtures"]):
+        _git(folder, *args)
+    head = _git(folder, "rev-parse", "HEAD")
+    spec = load_eval(path)
+
+    outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
+
+    meta = json.loads(outcome.run_dir.meta.read_text())
+    dataset_hash = file_sha256(spec.dataset_path)
+    assert meta["fixtures"] == {"dataset_hash": dataset_hash, "commit": head, "workspace": ""}
+    for asset in ("cases", "traces", "results", "summary", "drift"):
+        event = instance.get_latest_materialization_event(dg.AssetKey(["toy", asset]))
+        metadata = event.asset_materialization.metadata
+        assert metadata["fixture_commit"].value == head, asset
+        assert metadata["fixture_dataset_sha256"].value == dataset_hash, asset
+        assert "fixture_workspace" not in metadata
+
+
+def test_outside_git_the_commit_reads_nogit(tmp_path, instance, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=STEADY))
+    materialize_run(spec, new_run_id("toy"), instance=instance)
+    event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"]))
+    assert event.asset_materialization.metadata["fixture_commit"].value == "nogit"
