@@ -94,16 +94,16 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         live = load()
-        metadata: dict[str, Any] = {}
+        per_run: dict[str, dict[str, Any]] = {}
         for run_id in group_by_run(context.partition_keys):
             info = prepare_cases(live, run_id)
-            metadata.update({
+            per_run[run_id] = {
                 "cases": info.cases,
                 "resumed": not info.created,
                 "eval_path": dg.MetadataValue.path(str(eval_path)),
                 **run_dir_metadata(info.run_dir),
-            })
-        return dg.MaterializeResult(metadata=metadata)
+            }
+        return dg.MaterializeResult(metadata=_merge_runs(per_run))
 
     @dg.asset(
         key=[name, "traces"],
@@ -252,7 +252,19 @@ def _over_runs(
 ) -> dg.MaterializeResult:
     """Apply a per-run stage to every run in the materialized (run x variant) range."""
     runtime = getattr(context.resources, RUNTIME_KEY)
-    metadata: dict[str, Any] = {}
-    for run_id, variants in group_by_run(context.partition_keys).items():
-        metadata.update(stage(live, run_directory(live, run_id), variants, runtime))
-    return dg.MaterializeResult(metadata=metadata)
+    per_run = {
+        run_id: stage(live, run_directory(live, run_id), variants, runtime)
+        for run_id, variants in group_by_run(context.partition_keys).items()
+    }
+    return dg.MaterializeResult(metadata=_merge_runs(per_run))
+
+
+def _merge_runs(per_run: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One run's metadata as it is; a range over several runs (a UI backfill) keeps each
+    run's figures under ``<run_id>/<key>`` rather than letting the last run overwrite them."""
+    if len(per_run) == 1:
+        return next(iter(per_run.values()))
+    merged: dict[str, Any] = {"runs": dg.MetadataValue.json(sorted(per_run))}
+    for run_id, metadata in per_run.items():
+        merged.update({f"{run_id}/{key}": value for key, value in metadata.items()})
+    return merged
