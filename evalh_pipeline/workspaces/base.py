@@ -227,7 +227,7 @@ class WorkspaceAdapter:
         (staging / ARTIFACT_FILE).write_bytes(document)
         written += len(document)
         transfer = self.storage.publish_folder(staging, key, move=True)
-        if transfer.copied_bytes:
+        if not transfer.moved:
             # Published by copy: the staged tree (with after/) is deleted at cleanup instead.
             workspace.tree_moved = False
             written = transfer.copied_bytes
