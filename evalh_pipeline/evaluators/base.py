@@ -65,3 +65,18 @@ class Evaluator:
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         raise NotImplementedError
+
+
+class SyncEvaluator(Evaluator):
+    """An evaluator that does no I/O: subclasses implement :meth:`evaluate_sync`.
+
+    Re-evaluation calls ``evaluate_sync`` directly, without an event-loop round trip per
+    verdict, and may judge traces of such evaluators in several worker processes, so
+    instances must be picklable. ``evaluate`` keeps the async contract for everything else.
+    """
+
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        raise NotImplementedError
+
+    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        return self.evaluate_sync(case, trace, artifact)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -23,7 +23,7 @@ class ContainsTextConfig(EvaluatorConfigModel):
         return check_field_path(value)
 
 
-class ContainsText(Evaluator):
+class ContainsText(SyncEvaluator):
     """Passes when every ``all_of``, at least one ``any_of`` and no ``none_of`` string occurs.
 
     Without ``all_of`` the case's ``expected.answer_should_include`` is used, and without
@@ -36,7 +36,7 @@ class ContainsText(Evaluator):
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         all_of = cfg.all_of if cfg.all_of is not None else case.expected.answer_should_include
         none_of = cfg.none_of if cfg.none_of is not None else case.expected.answer_should_not_include

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import field_validator, model_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -29,7 +29,7 @@ class ExactMatchConfig(EvaluatorConfigModel):
         return self
 
 
-class ExactMatch(Evaluator):
+class ExactMatch(SyncEvaluator):
     """Compares with ``==``; strings can be compared case-insensitively and stripped."""
 
     Config = ExactMatchConfig
@@ -41,7 +41,7 @@ class ExactMatch(Evaluator):
         literal = "expected" in self.config.model_fields_set
         self._source = None if literal else FieldPath(self.config.expected_from or "")
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         if not self._field.exists(trace):
             return Verdict(False, f"field {cfg.field!r} not present in the trace", score=0.0)

@@ -26,27 +26,28 @@ class FieldPath:
 
     def get(self, root: Any, default: Any = None) -> Any:
         """The value at this path, or ``default`` when any step is missing."""
+        # One inline loop instead of a call per step: re-evaluation walks millions of paths.
         node = root
         for part in self.parts:
-            node = _step(node, part)
-            if node is _MISSING:
+            if type(part) is int:
+                if not (isinstance(node, list) and -len(node) <= part < len(node)):
+                    return default
+                node = node[part]
+            elif isinstance(node, dict):
+                node = node.get(part, _MISSING)
+                if node is _MISSING:
+                    return default
+            elif isinstance(node, BaseModel):
+                # Fields and extra keys are both attributes; methods (model_dump, ...) are not data.
+                node = getattr(node, part, _MISSING)
+                if node is _MISSING or (callable(node) and not isinstance(node, BaseModel)):
+                    return default
+            else:
                 return default
         return node
 
     def exists(self, root: Any) -> bool:
         return self.get(root, _MISSING) is not _MISSING
-
-
-def _step(node: Any, part: str | int) -> Any:
-    if isinstance(part, int):
-        return node[part] if isinstance(node, list) and -len(node) <= part < len(node) else _MISSING
-    if isinstance(node, dict):
-        return node.get(part, _MISSING)
-    if isinstance(node, BaseModel):
-        # Fields and extra keys are both attributes; methods (model_dump, ...) are not data.
-        value = getattr(node, part, _MISSING)
-        return _MISSING if callable(value) and not isinstance(value, BaseModel) else value
-    return _MISSING
 
 
 def as_text(value: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -12,7 +12,7 @@ class LatencyUnderConfig(EvaluatorConfigModel):
     max_ms: float = Field(gt=0)
 
 
-class LatencyUnder(Evaluator):
+class LatencyUnder(SyncEvaluator):
     """Passes when ``trace.latency_ms <= max_ms``.
 
     ``latency_ms`` is measured by the runner around the whole call (adapters cannot set it),
@@ -21,7 +21,7 @@ class LatencyUnder(Evaluator):
 
     Config = LatencyUnderConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_ms = self.config.max_ms
         detail = {"latency_ms": trace.latency_ms, "max_ms": max_ms}
         if trace.latency_ms <= max_ms:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -38,7 +38,7 @@ class RegexMatchConfig(EvaluatorConfigModel):
         return check_field_path(value)
 
 
-class RegexMatch(Evaluator):
+class RegexMatch(SyncEvaluator):
     """Python ``re`` on a field's text (``output.final_answer`` unless ``field`` says otherwise).
 
     ``match: search`` (default) looks for the pattern anywhere; ``fullmatch`` needs the whole
@@ -56,7 +56,7 @@ class RegexMatch(Evaluator):
         self._regex = re.compile(self.config.pattern, flags)
         self._path = FieldPath(self.config.field)
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         text = as_text(self._path.get(trace))
         found = self._regex.fullmatch(text) if cfg.match == "fullmatch" else self._regex.search(text)

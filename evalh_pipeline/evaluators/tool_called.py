@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, ToolCall, Trace
 from evalh_pipeline.templating import render_structure
 
@@ -29,7 +29,7 @@ class ToolCalledConfig(EvaluatorConfigModel):
         return self
 
 
-class ToolCalled(Evaluator):
+class ToolCalled(SyncEvaluator):
     """Checks ``tool_name`` — or, without it, each of the case's ``expected.must_call_tools``.
 
     ``args_match`` is a partial match on the call's arguments: values may use
@@ -38,7 +38,7 @@ class ToolCalled(Evaluator):
 
     Config = ToolCalledConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         tools = [cfg.tool_name] if cfg.tool_name else list(case.expected.must_call_tools)
         if not tools:
