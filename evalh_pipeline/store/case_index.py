@@ -3,31 +3,43 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
+
+from pydantic_core import from_json
 
 from evalh_pipeline.models import EvalCase
+
+# How the snapshot writer starts every line; other layouts (or escaped ids) fall back to json.
+_ID_PREFIX = re.compile(rb'\{"schema_version":"[^"\\]*","id":"([^"\\]*)"[,}]')
 
 
 class CaseIndex:
     """``case_id -> EvalCase`` backed by byte offsets into ``cases.jsonl`` and a small LRU.
 
     Traces arrive roughly in dataset order, so a few thousand cached cases serve almost
-    every lookup; the index itself costs one int per case.
+    every lookup; the index itself costs one int per case. It pickles without its file
+    handle and cache, so worker processes can share the offsets.
     """
 
-    def __init__(self, path: Path, cache_size: int = 4096) -> None:
+    def __init__(self, path: Path, cache_size: int = 4096, *, offsets: dict[str, int] | None = None) -> None:
         self.path = path
-        self._offsets: dict[str, int] = {}
-        self._cache: OrderedDict[str, EvalCase] = OrderedDict()
         self._cache_size = cache_size
-        with path.open("rb") as handle:
-            offset = 0
-            for line in handle:
-                if line.strip():
-                    self._offsets[json.loads(line)["id"]] = offset
-                offset += len(line)
+        self._offsets = offsets if offsets is not None else _scan(path)
+        self._cache: OrderedDict[str, EvalCase] = OrderedDict()
         self._handle = path.open("rb")
+
+    def reopened(self) -> "CaseIndex":
+        """The same index with its own file handle and cache (e.g. in a forked process)."""
+        return CaseIndex(self.path, self._cache_size, offsets=self._offsets)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "cache_size": self._cache_size, "offsets": self._offsets}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["cache_size"], offsets=state["offsets"])
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -41,7 +53,8 @@ class CaseIndex:
             self._cache.move_to_end(case_id)
             return case
         self._handle.seek(self._offsets[case_id])
-        case = EvalCase.model_validate_json(self._handle.readline())
+        # pydantic-core's parser + validate_python: about twice as fast as validate_json here.
+        case = EvalCase.model_validate(from_json(self._handle.readline()))
         self._cache[case_id] = case
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -49,3 +62,15 @@ class CaseIndex:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _scan(path: Path) -> dict[str, int]:
+    offsets: dict[str, int] = {}
+    with path.open("rb", buffering=1 << 20) as handle:
+        offset = 0
+        for line in handle:
+            if line.strip():
+                match = _ID_PREFIX.match(line)
+                offsets[match.group(1).decode() if match else json.loads(line)["id"]] = offset
+            offset += len(line)
+    return offsets

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel
+from pydantic_core import from_json
 
 from evalh_pipeline.models.versioning import SCHEMA_VERSION, migrate
 
@@ -73,33 +75,89 @@ def truncate_torn_tail(path: Path) -> None:
         handle.truncate(0)
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Complete lines of the file with their 1-based numbers; a torn tail is skipped."""
+def iter_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple[int, str]]:
+    """Complete lines of the file (or of ``span``) with their 1-based numbers; a torn tail is skipped."""
+    for number, raw in iter_raw_lines(path, span):
+        yield number, raw.decode("utf-8")
+
+
+def iter_raw_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple[int, bytes]]:
+    """Like :func:`iter_lines`, undecoded: callers that parse JSON need no ``str`` copy."""
     if not path.exists():
         return
+    start, end, number = (0, None, 1) if span is None else (span.start, span.end, span.first_line)
     # Bytes first: a torn tail may end inside a multi-byte character.
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with path.open("rb", buffering=1 << 20) as handle:
+        handle.seek(start)
+        position = start
+        for raw in handle:
+            if end is not None and position >= end:
+                return
             if not raw.endswith(b"\n"):
                 return
             if raw.strip():
-                yield number, raw.decode("utf-8")
+                yield number, raw
+            position += len(raw)
+            number += 1
 
 
-def iter_records(path: Path, model: type[M], kind: str) -> Iterator[M]:
+@dataclass(frozen=True)
+class LineSpan:
+    """Whole lines ``[start, end)`` of a JSONL file, by byte offset; ``first_line`` numbers the first."""
+
+    start: int
+    end: int
+    first_line: int
+
+
+def split_lines(path: Path, parts: int) -> list[LineSpan]:
+    """Cut the file into at most ``parts`` spans of about equal size, each of whole lines."""
+    size = path.stat().st_size if path.exists() else 0
+    cuts = [0]
+    with path.open("rb") if size else open(os.devnull, "rb") as handle:
+        for k in range(1, max(1, parts)):
+            handle.seek(max(cuts[-1], size * k // parts))
+            handle.readline()  # to the start of the next line
+            cut = min(handle.tell(), size)
+            if cut > cuts[-1] and cut < size:
+                cuts.append(cut)
+        cuts.append(size)
+        spans, line = [], 1
+        for start, end in zip(cuts, cuts[1:]):
+            spans.append(LineSpan(start, end, line))
+            handle.seek(start)
+            line += _count_newlines(handle, end - start)
+    return spans
+
+
+def _count_newlines(handle: BinaryIO, length: int) -> int:
+    count = 0
+    while length > 0:
+        block = handle.read(min(length, 1 << 22))
+        if not block:
+            break
+        count += block.count(b"\n")
+        length -= len(block)
+    return count
+
+
+def iter_records(path: Path, model: type[M], kind: str, span: LineSpan | None = None) -> Iterator[M]:
     """Validated records of ``model``; older 1.x records are migrated, other majors refused."""
-    for number, line in iter_lines(path):
-        what = f"{path.name}:{number}"
-        try:
-            record = model.model_validate_json(line)  # fast path: the current shape
-        except ValueError:
-            record = None
-        version = getattr(record, "schema_version", None)
-        if record is not None and version == SCHEMA_VERSION:
-            yield record
-            continue
-        try:
+    for number, line in iter_raw_lines(path, span):
+        yield parse_record(line, model, kind, path, number)
+
+
+def parse_record(line: bytes | str, model: type[M], kind: str, path: Path, number: int) -> M:
+    """Line ``number`` of ``path`` as ``model``, migrated from an older 1.x shape if need be."""
+    try:
+        # pydantic-core's parser + validate_python beats both json.loads and validate_json
+        # here (about 2x on traces), and the dict is what migration needs anyway.
+        raw = from_json(line)
+    except ValueError:
+        try:  # what the stricter parser refuses but json accepts (e.g. a lone surrogate escape)
             raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorruptRecordError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        yield model.model_validate(migrate(kind, raw, what=what))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CorruptRecordError(f"{path}:{number}: not JSON ({exc})") from None
+    if isinstance(raw, dict) and raw.get("schema_version") != SCHEMA_VERSION:
+        raw = migrate(kind, raw, what=f"{path.name}:{number}")
+    return model.model_validate(raw)
