@@ -2,28 +2,43 @@
 
 Reads only the run directory (cases snapshot + traces), never the system under test, so
 re-evaluation is cheap and repeatable. An evaluator that raises fails its own result only.
+
+When every evaluator is a :class:`SyncEvaluator` (no I/O), traces are judged in a plain
+loop, and a large traces file is cut into byte ranges judged by worker processes, each
+into its own part file; the parts are concatenated in order, so the results file is the
+same as one process would write (timestamps aside). Evaluators that do I/O (judges) run
+in the async pool under the run's concurrency knob.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
+import pickle
 import re
+import shutil
 import tempfile
-import traceback
+import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
+
+from pydantic_core import to_json
 
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
 from evalh_pipeline.evaluators.registry import EVALUATORS
-from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace, TraceError
+from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.runner.result_lines import Judged, build_result, raised, result_lines
 from evalh_pipeline.store.case_index import CaseIndex
-from evalh_pipeline.store.jsonl import iter_lines, iter_records
+from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, iter_records, parse_record, split_lines
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
@@ -40,11 +55,26 @@ class EvaluationStats:
     by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def count(self, result: EvaluationResult) -> None:
+        self.tally(result.variant_name, result.evaluator, result.passed, result.error is not None)
+
+    def tally(self, variant: str, evaluator: str, passed: bool, errored: bool) -> None:
         self.results += 1
-        self.evaluator_errors += result.error is not None
-        tally = self.by_variant.setdefault(result.variant_name, {}).setdefault(result.evaluator, [0, 0])
-        tally[0] += result.passed
+        self.evaluator_errors += errored
+        tally = self.by_variant.setdefault(variant, {}).setdefault(evaluator, [0, 0])
+        tally[0] += passed
         tally[1] += 1
+
+    def merge(self, other: "EvaluationStats") -> None:
+        """Add the counts of ``other`` (a worker's share) to these."""
+        self.traces += other.traces
+        self.results += other.results
+        self.evaluator_errors += other.evaluator_errors
+        for variant, by_evaluator in other.by_variant.items():
+            mine = self.by_variant.setdefault(variant, {})
+            for evaluator, (passed, judged) in by_evaluator.items():
+                tally = mine.setdefault(evaluator, [0, 0])
+                tally[0] += passed
+                tally[1] += judged
 
 
 def evaluators_fingerprint(spec: EvalSpec) -> str:
@@ -75,6 +105,10 @@ def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
     )
 
 
+# Below this many bytes of traces per process, starting a worker costs more than it saves.
+MIN_BYTES_PER_PROCESS = 8 << 20
+
+
 async def evaluate_traces(
     spec: EvalSpec,
     run_dir: RunDirectory,
@@ -83,8 +117,13 @@ async def evaluate_traces(
     evaluator_names: list[str] | None = None,
     max_concurrency: int | None = None,
     progress: Progress | None = None,
+    processes: int | None = None,
 ) -> EvaluationStats:
-    """(Re)judge the traces of ``variant_names``; their old results are replaced whole."""
+    """(Re)judge the traces of ``variant_names``; their old results are replaced whole.
+
+    ``processes`` caps the worker processes used when every evaluator is synchronous
+    (default: one per CPU, fewer for a small traces file; 1 judges in this process only).
+    """
     progress = progress or NoProgress()
     evaluators = build_evaluators(spec, evaluator_names)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
@@ -93,60 +132,283 @@ async def evaluate_traces(
     if evaluator_names is None and adopt_inline_results(run_dir, sorted(variants), evaluators_fingerprint(spec), stats):
         return stats
     cases = CaseIndex(run_dir.cases)
-    fd, tmp_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    parts: list[Path] = []
     progress.start("results", None)
     try:
-        # A temp file published by rename: no need for the per-line durability of traces.
-        with tmp.open("w", encoding="utf-8", buffering=1 << 20) as out:
-            async def judge(trace: Trace) -> None:
-                for result in await judge_trace(evaluators, cases.get(trace.case_id), trace):
-                    out.write(result.model_dump_json() + "\n")
-                    stats.count(result)
-                stats.traces += 1
-                progress.advance("results")
-
-            traces = (
-                t for t in iter_records(run_dir.traces, Trace, "trace")
-                if t.variant_name in variants and not (t.error and t.error.type in UNJUDGED_ERRORS)
-            )
-            await run_bounded(traces, judge, concurrency)
+        if all(isinstance(e, SyncEvaluator) for e in evaluators):
+            plan = _SpanPlan(evaluators, cases, run_dir.traces, variants)
+            parts = _judge_in_processes(plan, run_dir.path, _process_count(run_dir.traces, processes), stats, progress)
+        else:
+            parts = [_temp_part(run_dir.path)]
+            await _judge_async(evaluators, cases, run_dir.traces, variants, parts[0], concurrency, stats, progress)
         selected = {e.name for e in evaluators} if evaluator_names is not None else None
-        _replace_results(run_dir, tmp, variants, selected)
+        _replace_results(run_dir, parts, variants, selected)
     finally:
-        tmp.unlink(missing_ok=True)
+        for part in parts:
+            part.unlink(missing_ok=True)
         cases.close()
     progress.finish("results")
     return stats
 
 
-def _replace_results(run_dir: RunDirectory, new: Path, variants: set[str], evaluators: set[str] | None) -> None:
-    """results.jsonl := (old lines outside the re-judged slice) + new lines, atomically."""
+async def _judge_async(
+    evaluators: list[Evaluator], cases: CaseIndex, traces_path: Path, variants: set[str], out_path: Path,
+    concurrency: int, stats: EvaluationStats, progress: Progress,
+) -> None:
+    # A temp file published by rename: no need for the per-line durability of traces.
+    with out_path.open("wb", buffering=1 << 20) as out:
+        async def judge(trace: Trace) -> None:
+            judged = await _judge_all(evaluators, cases.get(trace.case_id), trace, None)
+            out.write(result_lines(trace, judged))
+            _count(stats, trace, judged)
+            progress.advance("results")
+
+        traces = (
+            t for t in iter_records(traces_path, Trace, "trace")
+            if t.variant_name in variants and not (t.error and t.error.type in UNJUDGED_ERRORS)
+        )
+        await run_bounded(traces, judge, concurrency)
+
+
+def _count(stats: EvaluationStats, trace: Trace, judged: list[Judged]) -> None:
+    for j in judged:
+        stats.tally(trace.variant_name, j.evaluator.name, j.verdict.passed and j.error is None, j.error is not None)
+    stats.traces += 1
+
+
+@dataclass
+class _SpanPlan:
+    """Everything a process needs to judge a span of the traces file (picklable)."""
+
+    evaluators: list[Evaluator]
+    cases: CaseIndex
+    traces: Path
+    variants: set[str]
+
+
+def _process_count(traces: Path, requested: int | None) -> int:
+    if requested is not None:
+        return max(1, requested)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    size = traces.stat().st_size if traces.exists() else 0
+    return max(1, min(cpus, size // MIN_BYTES_PER_PROCESS))
+
+
+def _judge_in_processes(
+    plan: _SpanPlan, folder: Path, processes: int, stats: EvaluationStats, progress: Progress
+) -> list[Path]:
+    """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order."""
+    spans = split_lines(plan.traces, processes) if processes > 1 else [None]
+    context = _process_context(plan) if len(spans) > 1 else None
+    if context is None:
+        spans = [None]
+    parts = [_temp_part(folder) for _ in spans]
+    workers: list[tuple[Any, Connection]] = []
+    try:
+        for span, part in zip(spans[1:], parts[1:]):
+            receive, send = context.Pipe(duplex=False)
+            worker = context.Process(target=_worker_main, args=(send, plan, span, part), daemon=True)
+            worker.start()
+            send.close()
+            workers.append((worker, receive))
+        _judge_span(plan, spans[0], parts[0], stats, progress)
+        for worker, receive in workers:
+            try:
+                outcome, payload = receive.recv()
+            except EOFError:
+                worker.join()
+                raise RuntimeError(f"a judging worker process died (exit code {worker.exitcode})") from None
+            worker.join()
+            if outcome == "error":
+                raise payload
+            stats.merge(payload)
+            progress.advance("results", payload.traces)
+    except BaseException:
+        for part in parts:
+            part.unlink(missing_ok=True)
+        raise
+    finally:
+        for worker, receive in workers:
+            receive.close()
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+    return parts
+
+
+def _process_context(plan: _SpanPlan) -> Any:
+    """fork when this process has no other threads (cheap, nothing to pickle), else spawn.
+
+    Forking a multi-threaded process can deadlock on a lock another thread held; spawn
+    needs the plan to pickle, which it does for the built-in evaluators. ``None``: judge
+    in this process only.
+    """
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    try:
+        pickle.dumps(plan)
+    except Exception:  # noqa: BLE001 - an unpicklable plugin just means one process
+        return None
+    return multiprocessing.get_context("spawn")
+
+
+def _worker_main(send: Connection, plan: _SpanPlan, span: LineSpan, part: Path) -> None:
+    """Entry point of a judging worker: judge ``span`` into ``part``, send back the stats or the error."""
+    try:
+        plan.cases = plan.cases.reopened()  # a forked copy would share the parent's file offset
+        stats = EvaluationStats()
+        _judge_span(plan, span, part, stats, NoProgress())
+        message: tuple[str, Any] = ("ok", stats)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        message = ("error", exc)
+    try:
+        send.send(message)
+    except Exception:  # noqa: BLE001 - an unpicklable exception: send its text
+        send.send(("error", RuntimeError(f"{type(message[1]).__name__}: {message[1]}")))
+    finally:
+        send.close()
+
+
+# How every 1.x trace writer starts a line; the variant is read from it to skip traces of
+# other variants without parsing them. Other layouts are parsed and filtered after.
+_TRACE_PREFIX = re.compile(rb'\{"schema_version":"[^"\\]*","run_id":"[^"\\]*","case_id":"[^"\\]*","variant_name":"([^"\\]*)"')
+
+
+def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: EvaluationStats, progress: Progress) -> None:
+    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators into ``out_path``."""
+    evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
+    variants, cases, traces_path = plan.variants, plan.cases, plan.traces
+    encoded = {to_json(v)[1:-1] for v in variants}
+    tallies: dict[str, list[list[int]]] = {}
+    now, utc = datetime.now, timezone.utc
+    with out_path.open("wb", buffering=1 << 20) as out:
+        for number, line in iter_raw_lines(traces_path, span):
+            prefix = _TRACE_PREFIX.match(line)
+            if prefix is not None and prefix.group(1) not in encoded:
+                continue
+            trace = parse_record(line, Trace, "trace", traces_path, number)
+            if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
+                continue
+            case = cases.get(trace.case_id)
+            judged = []
+            started = now(utc)
+            for evaluator in evaluators:
+                error = None
+                try:
+                    verdict = evaluator.evaluate_sync(case, trace, None)
+                except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+                    verdict, error = raised(evaluator, exc)
+                finished = now(utc)
+                judged.append(Judged(evaluator, verdict, error, started, finished))
+                started = finished
+            out.write(result_lines(trace, judged))
+            rows = tallies.get(trace.variant_name)
+            if rows is None:
+                rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]
+            for row, j in zip(rows, judged):
+                row[0] += j.verdict.passed and j.error is None
+                row[1] += 1
+                row[2] += j.error is not None
+            stats.traces += 1
+            progress.advance("results")
+    # Tallied per span and folded in once: a dict walk per result was a visible cost.
+    for variant, rows in tallies.items():
+        by_evaluator = stats.by_variant.setdefault(variant, {})
+        for evaluator, (passed, judged_n, errored) in zip(evaluators, rows):
+            tally = by_evaluator.setdefault(evaluator.name, [0, 0])
+            tally[0] += passed
+            tally[1] += judged_n
+            stats.results += judged_n
+            stats.evaluator_errors += errored
+
+
+def _temp_part(folder: Path) -> Path:
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".results.", suffix=".tmp")
+    os.close(fd)
+    return Path(name)
+
+
+def _replace_results(
+    run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None
+) -> None:
+    """results.jsonl := (old lines outside the re-judged slice) + new lines (``new``, in order), atomically."""
+    parts = [new] if isinstance(new, Path) else list(new)
     with locked(run_dir.lock):
         fd, merged_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.merge.", suffix=".tmp")
+        merged_path = Path(merged_name)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as merged:
-                for _, line in iter_lines(run_dir.results):
-                    variant, evaluator = _slice_key(line)
-                    if not (variant in variants and (evaluators is None or evaluator in evaluators)):
-                        merged.write(line)
-                with new.open("r", encoding="utf-8") as fresh:
-                    for line in fresh:
-                        merged.write(line)
-            os.replace(merged_name, run_dir.results)
+            with os.fdopen(fd, "wb", buffering=1 << 20) as merged:
+                kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators)
+            if kept or not parts:
+                target = merged_path
+            else:
+                # Nothing old survives: the first part becomes the file, no copy of it.
+                target = parts[0]
+                parts = parts[1:]
+                merged_path.unlink()
+            with target.open("ab") as out:
+                for part in parts:
+                    with part.open("rb") as fresh:
+                        shutil.copyfileobj(fresh, out, 1 << 22)
+            os.replace(target, run_dir.results)
         except BaseException:
-            Path(merged_name).unlink(missing_ok=True)
+            merged_path.unlink(missing_ok=True)
             raise
+
+
+def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None) -> bool:
+    """Copy the complete lines of ``path`` that are not in the slice to ``out``; were there any?
+
+    A regex drops the lines in the slice chunk by chunk (a per-line Python loop was half a
+    second per 500,000 results); what it leaves — lines of other slices, other layouts,
+    blank lines — is checked line by line. A torn last line is dropped, as readers do.
+    """
+    if not path.exists():
+        return False
+    in_slice = _slice_pattern(variants, evaluators)
+    kept = False
+    pending = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 23):
+            data = pending + chunk
+            cut = data.rfind(b"\n") + 1
+            data, pending = data[:cut], data[cut:]
+            # Each match takes a line with the newline before it, so the rest stays whole lines.
+            for raw in in_slice.sub(b"", b"\n" + data)[1:].split(b"\n")[:-1]:
+                if not raw.strip():
+                    continue
+                variant, evaluator = _slice_key(raw.decode("utf-8"))
+                if not (variant in variants and (evaluators is None or evaluator in evaluators)):
+                    out.write(raw + b"\n")
+                    kept = True
+    return kept
+
+
+def _slice_pattern(variants: set[str], evaluators: set[str] | None) -> re.Pattern[bytes]:
+    def names(values: set[str]) -> bytes:
+        # Encoded as the writer encodes them; an unmatched spelling just takes the slow check.
+        return b"|".join(re.escape(to_json(v)[1:-1]) for v in sorted(values)) or b"(?!)"
+
+    evaluator = rb'[^"\\\n]*' if evaluators is None else b"(?:" + names(evaluators) + b")"
+    return re.compile(
+        rb'\n\{"schema_version":"[^"\\\n]*","run_id":"[^"\\\n]*","case_id":"[^"\\\n]*",'
+        rb'"variant_name":"(?:' + names(variants) + rb')",(?:"sample":\d+,)?"evaluator":"' + evaluator + rb'"[^\n]*(?=\n)'
+    )
 
 
 async def judge_trace(
     evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None
 ) -> list[EvaluationResult]:
     """Every evaluator's result for one trace; cells that never ran get none."""
+    return [build_result(trace, j) for j in await _judge_all(evaluators, case, trace, artifact)]
+
+
+async def _judge_all(
+    evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
+) -> list[Judged]:
     if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
         return []
-    return [await _judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
+    return [await _judged(evaluator, case, trace, artifact) for evaluator in evaluators]
 
 
 class InlineResults:
@@ -163,13 +425,12 @@ class InlineResults:
         self.meta = {"fingerprint": evaluators_fingerprint(spec), "variants": sorted(variants)}
         self.stats = EvaluationStats()
         self._slice = sorted(variants)
-        self._out = _inline_path(run_dir, self._slice).open("w", encoding="utf-8", buffering=1 << 20)
+        self._out = _inline_path(run_dir, self._slice).open("wb", buffering=1 << 20)
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
-        for result in await judge_trace(self.evaluators, case, trace, artifact):
-            self._out.write(result.model_dump_json() + "\n")
-            self.stats.count(result)
-        self.stats.traces += 1
+        judged = await _judge_all(self.evaluators, case, trace, artifact)
+        self._out.write(result_lines(trace, judged))
+        _count(self.stats, trace, judged)
 
     def close(self, complete: bool) -> None:
         """Publish the staged results (``complete``) or throw them away."""
@@ -235,27 +496,17 @@ def _slice_key(line: str) -> tuple[str, str]:
 async def _judge_one(
     evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
 ) -> EvaluationResult:
+    return build_result(trace, await _judged(evaluator, case, trace, artifact))
+
+
+async def _judged(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:
     started = datetime.now(timezone.utc)
     error = None
     try:
-        verdict = await evaluator.evaluate(case, trace, artifact)
+        if isinstance(evaluator, SyncEvaluator):
+            verdict = evaluator.evaluate_sync(case, trace, artifact)  # no event-loop round trip
+        else:
+            verdict = await evaluator.evaluate(case, trace, artifact)
     except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
-        verdict = Verdict(False, f"evaluator {evaluator.name!r} raised {type(exc).__name__}: {exc}")
-        error = TraceError(type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20))
-    finished = datetime.now(timezone.utc)
-    return EvaluationResult(
-        run_id=trace.run_id,
-        case_id=trace.case_id,
-        variant_name=trace.variant_name,
-        sample=trace.sample,
-        evaluator=evaluator.name,
-        evaluator_type=evaluator.type_name,
-        passed=verdict.passed and error is None,
-        score=verdict.score,
-        reason=verdict.reason,
-        detail=verdict.detail,
-        started_at=started,
-        finished_at=finished,
-        latency_ms=round((finished - started).total_seconds() * 1000),
-        error=error,
-    )
+        verdict, error = raised(evaluator, exc)
+    return Judged(evaluator, verdict, error, started, datetime.now(timezone.utc))

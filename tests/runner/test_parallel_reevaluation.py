@@ -1,0 +1,185 @@
+"""Re-evaluation's fast paths: worker processes, direct result lines, the slice-dropping merge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import pickle
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator, Verdict
+from evalh_pipeline.evaluators.registry import EVALUATORS
+from evalh_pipeline.models import Trace, TraceError
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.result_lines import Judged, build_result, result_lines
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.case_index import CaseIndex
+from evalh_pipeline.store.jsonl import CorruptRecordError, iter_lines, split_lines
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+FIVE = """
+  - name: mentions_paris
+    type: contains_text
+  - name: used_lookup
+    type: tool_called
+    config: {tool_name: lookup}
+  - name: exact_answer
+    type: exact_match
+    config: {expected: "answer 3 Paris"}
+  - name: says_answer
+    type: regex_match
+    config: {pattern: 'answer \\d+'}
+  - name: fast
+    type: latency_under
+    config: {max_ms: 60000}
+"""
+
+_TIMES = re.compile(r'"started_at":"[^"]*","finished_at":"[^"]*","latency_ms":\d+')
+
+
+def _prepared(tmp_path, cases=40, evaluators=FIVE):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=cases, evaluators=evaluators))
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir, judge_inline=False))
+    return spec, info.run_dir
+
+
+def _untimed(run_dir):
+    return [_TIMES.sub("", line) for line in run_dir.results.read_text().splitlines()]
+
+
+def test_two_worker_processes_write_the_same_results_as_one(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    single = asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    one = _untimed(run_dir)
+    double = asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    assert _untimed(run_dir) == one  # same lines, same order
+    assert len(one) == 40 * 2 * 5
+    assert (double.traces, double.results, double.by_variant) == (single.traces, single.results, single.by_variant)
+    assert not [p.name for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]
+
+
+class _AsyncYes(Evaluator):
+    """Does (pretend) I/O, so its eval is judged in the async pool."""
+
+    async def evaluate(self, case, trace, artifact):
+        await asyncio.sleep(0)
+        return Verdict(True, "yes", score=1.0)
+
+
+EVALUATORS.register("async_yes", _AsyncYes)
+
+
+def test_the_fast_path_writes_what_the_async_path_writes(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    fast = _untimed(run_dir)
+    mixed = load_eval(write_eval(tmp_path / "mixed", cases=40, evaluators=FIVE + "  - name: yes\n    type: async_yes\n"))
+    asyncio.run(evaluate_traces(mixed, run_dir))
+    assert [line for line in _untimed(run_dir) if '"evaluator":"yes"' not in line] == fast
+
+
+def test_a_corrupt_trace_in_a_workers_span_is_reported_with_its_line(tmp_path):
+    spec, run_dir = _prepared(tmp_path)
+    lines = run_dir.traces.read_text().splitlines(keepends=True)
+    lines[-3] = "{not json\n"
+    run_dir.traces.write_text("".join(lines))
+    with pytest.raises(CorruptRecordError, match=rf"traces.jsonl:{len(lines) - 2}: not JSON"):
+        asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    assert not [p.name for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]
+
+
+class _Raising(SyncEvaluator):
+    def evaluate_sync(self, case, trace, artifact):
+        if case.id == "case_2":
+            raise ValueError("bad case")
+        return Verdict(True, "fine", score=1.0)
+
+
+EVALUATORS.register("raising_sync", _Raising)
+
+
+def test_a_raising_sync_evaluator_fails_only_its_own_result_in_every_process(tmp_path):
+    spec, run_dir = _prepared(tmp_path, evaluators=FIVE + "  - name: raises\n    type: raising_sync\n")
+    stats = asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    results = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
+    broken = [r for r in results if r["error"]]
+    assert stats.evaluator_errors == len(broken) == 2  # case_2 of both variants
+    assert {(r["case_id"], r["evaluator"]) for r in broken} == {("case_2", "raises")}
+    assert "ValueError: bad case" in broken[0]["reason"] and broken[0]["passed"] is False
+    assert sum(r["case_id"] == "case_2" and r["passed"] for r in results) >= 2  # its other verdicts stand
+
+
+def _trace():
+    now = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    return Trace(run_id="r", case_id="c\u00e9", variant_name="v", started_at=now, finished_at=now, latency_ms=0)
+
+
+@pytest.mark.parametrize("verdict, error", [
+    (Verdict(True, "plain", score=1.0, detail={"a": [1, 2.5, None], "b": {"c": "\u00e9\n\""}}), None),
+    (Verdict(False, "int score coerced by the model", score=1, detail={"t": (1, 2)}), None),
+    (Verdict(True, "inf score", score=math.inf, detail={"x": math.nan}), None),
+    (Verdict(False, "raised"), TraceError(type="exception", message="boom", stack="...")),
+    (Verdict(1, "truthy passed", score=None), None),
+])
+def test_result_lines_are_byte_for_byte_the_models_json(verdict, error):
+    class Named(SyncEvaluator):
+        pass
+
+    evaluator = Named("name \u00e9", "named", {})
+    started = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    judged = Judged(evaluator, verdict, error, started, started + timedelta(microseconds=1500))
+    trace = _trace()
+    expected = build_result(trace, judged).model_dump_json() + "\n"
+    assert result_lines(trace, [judged, judged]).decode() == expected * 2
+
+
+def test_rejudging_keeps_other_slices_and_odd_lines_and_drops_a_torn_tail(tmp_path):
+    spec, run_dir = _prepared(tmp_path, cases=4)
+    other = {"schema_version": "1.0", "run_id": "r", "case_id": "x", "variant_name": "gone", "sample": 0,
+             "evaluator": "e", "evaluator_type": "t", "passed": True, "reason": "", "started_at": "2026-01-01T00:00:00Z",
+             "finished_at": "2026-01-01T00:00:00Z", "latency_ms": 0}
+    reordered = {"variant_name": "base", "evaluator": "mentions_paris", "case_id": "y"}
+    reordered.update({k: v for k, v in other.items() if k not in reordered})
+    escaped = {**other, "variant_name": "q\"uote"}
+    run_dir.results.write_text("\n".join([
+        json.dumps(other, separators=(",", ":")),   # another variant: kept
+        "",                                          # blank: dropped
+        json.dumps(reordered),                       # in the slice, other layout: dropped
+        json.dumps(escaped, separators=(",", ":")),  # escaped name, not in the slice: kept
+        '{"schema_version":"1.0","run_id":"r","case_id":"torn"',  # torn tail: dropped
+    ]))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    records = [json.loads(line) for _, line in iter_lines(run_dir.results)]
+    assert [r["variant_name"] for r in records[:2]] == ["gone", "q\"uote"]
+    assert len(records) == 2 + 4 * 2 * 5
+    assert not any(r["case_id"] in ("y", "torn") for r in records)
+
+
+def test_split_lines_cuts_whole_lines_and_numbers_them(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text("".join(f'{{"n": {i}}}\n' for i in range(1, 101)) + "\n" + '{"torn"')
+    spans = split_lines(path, 3)
+    assert len(spans) == 3 and spans[0].start == 0 and spans[-1].end == path.stat().st_size
+    assert all(a.end == b.start for a, b in zip(spans, spans[1:]))
+    numbered = [item for span in spans for item in iter_lines(path, span)]
+    assert numbered == list(iter_lines(path))
+    assert all(json.loads(line)["n"] == number for number, line in numbered)
+
+
+def test_a_case_index_pickles_without_its_handle_and_reopens(tmp_path):
+    spec, run_dir = _prepared(tmp_path, cases=3)
+    index = CaseIndex(run_dir.cases)
+    copy = pickle.loads(pickle.dumps(index))
+    assert copy.get("case_2") == index.get("case_2") and len(copy) == 3
+    other = index.reopened()
+    assert other.get("case_0").id == "case_0"
+    for handle in (index, copy, other):
+        handle.close()
