@@ -4,6 +4,7 @@
     python benchmarks/run.py                 # everything (several minutes)
     python benchmarks/run.py --quick         # N=1000 smoke check
     python benchmarks/run.py --only run      # run | reeval | scale
+    python benchmarks/run.py --only reeval5 [--repeat 3]   # 100k traces x 5 evaluators (reeval_bench.py)
     python benchmarks/run.py --skip-peer     # do not run eval-harness
 
 Scenarios (fixtures come from ../shared/bench/make_fixture.py, relative to the repo):
@@ -457,6 +458,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "reeval5" in argv:  # the re-evaluation benchmark has options of its own (see its docstring)
+        import reeval_bench
+
+        return reeval_bench.main([a for a in argv if a not in ("--only", "reeval5")])
     args = parse_args(argv)
     if args.engine_reeval:
         engine_reeval(*args.engine_reeval)
