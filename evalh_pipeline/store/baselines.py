@@ -10,24 +10,40 @@ first, the pointer last, and the pointer is only ever replaced whole.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
-
-from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 BASELINES = "baselines"
 
 
-class Baseline(BaseModel):
-    """Which run is an eval's promoted baseline, and since when."""
+@dataclass(frozen=True)
+class Baseline:
+    """Which run is an eval's promoted baseline, and since when.
+
+    A dataclass, not a pydantic model: `evalh drift` reads the pointer and must start fast.
+    """
 
     eval_name: str
     run_id: str
     run_dir: str
     promoted_at: datetime
+
+    @classmethod
+    def from_json(cls, text: str, where: Path) -> Baseline:
+        try:
+            raw: Any = json.loads(text)
+            return cls(eval_name=str(raw["eval_name"]), run_id=str(raw["run_id"]), run_dir=str(raw["run_dir"]),
+                       promoted_at=datetime.fromisoformat(str(raw["promoted_at"]).replace("Z", "+00:00")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{where} is not a baseline pointer: {type(exc).__name__}: {exc}") from None
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps({"eval_name": self.eval_name, "run_id": self.run_id, "run_dir": self.run_dir,
+                           "promoted_at": self.promoted_at.isoformat().replace("+00:00", "Z")}, indent=indent)
 
     def locate(self, runs_root: Path) -> Path:
         """The baseline's run directory: where it was promoted, else beside the pointer's runs root
@@ -45,11 +61,13 @@ def current_baseline(runs_root: Path, eval_name: str) -> Baseline | None:
     pointer = baseline_folder(runs_root, eval_name) / "current.json"
     if not pointer.exists():
         return None
-    return Baseline.model_validate_json(pointer.read_text(encoding="utf-8"))
+    return Baseline.from_json(pointer.read_text(encoding="utf-8"), pointer)
 
 
 def promote(run_dir: RunDirectory) -> Baseline:
     """Make ``run_dir`` its eval's baseline; the previous one moves to the history."""
+    from evalh_pipeline.store.jsonl import JsonlAppender
+
     meta = run_dir.read_meta()
     if not run_dir.summary.exists():
         raise ValueError(f"{run_dir.path} has no summary.yaml: only a finished run can be a baseline")
@@ -59,10 +77,10 @@ def promote(run_dir: RunDirectory) -> Baseline:
     previous = current_baseline(runs_root, meta["eval_name"])
     if previous is not None and previous.run_id != run_dir.run_id:
         with JsonlAppender(folder / "history.jsonl") as history:
-            history.write(previous.model_dump_json())
+            history.write(previous.to_json())
     baseline = Baseline(
         eval_name=meta["eval_name"], run_id=run_dir.run_id, run_dir=str(run_dir.path),
         promoted_at=datetime.now(timezone.utc),
     )
-    write_atomic(folder / "current.json", json.dumps(baseline.model_dump(mode="json"), indent=2) + "\n")
+    write_atomic(folder / "current.json", baseline.to_json(indent=2) + "\n")
     return baseline

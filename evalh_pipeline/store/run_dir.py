@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.store.masking import mask_config
-from evalh_pipeline.store.yaml_files import dump_yaml
 
 if TYPE_CHECKING:
     # Only for annotations: the read-only commands (compare, drift) must not pay for the
@@ -180,6 +179,7 @@ def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
     the run starts from: the lineage every materialization of the run shows.
     """
     from evalh_pipeline.store.fixtures import fixture_fingerprint
+    from evalh_pipeline.store.yaml_files import dump_yaml
 
     masked = mask_config(spec.raw, spec.secret_values)
     digest = config_hash(masked)
