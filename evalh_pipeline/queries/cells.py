@@ -11,12 +11,13 @@ This module imports neither pydantic nor the config loader: ``evalh compare`` an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import duckdb
+from typing import TYPE_CHECKING, Protocol
 
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
 from evalh_pipeline.store.run_dir import RunDirectory
+
+if TYPE_CHECKING:
+    import duckdb
 
 # Formatted with the table names ({cells}, {traces}, {results}); $all_required /
 # $any_required are the run's pass_criteria.
