@@ -40,6 +40,7 @@ from evalh_pipeline.runner.result_lines import Judged, build_result, raised, res
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, iter_records, parse_record, split_lines
 from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.result_slices import Slice, record_slices, recorded_slices
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 # Cells the runner never started have nothing to judge.
@@ -142,7 +143,7 @@ async def evaluate_traces(
             parts = [_temp_part(run_dir.path)]
             await _judge_async(evaluators, cases, run_dir.traces, variants, parts[0], concurrency, stats, progress)
         selected = {e.name for e in evaluators} if evaluator_names is not None else None
-        _replace_results(run_dir, parts, variants, selected)
+        _replace_results(run_dir, parts, variants, selected, _slices(stats.by_variant))
     finally:
         for part in parts:
             part.unlink(missing_ok=True)
@@ -322,6 +323,10 @@ def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: E
             stats.evaluator_errors += errored
 
 
+def _slices(by_variant: dict[str, dict[str, Any]]) -> set[Slice]:
+    return {(variant, evaluator) for variant, by_evaluator in by_variant.items() for evaluator in by_evaluator}
+
+
 def _temp_part(folder: Path) -> Path:
     fd, name = tempfile.mkstemp(dir=folder, prefix=".results.", suffix=".tmp")
     os.close(fd)
@@ -329,16 +334,26 @@ def _temp_part(folder: Path) -> Path:
 
 
 def _replace_results(
-    run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None
+    run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None,
+    new_slices: set[Slice] | None = None,
 ) -> None:
-    """results.jsonl := (old lines outside the re-judged slice) + new lines (``new``, in order), atomically."""
+    """results.jsonl := (old lines outside the re-judged slice) + new lines (``new``, in order), atomically.
+
+    ``new_slices`` are the (variant, evaluator) pairs of the new lines, recorded so the next
+    replacement can skip reading old lines that are all in its slice (None: not known).
+    """
     parts = [new] if isinstance(new, Path) else list(new)
     with locked(run_dir.lock):
         fd, merged_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.merge.", suffix=".tmp")
         merged_path = Path(merged_name)
         try:
-            with os.fdopen(fd, "wb", buffering=1 << 20) as merged:
-                kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators)
+            old = recorded_slices(run_dir.results)
+            if old is not None and all(v in variants and (evaluators is None or e in evaluators) for v, e in old):
+                os.close(fd)
+                kept: set[Slice] = set()  # every old line is re-judged: nothing to read
+            else:
+                with os.fdopen(fd, "wb", buffering=1 << 20) as merged:
+                    kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators)
             if kept or not parts:
                 target = merged_path
             else:
@@ -351,22 +366,23 @@ def _replace_results(
                     with part.open("rb") as fresh:
                         shutil.copyfileobj(fresh, out, 1 << 22)
             os.replace(target, run_dir.results)
+            record_slices(run_dir.results, None if new_slices is None else kept | new_slices)
         except BaseException:
             merged_path.unlink(missing_ok=True)
             raise
 
 
-def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None) -> bool:
-    """Copy the complete lines of ``path`` that are not in the slice to ``out``; were there any?
+def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None) -> set[Slice]:
+    """Copy the complete lines of ``path`` that are not in the slice to ``out``; their slices.
 
     A regex drops the lines in the slice chunk by chunk (a per-line Python loop was half a
     second per 500,000 results); what it leaves — lines of other slices, other layouts,
     blank lines — is checked line by line. A torn last line is dropped, as readers do.
     """
+    kept: set[Slice] = set()
     if not path.exists():
-        return False
+        return kept
     in_slice = _slice_pattern(variants, evaluators)
-    kept = False
     pending = b""
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 23):
@@ -380,7 +396,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
                 variant, evaluator = _slice_key(raw.decode("utf-8"))
                 if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                     out.write(raw + b"\n")
-                    kept = True
+                    kept.add((variant, evaluator))
     return kept
 
 
@@ -454,7 +470,7 @@ def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint
     if (meta.get("fingerprint"), meta.get("variants"), meta.get("traces_bytes")) != (fingerprint, variants, traces_bytes):
         _discard_inline(run_dir, variants)
         return False
-    _replace_results(run_dir, _inline_path(run_dir, variants), set(variants), None)
+    _replace_results(run_dir, _inline_path(run_dir, variants), set(variants), None, _slices(meta["stats"]["by_variant"]))
     _discard_inline(run_dir, variants)
     for key, value in meta["stats"].items():
         setattr(stats, key, value)

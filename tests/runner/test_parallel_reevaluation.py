@@ -183,3 +183,27 @@ def test_a_case_index_pickles_without_its_handle_and_reopens(tmp_path):
     assert other.get("case_0").id == "case_0"
     for handle in (index, copy, other):
         handle.close()
+
+
+def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_ignored(tmp_path, monkeypatch):
+    from evalh_pipeline.runner import evaluation
+    from evalh_pipeline.store.result_slices import recorded_slices
+
+    spec, run_dir = _prepared(tmp_path, cases=4)
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    assert recorded_slices(run_dir.results) == {(v, e) for v in ("base", "candidate") for e in
+                                                ("mentions_paris", "used_lookup", "exact_answer", "says_answer", "fast")}
+    reads = []
+    original = evaluation._copy_outside_slice
+    monkeypatch.setattr(evaluation, "_copy_outside_slice", lambda *a: reads.append(1) or original(*a))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    assert reads == []  # every old line was in the re-judged slice
+    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], processes=1))
+    assert reads == [1]  # base's lines had to be kept
+    with run_dir.results.open("a") as handle:  # another writer: the manifest no longer describes the file
+        handle.write(json.dumps({"variant_name": "other", "evaluator": "e"}) + "\n")
+    assert recorded_slices(run_dir.results) is None
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    assert reads == [1, 1]
+    assert sum('"variant_name": "other"' in line for line in run_dir.results.read_text().splitlines()) == 1
+    assert len(run_dir.results.read_text().splitlines()) == 1 + 4 * 2 * 5
