@@ -7,6 +7,8 @@ import json
 import dagster as dg
 import pytest
 
+from evalh_pipeline.runner.drift import load_drift
+from evalh_pipeline.store.run_dir import RunDirectory
 from tests.cli.test_read_only_commands import BROKEN, GOOD, _make_run
 from tests.conftest import REPO, run_evalh
 
@@ -49,3 +51,13 @@ def test_promote_then_drift_gates_on_regressions_against_the_baseline(setup):
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "baseline"]))
     assert event.asset_materialization.metadata["run_id"].value == "r2_broken"
+
+
+def test_a_rematerialized_run_reports_its_drift_against_the_promoted_baseline(setup):
+    good, _, env = setup
+    assert _evalh(env, "promote", good).returncode == 0
+    proc = _evalh(env, "re-evaluate", good)
+    assert proc.returncode == 0, proc.stderr
+    assert "drift vs promoted baseline r1_good: 0 regression(s), 0 improvement(s)" in proc.stdout
+    drift = load_drift(RunDirectory(good))
+    assert (drift["status"], drift["baseline_run_id"]) == ("compared", "r1_good")
