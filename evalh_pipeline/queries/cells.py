@@ -6,11 +6,22 @@ failed; a cell without results fails).
 
 This module imports neither pydantic nor the config loader: ``evalh compare`` and
 ``evalh drift`` are whole processes that must start fast.
+
+The summary also saves its cells table as ``.cells/<key>.parquet`` in the run directory,
+a cache keyed on the size and mtime of traces.jsonl and results.jsonl, the pass criteria
+and this SQL. ``load_cells`` reads it when the key still matches (compare and drift of two
+10k-case runs then skip parsing ~70 MB of JSON) and otherwise computes the cells from the
+JSONL, which stay the only source of truth: the cache is never read when stale, and
+deleting it changes nothing but the time.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
@@ -98,13 +109,70 @@ def create_cells(
 
 
 def load_cells(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassRule, *,
-               suffix: str = "") -> None:
-    """Load a run's traces and results as ``trace_rows{suffix}`` / ``result_rows{suffix}`` and
-    derive ``cells{suffix}`` from them under ``pass_criteria``."""
+               suffix: str = "", cached: bool = False) -> None:
+    """Create ``cells{suffix}`` for a run under ``pass_criteria``.
+
+    With ``cached``, from the run's fresh cells cache when there is one (then only the
+    ``cells`` table exists); otherwise (and always without ``cached``) the traces and
+    results are loaded as ``trace_rows{suffix}`` / ``result_rows{suffix}`` and the cells
+    derived from them.
+    """
+    if cached:
+        cache = cells_cache_path(run_dir, pass_criteria)
+        if cache is not None and cache.exists():
+            con.execute(f"CREATE TEMP TABLE cells{suffix} AS SELECT * FROM read_parquet('{_literal(cache)}')")
+            return
     load_table(con, f"trace_rows{suffix}", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
     load_table(con, f"result_rows{suffix}", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
     create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"trace_rows{suffix}",
                  results=f"result_rows{suffix}")
+
+
+CACHE_FOLDER = ".cells"
+
+
+def _literal(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def cells_cache_path(run_dir: RunDirectory, pass_criteria: PassRule) -> Path | None:
+    """Where the cells cache for the run's current files and ``pass_criteria`` is (None: no traces)."""
+    try:
+        stats = [(p.stat().st_size, p.stat().st_mtime_ns) if p.exists() else None
+                 for p in (run_dir.traces, run_dir.results)]
+    except OSError:
+        return None
+    if stats[0] is None:
+        return None
+    key = hashlib.sha256(json.dumps({
+        "files": stats, "all_required": list(pass_criteria.all_required),
+        "any_required": list(pass_criteria.any_required), "sql": CELLS_SQL,
+    }).encode()).hexdigest()[:32]
+    return run_dir.path / CACHE_FOLDER / f"{key}.parquet"
+
+
+def save_cells_cache(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassRule, *,
+                     cells: str = "cells") -> None:
+    """Save the ``cells`` table as the run's cells cache (atomically; older caches removed).
+
+    The key is taken before writing and checked after: if the JSONL changed meanwhile, no
+    cache is kept.
+    """
+    target = cells_cache_path(run_dir, pass_criteria)
+    if target is None:
+        return
+    target.parent.mkdir(exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp")
+    try:
+        con.execute(f"COPY (SELECT * FROM {cells}) TO '{_literal(tmp)}' (FORMAT parquet)")
+        if cells_cache_path(run_dir, pass_criteria) != target:
+            return  # the run's files changed while the cells were read: this cache would be stale
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    for old in target.parent.glob("*.parquet"):
+        if old != target:
+            old.unlink(missing_ok=True)
 
 
 def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:

@@ -18,7 +18,7 @@ from evalh_pipeline.models import (
     VariantDelta,
     VariantSummary,
 )
-from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells
+from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells, save_cells_cache
 from evalh_pipeline.queries.sql import connect
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -75,6 +75,7 @@ def summarize_run(
     """Build the RunSummary of a run directory from its JSONL files."""
     con = connect()
     load_cells(con, run_dir, pass_criteria)
+    save_cells_cache(con, run_dir, pass_criteria)
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
