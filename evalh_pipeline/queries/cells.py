@@ -8,7 +8,7 @@ This module imports neither pydantic nor the config loader: ``evalh compare`` an
 ``evalh drift`` are whole processes that must start fast.
 
 The summary also saves its cells table as ``.cells/<key>.parquet`` in the run directory,
-a cache keyed on the size and mtime of traces.jsonl and results.jsonl, the pass criteria
+a cache keyed on the size, mtime and inode of traces.jsonl and results.jsonl, the pass criteria
 and this SQL. ``load_cells`` reads it when the key still matches (compare and drift of two
 10k-case runs then skip parsing ~70 MB of JSON) and otherwise computes the cells from the
 JSONL, which stay the only source of truth: the cache is never read when stale, and
@@ -135,11 +135,18 @@ def _literal(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """Size, mtime and inode: a file appended to, rewritten or replaced by rename reads as another."""
+    if not path.exists():
+        return None
+    stat = path.stat()
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
 def cells_cache_path(run_dir: RunDirectory, pass_criteria: PassRule) -> Path | None:
     """Where the cells cache for the run's current files and ``pass_criteria`` is (None: no traces)."""
     try:
-        stats = [(p.stat().st_size, p.stat().st_mtime_ns) if p.exists() else None
-                 for p in (run_dir.traces, run_dir.results)]
+        stats = [_identity(p) for p in (run_dir.traces, run_dir.results)]
     except OSError:
         return None
     if stats[0] is None:
