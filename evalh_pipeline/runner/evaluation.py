@@ -242,8 +242,10 @@ def _process_context(plan: _SpanPlan) -> Any:
 
     Forking a multi-threaded process can deadlock on a lock another thread held; spawn
     needs the plan to pickle, which it does for the built-in evaluators. ``None``: judge
-    in this process only.
+    in this process only (also in a daemonic process, which may not have children).
     """
+    if multiprocessing.current_process().daemon:
+        return None
     if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     try:
@@ -282,6 +284,7 @@ def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: E
     encoded = {to_json(v)[1:-1] for v in variants}
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
+    unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
     with out_path.open("wb", buffering=1 << 20) as out:
         for number, line in iter_raw_lines(traces_path, span):
             prefix = _TRACE_PREFIX.match(line)
@@ -311,7 +314,12 @@ def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: E
                 row[1] += 1
                 row[2] += j.error is not None
             stats.traces += 1
-            progress.advance("results")
+            unreported += 1
+            if unreported == 1024:
+                progress.advance("results", unreported)
+                unreported = 0
+    if unreported:
+        progress.advance("results", unreported)
     # Tallied per span and folded in once: a dict walk per result was a visible cost.
     for variant, rows in tallies.items():
         by_evaluator = stats.by_variant.setdefault(variant, {})

@@ -207,3 +207,28 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
     assert reads == [1, 1]
     assert sum('"variant_name": "other"' in line for line in run_dir.results.read_text().splitlines()) == 1
     assert len(run_dir.results.read_text().splitlines()) == 1 + 4 * 2 * 5
+
+
+def test_with_another_thread_alive_workers_are_spawned_and_write_the_same_results(tmp_path, monkeypatch):
+    import multiprocessing
+    import threading
+
+    from evalh_pipeline.runner import evaluation
+
+    spec, run_dir = _prepared(tmp_path, cases=10)
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    one = _untimed(run_dir)
+    methods = []
+    original = evaluation._process_context
+    monkeypatch.setattr(evaluation, "_process_context",
+                        lambda plan: methods.append(getattr(original(plan), "_name", None)) or original(plan))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)  # e.g. a progress bar's refresh thread
+    other.start()
+    try:
+        asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    finally:
+        stop.set()
+        other.join()
+    assert methods == ["spawn"] and "spawn" in multiprocessing.get_all_start_methods()
+    assert _untimed(run_dir) == one
