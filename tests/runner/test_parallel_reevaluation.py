@@ -128,17 +128,23 @@ def _trace():
     (Verdict(True, "inf score", score=math.inf, detail={"x": math.nan}), None),
     (Verdict(False, "raised"), TraceError(type="exception", message="boom", stack="...")),
     (Verdict(1, "truthy passed", score=None), None),
+    (Verdict(False, "zero and negative zero", score=-0.0, detail={"z": 0.0}), None),
+    (Verdict(False, "zero", score=0.0), None),
+    (Verdict(True, "fraction", score=0.123456789), None),
 ])
-def test_result_lines_are_byte_for_byte_the_models_json(verdict, error):
+@pytest.mark.parametrize("tz", [timezone.utc, timezone(timedelta(hours=2)), None])
+@pytest.mark.parametrize("micro", [0, 120])
+def test_result_lines_are_byte_for_byte_the_models_json(verdict, error, tz, micro):
     class Named(SyncEvaluator):
         pass
 
     evaluator = Named("name \u00e9", "named", {})
-    started = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    judged = Judged(evaluator, verdict, error, started, started + timedelta(microseconds=1500))
+    started = datetime(2026, 1, 2, 3, 4, 5, micro, tzinfo=tz)
+    first = Judged(evaluator, verdict, error, started, started + timedelta(microseconds=1500))
+    second = Judged(evaluator, verdict, error, first.finished, first.finished + timedelta(seconds=2))
     trace = _trace()
-    expected = build_result(trace, judged).model_dump_json() + "\n"
-    assert result_lines(trace, [judged, judged]).decode() == expected * 2
+    expected = "".join(build_result(trace, j).model_dump_json() + "\n" for j in (first, second))
+    assert result_lines(trace, [first, second]).decode() == expected
 
 
 def test_rejudging_keeps_other_slices_and_odd_lines_and_drops_a_torn_tail(tmp_path):
