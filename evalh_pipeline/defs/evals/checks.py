@@ -26,10 +26,12 @@ _LIVE: dict[tuple[Path, str], EvalSpec] = {}
 
 def _run_dir(eval_path: Path, context: dg.AssetCheckExecutionContext) -> RunDirectory:
     key = (eval_path, context.run.run_id)
-    if key not in _LIVE:
-        _LIVE.clear()  # one run at a time per process: keep only the current one
-        _LIVE[key] = load_eval(eval_path)
-    return run_directory(_LIVE[key], context.partition_key)
+    live = _LIVE.get(key)
+    if live is None:
+        live = load_eval(eval_path)
+        _LIVE.clear()  # keep only the current run's: a process executes one run's checks at a time
+        _LIVE[key] = live
+    return run_directory(live, context.partition_key)
 
 
 def build_summary_checks(
