@@ -42,6 +42,7 @@ from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, iter_records, p
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.result_slices import Slice, record_slices, recorded_slices
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
 # Cells the runner never started have nothing to judge.
 UNJUDGED_ERRORS = frozenset({"cost_limit"})
@@ -133,15 +134,17 @@ async def evaluate_traces(
     if evaluator_names is None and adopt_inline_results(run_dir, sorted(variants), evaluators_fingerprint(spec), stats):
         return stats
     cases = CaseIndex(run_dir.cases)
+    artifacts = ArtifactLoader(spec, run_dir)
     parts: list[Path] = []
     progress.start("results", None)
     try:
         if all(isinstance(e, SyncEvaluator) for e in evaluators):
-            plan = _SpanPlan(evaluators, cases, run_dir.traces, variants)
+            plan = _SpanPlan(evaluators, cases, run_dir.traces, variants, artifacts)
             parts = _judge_in_processes(plan, run_dir.path, _process_count(run_dir.traces, processes), stats, progress)
         else:
             parts = [_temp_part(run_dir.path)]
-            await _judge_async(evaluators, cases, run_dir.traces, variants, parts[0], concurrency, stats, progress)
+            await _judge_async(evaluators, cases, artifacts, run_dir.traces, variants, parts[0], concurrency, stats,
+                               progress)
         selected = {e.name for e in evaluators} if evaluator_names is not None else None
         _replace_results(run_dir, parts, variants, selected, _slices(stats.by_variant))
     finally:
@@ -153,13 +156,14 @@ async def evaluate_traces(
 
 
 async def _judge_async(
-    evaluators: list[Evaluator], cases: CaseIndex, traces_path: Path, variants: set[str], out_path: Path,
-    concurrency: int, stats: EvaluationStats, progress: Progress,
+    evaluators: list[Evaluator], cases: CaseIndex, artifacts: ArtifactLoader, traces_path: Path, variants: set[str],
+    out_path: Path, concurrency: int, stats: EvaluationStats, progress: Progress,
 ) -> None:
     # A temp file published by rename: no need for the per-line durability of traces.
     with out_path.open("wb", buffering=1 << 20) as out:
         async def judge(trace: Trace) -> None:
-            judged = await _judge_all(evaluators, cases.get(trace.case_id), trace, None)
+            artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
+            judged = await _judge_all(evaluators, cases.get(trace.case_id), trace, artifact)
             out.write(result_lines(trace, judged))
             _count(stats, trace, judged)
             progress.advance("results")
@@ -185,6 +189,7 @@ class _SpanPlan:
     cases: CaseIndex
     traces: Path
     variants: set[str]
+    artifacts: ArtifactLoader
 
 
 def _process_count(traces: Path, requested: int | None) -> int:
@@ -294,12 +299,13 @@ def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: E
             if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
                 continue
             case = cases.get(trace.case_id)
+            artifact = plan.artifacts.get(trace.case_id, trace.variant_name, trace.sample)
             judged = []
             started = now(utc)
             for evaluator in evaluators:
                 error = None
                 try:
-                    verdict = evaluator.evaluate_sync(case, trace, None)
+                    verdict = evaluator.evaluate_sync(case, trace, artifact)
                 except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
                     verdict, error = raised(evaluator, exc)
                 finished = now(utc)

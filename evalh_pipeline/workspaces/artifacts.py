@@ -49,13 +49,35 @@ def load_artifact(
     spec: EvalSpec, run_dir: Any, case_id: str, variant_name: str, sample: int = 0
 ) -> FilesystemArtifact | None:
     """The persisted artifact of one cell, or None (no workspace, or the cell has none)."""
-    if spec.config.workspace is None:
-        return None
-    run_dir = Path(getattr(run_dir, "path", run_dir))  # a RunDirectory or a path
-    storage = artifacts_storage(spec, run_dir)
-    key = f"{artifact_key(case_id, variant_name, sample)}/{ARTIFACT_FILE}"
-    try:
-        raw = storage.get(key)
-    except (FileNotFoundError, KeyError):
-        return None
-    return parse_artifact(raw, base=str(Path(run_dir).resolve()) if storage.local else None)
+    return ArtifactLoader(spec, run_dir).get(case_id, variant_name, sample)
+
+
+class ArtifactLoader:
+    """Loads persisted artifacts of one run for re-evaluation; picklable for judging workers.
+
+    Holds the storage settings rather than an open storage, so a worker process opens its
+    own. Without a workspace in the eval every lookup is None at no cost.
+    """
+
+    def __init__(self, spec: EvalSpec, run_dir: Any) -> None:
+        workspace = spec.config.workspace
+        self.enabled = workspace is not None
+        self.object_storage = (workspace.model_extra or {}).get("object_storage") if workspace is not None else None
+        self.run_dir = Path(getattr(run_dir, "path", run_dir)).resolve()  # a RunDirectory or a path
+        self._storage: FsspecObjectStorage | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_storage": None}
+
+    def get(self, case_id: str, variant_name: str, sample: int = 0) -> FilesystemArtifact | None:
+        """The artifact of one cell, or None when the eval has no workspace or the cell has none."""
+        if not self.enabled:
+            return None
+        if self._storage is None:
+            self._storage = storage_for(self.object_storage, self.run_dir / "artifacts", self.run_dir.name)
+        key = f"{artifact_key(case_id, variant_name, sample)}/{ARTIFACT_FILE}"
+        try:
+            raw = self._storage.get(key)
+        except (FileNotFoundError, KeyError):
+            return None
+        return parse_artifact(raw, base=str(self.run_dir) if self._storage.local else None)

@@ -76,8 +76,6 @@ def test_the_fixer_passes_and_the_breaker_is_caught_on_disk(eval_file, tmp_path,
     assert tree_digest(EXAMPLE / "fixture_repo") == fixture
 
 
-@pytest.mark.skip(reason="re-evaluation does not load persisted artifacts yet: evaluate_traces "
-                         "(runner/evaluation.py) must pass each trace's artifact from the workspaces' loader")
 def test_re_evaluation_judges_the_persisted_artifacts_again(tmp_path, env):
     assert run_evalh(["run", str(EXAMPLE / "eval.yaml")], env, tmp_path).returncode == 0
     run_dir = the_run_dir(tmp_path)
