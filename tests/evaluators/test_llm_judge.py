@@ -196,7 +196,9 @@ def test_re_evaluation_with_a_cached_judge_makes_no_calls_and_gives_identical_re
     asyncio.run(evaluate_traces(spec, run_dir))
     first = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
     calls = server.calls
-    assert calls == 12 and sum(r["passed"] for r in first) == 10  # the candidate answers "wrong" every 3rd case
+    # 8 distinct prompts (the variants agree on 4 of 6 answers); a repeat is a call or a hit, by timing.
+    assert calls == sum(not r["detail"]["cached"] for r in first) and 8 <= calls <= 12
+    assert sum(r["passed"] for r in first) == 10  # the candidate answers "wrong" every 3rd case
 
     asyncio.run(evaluate_traces(spec, run_dir))
     again = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
