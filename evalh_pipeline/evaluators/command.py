@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -24,12 +23,9 @@ from evalh_pipeline.evaluators.base import (
     Verdict,
 )
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+from evalh_pipeline.process_groups import PIPE_GRACE_SECONDS, REAP_SECONDS, GroupProtocol, describe_exit, kill_group
 from evalh_pipeline.store.masking import mask_text
 
-# After the command exits and its group is killed, how long to wait for the pipes to
-# close: a process that left the group (setsid) may still hold them open.
-PIPE_GRACE_SECONDS = 2.0
-REAP_SECONDS = 5.0
 # Host variables Windows needs to start any program; absent elsewhere.
 _WINDOWS_BASICS = ("SYSTEMROOT", "PATHEXT", "COMSPEC")
 
@@ -152,7 +148,7 @@ class Command(Evaluator):
                            score=0.0, detail=detail)
         if outcome.exit_code != cfg.expected_exit_code:
             tail = _last_line(outcome.stderr.text()) or _last_line(outcome.stdout.text())
-            reason = f"exited with {_describe_exit(outcome.exit_code)}, expected {cfg.expected_exit_code}"
+            reason = f"ended with {describe_exit(outcome.exit_code)}, expected {cfg.expected_exit_code}"
             return Verdict(False, reason + (f": {mask_text(tail, secrets)}" if tail else ""), score=0.0, detail=detail)
         return Verdict(True, f"exited with {cfg.expected_exit_code} as expected", score=1.0, detail=detail)
 
@@ -185,30 +181,15 @@ class _Outcome:
         self.exit_code, self.timed_out, self.stdout, self.stderr = exit_code, timed_out, stdout, stderr
 
 
-class _Collector(asyncio.SubprocessProtocol):
-    """Keeps the tails of stdout and stderr; signals the exit and the closing of both pipes.
-
-    Exit is watched apart from the pipes, so a leftover child holding stdout open cannot
-    stretch the command past its exit.
-    """
+class _Collector(GroupProtocol):
+    """Keeps the tails of stdout and stderr."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        super().__init__(loop)
         self.streams = {1: _Tail(limit), 2: _Tail(limit)}
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.pipes_closed: asyncio.Future[None] = loop.create_future()
-        self._open = {1, 2}
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         self.streams[fd].add(data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if not self._open and not self.pipes_closed.done():
-            self.pipes_closed.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, limit: int) -> _Outcome:
@@ -228,7 +209,7 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, 
     try:
         done, _ = await asyncio.wait([proto.exited], timeout=timeout)
         timed_out = not done
-        _kill_group(pgid)  # on timeout the command itself; otherwise what it left running
+        kill_group(pgid)  # on timeout the command itself; otherwise what it left running
         if timed_out:
             await asyncio.wait([proto.exited], timeout=REAP_SECONDS)
         await asyncio.wait([proto.pipes_closed], timeout=PIPE_GRACE_SECONDS)
@@ -236,18 +217,9 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, 
         return _Outcome(exit_code, timed_out, proto.streams[1], proto.streams[2])
     finally:
         if not proto.exited.done():  # cancelled: kill the group and reap before propagating
-            _kill_group(pgid)
+            kill_group(pgid)
             await asyncio.wait([proto.exited], timeout=REAP_SECONDS)
         transport.close()
-
-
-def _kill_group(pgid: int | None) -> None:
-    if pgid is None:
-        return
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
 
 
 def _remove_tree(path: Path) -> None:
@@ -260,17 +232,6 @@ def _remove_tree(path: Path) -> None:
 
     hook = {"onexc": make_writable} if sys.version_info >= (3, 12) else {"onerror": make_writable}
     shutil.rmtree(path, **hook)
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        try:
-            return f"code {code} (killed by {signal.Signals(-code).name})"
-        except ValueError:
-            return f"code {code} (killed by signal {-code})"
-    return f"code {code}"
 
 
 def _last_line(text: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from evalh_pipeline.models import EvalCase, TraceOutput
+from evalh_pipeline.process_groups import PIPE_GRACE_SECONDS, REAP_SECONDS, GroupProtocol, describe_exit, kill_group
 from evalh_pipeline.store.masking import MASK, is_secret_key, mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -27,11 +27,6 @@ from evalh_pipeline.templating import MissingTemplateField, render_case_template
 STDERR_TAIL_BYTES = 4096
 STDOUT_LIMIT_BYTES = 32 * 1024 * 1024
 SNIPPET_CHARS = 500
-# After the command exits (and its leftovers are killed), how long to wait for the pipes
-# to close: a process that left the group (setsid) may still hold them open.
-PIPE_GRACE_SECONDS = 2.0
-# How long a cancelled cell waits for the killed command to be reaped.
-REAP_SECONDS = 5.0
 _NAMES = ("case_json",)
 
 
@@ -154,7 +149,7 @@ class CliSystem(SystemAdapter):
             partial = SystemResponse(extra=extra)
             if stdout.strip():
                 partial.output = TraceOutput(final_answer=stdout.strip())
-            raise AdapterError(f"command exited with {_describe_exit(result.exit_code)}"
+            raise AdapterError(f"command ended with {describe_exit(result.exit_code)}"
                                + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"), partial=partial)
         if cfg.output_format == "text":
             return SystemResponse(output=TraceOutput(final_answer=stdout.strip()), extra=extra)
@@ -180,24 +175,14 @@ class _Result:
         self.exit_code, self.stdout, self.stderr_tail, self.overflow = exit_code, stdout, stderr_tail, overflow
 
 
-class _Collector(asyncio.SubprocessProtocol):
-    """Collects stdout (up to a limit) and the tail of stderr; signals exit and closed pipes.
-
-    Exit is watched separately from the pipes (``Process.wait`` on Python 3.11 waits for
-    both), so a leftover child holding stdout open cannot keep the cell running.
-    """
+class _Collector(GroupProtocol):
+    """Collects stdout (up to a limit) and the tail of stderr."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
         self.stdout = bytearray()
         self.stderr = bytearray()
         self.overflow = False
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.pipes_closed: asyncio.Future[None] = loop.create_future()
-        self._open = {1, 2}
-        self.pid: int | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.pid = transport.get_pid()  # type: ignore[attr-defined]
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -205,22 +190,13 @@ class _Collector(asyncio.SubprocessProtocol):
                 return
             if len(self.stdout) + len(data) > STDOUT_LIMIT_BYTES:
                 self.overflow = True
-                _kill_group(self.pid)
+                kill_group(self.pid)
                 return
             self.stdout += data
         else:
             self.stderr += data
             if len(self.stderr) > 2 * STDERR_TAIL_BYTES:
                 del self.stderr[:-STDERR_TAIL_BYTES]
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if not self._open and not self.pipes_closed.done():
-            self.pipes_closed.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
 
 
 async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: dict[str, str]) -> _Result:
@@ -241,34 +217,16 @@ async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: 
             pipe.write(stdin)  # buffered by the transport; a command that never reads is fine
             pipe.close()
         await asyncio.shield(proto.exited)  # a cancelled await must not cancel the exit signal itself
-        _kill_group(pgid)  # leftovers of a command that exited
+        kill_group(pgid)  # leftovers of a command that exited
         await asyncio.wait([proto.pipes_closed], timeout=PIPE_GRACE_SECONDS)
         exit_code = transport.get_returncode()
         assert exit_code is not None
         return _Result(exit_code, bytes(proto.stdout), bytes(proto.stderr[-STDERR_TAIL_BYTES:]), proto.overflow)
     finally:
         if not proto.exited.done():  # cancelled (timeout) or failed: kill the group, reap the command
-            _kill_group(pgid)
+            kill_group(pgid)
             await asyncio.wait([proto.exited], timeout=REAP_SECONDS)
         transport.close()
-
-
-def _kill_group(pgid: int | None) -> None:
-    if pgid is None:
-        return
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"code {code} (killed by {signal.Signals(-code).name})"
-        except ValueError:
-            return f"code {code} (killed by signal {-code})"
-    return f"exit code {code}"
 
 
 def _masked_argv(argv: list[str], secret_values: frozenset[str] = frozenset()) -> list[str]:

@@ -49,7 +49,7 @@ def test_fails_on_another_exit_code_with_the_last_stderr_line(artifact):
     verdict = judge({"command": [PY, "-c", "import sys; print('FAILED (failures=1)', file=sys.stderr); sys.exit(1)"]},
                     artifact)
     assert not verdict.passed
-    assert verdict.reason == "exited with code 1, expected 0: FAILED (failures=1)"
+    assert verdict.reason == "ended with exit code 1, expected 0: FAILED (failures=1)"
     assert verdict.detail["stderr"].strip() == "FAILED (failures=1)"
 
 

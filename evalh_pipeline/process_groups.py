@@ -1,0 +1,65 @@
+"""Child processes run in their own process group, shared by the cli adapter and the command evaluator.
+
+Exit is watched apart from the pipes (``Process.wait`` on Python 3.11 waits for both), so a
+leftover grandchild holding stdout open cannot stretch a command past its exit, and the
+whole group is killed afterwards so nothing it started outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+# After the command exits (and its leftovers are killed), how long to wait for the pipes
+# to close: a process that left the group (setsid) may still hold them open.
+PIPE_GRACE_SECONDS = 2.0
+# How long to wait for a killed command to be reaped.
+REAP_SECONDS = 5.0
+
+
+class GroupProtocol(asyncio.SubprocessProtocol):
+    """Signals the command's exit and the closing of both output pipes, separately.
+
+    Subclasses keep the output they need in :meth:`pipe_data_received`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+        self.pid: int | None = None
+        self._open = {1, 2}
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pid = transport.get_pid()  # type: ignore[attr-defined]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.pipes_closed.done():
+            self.pipes_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+def kill_group(pgid: int | None) -> None:
+    """SIGKILL a process group (started with ``start_new_session``); gone already is fine."""
+    if pgid is None:
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def describe_exit(code: int | None) -> str:
+    """``exit code 3``, ``exit code -9 (killed by SIGKILL)`` or ``no exit code``."""
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"exit code {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"exit code {code} (killed by signal {-code})"
+    return f"exit code {code}"
