@@ -34,6 +34,17 @@ async def run(case, variant):
 '''
 
 
+# Two variants of the stub agent that answer alike (the default's candidate regresses).
+STEADY_SYSTEMS = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+"""
+
+
 def write_eval(folder: Path, *, cases: int = 6, extra_yaml: str = "", systems: str | None = None,
                evaluators: str | None = None) -> Path:
     """A small offline eval: `cases` JSONL cases, a stub agent, two variants by default."""

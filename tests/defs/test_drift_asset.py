@@ -10,16 +10,8 @@ from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.conftest import STEADY_SYSTEMS, write_eval
 
-STEADY = """
-  - name: base
-    adapter: python_function
-    target: stub_agent:run
-  - name: candidate
-    adapter: python_function
-    target: stub_agent:run
-"""
 # Only the promoted-baseline gate: the baseline-variant gate would block drift itself.
 DRIFT_GATE_ONLY = "gates: {no_regressions_vs_baseline_variant: false}\n"
 DRIFT_KEY = dg.AssetKey(["toy", "drift"])
@@ -36,7 +28,7 @@ def _drift_metadata(instance):
 
 
 def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_path, instance):
-    spec = load_eval(write_eval(tmp_path / "toy", cases=4, systems=STEADY))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=4, systems=STEADY_SYSTEMS))
     outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
 
     assert outcome.failed_checks == []
@@ -51,7 +43,7 @@ def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_
 
 def test_a_known_regression_against_the_promoted_baseline_fails_the_blocking_gate(tmp_path, instance):
     folder = tmp_path / "toy"
-    steady = load_eval(write_eval(folder, cases=6, systems=STEADY, extra_yaml=DRIFT_GATE_ONLY))
+    steady = load_eval(write_eval(folder, cases=6, systems=STEADY_SYSTEMS, extra_yaml=DRIFT_GATE_ONLY))
     first = materialize_run(steady, new_run_id("toy"), instance=instance)
     materialize_promotion(steady, first.run_dir.run_id, instance=instance)
     # The default systems break every third case of `candidate`: case_0 and case_3 regress.

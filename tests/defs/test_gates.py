@@ -8,16 +8,8 @@ from evalh_pipeline.config import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.conftest import STEADY_SYSTEMS, write_eval
 
-STEADY = """
-  - name: base
-    adapter: python_function
-    target: stub_agent:run
-  - name: candidate
-    adapter: python_function
-    target: stub_agent:run
-"""
 
 
 def _check_results(instance, eval_name):
@@ -47,7 +39,7 @@ def test_pass_rate_floor_and_errored_fraction_gates(tmp_path, instance):
 
 
 def test_a_clean_run_passes_every_gate(tmp_path, instance):
-    path = write_eval(tmp_path / "toy", cases=4, systems=STEADY,
+    path = write_eval(tmp_path / "toy", cases=4, systems=STEADY_SYSTEMS,
                       extra_yaml="gates: {pass_rate_floor: 0.9, max_errored_fraction: 0.0}\n")
     outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
     assert outcome.failed_checks == []

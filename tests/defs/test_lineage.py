@@ -11,16 +11,8 @@ from evalh_pipeline.config import load_eval
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.fixtures import file_sha256
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.conftest import STEADY_SYSTEMS, write_eval
 
-STEADY = """
-  - name: base
-    adapter: python_function
-    target: stub_agent:run
-  - name: candidate
-    adapter: python_function
-    target: stub_agent:run
-"""
 
 
 def _git(repo, *args):
@@ -30,7 +22,7 @@ def _git(repo, *args):
 
 def test_a_run_records_the_fixture_commit_and_every_asset_shows_it(tmp_path, instance):
     folder = tmp_path / "toy"
-    path = write_eval(folder, cases=3, systems=STEADY)
+    path = write_eval(folder, cases=3, systems=STEADY_SYSTEMS)
     for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
                  ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "fixtures"]):
         _git(folder, *args)
@@ -52,7 +44,7 @@ def test_a_run_records_the_fixture_commit_and_every_asset_shows_it(tmp_path, ins
 
 def test_outside_git_the_commit_reads_nogit(tmp_path, instance, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=STEADY))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=STEADY_SYSTEMS))
     materialize_run(spec, new_run_id("toy"), instance=instance)
     event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"]))
     assert event.asset_materialization.metadata["fixture_commit"].value == "nogit"
