@@ -418,6 +418,27 @@ def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool
     out.print(f"{found.matched} matching cell(s) in {found.run_id}{rest}", highlight=False)
 
 
+# Lines of unified diff shown per cell; the whole diff stays in the artifact's diff.txt.
+MAX_DIFF_LINES = 80
+
+
+def _append_file_changes(text, artifact: dict) -> None:
+    """The cell's filesystem diff: changed paths, then the text diffs up to MAX_DIFF_LINES."""
+    diff = artifact.get("diff") or {}
+    changes = [("+", p) for p in diff.get("added", [])] + [("~", p) for p in diff.get("modified", [])] + [
+        ("-", p) for p in diff.get("removed", [])]
+    text.append("files:" + (" " if changes else " unchanged") + "\n", style="bold")
+    for mark, path in changes:
+        text.append(f"  {mark} {path}\n", style={"+": "green", "-": "red"}.get(mark, "yellow"))
+    lines = [line for body in (diff.get("text_diffs") or {}).values() for line in body.splitlines()]
+    for line in lines[:MAX_DIFF_LINES]:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        text.append(f"  {line}\n", style=style)
+    if len(lines) > MAX_DIFF_LINES:
+        where = artifact.get("artifacts_path") or "the artifacts folder"
+        text.append(f"  … {len(lines) - MAX_DIFF_LINES} more diff line(s) in {where}/diff.txt\n")
+
+
 def _cell_text(cell, thinking: bool):
     """One inspected cell as a single rich Text (user content is never read as markup)."""
     from rich.text import Text
@@ -448,6 +469,8 @@ def _cell_text(cell, thinking: bool):
         field("error", f"{error.get('type')}: {error.get('message')}")
     if thinking:
         field("thinking", output.get("thinking") or "–")
+    if cell.artifact is not None:
+        _append_file_changes(text, cell.artifact)
     if not cell.results:
         field("evaluators", "no results")
     for r in sorted(cell.results, key=lambda r: r.get("evaluator", "")):

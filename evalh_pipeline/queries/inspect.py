@@ -2,12 +2,14 @@
 
 DuckDB picks the (case, variant, sample) keys (with the shared cell verdict, so ``failed``
 means exactly what the summary counts as not passed, or errored); then traces.jsonl and
-results.jsonl are streamed once each and only the selected records are kept.
+results.jsonl are streamed once each and only the selected records are kept. A cell
+that ran in a workspace also gets its artifact (the filesystem diff) from artifact.json.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -38,6 +40,7 @@ class InspectedCell(BaseModel):
     passed: bool
     trace: dict[str, Any] = Field(default_factory=dict)
     results: list[dict[str, Any]] = Field(default_factory=list)
+    artifact: dict[str, Any] | None = None  # the persisted artifact.json, when the eval has a workspace
 
 
 class Inspection(BaseModel):
@@ -80,4 +83,30 @@ def inspect_run(
             cell = cells.get(_key(record))
             if cell is not None:
                 cell.results.append(record)
+        read_artifact = _artifact_reader(run_dir)
+        if read_artifact is not None:
+            for key, cell in cells.items():
+                cell.artifact = read_artifact(key)
     return Inspection(run_id=run_dir.run_id, matched=matched, cells=list(cells.values()))
+
+
+def _artifact_reader(run_dir: RunDirectory) -> Callable[[Key], dict[str, Any] | None] | None:
+    """Reads a cell's artifact.json from where the run put it; None when the run had no workspace."""
+    import yaml
+
+    config = yaml.safe_load(run_dir.config_yaml.read_text(encoding="utf-8")) if run_dir.config_yaml.exists() else {}
+    workspace = (config or {}).get("workspace")
+    if not isinstance(workspace, dict):
+        return None
+    # Only here: fsspec is not needed by runs without a workspace.
+    from evalh_pipeline.workspaces.storage import artifact_key, storage_for
+
+    storage = storage_for(workspace.get("object_storage"), run_dir.artifacts, run_dir.run_id)
+
+    def read(key: Key) -> dict[str, Any] | None:
+        try:
+            return json.loads(storage.get(f"{artifact_key(*key)}/artifact.json"))
+        except (FileNotFoundError, KeyError):
+            return None
+
+    return read

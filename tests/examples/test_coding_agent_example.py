@@ -87,3 +87,14 @@ def test_re_evaluation_judges_the_persisted_artifacts_again(tmp_path, env):
     assert proc.returncode == 0, proc.stderr
     assert (run_dir / "traces.jsonl").read_text() == calls_before
     assert_expected_verdicts(run_dir)
+
+
+def test_inspect_shows_the_files_a_cell_changed_and_their_diff(tmp_path, env):
+    assert run_evalh(["run", str(EXAMPLE / "eval.yaml")], env, tmp_path).returncode == 0
+    run_dir = the_run_dir(tmp_path)
+
+    proc = run_evalh(["inspect", str(run_dir), "--case", "discount_bug_report", "--variant", "breaker"], env, tmp_path)
+
+    assert proc.returncode == 0, proc.stderr
+    assert "files:" in proc.stdout and "~ README.md" in proc.stdout
+    assert any(line.strip().startswith("+") and "README" not in line for line in proc.stdout.splitlines())
