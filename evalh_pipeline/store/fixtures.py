@@ -102,9 +102,10 @@ def _cached_sha256(path: Path) -> str:
 
 
 def copy_from_path(spec: EvalSpec) -> Path | None:
-    """The folder ``workspace.copy_from`` names (relative to the eval folder), if any."""
+    """The fixture folder of the workspace (``copy_from``, or a git workspace's ``source_repo``), if any."""
     workspace = spec.config.workspace
-    value = getattr(workspace, "copy_from", None) if workspace is not None else None
+    value = (getattr(workspace, "copy_from", None) or getattr(workspace, "source_repo", None)
+             if workspace is not None else None)
     if not value:
         return None
     path = Path(str(value)).expanduser()

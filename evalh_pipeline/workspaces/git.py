@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
@@ -42,6 +42,17 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
     source_repo: str
     source_branch: str | None = None
     init_if_missing: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        # eval-harness 1.0 evals name the source `copy_from` and make it a repository when it
+        # is not one (`init_git`, default true): read them as source_repo / init_if_missing.
+        if isinstance(data, dict) and "copy_from" in data and "source_repo" not in data:
+            data = dict(data)
+            data["source_repo"] = data.pop("copy_from")
+            data.setdefault("init_if_missing", data.pop("init_git", True))
+        return data
 
     @field_validator("source_repo")
     @classmethod
