@@ -82,8 +82,8 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
     for i, output in enumerate(config.output):
         if output.type != "local_files":
             issues.append(where.issue(("output", i, "type"), f"unknown output type {output.type!r} (known: local_files)"))
-        elif "://" in output.path and not output.path.startswith("file://"):
-            issues.append(where.issue(("output", i, "path"), f"{output.path!r}: only local folders are supported so far"))
+        elif (problem := _output_url_problem(output.path)) is not None:
+            issues.append(where.issue(("output", i, "path"), problem))
 
     dataset_path = None
     if config.dataset.path is None:
@@ -101,12 +101,14 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
 
     secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
+    outputs = tuple(resolve_output_path(output.path, eval_path.parent) for output in config.output)
     return EvalSpec(
         path=eval_path,
         config=config,
         variants=variants,
         dataset_path=dataset_path,
-        runs_root=resolve_output_path(config.output[0].path, eval_path.parent),
+        runs_root=_working_root(outputs[0]),
+        outputs=outputs,
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
         price_table_path=price_table_path,
@@ -149,10 +151,32 @@ def resolve_input_path(value: str, eval_dir: Path) -> Path:
     return from_cwd if from_cwd.exists() else beside_eval
 
 
+def _output_url_problem(value: str) -> str | None:
+    """Why an ``output[].path`` URL cannot be written to (None for a plain folder or a usable URL)."""
+    if "://" not in value:
+        return None
+    import fsspec
+
+    protocol = value.split("://", 1)[0]
+    if protocol not in fsspec.available_protocols():
+        return (f"{value!r}: unknown URL protocol {protocol!r} (use a folder, file://, memory://, "
+                "s3://, gs://, az:// or another fsspec protocol)")
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ImportError as exc:
+        return f"{value!r}: the {protocol}:// backend is not installed ({exc}; see the s3, gcs and azure extras)"
+    return None
+
+
+def _working_root(canonical: str) -> str:
+    """Where the engine writes runs: the canonical folder, or the local working copy of a URL."""
+    from evalh_pipeline.store.publishing import is_remote, working_root
+
+    return str(working_root(canonical)) if is_remote(canonical) else canonical
+
+
 def resolve_output_path(value: str, eval_dir: Path) -> str:
-    """A URL stays a URL; a relative folder resolves like an input path (eval folder first)."""
-    if value.startswith("file://"):
-        return str(Path(value.removeprefix("file://")).resolve())
+    """A URL (``file://`` too) stays a URL; a relative folder resolves like an input path (eval folder first)."""
     if "://" in value:
         return value
     env_root = os.environ.get("EVALH_RUNS_DIR")

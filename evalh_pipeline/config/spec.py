@@ -29,6 +29,9 @@ class EvalSpec:
     price_table_path: Path | None = None
     # `evalh run --limit N`: keep the first N selected cases (after filter and sample).
     case_limit: int | None = None
+    # output[] resolved, canonical first (plain folders absolute, URLs as written). When the
+    # canonical one is a URL, runs_root is its local working copy (store/publishing.py).
+    outputs: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@
       drift.yaml         the run against the eval's promoted baseline (regenerable)
       drift.md           the drift report for humans, regressions first (regenerable)
       artifacts/<case>/<variant>/   filesystem artifacts, when the eval has a workspace
+      publish.jsonl      output[] mirrors that failed to take an upload (store/publishing.py)
 """
 
 from __future__ import annotations

@@ -116,16 +116,37 @@ def test_eval_folder_wins_when_both_eval_folder_and_cwd_have_the_dataset(tmp_pat
     assert load_eval(path, env={}).dataset_path == (tmp_path / "ev" / "cases.jsonl").resolve()
 
 
-def test_remote_output_url_is_refused_until_object_storage_exists(tmp_path):
-    path = write(tmp_path, output="output:\n  - {type: local_files, path: 's3://bucket/evals/runs'}\n")
-    with pytest.raises(ConfigError, match=r"output\[0\]\.path: 's3://bucket/evals/runs': only local folders"):
+def test_output_url_with_an_unknown_protocol_is_refused_with_file_line_and_key(tmp_path):
+    path = write(tmp_path, output="output:\n  - {path: runs}\n  - {type: local_files, path: 'nosuch://bucket/runs'}\n")
+    with pytest.raises(ConfigError, match=r"eval\.yaml:12 output\[1\]\.path: 'nosuch://bucket/runs': "
+                                          r"unknown URL protocol 'nosuch'"):
         load_eval(path, env={})
 
 
-def test_single_output_mapping_is_accepted_like_a_list_and_file_urls_are_folders(tmp_path):
+def test_output_url_whose_backend_is_missing_names_the_extra(tmp_path):
+    pytest.importorskip("fsspec")
+    try:
+        import s3fs  # noqa: F401
+        pytest.skip("s3fs is installed")
+    except ImportError:
+        pass
+    path = write(tmp_path, output="output:\n  - {type: local_files, path: 's3://bucket/evals/runs'}\n")
+    with pytest.raises(ConfigError, match=r"output\[0\]\.path: 's3://bucket/evals/runs': the s3:// backend is not installed"):
+        load_eval(path, env={})
+
+
+def test_single_output_mapping_is_accepted_and_a_file_url_gets_a_local_working_copy(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path, output="output: {type: local_files, path: 'file:///tmp/x/runs'}\n")
     spec = load_eval(path, env={})
-    assert spec.runs_root == "/tmp/x/runs" and len(spec.config.output) == 1
+    assert len(spec.config.output) == 1 and spec.outputs == ("file:///tmp/x/runs",)
+    assert Path(spec.runs_root).parent == (tmp_path / "cache" / "runs").resolve()
+
+
+def test_outputs_after_the_first_are_mirrors_and_a_local_canonical_is_the_runs_root(tmp_path):
+    path = write(tmp_path, output=f"output:\n  - {{path: {tmp_path / 'runs'}}}\n  - {{path: 'memory://mirror/runs'}}\n")
+    spec = load_eval(path, env={})
+    assert spec.runs_root == str(tmp_path / "runs") and spec.outputs == (str(tmp_path / "runs"), "memory://mirror/runs")
 
 
 def test_relative_output_folder_resolves_against_the_eval_folder(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerp
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
+from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 
@@ -97,6 +98,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         per_run: dict[str, dict[str, Any]] = {}
         for run_id in group_by_run(context.partition_keys):
             info = prepare_cases(live, run_id)
+            _publish(context, live, info.run_dir, "cases")
             per_run[run_id] = {
                 "cases": info.cases,
                 "resumed": not info.created,
@@ -166,6 +168,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         for stale in (run_dir.drift, run_dir.drift_report):
             stale.unlink(missing_ok=True)
         result = write_summary(live, run_dir)
+        _publish(context, live, run_dir, "summary")
         comp = result.comparison
         metadata: dict[str, Any] = {
             "cases_total": result.cases_total,
@@ -196,6 +199,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         live = load()
         run_dir = run_directory(live, context.partition_key)
         result = write_drift(name, run_dir, Path(live.runs_root))
+        _publish(context, live, run_dir, "drift")
         if result.comparison is None:
             context.log.info(f"{name} has no promoted baseline: nothing to compare {run_dir.run_id} with")
         return dg.MaterializeResult(metadata={
@@ -252,11 +256,22 @@ def _over_runs(
 ) -> dg.MaterializeResult:
     """Apply a per-run stage to every run in the materialized (run x variant) range."""
     runtime = getattr(context.resources, RUNTIME_KEY)
-    per_run = {
-        run_id: stage(live, run_directory(live, run_id), variants, runtime)
-        for run_id, variants in group_by_run(context.partition_keys).items()
-    }
+    per_run = {}
+    for run_id, variants in group_by_run(context.partition_keys).items():
+        run_dir = run_directory(live, run_id)
+        per_run[run_id] = stage(live, run_dir, variants, runtime)
+        _publish(context, live, run_dir, context.asset_key.path[-1])
     return dg.MaterializeResult(metadata=_merge_runs(per_run))
+
+
+def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
+    """Copy what the stage changed to the eval's output URLs (store/publishing.py).
+
+    A canonical failure raises and fails the asset; a mirror failure is recorded in the
+    run directory's publish.jsonl and logged here.
+    """
+    for failure in publish_run(live, run_dir, stage).failures:
+        context.log.warning(f"{run_dir.run_id}: mirror {failure.target} not updated after {stage}: {failure.error}")
 
 
 def _merge_runs(per_run: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""Publishing a run directory to its outputs: the canonical URL and the mirrors (``output[]``).
+
+The engine always works on a local run directory: JSONL appends, DuckDB reads and locks
+need a real file system, and object stores have no append. When the canonical output is
+a URL (anything with ``://``, ``file://`` included; only a plain path is local), the run
+directory lives in a local working copy under :func:`working_root` and the publisher
+copies it to ``<url>/<run_id>/`` after every stage that changes it. Mirrors
+(``output[1:]``, URLs or plain folders) get the same copies.
+
+Rules:
+
+- each file is put whole (the recovery rule: after a stage, the finished file is uploaded
+  again; a half-uploaded file is replaced by the next publish);
+- a file whose size and mtime did not change since its last upload to that target is
+  skipped; a file that disappeared locally (stale drift files) is removed from the target;
+- hidden entries at the top of the run directory (``.lock``, staging, this module's
+  ``.publish-state.json``) and ``.<name>.tmp`` files anywhere are never uploaded;
+  symlinks are skipped (object stores cannot hold them; workspace manifests record them);
+- a canonical failure raises :class:`PublishError` (the stage fails); a mirror failure is
+  appended to ``publish.jsonl`` in the run directory and returned, never raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+
+if TYPE_CHECKING:
+    from evalh_pipeline.config.spec import EvalSpec
+
+PUBLISH_LOG = "publish.jsonl"
+STATE_FILE = ".publish-state.json"
+
+
+class PublishError(RuntimeError):
+    """The canonical output could not take the run directory: the stage that wrote it fails."""
+
+
+def is_remote(target: str) -> bool:
+    """Only a plain path is worked on in place; every URL (``file://`` too) is published to."""
+    return "://" in target
+
+
+def working_root(url: str) -> Path:
+    """The local folder holding working copies of runs whose canonical output is ``url``.
+
+    ``$EVALH_CACHE_DIR/runs/<hash>`` (default ``~/.cache/evalh``); the hash of the URL keeps
+    evals with different outputs apart and is the same in every process (CLI, Dagster).
+    """
+    base = os.environ.get("EVALH_CACHE_DIR") or str(Path.home() / ".cache" / "evalh")
+    digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
+    return Path(base).expanduser().resolve() / "runs" / digest
+
+
+def run_url(target: str, run_id: str) -> str:
+    """Where one run lives on an output."""
+    return f"{target.rstrip('/')}/{run_id}"
+
+
+@dataclass(frozen=True)
+class MirrorFailure:
+    """A mirror that did not take this publish."""
+
+    target: str
+    error: str
+
+
+@dataclass
+class PublishReport:
+    """What one publish did: files uploaded and removed per target, and the mirror failures."""
+
+    uploaded: dict[str, int] = field(default_factory=dict)
+    removed: dict[str, int] = field(default_factory=dict)
+    failures: list[MirrorFailure] = field(default_factory=list)
+
+
+class RunPublisher:
+    """Copies a local run directory to its canonical output (when remote) and its mirrors."""
+
+    def __init__(self, canonical: str | None, mirrors: Sequence[str] = ()) -> None:
+        self.canonical = canonical
+        self.mirrors = list(mirrors)
+
+    @classmethod
+    def for_spec(cls, spec: EvalSpec) -> RunPublisher:
+        """The publisher of an eval's ``output[]``: canonical only when it is a URL."""
+        outputs = list(spec.outputs) or [spec.runs_root]
+        canonical = outputs[0] if is_remote(outputs[0]) else None
+        return cls(canonical, outputs[1:])
+
+    @property
+    def active(self) -> bool:
+        return self.canonical is not None or bool(self.mirrors)
+
+    def publish(self, run_dir: RunDirectory, stage: str) -> PublishReport:
+        """Upload what changed in ``run_dir`` to every target.
+
+        Mirrors go first so that their failures, recorded in ``publish.jsonl``, reach the
+        canonical copy in the same publish.
+        """
+        report = PublishReport()
+        if not self.active:
+            return report
+        state = _load_state(run_dir)
+        try:
+            for mirror in self.mirrors:
+                try:
+                    self._publish_to(mirror, run_dir, state, report)
+                except Exception as exc:  # noqa: BLE001 - a mirror never fails the run
+                    failure = MirrorFailure(mirror, f"{type(exc).__name__}: {exc}")
+                    report.failures.append(failure)
+                    _record_failure(run_dir, stage, failure)
+            if self.canonical is not None:
+                try:
+                    self._publish_to(self.canonical, run_dir, state, report)
+                except Exception as exc:
+                    raise PublishError(
+                        f"cannot publish run {run_dir.run_id} to its canonical output "
+                        f"{run_url(self.canonical, run_dir.run_id)} after {stage}: {type(exc).__name__}: {exc}"
+                    ) from exc
+        finally:
+            write_atomic(run_dir.path / STATE_FILE, json.dumps(state, sort_keys=True) + "\n")
+        return report
+
+    def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
+        from evalh_pipeline.workspaces.storage import FsspecObjectStorage, encode_path_part
+
+        storage = FsspecObjectStorage(run_url(target, run_dir.run_id))
+        seen: dict[str, list[int]] = state.setdefault(target, {})
+        current = dict(_publishable_files(run_dir.path))
+        for relative, (path, signature) in sorted(current.items()):
+            if seen.get(relative) == signature:
+                continue
+            key = "/".join(encode_path_part(part) for part in relative.split("/"))
+            if storage.local:
+                storage.put(key, path.read_bytes())  # atomic: readers of a folder mirror never see half a file
+            else:
+                storage.fs.put_file(str(path), f"{storage.root}/{key}")
+            seen[relative] = signature
+            report.uploaded[target] = report.uploaded.get(target, 0) + 1
+        for relative in sorted(set(seen) - set(current)):
+            key = "/".join(encode_path_part(part) for part in relative.split("/"))
+            try:
+                storage.fs.rm_file(f"{storage.root}/{key}")
+            except FileNotFoundError:
+                pass
+            del seen[relative]
+            report.removed[target] = report.removed.get(target, 0) + 1
+
+
+def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
+    """Publish ``run_dir`` to the outputs of ``spec`` after ``stage`` (a no-op for a local-only eval)."""
+    return RunPublisher.for_spec(spec).publish(run_dir, stage)
+
+
+def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> list[dict[str, Any]]:
+    """The mirror failures in ``publish.jsonl`` (those at or after ``since``, when given)."""
+    log = run_dir.path / PUBLISH_LOG
+    if not log.exists():
+        return []
+    records = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn tail of a killed process
+        if since is None or datetime.fromisoformat(record["at"]) >= since:
+            records.append(record)
+    return records
+
+
+def _publishable_files(root: Path) -> Iterator[tuple[str, tuple[Path, list[int]]]]:
+    for folder, dirs, files in os.walk(root):
+        relative_folder = os.path.relpath(folder, root)
+        top = relative_folder == "."
+        if top:
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if (top and name.startswith(".")) or (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            path = Path(folder, name)
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            relative = name if top else f"{relative_folder.replace(os.sep, '/')}/{name}"
+            yield relative, (path, [st.st_size, st.st_mtime_ns])
+
+
+def _load_state(run_dir: RunDirectory) -> dict[str, Any]:
+    path = run_dir.path / STATE_FILE
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return {}  # a broken state costs a full re-upload, nothing more
+
+
+def _record_failure(run_dir: RunDirectory, stage: str, failure: MirrorFailure) -> None:
+    record = {
+        "at": datetime.now(timezone.utc).isoformat(),
+        "stage": stage,
+        "target": failure.target,
+        "ok": False,
+        "error": failure.error,
+    }
+    with JsonlAppender(run_dir.path / PUBLISH_LOG) as log:
+        log.write(json.dumps(record, sort_keys=True))

@@ -1,0 +1,169 @@
+"""RunPublisher: a run directory copied to a URL canonical output and to mirrors, stage by stage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from pathlib import Path
+
+import fsspec
+import pytest
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.stages import prepare_cases, write_summary
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.publishing import (
+    PUBLISH_LOG, STATE_FILE, PublishError, RunPublisher, publish_run, recorded_failures, working_root,
+)
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+RUN_FILES = {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "traces.jsonl", "results.jsonl",
+             "summary.yaml", "report.md"}
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def eval_with_outputs(folder: Path, *outputs: str) -> Path:
+    path = write_eval(folder, cases=3)
+    entries = "".join(f"  - type: local_files\n    path: {target}\n" for target in outputs)
+    text = path.read_text()
+    start = text.index("output:\n")
+    end = text.index("\n", text.index("    path: ", start)) + 1
+    path.write_text(text[:start] + "output:\n" + entries + text[end:])
+    return path
+
+
+def run_all_stages(eval_path: Path):
+    """The stages as the assets call them, publishing after each one."""
+    spec = load_eval(eval_path)
+    info = prepare_cases(spec, new_run_id(spec.name))
+    reports = [publish_run(spec, info.run_dir, "cases")]
+    asyncio.run(produce_traces(spec, info.run_dir))
+    reports.append(publish_run(spec, info.run_dir, "traces"))
+    asyncio.run(evaluate_traces(spec, info.run_dir))
+    reports.append(publish_run(spec, info.run_dir, "results"))
+    write_summary(spec, info.run_dir)
+    reports.append(publish_run(spec, info.run_dir, "summary"))
+    return spec, info.run_dir, reports
+
+
+def remote_files(url: str) -> dict[str, bytes]:
+    fs, root = fsspec.core.url_to_fs(url)
+    return {path[len(root.rstrip("/")) + 1:]: fs.cat_file(path) for path in fs.find(root)}
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    """The files a publish copies: not the hidden top-level entries (.lock, .cells/ caches...)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+            if p.is_file() and not p.relative_to(folder).parts[0].startswith(".")}
+
+
+def test_memory_url_canonical_gets_every_run_file_while_the_engine_works_in_the_cache(tmp_path, cache_dir):
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+
+    assert run_dir.path.parent == working_root(url) and working_root(url).is_relative_to(cache_dir.resolve())
+    published = remote_files(f"{url}/{run_dir.run_id}")
+    assert RUN_FILES <= set(published)
+    assert published == local_files(run_dir.path)
+    assert not any(name.startswith(".") or "/." in name for name in published)
+    assert reports[0].uploaded[url] == 4  # run.json, config.yaml, config_hash.txt, cases.jsonl
+    assert reports[-1].uploaded[url] == 2  # only summary.yaml and report.md changed in the last stage
+
+
+def test_file_url_canonical_on_another_folder_mirrors_the_run_directory(tmp_path):
+    remote = tmp_path / "bucket" / "runs"
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", f"file://{remote}"))
+
+    assert not run_dir.path.is_relative_to(remote)
+    assert local_files(remote / run_dir.run_id) == local_files(run_dir.path)
+    assert RUN_FILES <= set(local_files(remote / run_dir.run_id))
+
+
+def test_unchanged_files_are_skipped_changed_ones_uploaded_and_deleted_ones_removed(tmp_path):
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+    publisher = RunPublisher.for_spec(spec)
+
+    assert publisher.publish(run_dir, "again").uploaded == {}
+    run_dir.report.write_text("# edited\n")
+    os.utime(run_dir.report, ns=(1, 1))  # a different mtime even on coarse clocks
+    assert publisher.publish(run_dir, "edit").uploaded == {url: 1}
+    run_dir.report.unlink()
+    assert publisher.publish(run_dir, "delete").removed == {url: 1}
+    assert "report.md" not in remote_files(f"{url}/{run_dir.run_id}")
+
+
+def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path):
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec = load_eval(eval_with_outputs(tmp_path / "toy", url))
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+    (run_dir.path / ".lock").write_text("")
+    (run_dir.path / ".staging-x").mkdir()
+    (run_dir.path / ".staging-x" / "run.json").write_text("{}")
+    (run_dir.artifacts / "c" / "v").mkdir(parents=True)
+    (run_dir.artifacts / "c" / "v" / ".env").write_text("kept: artifacts may hold dotfiles")
+    (run_dir.artifacts / "c" / "v" / ".out.txt.abc.tmp").write_text("half written")
+    (run_dir.artifacts / "c" / "v" / "link").symlink_to(run_dir.meta)
+
+    publish_run(spec, run_dir, "cases")
+
+    published = set(remote_files(f"{url}/{run_dir.run_id}"))
+    assert published == {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "artifacts/c/v/.env"}
+    assert (run_dir.path / STATE_FILE).exists()
+
+
+def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp_path):
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the mirror wants a folder\n")
+    mirror = f"file://{blocker}/runs"
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url, mirror))
+
+    assert [len(r.failures) for r in reports] == [1, 1, 1, 1]
+    assert reports[0].failures[0].target == mirror
+    failures = recorded_failures(run_dir)
+    assert [f["stage"] for f in failures] == ["cases", "traces", "results", "summary"]
+    assert all(f["target"] == mirror and not f["ok"] and f["error"] for f in failures)
+    published = remote_files(f"{url}/{run_dir.run_id}")
+    assert RUN_FILES | {PUBLISH_LOG} <= set(published)
+    assert published[PUBLISH_LOG] == (run_dir.path / PUBLISH_LOG).read_bytes()
+
+
+def test_a_working_mirror_folder_gets_the_same_files_as_a_local_canonical(tmp_path):
+    mirror = tmp_path / "mirror"
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", str(tmp_path / "runs"), str(mirror)))
+
+    assert run_dir.path.parent == tmp_path / "runs"
+    assert local_files(mirror / run_dir.run_id) == local_files(run_dir.path)
+    assert all(not r.failures for r in reports)
+
+
+def test_a_failing_canonical_output_fails_the_stage_with_the_url_in_the_message(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x\n")
+    spec = load_eval(eval_with_outputs(tmp_path / "toy", f"file://{blocker}/runs"))
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+
+    with pytest.raises(PublishError, match=rf"canonical output file://{blocker}/runs/{run_dir.run_id} after cases"):
+        publish_run(spec, run_dir, "cases")
+    assert not (run_dir.path / PUBLISH_LOG).exists()
+
+
+def test_a_local_only_eval_publishes_nothing(tmp_path):
+    spec = load_eval(eval_with_outputs(tmp_path / "toy", str(tmp_path / "runs")))
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+
+    report = publish_run(spec, run_dir, "cases")
+
+    assert not RunPublisher.for_spec(spec).active and report.uploaded == {}
+    assert not (run_dir.path / STATE_FILE).exists()
+    assert json.loads(run_dir.meta.read_text())["run_id"] == run_dir.run_id
