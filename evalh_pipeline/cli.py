@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from typing import TYPE_CHECKING, Any
@@ -93,13 +94,17 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
     from evalh_pipeline.defs.resources import EvalhRuntime
     from evalh_pipeline.runner.progress import NoProgress
 
+    started = datetime.now(timezone.utc)
     try:
         instance = local_instance()
         with _bars() as bars:
             # Without a terminal the bars are off: skip their per-cell bookkeeping too.
             progress = BarProgress(bars) if err.is_terminal else NoProgress()
             runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency)
-            return action(spec, run_id, instance=instance, runtime=runtime)
+            outcome = action(spec, run_id, instance=instance, runtime=runtime)
+        if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
+            _print_publishing(spec, outcome.run_dir, started)
+        return outcome
     except KeyboardInterrupt:
         err.print(f"interrupted. {on_interrupt}".rstrip(), highlight=False)
         sys.exit(EXIT_INTERRUPTED)
@@ -112,6 +117,18 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
         sys.exit(EXIT_INFRA)
+
+
+def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:
+    """Where the run was published (output[] URLs) and which mirrors failed during this command."""
+    from evalh_pipeline.store.publishing import is_remote, recorded_failures, run_url
+
+    if spec.outputs and is_remote(spec.outputs[0]):
+        # soft_wrap: a URL split over lines cannot be copied.
+        out.print(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}", highlight=False, soft_wrap=True)
+    for failure in recorded_failures(run_dir, since):
+        err.print(f"[yellow]warning:[/yellow] mirror {failure['target']} not updated after {failure['stage']}: "
+                  f"{failure['error']} (recorded in {run_dir.path / 'publish.jsonl'})", highlight=False, soft_wrap=True)
 
 
 def _print_outcome(outcome) -> None:
@@ -232,7 +249,9 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         f"concurrency: {max_concurrency or run_cfg.max_concurrency}"
         + (f" (per variant {run_cfg.per_variant_concurrency})" if run_cfg.per_variant_concurrency else ""),
         f"evaluators: {', '.join(e.name for e in spec.config.evaluators) or '–'}",
-        f"output folder: {Path(spec.runs_root).resolve()}",
+        f"output folder: {Path(spec.runs_root).resolve()}"
+        + (f" (working copy of {spec.outputs[0]})" if spec.outputs and "://" in spec.outputs[0] else "")
+        + (f"; mirrors: {', '.join(spec.outputs[1:])}" if len(spec.outputs) > 1 else ""),
     ]
     if resume_dir:
         lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
