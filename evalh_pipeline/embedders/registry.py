@@ -24,6 +24,15 @@ EMBEDDERS: Registry[Embedder] = Registry(
     },
 )
 
+# eval-harness 2.0.2's embedder names (``embedder_name:``): what we have under another name,
+# and what we do not have at all (loading says so instead of "unknown embedder").
+EVAL_HARNESS_ALIASES: dict[str, dict[str, Any]] = {
+    "openai-text-embedding-3-small": {"name": "openai_compatible", "model": "text-embedding-3-small"},
+}
+EVAL_HARNESS_MISSING: dict[str, str] = {
+    "sentence-transformers/all-MiniLM-L6-v2": "eval-harness's local sentence-transformers model",
+}
+
 
 def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     """Normalize an ``embedder:`` value to ``{name, **options}``; ValueError says what is wrong.
@@ -33,6 +42,12 @@ def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     """
     spec = {"name": spec} if isinstance(spec, str) else dict(spec)
     name = spec.pop("name", None)
+    if name in EVAL_HARNESS_MISSING:
+        raise ValueError(f"embedder {name!r} ({EVAL_HARNESS_MISSING[name]}) is not available in evalh_pipeline: "
+                         f"use one of {', '.join(EMBEDDERS.names())} (wordllama is local and semantic)")
+    if name in EVAL_HARNESS_ALIASES:
+        spec = {**EVAL_HARNESS_ALIASES[name], **spec}
+        name = spec.pop("name")
     if not isinstance(name, str) or not name:
         raise ValueError("embedder needs a name (e.g. `embedder: hashing` or `embedder: {name: hashing, dim: 512}`)")
     try:

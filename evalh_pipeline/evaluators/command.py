@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.artifact_files import ArtifactFiles
 from evalh_pipeline.evaluators.base import (
     Evaluator,
@@ -38,6 +39,11 @@ class CommandConfig(EvaluatorConfigModel):
     inherit_env: bool = False
     capture_output: bool = True
     max_output_bytes: int = Field(default=8192, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        return eval_harness_keys.command(data)
 
     @field_validator("command", mode="before")
     @classmethod

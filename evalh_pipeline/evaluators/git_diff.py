@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.artifact_files import ArtifactFiles
 from evalh_pipeline.evaluators.base import (
     Evaluator,
@@ -53,9 +54,18 @@ class GitDiffConfig(EvaluatorConfigModel):
     expected_patch: str | None = None
     expected_patch_file: str | None = None
     require_renamed_function: RenamedFunction | None = None
+    # eval-harness's keys: paths to be modified or added (like the case's must_modify_files),
+    # and a patch file (absolute or relative to the eval folder) that must be the whole diff.
+    must_modify_files: list[str] | None = None
+    expected_patch_path: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        return eval_harness_keys.git_diff(data)
 
     @field_validator("expected_modified", "expected_added", "expected_removed", "forbidden_paths",
-                     "forbidden_modified")
+                     "forbidden_modified", "must_modify_files")
     @classmethod
     def _globs(cls, value: list[str] | None) -> list[str] | None:
         return check_globs(value)
@@ -102,6 +112,11 @@ class GitDiff(Evaluator):
     - ``require_renamed_function: {old, new}``: ``old`` (as a whole word) appears in no
       modified or added file's after-version and ``new`` appears in at least one.
 
+    - eval-harness's keys: ``must_modify_files`` (modified or added, like the case's list),
+      ``must_not_modify_files`` (added to ``forbidden_paths``; an empty list of either falls
+      back to the case) and ``expected_patch_path`` (as ``expected_patch_file``, absolute
+      allowed, and no file outside the patch may change: eval-harness compares whole diffs).
+
     Needs a workspace: an eval without ``workspace:`` gets an error result.
     """
 
@@ -111,16 +126,21 @@ class GitDiff(Evaluator):
         super().__init__(name, type_name, config, context)
         cfg = self.config
         self._patch_text = cfg.expected_patch
-        if cfg.expected_patch_file is not None:
-            path = self.context.eval_dir / cfg.expected_patch_file
+        # eval-harness compares the whole diff with expected_patch_path: no other file may change.
+        self._patch_is_whole_diff = cfg.expected_patch_path is not None
+        for key in ("expected_patch_file", "expected_patch_path"):
+            name = getattr(cfg, key)
+            if name is None:
+                continue
+            path = self.context.eval_dir / name  # an absolute name stays absolute
             try:
                 self._patch_text = path.read_text(encoding="utf-8")
             except OSError as exc:
-                raise ValueError(f"expected_patch_file {cfg.expected_patch_file!r}: cannot read {path}: {exc}") from None
+                raise ValueError(f"{key} {name!r}: cannot read {path}: {exc}") from None
             try:
                 parse_patch(self._patch_text)
             except PatchError as exc:
-                raise ValueError(f"expected_patch_file {cfg.expected_patch_file!r}: {exc}") from None
+                raise ValueError(f"{key} {name!r}: {exc}") from None
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         if artifact is None:
@@ -136,6 +156,12 @@ class GitDiff(Evaluator):
         patch_text = self._patch_text if self._patch_text is not None else _case_patch(case)
         if patch_text is not None:
             problems += await _check_patch(patch_text, ArtifactFiles(artifact), detail)
+            if self._patch_is_whole_diff:
+                named = {file_patch.path for file_patch in parse_patch(patch_text)}
+                others = sorted({*diff.modified, *diff.added, *diff.removed} - named)
+                detail["patch"]["not_in_patch"] = others
+                if others:
+                    problems.append(f"changed but not in expected_patch_path: {others}")
         if self.config.require_renamed_function is not None:
             problems += await _check_rename(self.config.require_renamed_function, ArtifactFiles(artifact), detail)
         if problems:
@@ -148,6 +174,8 @@ class GitDiff(Evaluator):
         rules: dict[str, tuple[list[str], list[str]]] = {}
         if cfg.expected_modified is not None:
             rules["modified"] = (cfg.expected_modified, diff.modified)
+        elif cfg.must_modify_files is not None:
+            rules["modified"] = (cfg.must_modify_files, [*diff.modified, *diff.added])
         elif case.expected.must_modify_files:
             rules["modified"] = (case.expected.must_modify_files, [*diff.modified, *diff.added])
         if cfg.expected_added is not None:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
 from evalh_pipeline.judges.judge import Judge, JudgeOutcome
 from evalh_pipeline.judges.prompt import Assertion, RubricSpec, build_prompt
@@ -101,6 +102,11 @@ class LlmJudgeConfig(JudgeSettings):
     pass_when: str = "all"
     rubric: RubricConfig | None = None
     include_in_prompt: list[IncludeItem] = Field(default_factory=lambda: ["input", "final_answer"], min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        return eval_harness_keys.llm_judge(data)
 
     @field_validator("pass_when")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from evalh_pipeline.embedders import build_embedder, check_embedder_spec
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
@@ -21,6 +22,11 @@ class SemanticSimilarityConfig(EvaluatorConfigModel):
     # Required: a good threshold depends on the embedder (hashing is lexical, wordllama semantic).
     threshold: float = Field(ge=-1.0, le=1.0)
     embedder: str | dict[str, Any] = "hashing"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        return eval_harness_keys.semantic_similarity(data)
 
     @field_validator("field", "reference_path")
     @classmethod

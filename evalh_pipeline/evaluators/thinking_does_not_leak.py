@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.evaluators.llm_judge import AssertionItem, LlmJudge, check_k_of_n, check_pass_when
 from evalh_pipeline.judges.prompt import thinking_text
@@ -38,6 +39,11 @@ class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
     forbidden: list[str] = Field(default_factory=list)
     case_sensitive: bool = False
     judge: ThinkingJudgeConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_keys(cls, data: Any) -> Any:
+        return eval_harness_keys.thinking_does_not_leak(data)
 
     @field_validator("forbidden")
     @classmethod
