@@ -294,7 +294,27 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     out.print(f"retried {retried} cell(s)", highlight=False)
 
 
+class _RunLocation(click.ParamType):
+    """A run directory, or the URL of a run published through ``output[]``."""
+
+    name = "run"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        if "://" in str(value):
+            return str(value)
+        return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
+
+
 def _run_directory(path: str) -> RunDirectory:
+    if "://" in path:
+        # Only the read-only commands take URLs: they read a fresh local copy.
+        from evalh_pipeline.store.publishing import fetch_run
+
+        try:
+            path = str(fetch_run(path))
+        except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
+            err.print(f"[red]error:[/red] cannot fetch {path}: {type(exc).__name__}: {exc}", highlight=False)
+            sys.exit(EXIT_INFRA)
     directory = RunDirectory(Path(path).resolve())
     if not directory.exists():
         err.print(f"[red]error:[/red] {path} is not a run directory (no run.json)", highlight=False)
@@ -309,8 +329,8 @@ def _num(value: float | None, fmt: str, signed: bool = False) -> str:
 
 
 @main.command()
-@click.argument("run_a", type=click.Path(file_okay=False, exists=True))
-@click.argument("run_b", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_a", type=_RunLocation())
+@click.argument("run_b", type=_RunLocation())
 @click.option("--exit-nonzero-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in RUN_A does not pass in RUN_B.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
@@ -323,8 +343,8 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-@click.option("--baseline", "baseline_dir", type=click.Path(file_okay=False, exists=True),
+@click.argument("run_dir", type=_RunLocation())
+@click.option("--baseline", "baseline_dir", type=_RunLocation(),
               help="Compare with this run instead of the eval's promoted baseline.")
 @click.option("--exit-nonzero-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR (the CI gate).")
@@ -412,7 +432,7 @@ def _json_text(value) -> str:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_dir", type=_RunLocation())
 @click.option("--case", "case_id", help="Only this case id.")
 @click.option("--variant", help="Only this variant.")
 @click.option("--failed", is_flag=True, help="Only cells that did not pass (pass_criteria) or errored.")

@@ -57,9 +57,39 @@ def working_root(url: str) -> Path:
     ``$EVALH_CACHE_DIR/runs/<hash>`` (default ``~/.cache/evalh``); the hash of the URL keeps
     evals with different outputs apart and is the same in every process (CLI, Dagster).
     """
-    base = os.environ.get("EVALH_CACHE_DIR") or str(Path.home() / ".cache" / "evalh")
-    digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
-    return Path(base).expanduser().resolve() / "runs" / digest
+    return _cache_base() / "runs" / _url_hash(url)
+
+
+def fetch_run(url: str) -> Path:
+    """A fresh local copy of the published run at ``url``, for the read-only commands.
+
+    Fetched into ``$EVALH_CACHE_DIR/fetched/<hash>/<run_id>`` (never into a working copy the
+    engine may be writing), replacing an earlier fetch of the same URL.
+    """
+    import shutil
+    import tempfile
+
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(url)
+    root = root.rstrip("/")
+    if not fs.exists(f"{root}/run.json"):
+        raise FileNotFoundError(f"{url} is not a run directory (no run.json)")
+    base = _cache_base() / "fetched" / _url_hash(url)
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=base))
+    final = base / root.rsplit("/", 1)[-1]
+    try:
+        for path in fs.find(root):
+            target = staging / path[len(root) + 1:]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fs.get_file(path, str(target))
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
 
 
 def run_url(target: str, run_id: str) -> str:
@@ -177,6 +207,14 @@ def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> l
         if since is None or datetime.fromisoformat(record["at"]) >= since:
             records.append(record)
     return records
+
+
+def _cache_base() -> Path:
+    return Path(os.environ.get("EVALH_CACHE_DIR") or Path.home() / ".cache" / "evalh").expanduser().resolve()
+
+
+def _url_hash(url: str) -> str:
+    return hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
 
 
 def _publishable_files(root: Path) -> Iterator[tuple[str, tuple[Path, list[int]]]]:

@@ -43,3 +43,15 @@ def test_run_with_a_file_url_output_publishes_the_run_and_records_a_failing_mirr
     stages = [json.loads(line)["stage"] for line in (published / "publish.jsonl").read_text().splitlines()]
     assert stages[:4] == ["cases", "traces", "results", "summary"]
     assert not (tmp_path / "toy" / "runs").exists()
+
+    # The read-only commands take the published run's URL and read a fetched copy.
+    run_url = f"file://{published}"
+    shown = run_evalh(["inspect", run_url, "--limit", "1"], env, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"matching cell(s) in {published.name}" in shown.stdout
+    compared = run_evalh(["compare", run_url, str(working), "--json"], env, tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    comparison = json.loads(compared.stdout)["comparison"]
+    assert comparison["baseline"] == published.name and all(not d["regressions"] for d in comparison["deltas"])
+    missing = run_evalh(["inspect", f"file://{remote}/no-such-run"], env, tmp_path)
+    assert missing.returncode == 2 and "no run.json" in missing.stderr

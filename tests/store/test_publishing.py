@@ -16,7 +16,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.publishing import (
-    PUBLISH_LOG, STATE_FILE, PublishError, RunPublisher, publish_run, recorded_failures, working_root,
+    PUBLISH_LOG, STATE_FILE, PublishError, RunPublisher, fetch_run, publish_run, recorded_failures, working_root,
 )
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
@@ -167,3 +167,18 @@ def test_a_local_only_eval_publishes_nothing(tmp_path):
     assert not RunPublisher.for_spec(spec).active and report.uploaded == {}
     assert not (run_dir.path / STATE_FILE).exists()
     assert json.loads(run_dir.meta.read_text())["run_id"] == run_dir.run_id
+
+
+def test_fetch_run_copies_a_published_run_into_the_cache_and_refreshes_it(tmp_path, cache_dir):
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+    run_url = f"{url}/{run_dir.run_id}"
+
+    fetched = fetch_run(run_url)
+
+    assert fetched.name == run_dir.run_id and fetched.is_relative_to(cache_dir.resolve() / "fetched")
+    assert local_files(fetched) == local_files(run_dir.path)
+    fsspec.core.url_to_fs(run_url)[0].pipe_file(f"{run_url}/report.md".removeprefix("memory://"), b"# new\n")
+    assert (fetch_run(run_url) / "report.md").read_bytes() == b"# new\n"
+    with pytest.raises(FileNotFoundError, match="no run.json"):
+        fetch_run(f"{url}/no-such-run")
