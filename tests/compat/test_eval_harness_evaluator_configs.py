@@ -9,6 +9,10 @@ filesystem evaluators against artifacts laid out on disk.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
 from datetime import datetime, timezone
@@ -19,7 +23,7 @@ from evalh_pipeline.config import ConfigError, load_eval
 from evalh_pipeline.judges.fake_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.evaluation import build_evaluators, judge_trace
-from tests.conftest import write_eval
+from tests.conftest import EVALH, REPO, write_eval
 from tests.evaluators.fs_artifacts import a_trace, make_artifact
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -340,3 +344,43 @@ def test_command_eval_harness_config_without_a_workspace_is_an_error(tmp_path):
 ])
 def test_command_eval_harness_keys_that_cannot_apply_are_load_errors(tmp_path, config, message):
     assert message in load_error(tmp_path, "command", config)
+
+
+# --- side by side with eval-harness itself (optional) -----------------------------------
+
+HARNESS_FS_EVALUATORS = """evaluators:
+  - name: changed_the_right_files
+    type: git_diff
+    config: {must_modify_files: [], must_not_modify_files: []}
+  - name: tests_pass
+    type: command
+    config: {cmd: [python, -m, unittest], cwd: artifact, timeout_seconds: 60, expected_exit_code: 0,
+             capture_output: true}
+output:
+  - type: local_files
+    path: ./runs
+"""
+
+
+def _verdicts(folder) -> dict[tuple[str, str, str], tuple[bool, bool]]:
+    (results,) = (folder / "runs").glob("*/results.jsonl")
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    return {(r["case_id"], r["variant_name"], r["evaluator"]): (r["passed"], r.get("error") is not None) for r in rows}
+
+
+@pytest.mark.skipif(not os.environ.get("EVAL_HARNESS_EVALH"), reason="set EVAL_HARNESS_EVALH to eval-harness's evalh")
+def test_eval_harness_itself_gives_the_same_filesystem_verdicts(tmp_path):
+    source = REPO / "evals" / "coding_agent"
+    text = (source / "eval.yaml").read_text()
+    text = text[:text.index("evaluators:")] + HARNESS_FS_EVALUATORS + text[text.index("pass_criteria:"):]
+    folders = {}
+    for who, argv in (("theirs", [os.environ["EVAL_HARNESS_EVALH"]]), ("ours", EVALH)):
+        folder = tmp_path / who
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("eval_git.yaml", "runs", "__pycache__"))
+        (folder / "eval.yaml").write_text(text)
+        subprocess.run([*argv, "run", "eval.yaml"], cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
+                       capture_output=True, timeout=300)  # a failed gate exits non-zero; verdicts are compared
+        folders[who] = _verdicts(folder)
+    assert len(folders["theirs"]) == 8
+    assert folders["ours"] == folders["theirs"]
+    assert sum(passed for passed, _ in folders["ours"].values()) == 5
