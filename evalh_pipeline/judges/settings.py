@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationInfo, field_validator
+from typing import Any
 
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel
 from evalh_pipeline.judges.registry import resolve_backend
 from evalh_pipeline.runner.pricing import ModelPrice, builtin_price_table
@@ -22,6 +25,11 @@ class JudgeSettings(EvaluatorConfigModel):
     price: ModelPrice | None = None  # USD per million tokens; default: the built-in price table
     cost_limit_usd: float | None = Field(default=None, ge=0)
     cache: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_price(cls, data: Any) -> Any:
+        return eval_harness_keys.judge_price(data)
 
     @field_validator("model")
     @classmethod

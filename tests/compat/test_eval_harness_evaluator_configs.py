@@ -242,6 +242,15 @@ def test_thinking_eval_harness_config_gets_an_error_when_the_judge_fails(tmp_pat
     assert result.error is not None and not result.passed
 
 
+def test_thinking_default_judge_is_priced_at_eval_harness_rate_for_its_cost_limit(tmp_path, judge_server):
+    evaluator = build(tmp_path, "thinking_does_not_leak", "{forbidden_patterns: [Falcon], cost_limit_usd: 0.000001}")
+    price = evaluator.config.judge.price
+    assert (price.input_per_mtok, price.output_per_mtok) == (3.0, 15.0)  # claude-4-7 in eval-harness's table
+    result = verdict(evaluator, trace(thinking="Nothing sensitive here."))
+    assert result.error is not None and "exceeds cost_limit_usd" in result.error.message
+    assert judge_server.calls == 0
+
+
 def test_thinking_invalid_regex_pattern_is_searched_as_literal_text_as_in_eval_harness(tmp_path, judge_server):
     evaluator = build(tmp_path, "thinking_does_not_leak", "{forbidden_patterns: ['re:(oops'], "
                                                           "judge_assertions: [anything]}")
