@@ -98,13 +98,14 @@ def llm_judge(data: Any) -> Any:
         if not isinstance(data.pop("judge_response_schema"), dict):
             raise ValueError("judge_response_schema must be a JSON Schema object")
     include = data.get("include_in_prompt")
-    if isinstance(include, list):
+    # A list with non-strings is left as it is: the field itself reports those.
+    if isinstance(include, list) and all(isinstance(item, str) for item in include):
         sections = []
         for item in include:
-            if isinstance(item, str) and item in _OUR_SECTIONS:
+            if item in _OUR_SECTIONS:
                 sections.append(item)
                 continue
-            path = _strip_root(item) if isinstance(item, str) else item
+            path = _strip_root(item)
             if path not in _INCLUDE_PATHS:
                 raise ValueError(f"include_in_prompt entry {item!r} is not supported: use one of "
                                  f"{', '.join(_OUR_SECTIONS)} (or the eval-harness paths "
@@ -112,10 +113,10 @@ def llm_judge(data: Any) -> Any:
             harness_form = harness_form or path != item or "." in path
             sections.append(_INCLUDE_PATHS[path])
         data["include_in_prompt"] = list(dict.fromkeys(sections))
-    if harness_form:
+    include = data.get("include_in_prompt", ["input", "final_answer"])
+    if harness_form and isinstance(include, list) and all(isinstance(item, str) for item in include):
         # eval-harness always shows the judge the case's expected values.
-        data["include_in_prompt"] = list(dict.fromkeys([*data.get("include_in_prompt", ["input", "final_answer"]),
-                                                        "expected"]))
+        data["include_in_prompt"] = list(dict.fromkeys([*include, "expected"]))
     return data
 
 
