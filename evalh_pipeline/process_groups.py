@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from typing import Any
 
 # After the command exits (and its leftovers are killed), how long to wait for the pipes
 # to close: a process that left the group (setsid) may still hold them open.
@@ -63,3 +64,16 @@ def describe_exit(code: int | None) -> str:
         except ValueError:
             return f"exit code {code} (killed by signal {-code})"
     return f"exit code {code}"
+
+
+def argv_list(value: Any, example: str) -> Any:
+    """Validate a configured ``command`` before pydantic types it: a list, never a shell string.
+
+    YAML numbers in an argv (``[agent, --n, 3]``) are arguments like any other.
+    """
+    if isinstance(value, str):
+        raise ValueError(f"command must be a list of arguments (argv), not a string: write "
+                         f"command: {example}; it is never run through a shell")
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+    return value

@@ -57,15 +57,7 @@ def write_eval(folder: Path, *, cases: int = 6, extra_yaml: str = "", systems: s
             f.write(json.dumps({"id": f"case_{i}", "input": {"answer": f"answer {i} Paris"},
                                 "metadata": {"group": "even" if i % 2 == 0 else "odd"},
                                 "expected": {"answer_should_include": ["Paris"], "must_call_tools": ["lookup"]}}) + "\n")
-    systems = systems or """
-  - name: base
-    adapter: python_function
-    target: stub_agent:run
-  - name: candidate
-    adapter: python_function
-    target: stub_agent:run
-    break_every: 3
-"""
+    systems = systems or STEADY_SYSTEMS + "    break_every: 3\n"
     evaluators = evaluators or """
   - name: mentions_paris
     type: contains_text

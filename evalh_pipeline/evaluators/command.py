@@ -24,7 +24,14 @@ from evalh_pipeline.evaluators.base import (
     Verdict,
 )
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
-from evalh_pipeline.process_groups import PIPE_GRACE_SECONDS, REAP_SECONDS, GroupProtocol, describe_exit, kill_group
+from evalh_pipeline.process_groups import (
+    PIPE_GRACE_SECONDS,
+    REAP_SECONDS,
+    GroupProtocol,
+    argv_list,
+    describe_exit,
+    kill_group,
+)
 from evalh_pipeline.store.masking import mask_text
 
 # Host variables Windows needs to start any program; absent elsewhere.
@@ -48,14 +55,7 @@ class CommandConfig(EvaluatorConfigModel):
     @field_validator("command", mode="before")
     @classmethod
     def _argv_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "command must be a list of arguments (argv), not a string: write "
-                "command: [python, -m, unittest]; it is never run through a shell"
-            )
-        if isinstance(value, list):
-            return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
-        return value
+        return argv_list(value, "[python, -m, unittest]")
 
     @field_validator("command")
     @classmethod

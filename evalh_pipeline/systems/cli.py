@@ -12,7 +12,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from evalh_pipeline.models import EvalCase, TraceOutput
-from evalh_pipeline.process_groups import PIPE_GRACE_SECONDS, REAP_SECONDS, GroupProtocol, describe_exit, kill_group
+from evalh_pipeline.process_groups import (
+    PIPE_GRACE_SECONDS,
+    REAP_SECONDS,
+    GroupProtocol,
+    argv_list,
+    describe_exit,
+    kill_group,
+)
 from evalh_pipeline.store.masking import MASK, is_secret_key, mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -41,15 +48,7 @@ class CliConfig(SystemConfigModel):
     @field_validator("command", mode="before")
     @classmethod
     def _argv_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "command must be a list of arguments (argv), not a string: write "
-                "command: [program, arg1, arg2]; it is never run through a shell"
-            )
-        if isinstance(value, list):
-            # YAML numbers in argv (`[agent, --n, 3]`) are arguments like any other.
-            return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
-        return value
+        return argv_list(value, "[program, arg1, arg2]")
 
     @field_validator("env", mode="before")
     @classmethod
