@@ -5,6 +5,8 @@
     python benchmarks/run.py --quick         # N=1000 smoke check
     python benchmarks/run.py --only run      # run | reeval | scale
     python benchmarks/run.py --only reeval5 [--repeat 3]   # 100k traces x 5 evaluators (reeval_bench.py)
+    python benchmarks/run.py --only query | workspace | http   # query_bench.py, workspace_bench.py, http_bench.py
+    python benchmarks/run.py --all           # these scenarios, then every suite above, one after the other
     python benchmarks/run.py --skip-peer     # do not run eval-harness
 
 Scenarios (fixtures come from ../shared/bench/make_fixture.py, relative to the repo):
@@ -457,12 +459,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# Benchmarks with a script and options of their own (see each docstring), by --only name.
+SUITES = {"reeval5": "reeval_bench.py", "query": "query_bench.py", "workspace": "workspace_bench.py",
+          "http": "http_bench.py"}
+# Options passed on by --all to the suites that have them (workspace_bench has no peer).
+SHARED_OPTIONS = {"reeval5": ("--skip-peer", "--keep", "--quick"), "query": ("--skip-peer", "--keep"),
+                  "workspace": ("--quick",), "http": ("--skip-peer", "--keep", "--quick")}
+
+
+def run_suite(name: str, args: list[str]) -> int:
+    """One suite as its own process (its exit code), so a crash in one leaves the others to run."""
+    print(f"\n==== {name}: benchmarks/{SUITES[name]} {' '.join(args)}", flush=True)
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / SUITES[name]), *args], check=False).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "reeval5" in argv:  # the re-evaluation benchmark has options of its own (see its docstring)
-        import reeval_bench
-
-        return reeval_bench.main([a for a in argv if a not in ("--only", "reeval5")])
+    if "--only" in argv and argv.index("--only") + 1 < len(argv) and argv[argv.index("--only") + 1] in SUITES:
+        name = argv[argv.index("--only") + 1]
+        return run_suite(name, [a for a in argv if a not in ("--only", name)])
+    if "--all" in argv:
+        rest = [a for a in argv if a != "--all"]
+        codes = [main(rest)]
+        codes += [run_suite(name, [a for a in rest if a in SHARED_OPTIONS[name]]) for name in SUITES]
+        return max(codes)
     args = parse_args(argv)
     if args.engine_reeval:
         engine_reeval(*args.engine_reeval)
