@@ -8,6 +8,7 @@ import httpx
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError
+from evalh_pipeline.tls import default_ssl_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -45,7 +46,8 @@ class OpenAICompatibleEmbedder(Embedder):
         c = self.config
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         vectors: list[list[float]] = []
-        async with httpx.AsyncClient(timeout=c.timeout_seconds, headers=headers) as client:
+        client = httpx.AsyncClient(timeout=c.timeout_seconds, headers=headers, verify=default_ssl_context())
+        async with client:
             for start in range(0, len(texts), c.batch_size):
                 vectors += await self._batch(client, texts[start:start + c.batch_size])
         return vectors

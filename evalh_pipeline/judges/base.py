@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 import httpx
 
+from evalh_pipeline.tls import default_ssl_context
+
 
 @dataclass(frozen=True)
 class JudgeReply:
@@ -49,7 +51,7 @@ class JudgeBackend:
     ``httpx.AsyncClient`` is opened per call: evaluators outlive event loops (the runner
     judges under several ``asyncio.run`` calls) and have no close hook, and a client's
     connection pool belongs to the loop that opened it. Judge calls take seconds, so the
-    lost connection reuse does not matter.
+    lost connection reuse does not matter; the TLS context (the costly part) is shared.
     """
 
     name: ClassVar[str] = ""
@@ -92,7 +94,8 @@ class JudgeBackend:
                              f"(or name another variable with api_key_env, or point base_url at your own server)")
         url, headers, body = self.request(system, user, json_schema)
         try:
-            async with httpx.AsyncClient(timeout=self.settings.timeout_seconds) as client:
+            client = httpx.AsyncClient(timeout=self.settings.timeout_seconds, verify=default_ssl_context())
+            async with client:
                 response = await client.post(url, headers=headers, json=body)
         except httpx.TimeoutException:
             raise JudgeTransientError(f"judge call to {url} timed out after {self.settings.timeout_seconds}s") from None

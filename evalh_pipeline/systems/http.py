@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import ssl
 import json
 import time
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import certifi
 import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -44,6 +42,7 @@ from evalh_pipeline.systems.http_stream import (
     StreamTooLarge,
 )
 from evalh_pipeline.systems.response import response_from_dict
+from evalh_pipeline.tls import default_ssl_context
 from evalh_pipeline.templating import (
     MissingTemplateField,
     render_structure,
@@ -281,7 +280,7 @@ class HttpSystem(SystemAdapter):
         limit = max(1, self.context.max_concurrency)
         sizes = [CONNECTIONS_PER_POOL] * (limit // CONNECTIONS_PER_POOL) + (
             [limit % CONNECTIONS_PER_POOL] if limit % CONNECTIONS_PER_POOL else [])
-        tls = ssl.create_default_context(cafile=certifi.where())  # loading CAs once, not per pool
+        tls = default_ssl_context()
         self._clients = [
             httpx.AsyncClient(
                 headers=headers,
