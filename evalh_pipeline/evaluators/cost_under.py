@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -12,7 +12,7 @@ class CostUnderConfig(EvaluatorConfigModel):
     max_usd: float = Field(ge=0)
 
 
-class CostUnder(Evaluator):
+class CostUnder(SyncEvaluator):
     """Passes when ``metrics.cost_usd <= max_usd``.
 
     ``cost_usd`` is the total billed cost, thinking tokens included. A trace without a cost
@@ -21,7 +21,7 @@ class CostUnder(Evaluator):
 
     Config = CostUnderConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_usd = self.config.max_usd
         cost = trace.metrics.cost_usd
         detail = {"cost_usd": cost, "max_usd": max_usd}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -12,7 +12,7 @@ class LatencyFirstTokenUnderConfig(EvaluatorConfigModel):
     max_ms: float = Field(gt=0)
 
 
-class LatencyFirstTokenUnder(Evaluator):
+class LatencyFirstTokenUnder(SyncEvaluator):
     """Passes when ``metrics.latency_first_token_ms <= max_ms``.
 
     Only streaming adapters measure the first token; on a non-streaming trace the metric is
@@ -21,7 +21,7 @@ class LatencyFirstTokenUnder(Evaluator):
 
     Config = LatencyFirstTokenUnderConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_ms = self.config.max_ms
         first = trace.metrics.latency_first_token_ms
         detail = {"latency_first_token_ms": first, "max_ms": max_ms}

@@ -12,7 +12,7 @@ from jsonschema_specifications import REGISTRY as METASCHEMAS
 from pydantic import field_validator
 from referencing.exceptions import Unresolvable
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
 from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -46,7 +46,7 @@ with warnings.catch_warnings():
             return check_field_path(value)
 
 
-class SchemaMatch(Evaluator):
+class SchemaMatch(SyncEvaluator):
     """Validates ``field`` (default ``output.structured``) against the inline ``schema``.
 
     A string field holding JSON (e.g. ``output.final_answer`` of a JSON-mode model) is parsed
@@ -59,11 +59,18 @@ class SchemaMatch(Evaluator):
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
-        schema = self.config.schema
-        self._validator = validators.validator_for(schema)(schema, registry=METASCHEMAS)
+        self._validator = _build_validator(self.config.schema)
         self._path = FieldPath(self.config.field)
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def __getstate__(self) -> dict:
+        # Judging workers get evaluators by pickle; the compiled validator is rebuilt there.
+        return {**self.__dict__, "_validator": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._validator = _build_validator(self.config.schema)
+
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         value = self._path.get(trace)
         if value is None:
@@ -96,3 +103,7 @@ class SchemaMatch(Evaluator):
 
 def _capped(message: str) -> str:
     return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "…"
+
+
+def _build_validator(schema: dict) -> Any:
+    return validators.validator_for(schema)(schema, registry=METASCHEMAS)

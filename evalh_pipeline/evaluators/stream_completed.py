@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
-class StreamCompleted(Evaluator):
+class StreamCompleted(SyncEvaluator):
     """Passes when ``metrics.stream_completed`` is true.
 
     A stream that was cut off (dropped connection, timeout mid-stream) can still leave a
@@ -16,7 +16,7 @@ class StreamCompleted(Evaluator):
 
     Config = EvaluatorConfigModel  # no options
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         completed = trace.metrics.stream_completed
         detail = {"stream_completed": completed, "stream_chunks": trace.metrics.stream_chunks}
         if completed is None:

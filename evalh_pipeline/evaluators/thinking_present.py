@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -13,7 +13,7 @@ class ThinkingPresentConfig(EvaluatorConfigModel):
     allow_token_count_only: bool = False
 
 
-class ThinkingPresent(Evaluator):
+class ThinkingPresent(SyncEvaluator):
     """Passes when ``output.thinking`` has at least ``min_chars`` non-blank characters.
 
     Some providers (OpenAI o-series) bill reasoning but hide its text: the trace then has no
@@ -24,7 +24,7 @@ class ThinkingPresent(Evaluator):
 
     Config = ThinkingPresentConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         text = (trace.output.thinking or "").strip()
         tokens = trace.metrics.token_thinking

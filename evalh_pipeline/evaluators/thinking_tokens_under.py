@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -12,7 +12,7 @@ class ThinkingTokensUnderConfig(EvaluatorConfigModel):
     max_tokens: int = Field(ge=0)
 
 
-class ThinkingTokensUnder(Evaluator):
+class ThinkingTokensUnder(SyncEvaluator):
     """Passes when ``metrics.token_thinking <= max_tokens``.
 
     Providers bill thinking tokens separately, so this bounds reasoning spend per case. The
@@ -22,7 +22,7 @@ class ThinkingTokensUnder(Evaluator):
 
     Config = ThinkingTokensUnderConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         limit = self.config.max_tokens
         tokens = trace.metrics.token_thinking
         detail = {"token_thinking": tokens, "max_tokens": limit}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
@@ -12,7 +12,7 @@ class TokensPerSecondAboveConfig(EvaluatorConfigModel):
     min: float = Field(gt=0)
 
 
-class TokensPerSecondAbove(Evaluator):
+class TokensPerSecondAbove(SyncEvaluator):
     """Passes when ``metrics.tokens_per_second >= min``.
 
     The metric is set by streaming adapters; a trace without it fails and says so, since a
@@ -21,7 +21,7 @@ class TokensPerSecondAbove(Evaluator):
 
     Config = TokensPerSecondAboveConfig
 
-    async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         floor = self.config.min
         rate = trace.metrics.tokens_per_second
         detail = {"tokens_per_second": rate, "min": floor}

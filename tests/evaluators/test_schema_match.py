@@ -127,3 +127,14 @@ def test_the_schema_key_does_not_warn_about_shadowing_basemodel_schema():
     code = "import evalh_pipeline.evaluators.schema_match"
     done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_pickled_copy_judges_like_the_original():
+    import pickle
+
+    original = SchemaMatch("shape", "schema_match", {"schema": LISTING})
+    copy = pickle.loads(pickle.dumps(original))  # re-evaluation's worker processes get it this way
+    case = EvalCase(id="c1")
+    for structured in ({"suburb": "Richmond", "price": 1}, {"suburb": "Richmond", "price": -1}, {}):
+        expected = original.evaluate_sync(case, trace(structured=structured), None)
+        assert copy.evaluate_sync(case, trace(structured=structured), None) == expected
