@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from evalh_pipeline.config.env import MissingEnvVar, expand_env
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
+from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.config.schema import EvalConfig
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
@@ -137,18 +138,6 @@ def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
     except PriceTableError as exc:
         return path, str(exc)
     return path, None
-
-
-def resolve_input_path(value: str, eval_dir: Path) -> Path:
-    """Relative to the eval's folder; falling back to the working directory (eval-harness)."""
-    path = Path(value).expanduser()
-    if path.is_absolute():
-        return path
-    beside_eval = (eval_dir / path).resolve()
-    if beside_eval.exists():
-        return beside_eval
-    from_cwd = path.resolve()
-    return from_cwd if from_cwd.exists() else beside_eval
 
 
 def _output_url_problem(value: str) -> str | None:

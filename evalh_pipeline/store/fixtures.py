@@ -108,8 +108,9 @@ def copy_from_path(spec: EvalSpec) -> Path | None:
              if workspace is not None else None)
     if not value:
         return None
-    path = Path(str(value)).expanduser()
-    return path if path.is_absolute() else (spec.eval_dir / path).resolve()
+    from evalh_pipeline.config.paths import resolve_input_path  # the config package loads the loader
+
+    return resolve_input_path(str(value), spec.eval_dir)
 
 
 def workspace_version(tree: Path | None) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import field_validator, model_validator
 
+from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
     WorkspaceAdapter,
@@ -103,12 +104,12 @@ class GitWorkspace(WorkspaceAdapter):
 
     def __init__(self, config: dict[str, Any], context) -> None:  # noqa: ANN001 - WorkspaceContext
         super().__init__(config, context)
-        self.source = (context.eval_dir / self.config.source_repo).resolve()
+        self.source = resolve_input_path(self.config.source_repo, context.eval_dir)
         self._source_is_repo: bool | None = None
 
     @classmethod
     def config_problems(cls, config: GitWorkspaceConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        if not (eval_dir / config.source_repo).is_dir():
+        if not resolve_input_path(config.source_repo, eval_dir).is_dir():
             return [("source_repo", f"source folder not found: {eval_dir / config.source_repo}")]
         return []
 

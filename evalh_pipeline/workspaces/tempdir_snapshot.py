@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import field_validator
 
+from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
     WorkspaceAdapter,
@@ -44,14 +45,14 @@ class TempdirSnapshotWorkspace(WorkspaceAdapter):
 
     @classmethod
     def config_problems(cls, config: TempdirSnapshotConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        if config.copy_from and not (eval_dir / config.copy_from).is_dir():
+        if config.copy_from and not resolve_input_path(config.copy_from, eval_dir).is_dir():
             return [("copy_from", f"fixture folder not found: {eval_dir / config.copy_from}")]
         return []
 
     @property
     def source(self) -> Path | None:
         copy_from = self.config.copy_from
-        return (self.context.eval_dir / copy_from).resolve() if copy_from else None
+        return resolve_input_path(copy_from, self.context.eval_dir) if copy_from else None
 
     def _seed(self, workspace: PreparedWorkspace) -> None:
         if self.source is None:

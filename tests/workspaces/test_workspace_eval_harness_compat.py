@@ -1,4 +1,4 @@
-"""eval-harness 1.0 git workspaces (`copy_from`, `init_git`) load as source_repo / init_if_missing."""
+"""eval-harness 1.0 workspaces load unchanged: git `copy_from`/`init_git`, fixtures beside the working directory."""
 
 from __future__ import annotations
 
@@ -31,3 +31,12 @@ def test_an_eval_harness_git_workspace_loads_and_is_fingerprinted(tmp_path):
     (folder / "fixture" / "a.txt").write_text("a\n")
     spec = load_eval(write_eval(folder, extra_yaml="workspace:\n  type: git\n  copy_from: fixture\n"))
     assert copy_from_path(spec) == (folder / "fixture").resolve()
+
+
+def test_a_fixture_beside_the_working_directory_is_found_as_eval_harness_does(tmp_path, monkeypatch):
+    folder = tmp_path / "evals" / "toy"
+    (tmp_path / "fixture").mkdir()
+    (tmp_path / "fixture" / "a.txt").write_text("a\n")
+    monkeypatch.chdir(tmp_path)
+    spec = load_eval(write_eval(folder, extra_yaml="workspace:\n  type: tempdir_snapshot\n  copy_from: fixture\n"))
+    assert copy_from_path(spec) == (tmp_path / "fixture").resolve()
