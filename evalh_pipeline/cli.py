@@ -160,6 +160,11 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
         for d in summary.comparison.deltas:
             out.print(f"{d.variant} vs {summary.comparison.baseline}: pass rate {d.pass_rate_delta:+.1%}, "
                       f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
+    errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
+    for evaluator, count in errored.items():
+        if count:
+            err.print(f"[yellow]warning:[/yellow] {count} {evaluator} result(s) errored: the evaluator itself failed "
+                      f"(evalh inspect {run_dir.path} --failed shows why)", highlight=False, soft_wrap=True)
     out.print(f"run directory: {run_dir.path}")
 
 

@@ -29,6 +29,9 @@ class EvaluatorVariantRollup(BaseModel):
 
     pass_rate: float
     avg_score: float | None = None
+    # Results where the evaluator itself failed (a judge unreachable, a command not found):
+    # they count as not passed, and are not a verdict on the system.
+    errored: int = 0
 
 
 class EvaluatorRollup(BaseModel):

@@ -42,7 +42,7 @@ def evaluators_table(summary: RunSummary) -> str:
         cells = []
         for name in names:
             r = rollup.by_variant.get(name)
-            cells.append("–" if r is None else f"{r.pass_rate:.1%}")
+            cells.append("–" if r is None else f"{r.pass_rate:.1%}" + (f" ({r.errored} errored)" if r.errored else ""))
         lines.append(f"| {rollup.evaluator} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -25,7 +25,8 @@ from evalh_pipeline.store.run_dir import RunDirectory
 EVALUATORS_SQL = """
 SELECT evaluator, variant_name,
        avg(CASE WHEN coalesce(passed, false) AND error IS NULL THEN 1.0 ELSE 0.0 END) AS pass_rate,
-       avg(score) AS avg_score
+       avg(score) AS avg_score,
+       count(error) AS errored
 FROM result_rows GROUP BY evaluator, variant_name
 """
 
@@ -80,8 +81,9 @@ def summarize_run(
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
-    for evaluator, variant, rate, score in con.execute(EVALUATORS_SQL).fetchall():
-        rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(pass_rate=rate, avg_score=score)
+    for evaluator, variant, rate, score, errored in con.execute(EVALUATORS_SQL).fetchall():
+        rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(
+            pass_rate=rate, avg_score=score, errored=errored)
 
     comparison = None
     if baseline_variant is not None and baseline_variant in rows:

@@ -119,3 +119,18 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, env):
     assert proc.returncode == 130
     (run_dir,) = [p for p in runs.iterdir() if not p.name.startswith(".")]
     assert f"--resume {run_dir}" in stderr.replace("\n", "")
+
+
+def test_run_warns_when_an_evaluator_itself_failed(tmp_path, env):
+    # `command` needs a workspace: without one every result is an evaluator error, not a verdict.
+    evaluators = """
+  - name: tests_pass
+    type: command
+    config: {command: [python, -c, "pass"]}
+"""
+    path = write_eval(tmp_path / "toy", cases=2, evaluators=evaluators)
+
+    proc = run_evalh(["run", str(path)], env, tmp_path)
+
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: 4 tests_pass result(s) errored" in " ".join(proc.stderr.split())

@@ -54,6 +54,13 @@ def test_default_criteria_require_every_evaluator_and_count_errors_as_failures(t
     assert a.avg_cost_usd == 0.5 and a.avg_tokens_input == 10
 
 
+
+def test_evaluator_rollups_count_results_whose_evaluator_failed(tmp_path):
+    results = {("c1", "a", "x"): "pass", ("c2", "a", "x"): "error", ("c1", "b", "x"): "error", ("c2", "b", "x"): "fail"}
+    s = _summary(tmp_path, CELLS, results)
+    (rollup,) = s.by_evaluator
+    assert {v: (r.pass_rate, r.errored) for v, r in rollup.by_variant.items()} == {"a": (0.5, 1), "b": (0.0, 1)}
+
 def test_all_required_and_any_required(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c1", "a", "y"): "fail", ("c1", "a", "z"): "pass",
                ("c2", "a", "x"): "pass", ("c2", "a", "y"): "fail", ("c2", "a", "z"): "fail"}
