@@ -75,5 +75,16 @@ def argv_list(value: Any, example: str) -> Any:
         raise ValueError(f"command must be a list of arguments (argv), not a string: write "
                          f"command: {example}; it is never run through a shell")
     if isinstance(value, list):
-        return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+        return [_yaml_number_as_text(v) for v in value]
     return value
+
+
+def env_mapping(value: Any) -> Any:
+    """A configured ``env`` before pydantic types it: YAML numbers (``PORT: 8080``) become text."""
+    if isinstance(value, dict):
+        return {k: _yaml_number_as_text(v) for k, v in value.items()}
+    return value
+
+
+def _yaml_number_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value

@@ -30,6 +30,7 @@ from evalh_pipeline.process_groups import (
     GroupProtocol,
     argv_list,
     describe_exit,
+    env_mapping,
     kill_group,
 )
 from evalh_pipeline.store.masking import mask_text
@@ -67,10 +68,7 @@ class CommandConfig(EvaluatorConfigModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-                    for k, v in value.items()}
-        return value
+        return env_mapping(value)
 
 
 class Command(Evaluator):

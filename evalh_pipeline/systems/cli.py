@@ -18,6 +18,7 @@ from evalh_pipeline.process_groups import (
     GroupProtocol,
     argv_list,
     describe_exit,
+    env_mapping,
     kill_group,
 )
 from evalh_pipeline.store.masking import MASK, is_secret_key, mask_text
@@ -53,10 +54,7 @@ class CliConfig(SystemConfigModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-                    for k, v in value.items()}
-        return value
+        return env_mapping(value)
 
     @field_validator("command")
     @classmethod
