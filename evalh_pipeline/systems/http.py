@@ -40,6 +40,7 @@ from evalh_pipeline.systems.http_stream import (
     RawStream,
     Stream,
     StreamTooLarge,
+    find_first,
 )
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.tls import default_ssl_context
@@ -426,7 +427,7 @@ class HttpSystem(SystemAdapter):
                             complete_at_end=cfg.stream_format == "json_lines" and "done" not in paths)
 
     def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None) -> SystemResponse:
-        found = {key: _find(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
+        found = {key: find_first(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
         output = TraceOutput(
             final_answer=_text(found.get("final_answer"), ""),
             thinking=_text(found.get("thinking"), "\n\n"),
@@ -472,15 +473,6 @@ def _snippet(raw: bytes, secrets: frozenset[str]) -> str:
     text = raw[: SNIPPET_CHARS * 4].decode("utf-8", errors="replace")
     shown = text[:SNIPPET_CHARS] + ("..." if len(raw) > SNIPPET_CHARS else "")
     return repr(mask_text(shown, secrets)) if shown else "(empty body)"
-
-
-def _find(paths: list[Any], data: Any) -> list[Any] | None:
-    """Values matched by the first path that matches anything; None when none does."""
-    for path in paths:
-        matches = [m.value for m in path.find(data)]
-        if matches:
-            return matches
-    return None
 
 
 def _first(values: list[Any] | None) -> Any:

@@ -261,7 +261,8 @@ class GeminiStream(Stream):
         return data
 
 
-def _find(paths: list[Any], data: Any) -> list[Any] | None:
+def find_first(paths: list[Any], data: Any) -> list[Any] | None:
+    """Values matched by the first JSONPath that matches anything; None when none does."""
     for path in paths:
         matches = [m.value for m in path.find(data)]
         if matches:
@@ -292,11 +293,11 @@ class MappedStream(Stream):
         self.chunks += 1
         got = False
         for key, sink in (("delta", self.content), ("thinking_delta", self.reasoning)):
-            for value in _find(self.paths.get(key, []), event) or []:
+            for value in find_first(self.paths.get(key, []), event) or []:
                 if value is not None and value != "":
                     sink.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
                     got = True
-        for fragment in _find(self.paths.get("tool_call", []), event) or []:
+        for fragment in find_first(self.paths.get("tool_call", []), event) or []:
             for item in fragment if isinstance(fragment, list) else [fragment]:
                 if isinstance(item, dict):
                     self._call_fragment(item)
@@ -304,10 +305,10 @@ class MappedStream(Stream):
         if got:
             self.token(now)
         for key in ("tokens.input", "tokens.output", "tokens.thinking", "trace_id"):
-            values = _find(self.paths.get(key, []), event)
+            values = find_first(self.paths.get(key, []), event)
             if values:
                 self.found[key] = values[0]
-        done = _find(self.paths.get("done", []), event)
+        done = find_first(self.paths.get("done", []), event)
         if done and any(bool(v) for v in done):
             self.done = True
 
