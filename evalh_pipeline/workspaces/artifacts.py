@@ -38,13 +38,6 @@ def parse_artifact(raw: bytes, base: str | None = None) -> FilesystemArtifact:
     return FilesystemArtifact.model_validate(data)
 
 
-def artifacts_storage(spec: EvalSpec, run_dir: Path) -> FsspecObjectStorage:
-    """The storage a run's artifacts went to (from the spec's ``workspace.object_storage``)."""
-    workspace = spec.config.workspace
-    object_storage = (workspace.model_extra or {}).get("object_storage") if workspace is not None else None
-    return storage_for(object_storage, run_dir / "artifacts", run_dir.name)
-
-
 def load_artifact(
     spec: EvalSpec, run_dir: Any, case_id: str, variant_name: str, sample: int = 0
 ) -> FilesystemArtifact | None:
