@@ -36,12 +36,18 @@ class _LazyConsole:
         self._options = options
         self._console = None
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def console(self) -> Any:
+        """The real rich Console; pass this (not the proxy) to rich objects such as Progress,
+        which use the console as a context manager and compare it by identity."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
 
 
 out = _LazyConsole()
@@ -71,7 +77,7 @@ def _bars() -> RichProgress:
 
     return RichProgress(
         TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=False, disable=not err.is_terminal,
+        console=err.console, transient=False, disable=not err.is_terminal,
     )
 
 
