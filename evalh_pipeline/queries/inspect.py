@@ -99,14 +99,11 @@ def _artifact_reader(run_dir: RunDirectory) -> Callable[[Key], dict[str, Any] | 
     if not isinstance(workspace, dict):
         return None
     # Only here: fsspec is not needed by runs without a workspace.
-    from evalh_pipeline.workspaces.storage import artifact_key, storage_for
+    from evalh_pipeline.workspaces.storage import read_artifact_document, storage_for
 
     storage = storage_for(workspace.get("object_storage"), run_dir.artifacts, run_dir.run_id)
 
     def read(key: Key) -> dict[str, Any] | None:
-        try:
-            return json.loads(storage.get(f"{artifact_key(*key)}/artifact.json"))
-        except (FileNotFoundError, KeyError):
-            return None
+        return read_artifact_document(storage, *key)
 
     return read

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import FilesystemArtifact
-from evalh_pipeline.workspaces.storage import FsspecObjectStorage, artifact_key, storage_for
+from evalh_pipeline.workspaces.storage import FsspecObjectStorage, read_artifact_document, storage_for
 
 ARTIFACT_FILE = "artifact.json"
 
@@ -31,7 +31,11 @@ def dump_artifact(artifact: FilesystemArtifact, persisted_path: str) -> bytes:
 
 def parse_artifact(raw: bytes, base: str | None = None) -> FilesystemArtifact:
     """Parse artifact.json; a relative ``artifacts_path`` is resolved against ``base``."""
-    data = json.loads(raw)
+    return artifact_from_document(json.loads(raw), base)
+
+
+def artifact_from_document(data: dict[str, Any], base: str | None = None) -> FilesystemArtifact:
+    """An artifact.json document as a FilesystemArtifact (``artifacts_path`` resolved against ``base``)."""
     path = data.get("artifacts_path", "")
     if base is not None and path and "://" not in path and not posixpath.isabs(path) and not Path(path).is_absolute():
         data["artifacts_path"] = str(Path(base) / path)
@@ -68,9 +72,7 @@ class ArtifactLoader:
             return None
         if self._storage is None:
             self._storage = storage_for(self.object_storage, self.run_dir / "artifacts", self.run_dir.name)
-        key = f"{artifact_key(case_id, variant_name, sample)}/{ARTIFACT_FILE}"
-        try:
-            raw = self._storage.get(key)
-        except (FileNotFoundError, KeyError):
+        document = read_artifact_document(self._storage, case_id, variant_name, sample, ARTIFACT_FILE)
+        if document is None:
             return None
-        return parse_artifact(raw, base=str(self.run_dir) if self._storage.local else None)
+        return artifact_from_document(document, base=str(self.run_dir) if self._storage.local else None)

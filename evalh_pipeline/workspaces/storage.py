@@ -4,9 +4,15 @@ Keys are ``/``-separated and relative to the storage root. A cell's artifacts si
 :func:`artifact_key`; its ``artifact.json`` at ``<case>/<variant>/artifact.json``
 (``<case>/<variant>~<n>/`` for sample n > 0). Key parts are percent-encoded: only
 ``A-Z a-z 0-9 _ . -`` stay as they are (``.``/``..`` alone are encoded too), every other
-byte of the UTF-8 name becomes ``%XX``. ``~`` is therefore never part of an encoded
-name and the sample suffix is unambiguous. Parts longer than 150 characters are cut
-and suffixed with 16 hex digits of their sha256 so they fit any file system.
+byte of the UTF-8 name becomes ``%XX`` (a lone surrogate is encoded as its three
+UTF-8-style bytes, which no other text produces), and the empty name is ``%`` alone
+(every other encoding has ``%`` followed by two hex digits). So two different names
+never share a folder, and ``~`` is never part of an encoded name: the sample suffix is
+unambiguous. Parts longer than 150 characters are cut and suffixed with ``~`` and 16
+hex digits of the sha256 of the whole name so they fit any file system.
+
+Runs made before this encoding stored the empty case id at ``%00`` (shared with
+``"\x00"``); :func:`legacy_key_part` is what readers fall back to for them.
 
 Cloud protocols need their fsspec backend: the ``s3``, ``gcs`` and ``azure`` extras.
 """
@@ -30,20 +36,59 @@ _MAX_PART = 150
 
 
 def encode_key_part(name: str) -> str:
-    """A file-name- and URL-safe, reversible-by-reading encoding of one key part."""
-    if name in ("", ".", ".."):
-        return "".join(f"%{b:02X}" for b in name.encode()) or "%00"
-    raw = name.encode("utf-8", "surrogateescape")
+    """A file-name- and URL-safe, injective encoding of one key part (see the module doc)."""
+    if name == "":
+        return "%"
+    # surrogatepass, not surrogateescape: "\udcc3\udca9" must not encode like "é".
+    raw = name.encode("utf-8", "surrogatepass")
+    if name in (".", ".."):
+        return "".join(f"%{b:02X}" for b in raw)
     encoded = "".join(chr(b) if _SAFE.fullmatch(chr(b)) else f"%{b:02X}" for b in raw)
     if len(encoded) > _MAX_PART:
         encoded = encoded[:_MAX_PART] + "~" + hashlib.sha256(raw).hexdigest()[:16]
     return encoded
 
 
+def legacy_key_part(name: str) -> str | None:
+    """The folder name runs made before the injective encoding used, where it differs."""
+    return "%00" if name == "" else None
+
+
 def artifact_key(case_id: str, variant_name: str, sample: int = 0) -> str:
     """The folder key of one cell's artifacts (relative to the storage root)."""
     variant = encode_key_part(variant_name) + (f"~{sample}" if sample else "")
     return f"{encode_key_part(case_id)}/{variant}"
+
+
+def legacy_artifact_key(case_id: str, variant_name: str, sample: int = 0) -> str | None:
+    """:func:`artifact_key` as runs made before the injective encoding wrote it, if different."""
+    case, variant = legacy_key_part(case_id), legacy_key_part(variant_name)
+    if case is None and variant is None:
+        return None
+    variant = (variant or encode_key_part(variant_name)) + (f"~{sample}" if sample else "")
+    return f"{case or encode_key_part(case_id)}/{variant}"
+
+
+def read_artifact_document(storage: "ObjectStorage", case_id: str, variant_name: str, sample: int = 0,
+                           file: str = "artifact.json") -> dict | None:
+    """The parsed ``artifact.json`` of one cell, or None when the cell has none.
+
+    Tries the current key, then the legacy one, and keeps a document only if it names
+    this very cell: a folder can never hand one cell's files to another.
+    """
+    import json
+
+    for key in (artifact_key(case_id, variant_name, sample), legacy_artifact_key(case_id, variant_name, sample)):
+        if key is None:
+            continue
+        try:
+            document = json.loads(storage.get(f"{key}/{file}"))
+        except (FileNotFoundError, KeyError):
+            continue
+        if (isinstance(document, dict) and document.get("case_id") == case_id
+                and document.get("variant_name") == variant_name and int(document.get("sample") or 0) == sample):
+            return document
+    return None
 
 
 @dataclass
