@@ -1,8 +1,8 @@
 """The cell verdict, shared by summary, compare, drift and inspect.
 
-A cell is one (case, variant, sample). It passes when its results satisfy the run's
-``pass_criteria`` (default: every evaluator passed; an errored evaluator counts as
-failed; a cell without results fails).
+A cell is one (case, variant, sample). It passes when its trace has no error and its
+results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
+evaluator counts as failed; a cell without results fails).
 
 This module imports neither pydantic nor the config loader: ``evalh compare`` and
 ``evalh drift`` are whole processes that must start fast.
@@ -56,7 +56,8 @@ verdicts AS (
     GROUP BY ALL
 )
 SELECT t.*,
-       coalesce(v.n_results, 0) > 0 AND CASE
+       -- An errored cell never passes, whatever its evaluators made of a partial answer.
+       t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
            ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
        END AS passed

@@ -70,7 +70,8 @@ def test_all_required_and_any_required(tmp_path):
 
 def test_comparison_lists_regressions_and_improvements_against_the_baseline(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c2", "a", "x"): "fail", ("c1", "b", "x"): "fail", ("c2", "b", "x"): "pass"}
-    s = _summary(tmp_path, CELLS, results)
+    cells = {**CELLS, ("c2", "b"): (250, None)}  # an errored cell never passes, so never improves
+    s = _summary(tmp_path, cells, results)
     (delta,) = s.comparison.deltas
     assert (delta.variant, delta.regressions, delta.improvements) == ("b", ["c1"], ["c2"])
     assert delta.pass_rate_delta == 0.0 and delta.avg_latency_delta_ms == 50
