@@ -358,7 +358,8 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
 @click.option("--baseline", "baseline_dir", type=_RunLocation(),
               help="Compare with this run instead of the eval's promoted baseline.")
 @click.option("--exit-nonzero-on-regression", is_flag=True,
-              help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR (the CI gate).")
+              help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR, or RUN_DIR "
+                   "has no cells (the CI gate).")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
 def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, as_json: bool) -> None:
     """Compare RUN_DIR with its eval's promoted baseline run (read-only)."""
@@ -421,6 +422,9 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
         click.echo("\n".join(lines))
+    if exit_nonzero_on_regression and report.run_b_empty:
+        click.echo(f"error: {report.run_b} has no cells (no case was selected): an empty run fails the gate", err=True)
+        sys.exit(1)
     if exit_nonzero_on_regression and report.has_regressions:
         sys.exit(1)
 

@@ -131,10 +131,17 @@ class RunComparison:
     variants: list[VariantComparison]
     variants_only_in_a: list[str] = field(default_factory=list)
     variants_only_in_b: list[str] = field(default_factory=list)
+    # Cells (traces) run B has: 0 for an empty run (no case selected), which no gate passes.
+    cells_b: int = 0
 
     @property
     def has_regressions(self) -> bool:
         return bool(self.comparison.regressions_count)
+
+    @property
+    def run_b_empty(self) -> bool:
+        """Run B has no cell at all: there is nothing the gate could have checked."""
+        return self.cells_b == 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,6 +173,7 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
+        (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
     finally:
         con.close()
 
@@ -214,4 +222,5 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         variants=variants,
         variants_only_in_a=only_a,
         variants_only_in_b=only_b,
+        cells_b=cells_b,
     )

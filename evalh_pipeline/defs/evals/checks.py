@@ -46,7 +46,10 @@ def build_summary_checks(
         @dg.asset_check(asset=summary, name=name, description=description, blocking=gates.blocking,
                         partitions_def=runs)
         def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            return judge(load_summary(_run_dir(eval_path, context)))
+            summary = load_summary(_run_dir(eval_path, context))
+            if not any(v.cases_total for v in summary.variants):
+                return _empty_run()
+            return judge(summary)
 
         checks.append(_check)
 
@@ -79,9 +82,18 @@ def build_drift_checks(
                     description="No case that passed in the eval's promoted baseline run fails in this run "
                                 "(passes while no run is promoted).")
     def no_regressions_vs_promoted_baseline(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        return _no_drift_regressions(load_drift(_run_dir(eval_path, context)))
+        run_dir = _run_dir(eval_path, context)
+        if not any(v.cases_total for v in load_summary(run_dir).variants):
+            return _empty_run()
+        return _no_drift_regressions(load_drift(run_dir))
 
     return [no_regressions_vs_promoted_baseline]
+
+
+def _empty_run() -> dg.AssetCheckResult:
+    """No gate passes a run without cells: a filter that matched nothing checked nothing."""
+    return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR, metadata={"cells": 0},
+                               description="the run has no cells (no case was selected): an empty run fails every gate")
 
 
 def _no_drift_regressions(drift: dict[str, Any]) -> dg.AssetCheckResult:
