@@ -106,7 +106,8 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         with _bars() as bars:
             # Without a terminal the bars are off: skip their per-cell bookkeeping too.
             progress = BarProgress(bars) if err.is_terminal else NoProgress()
-            runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency)
+            # runs_root: the assets re-read eval.yaml; a run named on the command line may live elsewhere.
+            runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency, runs_root=str(spec.runs_root))
             outcome = action(spec, run_id, instance=instance, runtime=runtime)
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
@@ -214,6 +215,7 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
             err.print(f"[red]error:[/red] {resume_dir} is not a run of eval {spec.name!r}")
             sys.exit(EXIT_CONFIG)
         run_id = run_dir.run_id
+        spec = _located(spec, run_dir)
     else:
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
@@ -540,16 +542,20 @@ def _cell_text(cell, thinking: bool):
 
 def _spec_for_run(directory: RunDirectory, eval_path: str | None) -> EvalSpec:
     """The eval a run was made from (or ``eval_path``), pointed at the folder the run is in."""
-    from dataclasses import replace
-
     try:
         meta = directory.read_meta()
     except FileNotFoundError as exc:
         err.print(f"[red]error:[/red] {exc}")
         sys.exit(EXIT_CONFIG)
-    spec = _load(eval_path or meta["config_path"])
+    return _located(_load(eval_path or meta["config_path"]), directory)
+
+
+def _located(spec: EvalSpec, directory: RunDirectory) -> EvalSpec:
+    """``spec`` pointed at the folder ``directory`` is in: a run named on the command line is
+    worked on where it is, even outside the eval's output folder."""
+    from dataclasses import replace
+
     if Path(spec.runs_root).resolve() != directory.path.parent:
-        # The run lives somewhere other than the eval's output folder: work on it in place.
         spec = replace(spec, runs_root=str(directory.path.parent))
     return spec
 

@@ -77,9 +77,10 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     single_run = dg.BackfillPolicy.single_run()
     common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}}
 
-    def load() -> EvalSpec:
-        # Re-read at execution so edits to eval.yaml apply without reloading the code location.
-        return load_eval(eval_path)
+    def load(context: dg.AssetExecutionContext) -> EvalSpec:
+        # Re-read at execution so edits to eval.yaml apply without reloading the code location;
+        # the CLI may name a run directory outside the eval's output folder (runtime.runs_root).
+        return getattr(context.resources, RUNTIME_KEY).locate(load_eval(eval_path))
 
     @dg.asset(
         key=[name, "cases"],
@@ -94,7 +95,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         **common,
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load()
+        live = load(context)
         per_run: dict[str, dict[str, Any]] = {}
         for run_id in group_by_run(context.partition_keys):
             info = prepare_cases(live, run_id)
@@ -127,7 +128,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             context.log.info(f"{run_dir.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
             return traces_metadata(stats, run_dir)
 
-        return _over_runs(context, load(), stage)
+        return _over_runs(context, load(context), stage)
 
     @dg.asset(
         key=[name, "results"],
@@ -146,7 +147,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             ))
             return results_metadata(stats, run_dir)
 
-        return _over_runs(context, load(), stage)
+        return _over_runs(context, load(context), stage)
 
     @dg.asset(
         key=[name, "summary"],
@@ -161,7 +162,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         **common,
     )
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load()
+        live = load(context)
         run_dir = run_directory(live, context.partition_key)
         # A new summary makes the run's drift files stale; the drift asset rewrites them
         # (unless a blocking gate on the summary stops it: then there is no drift to show).
@@ -196,7 +197,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         **common,
     )
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load()
+        live = load(context)
         run_dir = run_directory(live, context.partition_key)
         result = write_drift(name, run_dir, Path(live.runs_root))
         _publish(context, live, run_dir, "drift")
@@ -220,7 +221,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         **common,
     )
     def baseline(context: dg.AssetExecutionContext, config: PromoteConfig) -> dg.MaterializeResult:
-        live = load()
+        live = load(context)
         runs_root = Path(live.runs_root)
         previous = current_baseline(runs_root, name)
         promoted = promote(run_directory(live, config.run_id))

@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.models import RunSummary
 from evalh_pipeline.queries.report import MAX_LISTED_CASES
 from evalh_pipeline.runner.drift import NO_BASELINE, load_drift
@@ -31,7 +32,8 @@ def _run_dir(eval_path: Path, context: dg.AssetCheckExecutionContext) -> RunDire
         live = load_eval(eval_path)
         _LIVE.clear()  # keep only the current run's: a process executes one run's checks at a time
         _LIVE[key] = live
-    return run_directory(live, context.partition_key)
+    # The CLI may name a run directory outside the eval's output folder (runtime.runs_root).
+    return run_directory(getattr(context.resources, RUNTIME_KEY).locate(live), context.partition_key)
 
 
 def build_summary_checks(
@@ -44,7 +46,7 @@ def build_summary_checks(
 
     def check(name: str, description: str, judge: Callable[[RunSummary], dg.AssetCheckResult]) -> None:
         @dg.asset_check(asset=summary, name=name, description=description, blocking=gates.blocking,
-                        partitions_def=runs)
+                        partitions_def=runs, required_resource_keys={RUNTIME_KEY})
         def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
             summary = load_summary(_run_dir(eval_path, context))
             if not any(v.cases_total for v in summary.variants):
@@ -78,7 +80,7 @@ def build_drift_checks(
     eval_path = spec.path
 
     @dg.asset_check(asset=drift, name="no_regressions_vs_promoted_baseline", blocking=gates.blocking,
-                    partitions_def=runs,
+                    partitions_def=runs, required_resource_keys={RUNTIME_KEY},
                     description="No case that passed in the eval's promoted baseline run fails in this run "
                                 "(passes while no run is promoted).")
     def no_regressions_vs_promoted_baseline(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
