@@ -175,6 +175,22 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
     out.print(f"run directory: {run_dir.path}")
 
 
+class _RunLocation(click.ParamType):
+    """A run directory, the URL of a run published through ``output[]``, or a bare run id
+    (looked up in --store, else in the runs folder: $EVALH_RUNS_DIR or ./runs)."""
+
+    name = "run"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from evalh_pipeline.store.run_dir import RUN_ID_PATTERN
+
+        if "://" in str(value):
+            return str(value)
+        if not Path(str(value)).exists() and RUN_ID_PATTERN.match(str(value)):
+            return str(value)
+        return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
+
+
 @click.group()
 @click.version_option(package_name="evalh-pipeline")
 def main() -> None:
@@ -273,7 +289,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 
 
 @main.command("re-evaluate")
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_dir", type=_RunLocation())
 @click.option("--config", "eval_path", type=click.Path(dir_okay=False, exists=True),
               help="The eval.yaml whose evaluators to apply (default: the one the run was made from).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
@@ -281,7 +297,14 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system)."""
     from evalh_pipeline.defs.launch import materialize_reevaluation
 
-    directory = RunDirectory(Path(run_dir).resolve())
+    if "://" in run_dir:
+        err.print("[red]error:[/red] re-evaluate works on a local run directory (or a run id in ./runs)",
+                  highlight=False)
+        sys.exit(EXIT_CONFIG)
+    if not Path(run_dir).exists() and eval_path is not None:
+        # A bare run id with --config: the run lives in that eval's runs folder.
+        run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
+    directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
     _print_outcome(outcome)
@@ -307,18 +330,48 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     out.print(f"retried {retried} cell(s)", highlight=False)
 
 
-class _RunLocation(click.ParamType):
-    """A run directory, or the URL of a run published through ``output[]``."""
-
-    name = "run"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        if "://" in str(value):
-            return str(value)
-        return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
+def _store_options(command):
+    """``--store URL`` and ``--namespace KEY=VALUE``: read runs by id from a trace store."""
+    command = click.option("--namespace", "namespace", multiple=True, metavar="KEY=VALUE",
+                           help="With --store: only runs filed under this namespace (repeat for several keys).")(command)
+    return click.option("--store", "store", metavar="URL",
+                        help="Read runs by id from a trace store: sqlite:///runs.db or postgresql://…")(command)
 
 
-def _run_directory(path: str) -> RunDirectory:
+def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:
+    from evalh_pipeline.store.stores.base import parse_namespace
+
+    try:
+        return parse_namespace(pairs)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_CONFIG)
+
+
+def _runs_folder() -> Path:
+    import os
+
+    return Path(os.environ.get("EVALH_RUNS_DIR") or "runs").resolve()
+
+
+def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ...] = ()) -> RunDirectory:
+    if store is not None:
+        from evalh_pipeline.store.stores.reading import fetch_from_store
+
+        try:
+            path = str(fetch_from_store(store, path, _namespace(namespace)))
+        except (LookupError, ValueError) as exc:
+            err.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+            sys.exit(EXIT_INFRA)
+        except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
+            err.print(f"[red]error:[/red] cannot read run {path} from {_safe_store(store)}: "
+                      f"{type(exc).__name__}: {exc}", highlight=False)
+            sys.exit(EXIT_INFRA)
+    elif namespace:
+        err.print("[red]error:[/red] --namespace filters the runs of a --store", highlight=False)
+        sys.exit(EXIT_CONFIG)
+    elif "://" not in path and not Path(path).exists():
+        path = str(_runs_folder() / path)  # a bare run id: the runs folder of the working directory
     if "://" in path:
         # Only the read-only commands take URLs: they read a fresh local copy.
         from evalh_pipeline.store.publishing import fetch_run
@@ -335,6 +388,12 @@ def _run_directory(path: str) -> RunDirectory:
     return directory
 
 
+def _safe_store(url: str) -> str:
+    from evalh_pipeline.store.stores.postgres import redact_dsn
+
+    return redact_dsn(url)
+
+
 def _num(value: float | None, fmt: str, signed: bool = False) -> str:
     if value is None:
         return "–"
@@ -347,11 +406,13 @@ def _num(value: float | None, fmt: str, signed: bool = False) -> str:
 @click.option("--exit-nonzero-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in RUN_A does not pass in RUN_B.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+@_store_options
+def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: bool, store: str | None,
+            namespace: tuple[str, ...]) -> None:
     """Compare RUN_B with RUN_A (the baseline): flips per case and deltas per variant (read-only)."""
     from evalh_pipeline.queries.compare import compare_runs
 
-    a, b = _run_directory(run_a), _run_directory(run_b)
+    a, b = _run_directory(run_a, store, namespace), _run_directory(run_b, store, namespace)
     _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json)
 
 
@@ -363,12 +424,16 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
               help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR, or RUN_DIR "
                    "has no cells (the CI gate).")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
-def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+@_store_options
+def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, as_json: bool,
+          store: str | None, namespace: tuple[str, ...]) -> None:
     """Compare RUN_DIR with its eval's promoted baseline run (read-only)."""
     from evalh_pipeline.queries.drift import drift_report
     from evalh_pipeline.store.baselines import current_baseline
 
-    current = _run_directory(run_dir)
+    current = _run_directory(run_dir, store, namespace)
+    if baseline_dir is None and store is not None:
+        baseline_dir = _store_baseline(store, namespace, current.read_meta().get("eval_name"))
     if baseline_dir is None:
         eval_name = current.read_meta()["eval_name"]
         promoted = current_baseline(current.path.parent, eval_name)
@@ -378,9 +443,30 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
                       highlight=False)
             sys.exit(EXIT_INFRA)
         baseline_dir = str(promoted.locate(current.path.parent))
-    baseline = _run_directory(baseline_dir)
+    baseline = _run_directory(baseline_dir, store, namespace)
     _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
                        exit_nonzero_on_regression, as_json)
+
+
+def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | None) -> str:
+    """The run id the store says is the promoted baseline of ``eval_name`` in ``namespace``."""
+    from evalh_pipeline.store.stores.reading import store_from_url
+
+    try:
+        reader = store_from_url(store)
+        try:
+            run_id = reader.current_baseline(eval_name or "", _namespace(namespace))
+        finally:
+            reader.close()
+    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
+        err.print(f"[red]error:[/red] cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(EXIT_INFRA)
+    if run_id is None:
+        err.print(f"[red]error:[/red] eval {eval_name!r} has no promoted baseline in {_safe_store(store)}"
+                  f"{' (' + ', '.join(namespace) + ')' if namespace else ''}: run `evalh promote <run_id> --store …` "
+                  "first, or pass --baseline", highlight=False)
+        sys.exit(EXIT_INFRA)
+    return run_id
 
 
 def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
@@ -432,9 +518,17 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-def promote(run_dir: str) -> None:
-    """Make RUN_DIR its eval's baseline for `evalh drift` (the previous one is kept in history)."""
+@click.argument("run_dir", type=_RunLocation())
+@_store_options
+def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None:
+    """Make RUN_DIR its eval's baseline for `evalh drift` (the previous one is kept in history).
+
+    With --store, RUN_DIR is a run id in that store, and the store records the baseline for
+    the namespace (what `evalh drift RUN --store …` compares with).
+    """
+    if store is not None:
+        _promote_in_store(run_dir, store, namespace)
+        return
     from evalh_pipeline.defs.launch import materialize_promotion
 
     directory = _run_directory(run_dir)
@@ -442,6 +536,70 @@ def promote(run_dir: str) -> None:
     promoted = _materialize(materialize_promotion, spec, directory.run_id, None)
     previous = f" (was {promoted.previous_run_id})" if promoted.previous_run_id else ""
     out.print(f"baseline of {spec.name} is now {promoted.run_id}{previous}", highlight=False)
+
+
+def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> None:
+    from evalh_pipeline.store.stores.reading import store_from_url
+
+    wanted = _namespace(namespace)
+    try:
+        writer = store_from_url(store)
+        try:
+            found = {r.run_id: r for r in writer.list_runs(wanted)}
+            if run_id not in found:
+                err.print(f"[red]error:[/red] no run {run_id!r} in {_safe_store(store)}"
+                          f"{' (' + ', '.join(namespace) + ')' if namespace else ''}", highlight=False)
+                sys.exit(EXIT_INFRA)
+            run = found[run_id]
+            # The baseline is filed under the run's own namespace, where `drift --namespace` looks.
+            writer.config.run_namespace = dict(run.namespace or {})
+            previous = writer.current_baseline(run.eval_name or "", run.namespace)
+            writer.record_baseline(run.eval_name or "", run_id, datetime.now(timezone.utc).isoformat())
+        finally:
+            writer.close()
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreachable or unwritable store
+        err.print(f"[red]error:[/red] cannot promote in {_safe_store(store)}: {type(exc).__name__}: {exc}",
+                  highlight=False)
+        sys.exit(EXIT_INFRA)
+    was = f" (was {previous})" if previous and previous != run_id else ""
+    out.print(f"baseline of {run.eval_name} in {_safe_store(store)} is now {run_id}{was}", highlight=False)
+
+
+@main.command("runs")
+@click.option("--store", "store", metavar="URL", required=True,
+              help="The trace store: sqlite:///runs.db or postgresql://…")
+@click.option("--namespace", "namespace", multiple=True, metavar="KEY=VALUE",
+              help="Only runs filed under this namespace (repeat for several keys).")
+@click.option("--eval", "eval_name", help="Only runs of this eval.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+def runs(store: str, namespace: tuple[str, ...], eval_name: str | None, as_json: bool) -> None:
+    """List the runs in a trace store (read-only)."""
+    from evalh_pipeline.store.stores.reading import store_from_url
+
+    try:
+        reader = store_from_url(store)
+        try:
+            found = reader.list_runs(_namespace(namespace), eval_name)
+        finally:
+            reader.close()
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
+        err.print(f"[red]error:[/red] cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(EXIT_INFRA)
+    if as_json:
+        click.echo(json.dumps([{"run_id": r.run_id, "eval_name": r.eval_name, "namespace": r.namespace,
+                                "created_at": r.created_at, "traces": r.traces, "results": r.results}
+                               for r in found], indent=2))
+        return
+    from evalh_pipeline.queries.report import text_table
+
+    rows = [[r.run_id, r.eval_name or "–", ",".join(f"{k}={v}" for k, v in sorted((r.namespace or {}).items())) or "–",
+             str(r.traces), str(r.results)] for r in found]
+    click.echo("\n".join(text_table(["run", "eval", "namespace", "traces", "results"], rows)))
+    click.echo(f"{len(found)} run(s)")
 
 
 def _json_text(value) -> str:
@@ -456,11 +614,13 @@ def _json_text(value) -> str:
 @click.option("--thinking", is_flag=True, help="Also show the system's thinking.")
 @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
               help="Show at most N cells (0: all).")
-def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool, thinking: bool, limit: int) -> None:
+@_store_options
+def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool, thinking: bool, limit: int,
+            store: str | None, namespace: tuple[str, ...]) -> None:
     """Show cells of RUN_DIR: input, answer, tool calls, error and every evaluator's verdict (read-only)."""
     from evalh_pipeline.queries.inspect import inspect_run
 
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, store, namespace)
     try:
         found = inspect_run(directory, case_id=case_id, variant=variant, failed=failed, limit=limit or None)
     except Exception as exc:  # noqa: BLE001 - unreadable run files

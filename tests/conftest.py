@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,15 @@ def env(tmp_path):
 def run_evalh(args, env, cwd, timeout=120):
     """`evalh ARGS` as a real process; returns the CompletedProcess."""
     return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A real PostgreSQL server for the session (skipped, loudly, where none is installed)."""
+    from tests.postgres_server import postgres_bin, running_postgres
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed: `./dev test` installs it when run as root "
+                    "(apt-get install postgresql)")
+    with running_postgres() as dsn:
+        yield dsn

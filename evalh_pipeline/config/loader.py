@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from evalh_pipeline.config.env import MissingEnvVar, expand_env
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import EvalConfig
+from evalh_pipeline.config.schema import EvalConfig, OutputConfig
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
@@ -21,7 +21,7 @@ from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
 DATASET_TYPES = ("jsonl", "yaml")
-_VARIANT_KEYS = {"name", "adapter", "metadata"}
+_VARIANT_KEYS = {"name", "adapter", "metadata", "enrich_trace_from"}
 _SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)", re.IGNORECASE)
 
 
@@ -74,17 +74,14 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
                              metadata=system.metadata, timeout_seconds=system.timeout_seconds)
         variants.append(variant)
         issues += _check_plugin_config(where, SYSTEMS, system.adapter, variant_config, ("systems", i), "adapter")
+        issues += _check_enrichers(where, i, system.enrich_trace_from)
     for i, evaluator in enumerate(config.evaluators):
         issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
                                        ("evaluators", i), "type", config_key="config")
 
     if config.workspace is not None:
         issues += _check_workspace(where, config.workspace.model_dump(), eval_path.parent)
-    for i, output in enumerate(config.output):
-        if output.type != "local_files":
-            issues.append(where.issue(("output", i, "type"), f"unknown output type {output.type!r} (known: local_files)"))
-        elif (problem := _output_url_problem(output.path)) is not None:
-            issues.append(where.issue(("output", i, "path"), problem))
+    issues += _check_outputs(where, config)
 
     dataset_path = None
     if config.dataset.path is None:
@@ -102,7 +99,9 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
 
     secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
-    outputs = tuple(resolve_output_path(output.path, eval_path.parent) for output in config.output)
+    folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
+    outputs = tuple(resolve_output_path(output.path or "runs", eval_path.parent) for output in folders)
+    stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
     return EvalSpec(
         path=eval_path,
         config=config,
@@ -110,6 +109,8 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         dataset_path=dataset_path,
         runs_root=_working_root(outputs[0]),
         outputs=outputs,
+        stores=stores,
+        enrichers={s.name: tuple(s.enrich_trace_from) for s in config.systems if s.enrich_trace_from},
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
         price_table_path=price_table_path,
@@ -126,6 +127,35 @@ def _check_workspace(where: _Locator, workspace: dict[str, Any], eval_dir: Path)
     cls = WORKSPACES.get(workspace["type"])
     model = cls.Config.model_validate(workspace)
     return [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+
+
+def _check_enrichers(where: _Locator, index: int, entries: list[dict[str, Any]]) -> list[ConfigIssue]:
+    """``systems[i].enrich_trace_from[j]`` against its enricher type's config model."""
+    from evalh_pipeline.enrichers.registry import ENRICHERS
+
+    issues: list[ConfigIssue] = []
+    for j, entry in enumerate(entries):
+        at = ("systems", index, "enrich_trace_from", j)
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            issues.append(where.issue(at, f"an enricher is a mapping with a type (known: {', '.join(ENRICHERS.names())})"))
+            continue
+        issues += _check_plugin_config(where, ENRICHERS, entry["type"], entry, at, "type")
+    return issues
+
+
+def _check_outputs(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
+    """Each ``output[]`` entry against its type's config model; folder URLs must be writable."""
+    from evalh_pipeline.store.stores.registry import STORES
+
+    issues: list[ConfigIssue] = []
+    for i, output in enumerate(config.output):
+        entry = output.model_dump(exclude_none=True)
+        found = _check_plugin_config(where, STORES, output.type, entry, ("output", i), "type")
+        issues += found
+        if not found and output.type == "local_files" and output.path is not None:
+            if (problem := _output_url_problem(output.path)) is not None:
+                issues.append(where.issue(("output", i, "path"), problem))
+    return issues
 
 
 def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:

@@ -41,6 +41,8 @@ class SystemConfig(BaseModel):
     adapter: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=120, gt=0)
+    # TraceEnrichers run on each trace of this system before it is persisted (eval-harness key).
+    enrich_trace_from: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class WorkspaceConfig(BaseModel):
@@ -130,10 +132,15 @@ class MetricsConfig(_Strict):
 
 
 class OutputConfig(BaseModel):
+    """One ``output[]`` entry: a runs folder (``local_files``) or a trace store of another type.
+
+    The keys of each type are validated by its store's own config model (store/stores/).
+    """
+
     model_config = ConfigDict(extra="allow")
 
     type: str = "local_files"
-    path: str = "runs"
+    path: str | None = None
 
 
 class EvalConfig(_Strict):

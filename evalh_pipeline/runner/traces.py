@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
 from evalh_pipeline.runner.evaluation import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
@@ -19,8 +20,10 @@ from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
 from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse, Workspace
 from evalh_pipeline.systems.registry import SYSTEMS
 from evalh_pipeline.workspaces.accounting import WorkspaceAccountingError
@@ -96,6 +99,8 @@ async def produce_traces(
     workspaces = _workspace_adapter(spec, run_dir)
     if workspaces is not None:
         await asyncio.to_thread(workspaces.recover_stale)
+    enrichers = await _start_enrichers(spec, [v.name for v in variants])
+    stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
 
     async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
         adapter = adapters[cell.variant.name]
@@ -110,6 +115,9 @@ async def produce_traces(
             else:
                 async with per_variant[cell.variant.name]:
                     trace, artifact = await one_cell(cell)
+            # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
+            await enrich_trace(enrichers.get(cell.variant.name, ()), cell.case, trace)
+            annotate_trace(stores, trace)
             out.write(trace.model_dump_json())
             if inline is not None:
                 await inline.judge(cell.case, trace, artifact)
@@ -126,6 +134,10 @@ async def produce_traces(
             for adapter in adapters.values():
                 if isinstance(adapter, SystemAdapter):
                     await _close_quietly(adapter)
+            for chain in enrichers.values():
+                for enricher in chain:
+                    if isinstance(enricher, TraceEnricher):
+                        await _close_quietly(enricher)
             if workspaces is not None:
                 totals = workspaces.totals
                 stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
@@ -135,6 +147,26 @@ async def produce_traces(
     if workspaces is not None and (problem := workspaces.totals.mismatch()):
         raise WorkspaceAccountingError(problem)
     return stats
+
+
+async def _start_enrichers(spec: EvalSpec, variant_names: list[str]) -> dict[str, list[TraceEnricher | Exception]]:
+    """Each variant's enricher chain, started; one that cannot start is an error on each trace."""
+    context = EnricherContext(eval_dir=spec.eval_dir, secret_values=spec.secret_values)
+    chains: dict[str, list[TraceEnricher | Exception]] = {}
+    for name in variant_names:
+        configs = spec.enrichers.get(name, ())
+        chain: list[TraceEnricher | Exception] = []
+        for enricher in build_enrichers(configs, context):
+            try:
+                await enricher.start()
+                chain.append(enricher)
+            except Exception as exc:  # noqa: BLE001 - an enricher never fails the run
+                failed = RuntimeError(f"did not start: {type(exc).__name__}: {exc}")
+                failed.enricher_name = enricher.name  # type: ignore[attr-defined]
+                chain.append(failed)
+        if chain:
+            chains[name] = chain
+    return chains
 
 
 def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapter | None:
@@ -231,7 +263,7 @@ async def _run_cell(
     budget.add(response.metrics.cost_usd)
     if attempt > 1:
         response.metrics.custom["attempts"] = attempt
-    return Trace(
+    trace = Trace(
         run_id=run_id,
         case_id=cell.case.id,
         variant_name=cell.variant.name,
@@ -248,6 +280,8 @@ async def _run_cell(
         error=error,
         extra=response.extra,
     )
+    apply_tool_views(trace)
+    return trace
 
 
 async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None) -> tuple[SystemResponse, TraceError | None]:

@@ -17,7 +17,9 @@ Rules:
   ``.publish-state.json``) and ``.<name>.tmp`` files anywhere are never uploaded;
   symlinks are skipped (object stores cannot hold them; workspace manifests record them);
 - a canonical failure raises :class:`PublishError` (the stage fails); a mirror failure is
-  appended to ``publish.jsonl`` in the run directory and returned, never raised.
+  appended to ``publish.jsonl`` in the run directory and returned, never raised;
+- the eval's trace stores (``output[]`` entries of another type) are synced first, with the
+  same rule for their failures (store/stores/sync.py).
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ class RunPublisher:
                 except Exception as exc:  # noqa: BLE001 - a mirror never fails the run
                     failure = MirrorFailure(mirror, f"{type(exc).__name__}: {exc}")
                     report.failures.append(failure)
-                    _record_failure(run_dir, stage, failure)
+                    record_failure(run_dir, stage, failure)
             if self.canonical is not None:
                 try:
                     self._publish_to(self.canonical, run_dir, state, report)
@@ -189,8 +191,17 @@ class RunPublisher:
 
 
 def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
-    """Publish ``run_dir`` to the outputs of ``spec`` after ``stage`` (a no-op for a local-only eval)."""
-    return RunPublisher.for_spec(spec).publish(run_dir, stage)
+    """Publish ``run_dir`` to the outputs of ``spec`` after ``stage`` (a no-op for a local-only eval).
+
+    The eval's trace stores (sqlite, postgres, otel, plugins: store/stores/) take the run
+    first, so a store failure recorded in publish.jsonl reaches the file mirrors too.
+    """
+    from evalh_pipeline.store.stores.sync import sync_stores
+
+    store_failures = sync_stores(spec, run_dir, stage)
+    report = RunPublisher.for_spec(spec).publish(run_dir, stage)
+    report.failures[:0] = [MirrorFailure(f.target, f.error) for f in store_failures]
+    return report
 
 
 def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> list[dict[str, Any]]:
@@ -244,7 +255,8 @@ def _load_state(run_dir: RunDirectory) -> dict[str, Any]:
         return {}  # a broken state costs a full re-upload, nothing more
 
 
-def _record_failure(run_dir: RunDirectory, stage: str, failure: MirrorFailure) -> None:
+def record_failure(run_dir: RunDirectory, stage: str, failure: MirrorFailure) -> None:
+    """Append a mirror's (or a store's) failure to the run's publish.jsonl."""
     record = {
         "at": datetime.now(timezone.utc).isoformat(),
         "stage": stage,

@@ -28,6 +28,7 @@ from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+from evalh_pipeline.store.stores.sync import record_baseline
 
 
 class PromoteConfig(dg.Config):
@@ -225,6 +226,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         runs_root = Path(live.runs_root)
         previous = current_baseline(runs_root, name)
         promoted = promote(run_directory(live, config.run_id))
+        for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
+            context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
         return dg.MaterializeResult(metadata={
             "run_id": promoted.run_id,
             "previous_run_id": previous.run_id if previous else "",

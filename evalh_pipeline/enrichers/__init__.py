@@ -1,0 +1,1 @@
+"""TraceEnrichers: post-capture steps that add to a trace before it is persisted and judged."""

@@ -1,0 +1,203 @@
+"""``otel``: each trace exported as an OpenTelemetry span over OTLP/HTTP (write-only).
+
+    output:
+      - type: otel
+        endpoint: http://collector:4318          # /v1/traces is added when missing
+        headers: {authorization: "Bearer ${OTEL_TOKEN}"}
+        service_name: evalh
+        resource_attributes: {deployment.environment: ci}
+        run_namespace: {project: agent_v3}       # exported as evalh.namespace.<key> attributes
+
+Needs the ``otel`` extra (opentelemetry-sdk and its OTLP/HTTP exporter). One span per
+trace (cell), with the GenAI semantic conventions where they fit: ``gen_ai.operation.name``
+``invoke_agent``, ``gen_ai.agent.name`` (the variant), ``gen_ai.request.model`` (the
+variant's ``metadata.model``), ``gen_ai.usage.input_tokens`` / ``output_tokens``, the
+span's start and end from the trace (its latency), and on error an ERROR status with
+``error.type``. The span and trace ids are derived from the cell and its start time and
+put on the trace before it is persisted (``extra.span_id``, ``extra.otel_trace_id``), so
+the run directory names the span a collector received. Which spans were accepted is kept
+in a hidden state file in the run directory: a span is exported once, and a failed export
+is retried after the next stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator
+
+from evalh_pipeline.store.jsonl import iter_lines
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+from evalh_pipeline.store.stores.base import StoreConfig, StoreError, TraceStore
+
+if TYPE_CHECKING:
+    from evalh_pipeline.models import Trace
+
+BATCH = 256
+
+
+class OtelConfig(StoreConfig):
+    endpoint: str = Field(min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    service_name: str = "evalh"
+    resource_attributes: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=10, gt=0)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("endpoint must be an http:// or https:// URL (OTLP/HTTP)")
+        return value
+
+
+def span_ids(trace: Mapping[str, Any]) -> tuple[int, int]:
+    """(trace id, span id) of a trace: a digest of its cell and start time (a retried cell gets new ids)."""
+    seed = "\0".join(str(trace.get(k) or "") for k in ("run_id", "case_id", "variant_name", "sample", "started_at"))
+    digest = hashlib.sha256(seed.encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def _nanos(value: Any) -> int | None:
+    if not value:
+        return None
+    stamp = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return int(stamp.timestamp() * 1_000_000_000)
+
+
+class OtelStore(TraceStore):
+    """Exports each persisted trace as one span; records which were accepted."""
+
+    Config = OtelConfig
+
+    @property
+    def endpoint(self) -> str:
+        url = self.config.endpoint.rstrip("/")
+        return url if url.endswith("/v1/traces") else f"{url}/v1/traces"
+
+    @property
+    def label(self) -> str:
+        return f"otel {self.endpoint}"
+
+    def annotate(self, trace: Trace) -> None:
+        trace_id, span_id = span_ids(trace.model_dump(mode="json", include={
+            "run_id", "case_id", "variant_name", "sample", "started_at"}))
+        trace.extra["span_id"] = format(span_id, "016x")
+        trace.extra["otel_trace_id"] = format(trace_id, "032x")
+
+    def _state_path(self, run_dir: RunDirectory) -> Path:
+        return run_dir.path / f".otel-{hashlib.sha256(self.endpoint.encode()).hexdigest()[:12]}.json"
+
+    def write_run(self, run_dir: RunDirectory, stage: str) -> None:
+        state_path = self._state_path(run_dir)
+        exported: set[str] = set(json.loads(state_path.read_text())) if state_path.exists() else set()
+        pending = []
+        for _, line in iter_lines(run_dir.traces):
+            trace = json.loads(line)
+            _, span_id = span_ids(trace)
+            if format(span_id, "016x") not in exported:
+                pending.append(trace)
+        if not pending:
+            return
+        models = _variant_models(run_dir)
+        for start in range(0, len(pending), BATCH):
+            chunk = pending[start:start + BATCH]
+            self._export(chunk, models)
+            exported.update(format(span_ids(t)[1], "016x") for t in chunk)
+            write_atomic(state_path, json.dumps(sorted(exported)) + "\n")
+
+    def _export(self, traces: list[dict[str, Any]], models: dict[str, str]) -> None:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+            from opentelemetry.sdk.trace.export import SpanExportResult
+            from opentelemetry.sdk.trace.id_generator import IdGenerator
+            from opentelemetry.trace import SpanKind, Status, StatusCode
+        except ImportError as exc:
+            raise StoreError("the otel store needs opentelemetry: pip install 'evalh-pipeline[otel]'") from exc
+
+        class Preset(IdGenerator):
+            """Hands out the ids derived from the trace being exported (one span at a time)."""
+
+            ids = (1, 1)
+
+            def generate_trace_id(self) -> int:
+                return self.ids[0]
+
+            def generate_span_id(self) -> int:
+                return self.ids[1]
+
+        class Collect(SpanProcessor):
+            def __init__(self) -> None:
+                self.spans: list[Any] = []
+
+            def on_end(self, span: Any) -> None:
+                self.spans.append(span)
+
+        preset, collect = Preset(), Collect()
+        resource = Resource.create({"service.name": self.config.service_name, **self.config.resource_attributes})
+        # A provider of our own: the process-wide one belongs to the user's code.
+        provider = TracerProvider(resource=resource, id_generator=preset)
+        provider.add_span_processor(collect)
+        tracer = provider.get_tracer("evalh_pipeline")
+        for trace in traces:
+            preset.ids = span_ids(trace)
+            variant = trace.get("variant_name") or ""
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": variant,
+                "evalh.run_id": trace.get("run_id") or "",
+                "evalh.case_id": trace.get("case_id") or "",
+                "evalh.variant_name": variant,
+                "evalh.sample": int(trace.get("sample") or 0),
+                "evalh.latency_ms": int(trace.get("latency_ms") or 0),
+                **{f"evalh.namespace.{k}": v for k, v in self.namespace.items()},
+            }
+            if variant in models:
+                attributes["gen_ai.request.model"] = models[variant]
+            metrics = trace.get("metrics") or {}
+            for key, attr in (("token_input", "gen_ai.usage.input_tokens"), ("token_output", "gen_ai.usage.output_tokens"),
+                              ("token_thinking", "evalh.usage.thinking_tokens"), ("cost_usd", "evalh.cost_usd"),
+                              ("latency_first_token_ms", "evalh.latency_first_token_ms")):
+                if metrics.get(key) is not None:
+                    attributes[attr] = metrics[key]
+            if (upstream := (trace.get("extra") or {}).get("trace_id")) is not None:
+                attributes["evalh.upstream_trace_id"] = str(upstream)
+            error = trace.get("error")
+            if error:
+                attributes["error.type"] = error.get("type") or "error"
+            span = tracer.start_span(f"invoke_agent {variant}", kind=SpanKind.CLIENT, attributes=attributes,
+                                     start_time=_nanos(trace.get("started_at")))
+            if error:
+                span.set_status(Status(StatusCode.ERROR, str(error.get("message") or "")[:1000]))
+            span.end(end_time=_nanos(trace.get("finished_at")))
+        exporter = OTLPSpanExporter(endpoint=self.endpoint, headers=dict(self.config.headers),
+                                    timeout=self.config.timeout_seconds)
+        try:
+            result = exporter.export(collect.spans)
+        finally:
+            exporter.shutdown()
+            provider.shutdown()
+        if result is not SpanExportResult.SUCCESS:
+            raise StoreError(f"{self.endpoint} did not accept {len(collect.spans)} span(s)")
+
+
+def _variant_models(run_dir: RunDirectory) -> dict[str, str]:
+    """variant name -> ``metadata.model`` from the run's config snapshot."""
+    from evalh_pipeline.store.yaml_files import load_yaml_text
+
+    if not run_dir.config_yaml.exists():
+        return {}
+    config = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    models = {}
+    for system in config.get("systems") or []:
+        model = (system.get("metadata") or {}).get("model") if isinstance(system, dict) else None
+        if model:
+            models[str(system.get("name"))] = str(model)
+    return models

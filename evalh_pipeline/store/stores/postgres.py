@@ -1,0 +1,137 @@
+"""``postgres``: runs in a PostgreSQL database, shared by every machine that points at it.
+
+    output:
+      - type: postgres
+        dsn: ${EVALH_POSTGRES_DSN}     # postgresql://user:password@host:5432/evals
+        schema: public                # optional
+        run_namespace: {project: agent_v3}
+
+Needs the ``postgres`` extra (psycopg 3). The namespace is a JSONB column on every table
+with a GIN index, so ``--namespace project=agent_v3`` is an indexed containment query
+(``namespace @> '{"project": "agent_v3"}'``): one database serves many teams and branches.
+Tables are created (and columns added) on first use with ``IF NOT EXISTS``; several
+processes may sync at once (each sync is one transaction; keys are primary keys).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from evalh_pipeline.store.stores.base import StoreConfig, StoreError
+from evalh_pipeline.store.stores.sql import Dialect, SqlStore
+
+TABLES = ("runs", "run_files", "traces", "results", "artifacts", "summaries", "baselines")
+
+
+def _schema_sql(schema: str) -> list[str]:
+    t = {name: f'"{schema}".evalh_{name}' for name in TABLES}
+    return [
+        f'CREATE SCHEMA IF NOT EXISTS "{schema}"',
+        f"""CREATE TABLE IF NOT EXISTS {t['runs']} (
+            run_id TEXT PRIMARY KEY, eval_name TEXT, created_at TEXT, namespace JSONB, meta TEXT NOT NULL)""",
+        f"""CREATE TABLE IF NOT EXISTS {t['run_files']} (
+            run_id TEXT NOT NULL, name TEXT NOT NULL, namespace JSONB, digest TEXT, content TEXT NOT NULL,
+            PRIMARY KEY (run_id, name))""",
+        f"""CREATE TABLE IF NOT EXISTS {t['traces']} (
+            run_id TEXT NOT NULL, case_id TEXT NOT NULL, variant_name TEXT NOT NULL, sample INTEGER NOT NULL DEFAULT 0,
+            started_at TEXT NOT NULL, namespace JSONB, error_type TEXT, digest TEXT, payload JSONB NOT NULL,
+            PRIMARY KEY (run_id, case_id, variant_name, sample))""",
+        f"""CREATE TABLE IF NOT EXISTS {t['results']} (
+            run_id TEXT NOT NULL, case_id TEXT NOT NULL, variant_name TEXT NOT NULL, sample INTEGER NOT NULL DEFAULT 0,
+            evaluator TEXT NOT NULL, started_at TEXT NOT NULL, namespace JSONB, digest TEXT, payload JSONB NOT NULL,
+            PRIMARY KEY (run_id, case_id, variant_name, sample, evaluator))""",
+        f"""CREATE TABLE IF NOT EXISTS {t['artifacts']} (
+            run_id TEXT NOT NULL, case_id TEXT NOT NULL, variant_name TEXT NOT NULL, sample INTEGER NOT NULL DEFAULT 0,
+            namespace JSONB, digest TEXT, payload JSONB NOT NULL, PRIMARY KEY (run_id, case_id, variant_name, sample))""",
+        f"""CREATE TABLE IF NOT EXISTS {t['summaries']} (
+            run_id TEXT PRIMARY KEY, started_at TEXT NOT NULL, namespace JSONB, digest TEXT, payload JSONB NOT NULL)""",
+        f"""CREATE TABLE IF NOT EXISTS {t['baselines']} (
+            eval_name TEXT NOT NULL, namespace_key TEXT NOT NULL, namespace JSONB, run_id TEXT NOT NULL,
+            promoted_at TEXT NOT NULL, PRIMARY KEY (eval_name, namespace_key))""",
+        # A table made before namespaces gets the column in place.
+        *(f"ALTER TABLE {t[name]} ADD COLUMN IF NOT EXISTS namespace JSONB" for name in TABLES),
+        *(f"CREATE INDEX IF NOT EXISTS evalh_{name}_namespace ON {t[name]} USING GIN (namespace jsonb_path_ops)"
+          for name in ("runs", "traces", "results", "baselines")),
+    ]
+
+
+class PostgresConfig(StoreConfig):
+    dsn: str = Field(min_length=1)
+    schema_: str = Field(default="public", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    connect_timeout_seconds: float = Field(default=10, gt=0)
+
+    @field_validator("dsn")
+    @classmethod
+    def _postgres_url(cls, value: str) -> str:
+        if "://" in value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("dsn must be a postgresql:// URL or a libpq key=value string")
+        return value
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password (URL or key=value form), for labels and errors."""
+    dsn = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
+    return re.sub(r"(password\s*=\s*)(\S+)", r"\1***", dsn)
+
+
+class PostgresStore(SqlStore):
+    """A PostgreSQL database (psycopg 3)."""
+
+    Config = PostgresConfig
+
+    def __init__(self, config: Mapping[str, Any], context: Any) -> None:
+        super().__init__(config, context)
+        schema = self.config.schema_
+        self.dialect = Dialect(
+            tables={name: f'"{schema}".evalh_{name}' for name in TABLES},
+            json_type="JSONB",
+            json_param="?::jsonb",
+        )
+
+    @property
+    def label(self) -> str:
+        return redact_dsn(self.config.dsn)
+
+    def _connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError("the postgres store needs psycopg: pip install 'evalh-pipeline[postgres]'") from exc
+        try:
+            return psycopg.connect(self.config.dsn, autocommit=True,
+                                   connect_timeout=max(1, round(self.config.connect_timeout_seconds)))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.label}: {self._clean(exc)}") from None
+
+    def _clean(self, exc: BaseException) -> str:
+        text = redact_dsn(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        for secret in self.context.secret_values:
+            text = text.replace(secret, "***")
+        return text
+
+    def _migrate(self, conn: Any) -> None:
+        with conn.transaction():
+            # Two processes creating the tables at once would race on the catalog: serialize.
+            conn.execute("SELECT pg_advisory_xact_lock(727274)")
+            for statement in _schema_sql(self.config.schema_):
+                conn.execute(statement)
+
+    @contextmanager
+    def _transaction(self, conn: Any) -> Iterator[None]:
+        with conn.transaction():
+            yield
+
+    def _sql(self, text: str) -> str:
+        # Written with `?`; psycopg takes `%s` (no statement here has a literal % or ?).
+        return text.replace("%", "%%").replace("?", "%s")
+
+    def _namespace_filter(self, namespace: Mapping[str, str] | None, alias: str = "") -> tuple[str, list[Any]]:
+        if not namespace:
+            return "", []
+        return f" AND {alias}namespace @> ?::jsonb", [json.dumps(dict(namespace), sort_keys=True)]

@@ -1,0 +1,71 @@
+"""Reading runs back from a store for the read-only commands (``--store URL --namespace k=v``).
+
+A store URL is ``sqlite:///relative/runs.db`` (``sqlite:////abs/runs.db``), or a
+``postgresql://`` / ``postgres://`` DSN. The run is written into a fresh local folder under
+``$EVALH_CACHE_DIR/stores/`` (never into a run directory the engine may be writing), and the
+commands read that folder as they read any run directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from evalh_pipeline.store.stores.base import ReadableStore, StoreContext, StoreError
+
+
+def is_store_url(value: str) -> bool:
+    return value.startswith(("sqlite:///", "postgresql://", "postgres://"))
+
+
+def store_from_url(url: str) -> ReadableStore:
+    """The store a URL names (unopened); raises ValueError for anything else."""
+    context = StoreContext(eval_dir=Path.cwd())
+    if url.startswith("sqlite:///"):
+        from evalh_pipeline.store.stores.sqlite import SqliteStore
+
+        path = url.removeprefix("sqlite:///")
+        if not Path(path).expanduser().is_file():
+            raise StoreError(f"no SQLite store at {Path(path).expanduser().resolve()}")
+        return SqliteStore({"type": "sqlite", "path": str(Path(path).expanduser().resolve())}, context)
+    if url.startswith(("postgresql://", "postgres://")):
+        from evalh_pipeline.store.stores.postgres import PostgresStore
+
+        return PostgresStore({"type": "postgres", "dsn": url}, context)
+    raise ValueError(f"--store {url!r}: use sqlite:///path/to/runs.db or a postgresql:// URL "
+                     "(a runs folder is read by passing runs/<run_id>)")
+
+
+def fetch_from_store(url: str, run_id: str, namespace: Mapping[str, str] | None = None) -> Path:
+    """A fresh local run directory of ``run_id`` read from the store at ``url``.
+
+    Raises LookupError when the store has no such run (in ``namespace``).
+    """
+    from evalh_pipeline.store.run_dir import RUN_ID_PATTERN
+
+    if not RUN_ID_PATTERN.match(run_id):
+        raise ValueError(f"invalid run id {run_id!r}: letters, digits, '_', '-' and '.' only")
+    store = store_from_url(url)
+    try:
+        scope = "&".join(f"{k}={v}" for k, v in sorted((namespace or {}).items()))
+        base = _cache_base() / "stores" / hashlib.sha256(f"{url}?{scope}".encode()).hexdigest()[:16]
+        base.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=base))
+        final = base / run_id
+        try:
+            store.export_run(run_id, staging / "run", namespace)
+            shutil.rmtree(final, ignore_errors=True)
+            os.rename(staging / "run", final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return final
+    finally:
+        store.close()
+
+
+def _cache_base() -> Path:
+    return Path(os.environ.get("EVALH_CACHE_DIR") or Path.home() / ".cache" / "evalh").expanduser().resolve()

@@ -1,0 +1,17 @@
+"""Store registry: ``output[].type`` names -> classes (plugins: entry point group ``evalh_pipeline.stores``)."""
+
+from __future__ import annotations
+
+from evalh_pipeline.registry import Registry
+from evalh_pipeline.store.stores.base import TraceStore
+
+STORES: Registry[TraceStore] = Registry(
+    "output type",
+    "evalh_pipeline.stores",
+    {
+        "local_files": "evalh_pipeline.store.stores.local_files:LocalFilesStore",
+        "sqlite": "evalh_pipeline.store.stores.sqlite:SqliteStore",
+        "postgres": "evalh_pipeline.store.stores.postgres:PostgresStore",
+        "otel": "evalh_pipeline.store.stores.otel:OtelStore",
+    },
+)
