@@ -1,7 +1,8 @@
 """Reading runs back from a store for the read-only commands (``--store URL --namespace k=v``).
 
 A store URL is ``sqlite:///relative/runs.db`` (``sqlite:////abs/runs.db``), or a
-``postgresql://`` / ``postgres://`` DSN. The run is written into a fresh local folder under
+``postgresql://`` / ``postgres://`` DSN, with ``#schema=NAME`` when the store's ``schema:``
+is not ``public``. The run is written into a fresh local folder under
 ``$EVALH_CACHE_DIR/stores/`` (never into a run directory the engine may be writing), and the
 commands read that folder as they read any run directory.
 """
@@ -35,7 +36,14 @@ def store_from_url(url: str) -> ReadableStore:
     if url.startswith(("postgresql://", "postgres://")):
         from evalh_pipeline.store.stores.postgres import PostgresStore
 
-        return PostgresStore({"type": "postgres", "dsn": url}, context)
+        dsn, _, fragment = url.partition("#")
+        config = {"type": "postgres", "dsn": dsn}
+        for pair in filter(None, fragment.split("&")):
+            key, _, value = pair.partition("=")
+            if key != "schema":
+                raise ValueError(f"--store: unknown #{key} (only #schema=NAME names the tables' schema)")
+            config["schema"] = value
+        return PostgresStore(config, context)
     raise ValueError(f"--store {url!r}: use sqlite:///path/to/runs.db or a postgresql:// URL "
                      "(a runs folder is read by passing runs/<run_id>)")
 
