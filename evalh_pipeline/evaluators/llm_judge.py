@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
+from evalh_pipeline.evaluators.fields import check_field_path
 from evalh_pipeline.judges.judge import Judge, JudgeOutcome
 from evalh_pipeline.judges.prompt import Assertion, RubricSpec, build_prompt
 from evalh_pipeline.judges.settings import JudgeSettings
@@ -102,6 +103,14 @@ class LlmJudgeConfig(JudgeSettings):
     pass_when: str = "all"
     rubric: RubricConfig | None = None
     include_in_prompt: list[IncludeItem] = Field(default_factory=lambda: ["input", "final_answer"], min_length=1)
+    # The trace field judged as the response (DataModel.md: `field: output.thinking`); it takes
+    # the place of the final answer in the prompt.
+    field: str = "output.final_answer"
+
+    @field_validator("field")
+    @classmethod
+    def _field_path(cls, value: str) -> str:
+        return check_field_path(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -161,7 +170,10 @@ class LlmJudge(Evaluator):
         if trace.error is not None:
             return Verdict(False, f"the system failed ({trace.error.type}): no answer to judge",
                            detail={"judged": False})
-        prompt = build_prompt(case, trace, list(self.config.include_in_prompt), self._assertions, self._rubric)
+        include = list(self.config.include_in_prompt)
+        if self.config.field not in ("output.final_answer", "final_answer") and "final_answer" not in include:
+            include.append("final_answer")  # the judged field is always shown, in the final answer's place
+        prompt = build_prompt(case, trace, include, self._assertions, self._rubric, field=self.config.field)
         outcome = await self.judge.ask(prompt)
         return self.verdict(outcome)
 
@@ -169,6 +181,8 @@ class LlmJudge(Evaluator):
         """Turn a validated judge answer into pass/fail, score, reason and detail."""
         detail: dict[str, Any] = self.judge.detail(outcome)
         detail["included"] = list(self.config.include_in_prompt)
+        if self.config.field != "output.final_answer":
+            detail["field"] = self.config.field
         reasons, passes, score = [], [], None
         if self._assertions:
             by_index = {item["index"]: item for item in outcome.answer["assertions"]}

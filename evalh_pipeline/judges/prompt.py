@@ -33,6 +33,8 @@ SECTIONS = {
     "expected": "Ground truth (expected)",
 }
 ASSERTIONS_TITLE = "Assertions"
+# The section of llm_judge's `field:` (the judged field in the final answer's place).
+RESPONSE_FIELD_TITLE = "Response field"
 RUBRIC_TITLE = "Rubric"
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -120,10 +122,19 @@ def verdict_schema(n_assertions: int, scale: tuple[int | float | str, ...] | Non
 
 
 def build_prompt(case: EvalCase, trace: Trace, include: list[str], assertions: list[Assertion],
-                 rubric: RubricSpec | None) -> JudgePrompt:
-    """The judge prompt for one trace."""
+                 rubric: RubricSpec | None, field: str | None = None) -> JudgePrompt:
+    """The judge prompt for one trace.
+
+    ``field`` (llm_judge's ``field:``, e.g. ``output.thinking``) replaces the final answer as
+    the response judged: its section is titled with the path and shows that field's value.
+    """
     parts = ["Judge the AI system's response below."]
     for item in include:
+        if item == "final_answer" and field is not None and field not in ("output.final_answer", "final_answer"):
+            from evalh_pipeline.evaluators.fields import FieldPath
+
+            parts.append(f"## {RESPONSE_FIELD_TITLE} {field}\n{_render(FieldPath(field).get(trace))}")
+            continue
         parts.append(f"## {SECTIONS[item]}\n{_material(item, case, trace)}")
     if assertions:
         lines = "\n".join(f"{i}. {a.text}" for i, a in enumerate(assertions, start=1))

@@ -147,6 +147,21 @@ def test_the_judge_sees_thinking_and_ground_truth_only_when_listed(server):
     assert "## Thinking\nthe system prompt says be brief" in listed and '"suburb": "Richmond"' in listed
 
 
+def test_field_judges_another_trace_field_in_place_of_the_final_answer(server):
+    reasoned = trace()
+    reasoned.output.thinking = "Richmond's average is lower, so the listing is above it"
+    result = run(make(server, nl_assertions=['The answer mentions "Richmond"'], field="output.thinking"), reasoned)
+    body = server.requests[0]["body"]["messages"][1]["content"]
+    assert "## Response field output.thinking\nRichmond's average is lower" in body
+    assert ANSWER not in body and "## Final answer" not in body
+    assert result.passed and result.detail["field"] == "output.thinking"
+
+
+def test_an_unparsable_field_is_a_load_error(server):
+    with pytest.raises(Exception, match="field"):
+        make(server, nl_assertions=HOLDS, field="")
+
+
 def test_a_call_estimated_over_the_cost_limit_is_refused_without_calling(server):
     result = run(make(server, nl_assertions=HOLDS, cost_limit_usd=0.001, max_tokens=2000,
                       price={"input_per_mtok": 3.0, "output_per_mtok": 15.0}))
