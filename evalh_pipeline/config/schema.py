@@ -51,8 +51,14 @@ class WorkspaceConfig(BaseModel):
     type: str = "tempdir_snapshot"
 
 
+CaptureItem = Literal["final_answer", "thinking", "structured", "messages", "tool_calls", "tool_results",
+                      "latency", "tokens", "cost", "streaming"]
+
+
 class TraceCaptureConfig(_Strict):
-    capture: list[str] = Field(default_factory=list)
+    """Which parts of each trace are kept (runner/capture.py); empty: all of them."""
+
+    capture: list[CaptureItem] = Field(default_factory=list)
 
 
 class EvaluatorConfig(_Strict):

@@ -20,6 +20,7 @@ from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -101,6 +102,7 @@ async def produce_traces(
         await asyncio.to_thread(workspaces.recover_stale)
     enrichers = await _start_enrichers(spec, [v.name for v in variants])
     stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
+    capture = spec.config.trace.capture if spec.config.trace is not None else []
 
     async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
         adapter = adapters[cell.variant.name]
@@ -117,6 +119,7 @@ async def produce_traces(
                     trace, artifact = await one_cell(cell)
             # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
             await enrich_trace(enrichers.get(cell.variant.name, ()), cell.case, trace)
+            apply_capture(trace, capture)
             annotate_trace(stores, trace)
             out.write(trace.model_dump_json())
             if inline is not None:

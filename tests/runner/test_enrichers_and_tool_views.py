@@ -182,3 +182,22 @@ def test_a_plugin_enricher_registers_and_a_crash_restores_the_trace():
         ENRICHERS.unregister("boom")
     assert trace.output.final_answer == "kept"
     assert trace.extra["enrichment_errors"] == [{"enricher": "boom", "error": "ValueError: upstream gone"}]
+
+
+def test_trace_capture_keeps_only_the_listed_parts(tmp_path, upstream, monkeypatch):
+    path = _eval(tmp_path, upstream.url, monkeypatch)
+    path.write_text(path.read_text() + "trace:\n  capture: [final_answer, tool_calls, latency]\n")
+    spec = load_eval(path)
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    trace = json.loads(info.run_dir.traces.read_text().splitlines()[0])
+    assert trace["output"]["final_answer"] and [c["name"] for c in trace["tool_calls"]] == ["lookup"]
+    assert trace["messages"] == [] and trace["tool_results"] == []
+    assert trace["latency_ms"] >= 0 and trace["started_at"]
+
+
+def test_an_unknown_capture_item_is_a_load_error_naming_the_allowed_ones(tmp_path, upstream, monkeypatch):
+    path = _eval(tmp_path, upstream.url, monkeypatch)
+    path.write_text(path.read_text() + "trace:\n  capture: [final_answer, spans]\n")
+    with pytest.raises(ConfigError, match=r"trace\.capture\[1\].*'final_answer'.*'streaming'"):
+        load_eval(path)
