@@ -22,6 +22,11 @@ class VariantSummary(BaseModel):
     avg_cost_usd: float | None = None
     avg_tokens_input: float | None = None
     avg_tokens_output: float | None = None
+    # With run.samples_per_case > 1 the cases_* figures count cases (a case passes when all
+    # of its samples passed) and these count the samples (cells); None with one sample per case.
+    samples_total: int | None = None
+    samples_passed: int | None = None
+    samples_errored: int | None = None
 
 
 class EvaluatorVariantRollup(BaseModel):

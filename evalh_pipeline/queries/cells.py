@@ -64,18 +64,34 @@ SELECT t.*,
 FROM traces t LEFT JOIN verdicts v USING (case_id, variant_name, sample)
 """
 
+# Per variant: cases (a case passes when all of its samples passed, and is errored when any
+# sample errored), then per-cell averages, then the samples themselves (reported separately
+# when run.samples_per_case > 1): columns 10-13.
 VARIANTS_SQL = """
-SELECT variant_name,
-       count(*) AS cells,
-       count(*) FILTER (WHERE passed) AS passed,
-       count(*) FILTER (WHERE error_type IS NOT NULL) AS errored,
-       avg(latency_ms) AS avg_latency_ms,
-       avg(cost_usd) AS avg_cost_usd,
-       avg(token_input) AS avg_tokens_input,
-       avg(token_output) AS avg_tokens_output,
-       min(started_at) AS first_started,
-       max(finished_at) AS last_finished
-FROM {cells} GROUP BY variant_name
+WITH per_case AS (
+    SELECT variant_name, case_id, bool_and(coalesce(passed, false)) AS passed,
+           bool_or(error_type IS NOT NULL) AS errored, count(*) AS samples
+    FROM {cells} GROUP BY variant_name, case_id
+), per_variant AS (
+    SELECT variant_name, count(*) AS cases, count(*) FILTER (WHERE passed) AS cases_passed,
+           count(*) FILTER (WHERE errored) AS cases_errored, max(samples) AS max_samples
+    FROM per_case GROUP BY variant_name
+)
+SELECT c.variant_name,
+       any_value(v.cases) AS cases,
+       any_value(v.cases_passed) AS passed,
+       any_value(v.cases_errored) AS errored,
+       avg(c.latency_ms) AS avg_latency_ms,
+       avg(c.cost_usd) AS avg_cost_usd,
+       avg(c.token_input) AS avg_tokens_input,
+       avg(c.token_output) AS avg_tokens_output,
+       min(c.started_at) AS first_started,
+       max(c.finished_at) AS last_finished,
+       count(*) AS samples_total,
+       count(*) FILTER (WHERE c.passed) AS samples_passed,
+       count(*) FILTER (WHERE c.error_type IS NOT NULL) AS samples_errored,
+       any_value(v.max_samples) AS max_samples
+FROM {cells} c JOIN per_variant v ON v.variant_name = c.variant_name GROUP BY c.variant_name
 """
 
 

@@ -63,11 +63,19 @@ class VariantFigures:
     avg_cost_usd: float | None = None
     avg_tokens_input: float | None = None
     avg_tokens_output: float | None = None
+    samples_total: int | None = None
+    samples_passed: int | None = None
+    samples_errored: int | None = None
 
     @classmethod
     def from_row(cls, row: tuple) -> VariantFigures:
-        """From the first eight columns of a VARIANTS_SQL row."""
+        """From a VARIANTS_SQL row (samples only when a case has several)."""
         name, cells, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+        if len(row) > 13 and (row[13] or 0) > 1:
+            return cls(name=name, cases_total=cells, cases_passed=passed, cases_errored=errored,
+                       pass_rate=passed / cells if cells else 0.0, avg_latency_ms=latency or 0.0,
+                       avg_cost_usd=cost, avg_tokens_input=tokens_in, avg_tokens_output=tokens_out,
+                       samples_total=row[10], samples_passed=row[11], samples_errored=row[12])
         return cls(name=name, cases_total=cells, cases_passed=passed, cases_errored=errored,
                    pass_rate=passed / cells if cells else 0.0, avg_latency_ms=latency or 0.0,
                    avg_cost_usd=cost, avg_tokens_input=tokens_in, avg_tokens_output=tokens_out)

@@ -47,18 +47,22 @@ GROUP BY v.variant_name
 
 
 def variant_summary(row: tuple) -> VariantSummary:
-    """A VariantSummary from the first eight columns of a VARIANTS_SQL row."""
-    name, cells, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+    """A VariantSummary from a VARIANTS_SQL row (samples reported only when a case has several)."""
+    name, cases, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+    samples = {}
+    if len(row) > 13 and (row[13] or 0) > 1:
+        samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
     return VariantSummary(
         name=name,
-        cases_total=cells,
+        cases_total=cases,
         cases_passed=passed,
         cases_errored=errored,
-        pass_rate=passed / cells if cells else 0.0,
+        pass_rate=passed / cases if cases else 0.0,
         avg_latency_ms=latency or 0.0,
         avg_cost_usd=cost,
         avg_tokens_input=tokens_in,
         avg_tokens_output=tokens_out,
+        **samples,
     )
 
 
