@@ -18,6 +18,9 @@ _URL_SECRET_PARAM = re.compile(
     r"(?P<name>[?&](?:api[_-]?key|key|token|access_token|secret|password|sig|signature)=)[^&#\s]+", re.IGNORECASE
 )
 
+# libpq's key=value connection strings: `host=db user=evalh password=...`.
+_KEYWORD_PASSWORD = re.compile(r"(?P<name>(?:^|\s)password\s*=\s*)(?:'[^']*'|\S+)", re.IGNORECASE)
+
 
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.match(key))
@@ -44,4 +47,5 @@ def mask_text(text: str, secret_values: frozenset[str] = frozenset()) -> str:
         if secret and secret in text:
             text = text.replace(secret, MASK)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
+    text = _KEYWORD_PASSWORD.sub(lambda m: f"{m.group('name')}{MASK}", text)
     return _URL_SECRET_PARAM.sub(lambda m: f"{m.group('name')}{MASK}", text)

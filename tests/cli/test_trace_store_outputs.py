@@ -150,3 +150,35 @@ def test_kill_9_during_a_run_leaves_every_store_consistent_after_resume(tmp_path
     assert _canon(_rows_sqlite(db, "results", run_dir.name), key) == results
     assert _canon(_rows_pg(postgres_dsn, schema, "traces", run_dir.name), key) == traces
     assert _canon(_rows_pg(postgres_dsn, schema, "results", run_dir.name), key) == results
+
+
+def test_an_unreachable_store_warns_and_its_password_never_reaches_disk_or_output(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=2, extra_yaml="""  - type: postgres
+    dsn: "postgresql://evalh:hunter2-pw@127.0.0.1:1/evals"
+    connect_timeout_seconds: 1
+  - type: sqlite
+    path: runs.db
+""")
+    proc = run_evalh(["run", str(path)], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "postgresql://evalh:***@127.0.0.1:1/evals not updated" in proc.stderr
+    assert "hunter2-pw" not in proc.stdout + proc.stderr
+    (run_dir,) = (tmp_path / "toy" / "runs").iterdir()
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert b"hunter2-pw" not in file.read_bytes(), file
+    # The other store took the run all the same.
+    with sqlite3.connect(tmp_path / "toy" / "runs.db") as conn:
+        assert conn.execute("SELECT count(*) FROM traces").fetchone() == (4,)
+
+
+def test_an_unknown_output_type_is_a_config_error_listing_the_known_ones(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=2, extra_yaml="  - type: mongodb\n    path: x\n")
+    proc = run_evalh(["run", str(path)], env, tmp_path)
+    assert proc.returncode == 1
+    said = " ".join(proc.stderr.split())  # rich wraps lines when stderr is not a terminal
+    assert "output[1].type: unknown output type 'mongodb' (known: local_files, otel, postgres, sqlite)" in said
+    bad = write_eval(tmp_path / "toy2", cases=2, extra_yaml="  - type: sqlite\n    path: x.db\n    namespace: {a: b}\n")
+    proc = run_evalh(["run", str(bad)], env, tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 1 and "output[1].namespace: unknown key" in said and "run_namespace" in said
