@@ -29,6 +29,12 @@ def plugin_env(tmp_path, env):
 
         [evalh_pipeline.systems]
         shout = evalh_fixture_plugin:ShoutSystem
+
+        [evalh_pipeline.stores]
+        traces_copy = evalh_fixture_plugin:TracesCopyStore
+
+        [evalh_pipeline.enrichers]
+        stamp = evalh_fixture_plugin:StampEnricher
         """))
     return {**env, "PYTHONPATH": str(site)}
 
@@ -95,3 +101,20 @@ def test_plugin_config_is_validated_when_the_eval_loads(tmp_path, plugin_env):
     assert proc.returncode == 1
     assert ("evaluators[0].config.min_word: unknown key for evaluator type 'word_count_at_least' (allowed: min_words)"
             in " ".join(proc.stderr.split()))
+
+
+def test_plugin_store_and_enricher_are_used_from_yaml_by_type_name(tmp_path, plugin_env):
+    path = write_plugin_eval(tmp_path / "plugged")
+    text = path.read_text().replace('    suffix: "!!"\n', '    suffix: "!!"\n'
+                                    "    enrich_trace_from: [{type: stamp, label: by-plugin}]\n")
+    assert "enrich_trace_from" in text
+    path.write_text(text + f"  - {{type: traces_copy, path: {tmp_path / 'copies'}}}\n")
+    proc = run_evalh(["run", str(path)], plugin_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "plugged" / "runs").iterdir()
+    traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+    assert [t["extra"]["stamp"] for t in traces] == ["by-plugin", "by-plugin"]
+    assert (tmp_path / "copies" / f"{run_dir.name}.jsonl").read_text() == (run_dir / "traces.jsonl").read_text()
+    unknown = run_evalh(["run", "--dry-run", str(path)], {**plugin_env, "PYTHONPATH": ""}, tmp_path)
+    said = " ".join(unknown.stderr.split())
+    assert unknown.returncode == 1 and "unknown output type 'traces_copy'" in said and "unknown enricher 'stamp'" in said

@@ -7,10 +7,15 @@ validates the entry.
 
 from __future__ import annotations
 
+from pydantic import ConfigDict
+
 from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
 
 
 class LocalFilesConfig(StoreConfig):
+    # Other keys are accepted and ignored, as they always were here and in eval-harness.
+    model_config = ConfigDict(extra="allow")
+
     path: str = "runs"
 
 

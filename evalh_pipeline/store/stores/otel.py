@@ -27,7 +27,7 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -47,6 +47,8 @@ class OtelConfig(StoreConfig):
     service_name: str = "evalh"
     resource_attributes: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=10, gt=0)
+    # eval-harness's key: OTLP over HTTP is the one transport here.
+    protocol: Literal["http", "http/protobuf"] = "http"
 
     @field_validator("endpoint")
     @classmethod

@@ -65,6 +65,8 @@ class PostgresConfig(StoreConfig):
     dsn: str = Field(min_length=1)
     schema_: str = Field(default="public", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     connect_timeout_seconds: float = Field(default=10, gt=0)
+    # eval-harness's pool size: accepted; each sync here uses one connection.
+    pool_size: int = Field(default=5, ge=1)
 
     @field_validator("dsn")
     @classmethod

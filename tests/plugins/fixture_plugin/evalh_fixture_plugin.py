@@ -1,4 +1,4 @@
-"""A third-party evalh plugin as a package author would write it: one system, one evaluator.
+"""A third-party evalh plugin as a package author would write it: a system, an evaluator, a store, an enricher.
 
 It imports only evalh_pipeline's public base classes; the test installs it through a
 ``.dist-info`` with entry points, as ``pip install`` of a wheel would.
@@ -6,8 +6,12 @@ It imports only evalh_pipeline's public base classes; the test installs it throu
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from evalh_pipeline.enrichers.base import EnricherConfig, TraceEnricher
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace, TraceOutput
+from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
 from evalh_pipeline.systems.base import SystemAdapter, SystemConfigModel, SystemResponse, Workspace
 
 
@@ -38,3 +42,31 @@ class WordCountAtLeast(Evaluator):
         passed = words >= self.config.min_words
         return Verdict(passed, f"{words} words ({'>=' if passed else '<'} {self.config.min_words})",
                        score=float(passed), detail={"words": words})
+
+
+class CopyStoreConfig(StoreConfig):
+    path: str
+
+
+class TracesCopyStore(TraceStore):
+    """A store plugin: keeps a copy of each run's traces.jsonl at `path/<run_id>.jsonl`."""
+
+    Config = CopyStoreConfig
+
+    def write_run(self, run_dir, stage: str) -> None:
+        target = Path(self.config.path) / f"{run_dir.run_id}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(run_dir.traces.read_text() if run_dir.traces.exists() else "")
+
+
+class StampConfig(EnricherConfig):
+    label: str = "stamped"
+
+
+class StampEnricher(TraceEnricher):
+    """An enricher plugin: writes its label into extra.stamp."""
+
+    Config = StampConfig
+
+    async def enrich(self, case: EvalCase, trace: Trace) -> None:
+        trace.extra["stamp"] = self.config.label
