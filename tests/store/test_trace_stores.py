@@ -219,3 +219,34 @@ def test_an_unreachable_postgres_is_a_store_error_without_the_password(tmp_path)
     with pytest.raises(StoreError) as raised:
         store.list_runs()
     assert "hunter2" not in str(raised.value) and "***" in str(raised.value)
+
+
+WRITER = '''
+from pathlib import Path
+
+def run(case, variant):
+    Path(variant["_workspace_path"], "out.txt").write_text(case["id"] + "\\\\n")
+    return {"final_answer": case["input"]["answer"]}
+'''
+
+
+def test_a_workspace_run_reads_back_with_its_artifact_records(store_entry, tmp_path, monkeypatch):
+    from evalh_pipeline.queries.inspect import inspect_run
+
+    systems = "\n  - name: base\n    adapter: python_function\n    target: writer_agent:run\n"
+    path = write_eval(tmp_path / "ws", cases=2, systems=systems,
+                      extra_yaml=f"workspace:\n  type: tempdir_snapshot\n  base_path: {tmp_path / 'wsroot'}\n")
+    (tmp_path / "ws" / "writer_agent.py").write_text(WRITER)
+    monkeypatch.syspath_prepend(str(tmp_path / "ws"))
+    path.write_text(path.read_text().replace("baseline_variant: base", "baseline_variant: base"))
+    spec = load_eval(path)
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    store = open_store(store_entry, tmp_path)
+    store.write_run(info.run_dir, "traces")
+    back = tmp_path / "back"
+    store.export_run(info.run_dir.run_id, back)
+    store.close()
+
+    cells = inspect_run(RunDirectory(back), case_id="case_1").cells
+    assert cells[0].artifact["diff"]["added"] == ["out.txt"]

@@ -48,7 +48,8 @@ def _schema_sql(schema: str) -> list[str]:
             PRIMARY KEY (run_id, case_id, variant_name, sample, evaluator))""",
         f"""CREATE TABLE IF NOT EXISTS {t['artifacts']} (
             run_id TEXT NOT NULL, case_id TEXT NOT NULL, variant_name TEXT NOT NULL, sample INTEGER NOT NULL DEFAULT 0,
-            namespace JSONB, digest TEXT, payload JSONB NOT NULL, PRIMARY KEY (run_id, case_id, variant_name, sample))""",
+            namespace JSONB, digest TEXT, path TEXT, payload JSONB NOT NULL,
+            PRIMARY KEY (run_id, case_id, variant_name, sample))""",
         f"""CREATE TABLE IF NOT EXISTS {t['summaries']} (
             run_id TEXT PRIMARY KEY, started_at TEXT NOT NULL, namespace JSONB, digest TEXT, payload JSONB NOT NULL)""",
         f"""CREATE TABLE IF NOT EXISTS {t['baselines']} (

@@ -73,7 +73,9 @@ def artifact_rows(run_dir: RunDirectory) -> Iterator[Row]:
         text = Path(folder, "artifact.json").read_text(encoding="utf-8")
         record = json.loads(text)
         key = (record["case_id"], record["variant_name"], _sample(record))
-        yield Row(key, {}, text)
+        # Where the run keeps it (the workspace's key encoding), so a read-back run has it there too.
+        where = Path(folder).relative_to(run_dir.path).as_posix()
+        yield Row(key, {"path": where}, text)
 
 
 def file_rows(run_dir: RunDirectory) -> Iterator[Row]:
@@ -100,11 +102,13 @@ def write_run_directory(
     files: Iterable[tuple[str, str]],
     traces: Iterable[str],
     results: Iterable[str],
-    artifacts: Iterable[str],
+    artifacts: Iterable[tuple[str | None, str]],
 ) -> None:
-    """Write a run directory into the empty folder ``dest`` from a store's rows."""
-    from evalh_pipeline.workspaces.storage import artifact_key
+    """Write a run directory into the empty folder ``dest`` from a store's rows.
 
+    ``artifacts`` are (folder relative to the run directory, artifact.json text); a row
+    without a folder (written by an older version) is skipped.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "run.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     for name, content in files:
@@ -114,8 +118,9 @@ def write_run_directory(
         with (dest / name).open("w", encoding="utf-8") as out:
             for line in lines:
                 out.write(line.rstrip("\n") + "\n")
-    for text in artifacts:
-        record = json.loads(text)
-        folder = dest / "artifacts" / artifact_key(record["case_id"], record["variant_name"], _sample(record))
+    for where, text in artifacts:
+        if not where or ".." in where.split("/") or where.startswith("/"):
+            continue
+        folder = dest / where
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "artifact.json").write_text(text, encoding="utf-8")

@@ -28,7 +28,7 @@ from evalh_pipeline.store.stores.records import Row
 ROW_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "traces": (("case_id", "variant_name", "sample"), ("started_at", "error_type")),
     "results": (("case_id", "variant_name", "sample", "evaluator"), ("started_at",)),
-    "artifacts": (("case_id", "variant_name", "sample"), ()),
+    "artifacts": (("case_id", "variant_name", "sample"), ("path",)),
     "run_files": (("name",), ()),
 }
 
@@ -246,11 +246,16 @@ class SqlStore(ReadableStore):
 
         files = list(self._execute(
             f"SELECT name, content FROM {self.dialect.t('run_files')} WHERE run_id = ?", [run_id]))
+        artifacts = (
+            (where, self._payload_text(payload)) for where, payload in self._execute(
+                f"SELECT path, payload FROM {self.dialect.t('artifacts')} WHERE run_id = ? "
+                "ORDER BY variant_name, case_id, sample", [run_id])
+        )
         records.write_run_directory(
             dest, meta, files,
             lines("traces", "variant_name, case_id, sample"),
             lines("results", "variant_name, case_id, sample, evaluator"),
-            lines("artifacts", "variant_name, case_id, sample"),
+            artifacts,
         )
 
 

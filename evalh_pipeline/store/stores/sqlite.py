@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS results (
     PRIMARY KEY (run_id, case_id, variant_name, sample, evaluator));
 CREATE TABLE IF NOT EXISTS artifacts (
     run_id TEXT NOT NULL, case_id TEXT NOT NULL, variant_name TEXT NOT NULL, sample INTEGER NOT NULL DEFAULT 0,
-    namespace TEXT, digest TEXT, payload TEXT NOT NULL,
+    namespace TEXT, digest TEXT, path TEXT, payload TEXT NOT NULL,
     PRIMARY KEY (run_id, case_id, variant_name, sample));
 CREATE TABLE IF NOT EXISTS summaries (
     run_id TEXT PRIMARY KEY, started_at TEXT NOT NULL, namespace TEXT, digest TEXT, payload TEXT NOT NULL);
@@ -64,7 +64,7 @@ ADDED_COLUMNS = {
     "traces": {"namespace": "TEXT", "sample": "INTEGER NOT NULL DEFAULT 0", "cell_id": "TEXT",
                "error_type": "TEXT", "digest": "TEXT"},
     "results": {"namespace": "TEXT", "sample": "INTEGER NOT NULL DEFAULT 0", "digest": "TEXT"},
-    "artifacts": {"namespace": "TEXT", "sample": "INTEGER NOT NULL DEFAULT 0", "digest": "TEXT"},
+    "artifacts": {"namespace": "TEXT", "sample": "INTEGER NOT NULL DEFAULT 0", "digest": "TEXT", "path": "TEXT"},
     "summaries": {"namespace": "TEXT", "digest": "TEXT"},
 }
 KEYS = {
