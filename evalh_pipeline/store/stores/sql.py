@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.store.stores import records
 from evalh_pipeline.store.stores.base import ReadableStore, StoredRun, StoreError, namespace_json
 from evalh_pipeline.store.stores.records import Row
+
+# Hidden (never published), per run: what each store last took of traces/results.jsonl.
+STATE_FILE = ".stores-state.json"
 
 # Per-row tables: (logical name, key columns after run_id, extra indexed columns).
 ROW_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -105,13 +108,27 @@ class SqlStore(ReadableStore):
         meta = run_dir.read_meta()
         ns = namespace_json(self.namespace)
         conn = self.conn
+        # traces.jsonl / results.jsonl unchanged (size, mtime, inode) since this store last took
+        # them: nothing to compare (most stages change neither). The state is written after commit.
+        state_path = run_dir.path / STATE_FILE
+        state = _load_state(state_path)
+        mine = state.get(self._state_key(), {})
+        seen = {name: _signature(run_dir.path / f"{name}.jsonl") for name in ("traces", "results")}
         with self._transaction(conn):
             self._write_run_row(run_dir.run_id, meta, ns)
             self._sync_rows("run_files", run_dir.run_id, ns, records.file_rows(run_dir))
-            self._sync_rows("traces", run_dir.run_id, ns, records.trace_rows(run_dir))
-            self._sync_rows("results", run_dir.run_id, ns, records.result_rows(run_dir))
+            if seen["traces"] is None or mine.get("traces") != seen["traces"]:
+                self._sync_rows("traces", run_dir.run_id, ns, records.trace_rows(run_dir))
+            if seen["results"] is None or mine.get("results") != seen["results"]:
+                self._sync_rows("results", run_dir.run_id, ns, records.result_rows(run_dir))
             self._sync_rows("artifacts", run_dir.run_id, ns, records.artifact_rows(run_dir))
             self._sync_summary(run_dir.run_id, ns, records.summary_payload(run_dir))
+        state = _load_state(state_path)
+        state[self._state_key()] = seen
+        write_atomic(state_path, json.dumps(state, sort_keys=True) + "\n")
+
+    def _state_key(self) -> str:
+        return f"{self.label}#{namespace_json(self.namespace) or ''}"
 
     def _write_run_row(self, run_id: str, meta: dict[str, Any], ns: str | None) -> None:
         row = self._execute(f"SELECT namespace FROM {self.dialect.t('runs')} WHERE run_id = ?", [run_id]).fetchone()
@@ -257,6 +274,21 @@ class SqlStore(ReadableStore):
             lines("results", "variant_name, case_id, sample, evaluator"),
             artifacts,
         )
+
+
+def _signature(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _load_state(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}  # no or broken state: a full compare, nothing worse
 
 
 def _as_dict(value: Any) -> dict[str, str] | None:
