@@ -282,6 +282,13 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         + (f" (working copy of {spec.outputs[0]})" if spec.outputs and "://" in spec.outputs[0] else "")
         + (f"; mirrors: {', '.join(spec.outputs[1:])}" if len(spec.outputs) > 1 else ""),
     ]
+    if spec.stores:
+        from evalh_pipeline.store.stores.sync import build_stores
+
+        stores = build_stores(spec)
+        lines.append("trace stores: " + ", ".join(
+            store.label + (f" (namespace {', '.join(f'{k}={v}' for k, v in store.namespace.items())})"
+                           if store.namespace else "") for store in stores))
     if resume_dir:
         lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
     for line in lines:

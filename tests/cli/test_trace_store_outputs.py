@@ -159,10 +159,12 @@ def test_an_unreachable_store_warns_and_its_password_never_reaches_disk_or_outpu
   - type: sqlite
     path: runs.db
 """)
+    plan = run_evalh(["run", "--dry-run", str(path)], env, tmp_path)
+    assert plan.returncode == 0 and "trace stores: postgresql://evalh:***@127.0.0.1:1/evals, sqlite:///" in plan.stdout
     proc = run_evalh(["run", str(path)], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "warning:" in proc.stderr and "postgresql://evalh:***@127.0.0.1:1/evals not updated" in proc.stderr
-    assert "hunter2-pw" not in proc.stdout + proc.stderr
+    assert "hunter2-pw" not in proc.stdout + proc.stderr + plan.stdout + plan.stderr
     (run_dir,) = (tmp_path / "toy" / "runs").iterdir()
     for file in run_dir.rglob("*"):
         if file.is_file():
