@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import re
 import time
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -100,6 +101,24 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+WORKSPACE_HEADER = "X-Evalh-Workspace-Path"
+_WORKSPACE_PATH = re.compile(r"\{\{\s*workspace\.path\s*\}\}")
+
+
+def _with_workspace(value: Any, workspace: Workspace | None, case_id: str) -> Any:
+    """``value`` with each ``{{ workspace.path }}`` replaced by the cell's workspace folder."""
+    if isinstance(value, dict):
+        return {k: _with_workspace(v, workspace, case_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_workspace(v, workspace, case_id) for v in value]
+    if isinstance(value, str) and _WORKSPACE_PATH.search(value):
+        if workspace is None:
+            raise AdapterError(f"case {case_id!r}: request_template uses {{{{ workspace.path }}}} but the eval "
+                               "has no workspace: section")
+        return _WORKSPACE_PATH.sub(lambda _: str(workspace.path), value)
+    return value
+
+
 def _string_leaves(value: Any, at: str = "") -> list[tuple[str, str]]:
     if isinstance(value, str):
         return [(at or "(root)", value)]
@@ -165,7 +184,7 @@ class HttpConfig(SystemConfigModel):
     @classmethod
     def _templates(cls, value: Any) -> Any:
         problems = [f"request_template {at}: {p}" for at, text in _string_leaves(value)
-                    for p in template_problems(text)]
+                    for p in template_problems(text, ("workspace.path",))]
         if problems:
             raise ValueError("; ".join(problems))
         return value
@@ -299,7 +318,7 @@ class HttpSystem(SystemAdapter):
         for client in getattr(self, "_clients", []):
             await client.aclose()
 
-    def build_body(self, case: EvalCase) -> Any:
+    def build_body(self, case: EvalCase, workspace: Workspace | None = None) -> Any:
         cfg: HttpConfig = self.config
         case_dict = case.model_dump(mode="json")
         base: dict[str, Any] = {}
@@ -316,7 +335,7 @@ class HttpSystem(SystemAdapter):
             body: Any = base
         else:
             try:
-                rendered = render_structure(cfg.request_template, case_dict)
+                rendered = render_structure(_with_workspace(cfg.request_template, workspace, case.id), case_dict)
             except MissingTemplateField as exc:
                 raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
             body = _deep_merge(base, rendered) if isinstance(rendered, dict) else rendered
@@ -336,11 +355,15 @@ class HttpSystem(SystemAdapter):
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         cfg: HttpConfig = self.config
-        body = self.build_body(case)
+        body = self.build_body(case, workspace)
         params = dict(cfg.query_params)
         if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
             params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
         kwargs: dict[str, Any] = {"params": params or None}
+        if workspace is not None:
+            # Filesystem.md: an adapter never skips the workspace handle. A service that takes
+            # a path finds it here even when no template names {{ workspace.path }}.
+            kwargs["headers"] = {WORKSPACE_HEADER: str(workspace.path)}
         if not (cfg.method == "GET" and body == {}):
             kwargs["json"] = body
         secrets = self.context.secret_values
