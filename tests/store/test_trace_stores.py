@@ -250,3 +250,16 @@ def test_a_workspace_run_reads_back_with_its_artifact_records(store_entry, tmp_p
 
     cells = inspect_run(RunDirectory(back), case_id="case_1").cells
     assert cells[0].artifact["diff"]["added"] == ["out.txt"]
+
+
+@pytest.mark.parametrize("key, value", [
+    ('team "core"', "it's $.x"), ("a.b", "ünïcode ✓"), ("$", "1 OR 1=1"), ("proj", '{"nested": true}'),
+])
+def test_hostile_namespace_keys_and_values_filter_exactly(store_entry, tmp_path, key, value):
+    run = make_run(tmp_path, cases=1)
+    store = open_store(store_entry, tmp_path, **{key: value})
+    store.write_run(run, "summary")
+    assert [r.run_id for r in store.list_runs({key: value})] == [run.run_id]
+    assert store.list_runs({key: value + "x"}) == []
+    assert store.list_runs({key + "x": value}) == []
+    store.close()

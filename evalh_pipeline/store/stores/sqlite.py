@@ -143,6 +143,8 @@ class SqliteStore(SqlStore):
             return "", []
         clauses, params = [], []
         for key, value in namespace.items():
-            clauses.append(f" AND json_extract({alias}namespace, ?) = ?")
-            params += ['$."' + key.replace('"', '\\"') + '"', value]
+            # json_each, not a JSON path: any key text (quotes, dots, `$`) matches as it is.
+            clauses.append(f" AND EXISTS (SELECT 1 FROM json_each({alias}namespace) AS ns "
+                           "WHERE ns.key = ? AND ns.type = 'text' AND ns.value = ?)")
+            params += [key, value]
         return "".join(clauses), params
