@@ -100,10 +100,18 @@ def test_each_trace_becomes_one_span_with_genai_attributes_and_its_id_on_the_tra
 
     (run_dir,) = (tmp_path / "toy" / "runs").iterdir()
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
-    spans = receiver.spans()
+    everything = receiver.spans()
+    spans = [span for span in everything if not span.parent_span_id]
+    tools = [span for span in everything if span.parent_span_id]
     assert receiver.paths and set(receiver.paths) == {"/v1/traces"}
     assert len(spans) == len(traces) == 6  # exported once, though the store was synced after every stage
     by_id = {span.span_id.hex(): span for span in spans}
+    # One child span per tool call, under its trace's span.
+    assert len(tools) == sum(len(t["tool_calls"]) for t in traces) == 5
+    for tool in tools:
+        parent = by_id[tool.parent_span_id.hex()]
+        assert tool.trace_id == parent.trace_id and tool.name == "execute_tool lookup"
+        assert _attrs(tool)["gen_ai.tool.name"] == "lookup"
     for trace in traces:
         span = by_id[trace["extra"]["span_id"]]
         assert span.trace_id.hex() == trace["extra"]["otel_trace_id"]

@@ -9,7 +9,8 @@
         run_namespace: {project: agent_v3}       # exported as evalh.namespace.<key> attributes
 
 Needs the ``otel`` extra (opentelemetry-sdk and its OTLP/HTTP exporter). One span per
-trace (cell), with the GenAI semantic conventions where they fit: ``gen_ai.operation.name``
+trace (cell), with a child span per tool call (``execute_tool <name>``,
+``gen_ai.tool.name``, ``gen_ai.tool.call.id``), and the GenAI semantic conventions where they fit: ``gen_ai.operation.name``
 ``invoke_agent``, ``gen_ai.agent.name`` (the variant), ``gen_ai.request.model`` (the
 variant's ``metadata.model``), ``gen_ai.usage.input_tokens`` / ``output_tokens``, the
 span's start and end from the trace (its latency), and on error an ERROR status with
@@ -63,6 +64,12 @@ def span_ids(trace: Mapping[str, Any]) -> tuple[int, int]:
     seed = "\0".join(str(trace.get(k) or "") for k in ("run_id", "case_id", "variant_name", "sample", "started_at"))
     digest = hashlib.sha256(seed.encode()).digest()
     return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def _child_span_id(trace: Mapping[str, Any], index: int) -> int:
+    """The span id of the trace's ``index``-th tool call (derived like the trace's own)."""
+    seed = "\0".join(str(trace.get(k) or "") for k in ("run_id", "case_id", "variant_name", "sample", "started_at"))
+    return int.from_bytes(hashlib.sha256(f"{seed}\0tool\0{index}".encode()).digest()[:8], "big") or 1
 
 
 def _nanos(value: Any) -> int | None:
@@ -120,7 +127,7 @@ class OtelStore(TraceStore):
             from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
             from opentelemetry.sdk.trace.export import SpanExportResult
             from opentelemetry.sdk.trace.id_generator import IdGenerator
-            from opentelemetry.trace import SpanKind, Status, StatusCode
+            from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
         except ImportError as exc:
             raise StoreError("the otel store needs opentelemetry: pip install 'evalh-pipeline[otel]'") from exc
 
@@ -174,8 +181,19 @@ class OtelStore(TraceStore):
             error = trace.get("error")
             if error:
                 attributes["error.type"] = error.get("type") or "error"
+            start = _nanos(trace.get("started_at"))
             span = tracer.start_span(f"invoke_agent {variant}", kind=SpanKind.CLIENT, attributes=attributes,
-                                     start_time=_nanos(trace.get("started_at")))
+                                     start_time=start)
+            parent = set_span_in_context(span)
+            for index, call in enumerate(trace.get("tool_calls") or []):
+                preset.ids = (preset.ids[0], _child_span_id(trace, index))
+                tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(call.get("name") or "")}
+                if call.get("id"):
+                    tool["gen_ai.tool.call.id"] = str(call["id"])
+                child_start = _nanos(call.get("started_at")) or start
+                child = tracer.start_span(f"execute_tool {tool['gen_ai.tool.name']}", context=parent,
+                                          kind=SpanKind.INTERNAL, attributes=tool, start_time=child_start)
+                child.end(end_time=child_start)
             if error:
                 span.set_status(Status(StatusCode.ERROR, str(error.get("message") or "")[:1000]))
             span.end(end_time=_nanos(trace.get("finished_at")))
