@@ -263,3 +263,23 @@ def test_hostile_namespace_keys_and_values_filter_exactly(store_entry, tmp_path,
     assert store.list_runs({key: value + "x"}) == []
     assert store.list_runs({key + "x": value}) == []
     store.close()
+
+
+def test_a_postgres_role_without_ddl_rights_uses_tables_made_by_their_owner(postgres_dsn, tmp_path):
+    import psycopg
+
+    schema = fresh_schema()
+    owner = open_store({"type": "postgres", "dsn": postgres_dsn, "schema": schema}, tmp_path)
+    owner.list_runs()  # creates the tables
+    owner.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS evalh_writer")
+        conn.execute("CREATE ROLE evalh_writer LOGIN")
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO evalh_writer')
+        conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO evalh_writer')
+    writer_dsn = postgres_dsn.replace("user=postgres", "user=evalh_writer")
+    run = make_run(tmp_path, cases=1)
+    writer = open_store({"type": "postgres", "dsn": writer_dsn, "schema": schema}, tmp_path, project="a")
+    writer.write_run(run, "summary")
+    assert [r.run_id for r in writer.list_runs({"project": "a"})] == [run.run_id]
+    writer.close()

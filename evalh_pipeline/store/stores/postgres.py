@@ -119,11 +119,25 @@ class PostgresStore(SqlStore):
         return text
 
     def _migrate(self, conn: Any) -> None:
+        schema = self.config.schema_
+        if self._up_to_date(conn, schema):
+            # No DDL at all: a team role with only SELECT/INSERT/UPDATE/DELETE on the tables
+            # (created once by their owner) never needs CREATE or ownership.
+            return
         with conn.transaction():
             # Two processes creating the tables at once would race on the catalog: serialize.
             conn.execute("SELECT pg_advisory_xact_lock(727274)")
-            for statement in _schema_sql(self.config.schema_):
+            for statement in _schema_sql(schema):
                 conn.execute(statement)
+
+    def _up_to_date(self, conn: Any, schema: str) -> bool:
+        """Every table has its namespace column and every namespace index exists."""
+        columns = {table for (table,) in conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = %s AND column_name = 'namespace'",
+            [schema])}
+        indexes = {name for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", [schema])}
+        return ({f"evalh_{name}" for name in TABLES} <= columns
+                and {f"evalh_{name}_namespace" for name in ("runs", "traces", "results", "baselines")} <= indexes)
 
     @contextmanager
     def _transaction(self, conn: Any) -> Iterator[None]:
