@@ -184,3 +184,35 @@ def test_an_unknown_output_type_is_a_config_error_listing_the_known_ones(tmp_pat
     proc = run_evalh(["run", str(bad)], env, tmp_path)
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 1 and "output[1].namespace: unknown key" in said and "run_namespace" in said
+
+
+def test_two_evals_running_at_once_share_one_sqlite_file_and_one_postgres_store(tmp_path, env, postgres_dsn):
+    schema = fresh_schema()
+    paths = []
+    for name, project in (("alpha", "a"), ("beta", "b")):
+        stores = f"""  - type: sqlite
+    path: {tmp_path / 'shared.db'}
+    run_namespace: {{project: {project}}}
+  - type: postgres
+    dsn: "{postgres_dsn}"
+    schema: {schema}
+    run_namespace: {{project: {project}}}
+"""
+        paths.append(write_eval(tmp_path / name, cases=8, extra_yaml=stores))
+    # Two machines: each its own Dagster instance, one SQLite file (same host) and one PostgreSQL server.
+    homes = []
+    for name in ("home_a", "home_b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        homes.append({**env, "DAGSTER_HOME": str(tmp_path / name)})
+    procs = [subprocess.Popen([*EVALH, "run", str(path)], env=home, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for path, home in zip(paths, homes)]
+    outcomes = [proc.communicate(timeout=300) for proc in procs]
+    for proc, (_, stderr) in zip(procs, outcomes):
+        assert proc.returncode == 0, stderr
+        assert "warning" not in stderr, stderr
+    env = {**env, "EVALH_CACHE_DIR": str(tmp_path / "cache")}
+    for url in (f"sqlite:///{tmp_path / 'shared.db'}", f"{postgres_dsn}#schema={schema}"):
+        listed = json.loads(run_evalh(["runs", "--store", url, "--json"], env, tmp_path).stdout)
+        assert sorted((r["eval_name"], r["namespace"]["project"], r["traces"], r["results"]) for r in listed) == [
+            ("alpha", "a", 16, 32), ("beta", "b", 16, 32)]
