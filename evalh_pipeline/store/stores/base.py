@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -62,7 +62,6 @@ class StoredRun:
     created_at: str | None = None
     traces: int = 0
     results: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class TraceStore:
@@ -132,15 +131,6 @@ def parse_namespace(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise ValueError(f"--namespace {pair!r}: use KEY=VALUE, e.g. --namespace project=agent_v3")
         namespace[key.strip()] = value
     return namespace
-
-
-def namespace_matches(namespace: Mapping[str, str] | None, wanted: Mapping[str, str] | None) -> bool:
-    """Isolation is opt-in: no filter matches every run, a filter needs each of its pairs."""
-    if not wanted:
-        return True
-    if not namespace:
-        return False
-    return all(namespace.get(k) == v for k, v in wanted.items())
 
 
 def namespace_json(namespace: Mapping[str, str] | None) -> str | None:

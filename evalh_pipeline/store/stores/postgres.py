@@ -93,7 +93,6 @@ class PostgresStore(SqlStore):
         schema = self.config.schema_
         self.dialect = Dialect(
             tables={name: f'"{schema}".evalh_{name}' for name in TABLES},
-            json_type="JSONB",
             json_param="?::jsonb",
         )
 

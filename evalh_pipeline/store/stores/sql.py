@@ -41,7 +41,6 @@ class Dialect:
     """How one database spells the shared SQL."""
 
     tables: dict[str, str]       # logical name -> table name
-    json_type: str               # the namespace and payload column type
     json_param: str              # placeholder for a JSON value ("?" or "?::jsonb")
 
     def t(self, name: str) -> str:

@@ -29,7 +29,6 @@ from evalh_pipeline.store.stores.sql import Dialect, SqlStore
 SQLITE = Dialect(
     tables={"runs": "evalh_runs", "run_files": "evalh_run_files", "baselines": "evalh_baselines",
             "traces": "traces", "results": "results", "artifacts": "artifacts", "summaries": "summaries"},
-    json_type="TEXT",
     json_param="?",
 )
 
