@@ -102,7 +102,8 @@ def test_each_trace_becomes_one_span_with_genai_attributes_and_its_id_on_the_tra
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     everything = receiver.spans()
     spans = [span for span in everything if not span.parent_span_id]
-    tools = [span for span in everything if span.parent_span_id]
+    tools = [span for span in everything if span.name.startswith("execute_tool")]
+    verdicts = [span for span in everything if span.name.startswith("evaluate ")]
     assert receiver.paths and set(receiver.paths) == {"/v1/traces"}
     assert len(spans) == len(traces) == 6  # exported once, though the store was synced after every stage
     by_id = {span.span_id.hex(): span for span in spans}
@@ -127,6 +128,12 @@ def test_each_trace_becomes_one_span_with_genai_attributes_and_its_id_on_the_tra
         else:
             assert attrs["gen_ai.usage.input_tokens"] == 10 and attrs["gen_ai.usage.output_tokens"] == 5
         assert ("gen_ai.request.model" in attrs) == (trace["variant_name"] == "base")
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(verdicts) == len(results) == 12  # 6 cells x 2 evaluators, each once
+    span_of = {(t["case_id"], t["variant_name"]): t["extra"]["span_id"] for t in traces}
+    got = sorted((s.parent_span_id.hex(), _attrs(s)["evalh.evaluator"], _attrs(s)["evaluation.passed"]) for s in verdicts)
+    assert got == sorted((span_of[(r["case_id"], r["variant_name"])], r["evaluator"], r["passed"]) for r in results)
+    assert all(v.trace_id == by_id[v.parent_span_id.hex()].trace_id for v in verdicts)
     resource = {kv.key: kv.value.string_value for kv in receiver.requests[0].resource_spans[0].resource.attributes}
     assert resource["service.name"] == "evalh-tests"
 

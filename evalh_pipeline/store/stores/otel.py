@@ -10,7 +10,9 @@
 
 Needs the ``otel`` extra (opentelemetry-sdk and its OTLP/HTTP exporter). One span per
 trace (cell), with a child span per tool call (``execute_tool <name>``,
-``gen_ai.tool.name``, ``gen_ai.tool.call.id``), and the GenAI semantic conventions where they fit: ``gen_ai.operation.name``
+``gen_ai.tool.name``, ``gen_ai.tool.call.id``) and per evaluation result (``evaluate <evaluator>``,
+``evaluation.passed``, ``evaluation.score``, ``evaluation.reason``), and the GenAI semantic
+conventions where they fit: ``gen_ai.operation.name``
 ``invoke_agent``, ``gen_ai.agent.name`` (the variant), ``gen_ai.request.model`` (the
 variant's ``metadata.model``), ``gen_ai.usage.input_tokens`` / ``output_tokens``, the
 span's start and end from the trace (its latency), and on error an ERROR status with
@@ -105,29 +107,55 @@ class OtelStore(TraceStore):
     def write_run(self, run_dir: RunDirectory, stage: str) -> None:
         state_path = self._state_path(run_dir)
         exported: set[str] = set(json.loads(state_path.read_text())) if state_path.exists() else set()
-        pending = []
+        cells: dict[tuple[str, str, int], tuple[int, int]] = {}
+        pending_traces = []
         for _, line in iter_lines(run_dir.traces):
             trace = json.loads(line)
-            _, span_id = span_ids(trace)
+            ids = span_ids(trace)
+            cells[(trace["case_id"], trace["variant_name"], int(trace.get("sample") or 0))] = ids
+            if format(ids[1], "016x") not in exported:
+                pending_traces.append(trace)
+        pending_results = []
+        for _, line in iter_lines(run_dir.results):
+            result = json.loads(line)
+            parent = cells.get((result["case_id"], result["variant_name"], int(result.get("sample") or 0)))
+            if parent is None:
+                continue  # its trace was dropped (retry-failed): a new one comes with the new trace
+            # A re-evaluation's new verdict is a new span; the same verdict is never sent twice.
+            span_id = int.from_bytes(hashlib.sha256(f"{parent[1]}\0{line}".encode()).digest()[:8], "big") or 1
             if format(span_id, "016x") not in exported:
-                pending.append(trace)
-        if not pending:
+                pending_results.append((result, parent, span_id))
+        if not pending_traces and not pending_results:
             return
         models = _variant_models(run_dir)
-        for start in range(0, len(pending), BATCH):
-            chunk = pending[start:start + BATCH]
-            self._export(chunk, models)
+        for start in range(0, len(pending_traces), BATCH):
+            chunk = pending_traces[start:start + BATCH]
+            self._export(chunk, [], models)
             exported.update(format(span_ids(t)[1], "016x") for t in chunk)
             write_atomic(state_path, json.dumps(sorted(exported)) + "\n")
+        for start in range(0, len(pending_results), BATCH):
+            results = pending_results[start:start + BATCH]
+            self._export([], results, models)
+            exported.update(format(span_id, "016x") for _, _, span_id in results)
+            write_atomic(state_path, json.dumps(sorted(exported)) + "\n")
 
-    def _export(self, traces: list[dict[str, Any]], models: dict[str, str]) -> None:
+    def _export(self, traces: list[dict[str, Any]], results: list[tuple[dict[str, Any], tuple[int, int], int]],
+                models: dict[str, str]) -> None:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
             from opentelemetry.sdk.trace.export import SpanExportResult
             from opentelemetry.sdk.trace.id_generator import IdGenerator
-            from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
+            from opentelemetry.trace import (
+                NonRecordingSpan,
+                SpanContext,
+                SpanKind,
+                Status,
+                StatusCode,
+                TraceFlags,
+                set_span_in_context,
+            )
         except ImportError as exc:
             raise StoreError("the otel store needs opentelemetry: pip install 'evalh-pipeline[otel]'") from exc
 
@@ -197,6 +225,30 @@ class OtelStore(TraceStore):
             if error:
                 span.set_status(Status(StatusCode.ERROR, str(error.get("message") or "")[:1000]))
             span.end(end_time=_nanos(trace.get("finished_at")))
+        for result, (trace_id, parent_id), span_id in results:
+            # A child of the cell's span, exported earlier: its context is rebuilt from the ids.
+            parent = set_span_in_context(NonRecordingSpan(SpanContext(
+                trace_id, parent_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+            preset.ids = (trace_id, span_id)
+            attributes = {
+                "evalh.evaluator": str(result.get("evaluator") or ""),
+                "evalh.evaluator_type": str(result.get("evaluator_type") or ""),
+                "evaluation.passed": bool(result.get("passed")),
+                "evaluation.reason": str(result.get("reason") or "")[:1000],
+                "evalh.case_id": str(result.get("case_id") or ""),
+                "evalh.variant_name": str(result.get("variant_name") or ""),
+            }
+            if result.get("score") is not None:
+                attributes["evaluation.score"] = float(result["score"])
+            error = result.get("error")
+            if error:
+                attributes["error.type"] = error.get("type") or "error"
+            span = tracer.start_span(f"evaluate {attributes['evalh.evaluator']}", context=parent,
+                                     kind=SpanKind.INTERNAL, attributes=attributes,
+                                     start_time=_nanos(result.get("started_at")))
+            if error:
+                span.set_status(Status(StatusCode.ERROR, str(error.get("message") or "")[:1000]))
+            span.end(end_time=_nanos(result.get("finished_at")))
         exporter = OTLPSpanExporter(endpoint=self.endpoint, headers=dict(self.config.headers),
                                     timeout=self.config.timeout_seconds)
         try:
