@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 # benchmarks/run.py: psutil (re-executing under the project's venv if needed), measure(),
 # fresh_dagster_home(), find_our_evalh(), find_peer_evalh(), the output folders.
-import run as bench
+import run as bench  # noqa: E402 - after the sys.path entry above
 
 LATENCY_S = 0.05
 CONCURRENCY = 32

@@ -53,7 +53,7 @@ class Registry(Generic[T]):
         if target is None:
             raise UnknownTypeError(self.family, name, self.names())
         module_name, _, attr = target.partition(":")
-        cls = getattr(importlib.import_module(module_name), attr)
+        cls: type[T] = getattr(importlib.import_module(module_name), attr)
         self._classes[name] = cls
         return cls
 

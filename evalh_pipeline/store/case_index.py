@@ -39,7 +39,7 @@ class CaseIndex:
         return {"path": self.path, "cache_size": self._cache_size, "offsets": self._offsets}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["cache_size"], offsets=state["offsets"])
+        CaseIndex.__init__(self, state["path"], state["cache_size"], offsets=state["offsets"])
 
     def __len__(self) -> int:
         return len(self._offsets)

@@ -80,7 +80,7 @@ def fetch_run(url: str) -> Path:
     base = _cache_base() / "fetched" / _url_hash(url)
     base.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=base))
-    final = base / root.rsplit("/", 1)[-1]
+    final: Path = base / root.rsplit("/", 1)[-1]
     try:
         for path in fs.find(root):
             target = staging / path[len(root) + 1:]
@@ -250,7 +250,8 @@ def _load_state(run_dir: RunDirectory) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return state
     except json.JSONDecodeError:
         return {}  # a broken state costs a full re-upload, nothing more
 

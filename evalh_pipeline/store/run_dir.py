@@ -143,7 +143,8 @@ class RunDirectory:
     def read_meta(self) -> dict[str, Any]:
         if not self.meta.exists():
             raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)")
-        return json.loads(self.meta.read_text(encoding="utf-8"))
+        meta: dict[str, Any] = json.loads(self.meta.read_text(encoding="utf-8"))
+        return meta
 
     def read_config_hash(self) -> str:
         return self.config_hash_txt.read_text(encoding="utf-8").strip() if self.config_hash_txt.exists() else ""

@@ -45,7 +45,7 @@ class PythonFunctionSystem(SystemAdapter):
     async def start(self) -> None:
         self._fn = self._resolve_target()
         self._is_async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
-            getattr(self._fn, "__call__", None)
+            getattr(self._fn, "__call__", None)  # noqa: B004 - a callable object with an async __call__
         )
         # Sync targets must not block the event loop; size the pool like the concurrency knob.
         self._pool = None if self._is_async else ThreadPoolExecutor(

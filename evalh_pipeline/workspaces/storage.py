@@ -173,7 +173,7 @@ class FsspecObjectStorage(ObjectStorage):
             return _publish_local(local, Path(destination), move)
         transfer = Transfer()
         # Symlinks cannot be stored in object stores: the manifest records them instead.
-        for folder, dirs, files in os.walk(local):
+        for folder, _dirs, files in os.walk(local):
             relative = os.path.relpath(folder, local)
             for name in files:
                 source = os.path.join(folder, name)

@@ -33,10 +33,10 @@ def _write(run_dir: RunDirectory, cells: dict, results: dict) -> None:
             }) + "\n")
 
 
-def _summary(tmp_path, cells, results, criteria=PassCriteria(), baseline="a"):
+def _summary(tmp_path, cells, results, criteria=None, baseline="a"):
     run_dir = RunDirectory(tmp_path / "run")
     _write(run_dir, cells, results)
-    return summarize_run(run_dir, variant_order=["a", "b"], pass_criteria=criteria, baseline_variant=baseline,
+    return summarize_run(run_dir, variant_order=["a", "b"], pass_criteria=criteria or PassCriteria(), baseline_variant=baseline,
                          config_path="eval.yaml", config_hash="h", cases_total=2)
 
 
