@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalh_pipeline.models import EvalCase, RunVariant
-from evalh_pipeline.store.jsonl import iter_lines
+from evalh_pipeline.store.jsonl import iter_lines, iter_raw_lines
+from evalh_pipeline.store.records import CASES, TRACES
 
 CellKey = tuple[str, str, int]  # (case_id, variant_name, sample)
 
@@ -25,8 +25,7 @@ class Cell:
 
 
 def iter_cases(cases_path: Path) -> Iterator[EvalCase]:
-    for _, line in iter_lines(cases_path):
-        yield EvalCase.model_validate_json(line)
+    return CASES.iter_file(cases_path)
 
 
 def iter_cells(
@@ -47,8 +46,8 @@ def count_cases(cases_path: Path) -> int:
 def completed_cells(traces_path: Path, variant_names: set[str]) -> set[CellKey]:
     """Cells that already have a durable trace (the resume set)."""
     done: set[CellKey] = set()
-    for _, line in iter_lines(traces_path):
-        record = json.loads(line)
-        if record["variant_name"] in variant_names:
-            done.add((record["case_id"], record["variant_name"], int(record.get("sample") or 0)))
+    for _, line in iter_raw_lines(traces_path):
+        case_id, variant, sample = TRACES.read_fields(line, "case_id", "variant_name", "sample")
+        if variant in variant_names:
+            done.add((case_id, variant, int(sample or 0)))
     return done

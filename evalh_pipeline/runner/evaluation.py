@@ -17,7 +17,6 @@ import json
 import multiprocessing
 import os
 import pickle
-import re
 import shutil
 import tempfile
 import threading
@@ -28,8 +27,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pydantic_core import to_json
-
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
 from evalh_pipeline.evaluators.registry import EVALUATORS
@@ -38,8 +35,9 @@ from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.result_lines import Judged, build_result, raised, result_lines
 from evalh_pipeline.store.case_index import CaseIndex
-from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, iter_records, parse_record, split_lines
+from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.records import RESULTS, TRACES
 from evalh_pipeline.store.result_slices import Slice, record_slices, recorded_slices
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
@@ -169,7 +167,7 @@ async def _judge_async(
             progress.advance("results")
 
         traces = (
-            t for t in iter_records(traces_path, Trace, "trace")
+            t for t in TRACES.iter_file(traces_path)
             if t.variant_name in variants and not (t.error and t.error.type in UNJUDGED_ERRORS)
         )
         await run_bounded(traces, judge, concurrency)
@@ -277,25 +275,20 @@ def _worker_main(send: Connection, plan: _SpanPlan, span: LineSpan, part: Path) 
         send.close()
 
 
-# How every 1.x trace writer starts a line; the variant is read from it to skip traces of
-# other variants without parsing them. Other layouts are parsed and filtered after.
-_TRACE_PREFIX = re.compile(rb'\{"schema_version":"[^"\\]*","run_id":"[^"\\]*","case_id":"[^"\\]*","variant_name":"([^"\\]*)"')
-
-
 def _judge_span(plan: _SpanPlan, span: LineSpan | None, out_path: Path, stats: EvaluationStats, progress: Progress) -> None:
     """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators into ``out_path``."""
     evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
     variants, cases, traces_path = plan.variants, plan.cases, plan.traces
-    encoded = {to_json(v)[1:-1] for v in variants}
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
     with out_path.open("wb", buffering=1 << 20) as out:
         for number, line in iter_raw_lines(traces_path, span):
-            prefix = _TRACE_PREFIX.match(line)
-            if prefix is not None and prefix.group(1) not in encoded:
+            # The variant read off the line skips other variants' traces without parsing them.
+            leading = TRACES.leading(line, "variant_name")
+            if leading is not None and leading[0] not in variants:
                 continue
-            trace = parse_record(line, Trace, "trace", traces_path, number)
+            trace = TRACES.decode(line, traces_path, number)
             if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
                 continue
             case = cases.get(trace.case_id)
@@ -396,7 +389,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
     kept: set[Slice] = set()
     if not path.exists():
         return kept
-    in_slice = _slice_pattern(variants, evaluators)
+    in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
     pending = b""
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 23):
@@ -407,23 +400,11 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
             for raw in in_slice.sub(b"", b"\n" + data)[1:].split(b"\n")[:-1]:
                 if not raw.strip():
                     continue
-                variant, evaluator = _slice_key(raw.decode("utf-8"))
+                variant, evaluator = RESULTS.read_fields(raw, "variant_name", "evaluator")
                 if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                     out.write(raw + b"\n")
                     kept.add((variant, evaluator))
     return kept
-
-
-def _slice_pattern(variants: set[str], evaluators: set[str] | None) -> re.Pattern[bytes]:
-    def names(values: set[str]) -> bytes:
-        # Encoded as the writer encodes them; an unmatched spelling just takes the slow check.
-        return b"|".join(re.escape(to_json(v)[1:-1]) for v in sorted(values)) or b"(?!)"
-
-    evaluator = rb'[^"\\\n]*' if evaluators is None else b"(?:" + names(evaluators) + b")"
-    return re.compile(
-        rb'\n\{"schema_version":"[^"\\\n]*","run_id":"[^"\\\n]*","case_id":"[^"\\\n]*",'
-        rb'"variant_name":"(?:' + names(variants) + rb')",(?:"sample":\d+,)?"evaluator":"' + evaluator + rb'"[^\n]*(?=\n)'
-    )
 
 
 async def judge_trace(
@@ -504,29 +485,6 @@ def _inline_meta_path(run_dir: RunDirectory, variants: list[str]) -> Path:
 def _discard_inline(run_dir: RunDirectory, variants: list[str]) -> None:
     _inline_meta_path(run_dir, variants).unlink(missing_ok=True)
     _inline_path(run_dir, variants).unlink(missing_ok=True)
-
-
-# The prefix every 1.x writer (this one and eval-harness) puts first. Names with escapes
-# or other layouts do not match and fall back to json.
-_PREFIX = re.compile(
-    r'\{"schema_version":"[^"\\]*","run_id":"[^"\\]*","case_id":"[^"\\]*",'
-    r'"variant_name":"([^"\\]*)",(?:"sample":\d+,)?"evaluator":"([^"\\]*)"'
-)
-
-
-def _slice_key(line: str) -> tuple[str, str]:
-    """(variant_name, evaluator) of a result line without parsing all of it."""
-    match = _PREFIX.match(line)
-    if match:
-        return match.group(1), match.group(2)
-    record = json.loads(line)
-    return record["variant_name"], record["evaluator"]
-
-
-async def _judge_one(
-    evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
-) -> EvaluationResult:
-    return build_result(trace, await _judged(evaluator, case, trace, artifact))
 
 
 async def _judged(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:

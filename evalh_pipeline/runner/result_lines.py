@@ -2,8 +2,8 @@
 
 Re-evaluation writes hundreds of thousands of lines; validating an EvaluationResult only
 to serialise it again costs more than judging. :func:`result_lines` encodes well-typed
-verdicts with pydantic-core's serializer (the one the model uses, same options) and
-builds the model for anything else, so the bytes are identical.
+verdicts with the record codec's fast path (byte-identical to the model's own JSON) and
+builds the model for anything else.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ import traceback
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic_core import to_json
-
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.models import EvaluationResult, Trace, TraceError
-from evalh_pipeline.models.versioning import SCHEMA_VERSION
+from evalh_pipeline.store.records import RESULTS
 
 
 @dataclass(slots=True)
@@ -72,11 +70,9 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
             and (score is None or type(score) is float)
         ):
             # Values the model would coerce (an int score, a truthy passed) or reject: let it.
-            lines.append(build_result(trace, j).model_dump_json().encode() + b"\n")
+            lines.append(RESULTS.encode(build_result(trace, j)))
             continue
-        # Keys in EvaluationResult's field order; inf/nan as null like the model's config.
-        lines.append(to_json({
-            "schema_version": SCHEMA_VERSION,
+        lines.append(RESULTS.encode_values({
             "run_id": trace.run_id,
             "case_id": trace.case_id,
             "variant_name": trace.variant_name,
@@ -90,6 +86,5 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
             "started_at": j.started,
             "finished_at": j.finished,
             "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
-            "error": None,
-        }, inf_nan_mode="null") + b"\n")
+        }))
     return b"".join(lines)

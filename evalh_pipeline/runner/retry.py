@@ -13,15 +13,22 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from evalh_pipeline.runner.cells import CellKey
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.records import TRACES, RecordCodec
 from evalh_pipeline.store.run_dir import RunDirectory
 
 
-def _key(record: dict) -> CellKey:
+def _key(record: dict[str, Any]) -> CellKey:
     return (record["case_id"], record["variant_name"], int(record.get("sample") or 0))
+
+
+def _line_key(codec: RecordCodec[Any], line: str) -> CellKey:
+    case_id, variant, sample = codec.read_fields(line, "case_id", "variant_name", "sample")
+    return (case_id, variant, int(sample or 0))
 
 
 def failed_cells(run_dir: RunDirectory, *, include_evaluator_failures: bool = False) -> set[CellKey]:
@@ -29,7 +36,7 @@ def failed_cells(run_dir: RunDirectory, *, include_evaluator_failures: bool = Fa
     any evaluator result has ``error`` set (an evaluator that raised, not one that failed)."""
     failed = {_key(t) for t in map(json.loads, (line for _, line in iter_lines(run_dir.traces))) if t.get("error")}
     if include_evaluator_failures:
-        traced = {_key(t) for t in map(json.loads, (line for _, line in iter_lines(run_dir.traces)))}
+        traced = {_line_key(TRACES, line) for _, line in iter_lines(run_dir.traces)}
         for _, line in iter_lines(run_dir.results):
             result = json.loads(line)
             if result.get("error") and _key(result) in traced:
@@ -52,7 +59,7 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as kept:
                 for _, line in iter_lines(run_dir.traces):
-                    if _key(json.loads(line)) in cells:
+                    if _line_key(TRACES, line) in cells:
                         removed += 1
                     else:
                         kept.write(line)

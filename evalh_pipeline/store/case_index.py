@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -11,9 +9,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from evalh_pipeline.models import EvalCase
-
-# How the snapshot writer starts every line; other layouts (or escaped ids) fall back to json.
-_ID_PREFIX = re.compile(rb'\{"schema_version":"[^"\\]*","id":"([^"\\]*)"[,}]')
+from evalh_pipeline.store.records import CASES
 
 
 class CaseIndex:
@@ -70,7 +66,7 @@ def _scan(path: Path) -> dict[str, int]:
         offset = 0
         for line in handle:
             if line.strip():
-                match = _ID_PREFIX.match(line)
-                offsets[match.group(1).decode() if match else json.loads(line)["id"]] = offset
+                (case_id,) = CASES.read_fields(line, "id")
+                offsets[case_id] = offset
             offset += len(line)
     return offsets

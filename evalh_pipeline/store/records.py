@@ -1,0 +1,194 @@
+"""The record codec: how cases, traces and results are laid out as JSON lines.
+
+Every layout fact here is derived from the pydantic models in ``evalh_pipeline.models``
+(field order, types, defaults), so a field declared there reaches every reader and writer
+without another edit. Readers and writers use the codecs below instead of spelling out
+key orders or line patterns: :data:`CASES`, :data:`TRACES` and :data:`RESULTS`.
+
+Two fast paths keep large runs cheap and stay byte-identical to the models:
+
+* :meth:`RecordCodec.encode_values` writes a line from values that are already exactly
+  as the model would hold them, without validating a model first;
+* :meth:`RecordCodec.leading` and :meth:`RecordCodec.lines_where` read the first string
+  fields of a line (say, the variant of a trace) with a regular expression built from the
+  field order, without parsing the line. A line written another way (other key order,
+  escapes in a name) does not match and takes the slow path, so they are only shortcuts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Generic, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic_core import to_json
+
+from evalh_pipeline.models import EvalCase, EvaluationResult, Trace
+from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, parse_record
+
+M = TypeVar("M", bound=BaseModel)
+
+# The content of a JSON string without escapes; never crosses a line.
+_PLAIN_STRING = rb'[^"\\\n]*'
+
+
+class RecordCodec(Generic[M]):
+    """Encoding, decoding and line patterns of one persisted record type, from its model."""
+
+    def __init__(self, model: type[M], kind: str) -> None:
+        self.model = model
+        self.kind = kind
+        #: The keys of a line, in the order the model (and so every writer) puts them.
+        self.fields: tuple[str, ...] = tuple(model.model_fields)
+        self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
+        self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
+
+    # -- writing ---------------------------------------------------------------------
+
+    def encode(self, record: M) -> bytes:
+        """One line (with its newline) for ``record``."""
+        return record.__pydantic_serializer__.to_json(record) + b"\n"
+
+    def encode_values(self, values: Mapping[str, Any]) -> bytes:
+        """The line ``encode(model(**values))`` would give, without building the model.
+
+        Only for values already of the exact type the model holds (a ``bool`` for a bool
+        field, a ``float`` for a float, an aware ``datetime``...): nothing is coerced or
+        checked. A field missing from ``values`` takes the model's default; a missing
+        required field is a ``KeyError``.
+        """
+        ordered = {name: values[name] if name in values else self._default(name) for name in self.fields}
+        return to_json(ordered, inf_nan_mode=self._inf_nan) + b"\n"
+
+    def _default(self, name: str) -> Any:
+        info = self.model.model_fields[name]
+        if info.is_required():
+            raise KeyError(f"{self.model.__name__}.{name} is required")
+        return info.get_default(call_default_factory=True)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def decode(self, line: bytes | str, path: Path, number: int) -> M:
+        """Line ``number`` of ``path`` as a validated record (older 1.x shapes migrated)."""
+        return parse_record(line, self.model, self.kind, path, number)
+
+    def iter_file(self, path: Path, span: LineSpan | None = None) -> Iterator[M]:
+        """The validated records of a JSONL file (or of ``span`` of it); a torn tail is skipped."""
+        for number, line in iter_raw_lines(path, span):
+            yield self.decode(line, path, number)
+
+    def leading(self, line: bytes, *names: str) -> tuple[Any, ...] | None:
+        """The values of the str/int fields ``names`` read off the start of ``line``, or None.
+
+        None when the line is not laid out as this codec writes it (or a string has an
+        escape): the caller then parses the line. A field with a default that the line
+        omits (1.x writers that predate it) reads as its default.
+        """
+        match = self._pattern(names).match(line)
+        if match is None:
+            return None
+        return tuple(
+            self._default(name) if raw is None else raw.decode("utf-8") if self._is_str(name) else int(raw)
+            for name, raw in zip(names, match.groups())
+        )
+
+    def read_fields(self, line: bytes | str, *names: str) -> tuple[Any, ...]:
+        """The values of the fields ``names`` of a line: :meth:`leading`, else a JSON parse."""
+        raw = line.encode("utf-8") if isinstance(line, str) else line
+        fast = self.leading(raw, *names)
+        if fast is not None:
+            return fast
+        record = json.loads(raw)
+        return tuple(record[name] if name in record else self._default(name) for name in names)
+
+    def lines_where(self, allowed: Mapping[str, Collection[str] | None]) -> re.Pattern[bytes]:
+        """A pattern matching ``\\n`` + a whole line whose leading str fields are in ``allowed``.
+
+        ``allowed`` maps required str fields to the values accepted (None: any value). Run
+        over a block of whole lines with a newline put first, ``sub(b"", ...)`` drops the
+        matching lines; lines of another layout never match, so the caller checks the rest.
+        """
+        def alternatives(values: Collection[str] | None) -> bytes:
+            if values is None:
+                return b'"' + _PLAIN_STRING + b'"'
+            # Spelled as the writer encodes them; another spelling just takes the slow check.
+            names = b"|".join(re.escape(to_json(v)[1:-1]) for v in sorted(values)) or b"(?!)"
+            return b'"(?:' + names + b')"'
+
+        for name in allowed:
+            if not (self._is_str(name) and self.model.model_fields[name].is_required()):
+                raise ValueError(f"{self.model.__name__}.{name} is not a required str field")
+        return re.compile(b"\\n" + self._prefix({n: alternatives(v) for n, v in allowed.items()}) + rb"[^\n]*(?=\n)")
+
+    def _pattern(self, names: tuple[str, ...]) -> re.Pattern[bytes]:
+        pattern = self._patterns.get(names)
+        if pattern is None:
+            groups = {name: b"(" + _value_pattern(self.model, name) + b")" for name in names}
+            for name in names:
+                if self._is_str(name):
+                    groups[name] = b'"' + groups[name] + b'"'
+            pattern = self._patterns[names] = re.compile(self._prefix(groups))
+        return pattern
+
+    def _is_str(self, name: str) -> bool:
+        return _scalar(self.model.model_fields[name].annotation) is str
+
+    def _prefix(self, content: Mapping[str, bytes]) -> bytes:
+        """``{"key":value,...`` through the last field named in ``content`` and the ``,`` or ``}`` after it.
+
+        Fields named in ``content`` match its (whole JSON value) pattern; the others before
+        them are matched by type. A field with a default may be missing (1.x writers that
+        predate it omit it).
+        """
+        last = max(self.fields.index(name) for name in content)
+        out = b"\\{"
+        for index, name in enumerate(self.fields[: last + 1]):
+            if name in content:
+                value = content[name]
+            elif self._is_str(name):
+                value = b'"' + _value_pattern(self.model, name) + b'"'
+            else:
+                value = _value_pattern(self.model, name)
+            # Each key/value ends with its separator, so an absent optional one leaves no gap.
+            part = re.escape(json.dumps(name).encode()) + b":" + value + (b"," if index < last else b"[,}]")
+            if self.model.model_fields[name].is_required():
+                out += part
+            elif index < last:
+                out += b"(?:" + part + b")?"
+            else:
+                # Absent only if the next key is the one after it: the field is not further on.
+                after = self.fields[index + 1] if index + 1 < len(self.fields) else None
+                ahead = re.escape(json.dumps(after).encode()) + b":" if after else b"\\}"
+                out += b"(?:" + part + b"|(?=" + ahead + b"))"
+        return out
+
+
+def _value_pattern(model: type[BaseModel], name: str) -> bytes:
+    """A pattern for the JSON value of a str (its content, no quotes) or int field."""
+    annotation = _scalar(model.model_fields[name].annotation)
+    if annotation is str:
+        return _PLAIN_STRING
+    if annotation is int:
+        return rb"-?\d+"
+    raise TypeError(
+        f"{model.__name__}.{name} ({annotation!r}) stands before a field read off a line; "
+        "only str and int fields can: move it after, or teach store/records.py its pattern"
+    )
+
+
+def _scalar(annotation: Any) -> Any:
+    """``X`` for ``X`` or ``X | None``; anything else unchanged."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+CASES: RecordCodec[EvalCase] = RecordCodec(EvalCase, "case")
+TRACES: RecordCodec[Trace] = RecordCodec(Trace, "trace")
+RESULTS: RecordCodec[EvaluationResult] = RecordCodec(EvaluationResult, "result")

@@ -1,0 +1,126 @@
+"""The record codec follows the models: byte-identical lines, and fast reads that agree with JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field, create_model
+
+from evalh_pipeline.models import EvalCase, EvaluationResult, Trace, TraceError
+from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS
+from evalh_pipeline.store.records import CASES, RESULTS, TRACES, RecordCodec
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+
+
+def _result_values(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "run_id": "r1", "case_id": "c1", "variant_name": "base", "sample": 2, "evaluator": "e",
+        "evaluator_type": "contains_text", "passed": True, "score": 0.5, "reason": "ok", "detail": {"k": [1, "é"]},
+        "started_at": T0, "finished_at": T0 + timedelta(milliseconds=3), "latency_ms": 3,
+    }
+    return {**values, **overrides}
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"score": None, "passed": False, "reason": "naïve “quotes” \\ and \n newline"},
+    {"score": math.inf},
+    {"score": math.nan, "detail": {}},
+    {"variant_name": 'a "quoted" name', "sample": 0},
+])
+def test_fast_result_line_is_the_models_own_json(overrides):
+    values = _result_values(**overrides)
+    assert RESULTS.encode_values(values) == EvaluationResult(**values).model_dump_json().encode() + b"\n"
+
+
+def test_encoding_a_record_is_its_model_dump_json():
+    trace = Trace(run_id="r", case_id="c", variant_name="v", started_at=T0, finished_at=T0, latency_ms=0,
+                  error=TraceError(type="timeout", message="slow"))
+    assert TRACES.encode(trace) == trace.model_dump_json().encode() + b"\n"
+
+
+def test_codec_fields_are_the_models_fields_in_order():
+    for codec, model in ((CASES, EvalCase), (TRACES, Trace), (RESULTS, EvaluationResult)):
+        assert codec.fields == tuple(model.model_fields)
+
+
+def test_a_field_added_to_a_model_reaches_the_fast_writer():
+    # As if a 1.x release added a field: the codec derived from the model writes it too.
+    grown = create_model("GrownResult", __base__=EvaluationResult, tags=(list[str], Field(default_factory=list)))
+    codec = RecordCodec(grown, "result")
+    values = _result_values()
+    assert codec.encode_values(values) == grown(**values).model_dump_json().encode() + b"\n"
+    assert b'"tags":[]' in codec.encode_values(values)
+
+
+def test_a_required_field_missing_from_fast_values_is_an_error_not_a_silent_gap():
+    values = _result_values()
+    del values["evaluator"]
+    with pytest.raises(KeyError, match="evaluator"):
+        RESULTS.encode_values(values)
+
+
+def test_a_field_the_line_patterns_cannot_skip_is_refused_when_they_are_built():
+    class Odd(BaseModel):
+        run_id: str
+        detail: dict[str, Any]
+        variant_name: str
+
+    with pytest.raises(TypeError, match="Odd.detail"):
+        RecordCodec(Odd, "odd").leading(b"{}", "variant_name")
+
+
+def _trace_line(**overrides: Any) -> bytes:
+    trace = Trace(**{"run_id": "r", "case_id": "c", "variant_name": "v", "started_at": T0, "finished_at": T0,
+                     "latency_ms": 0, **overrides})
+    return TRACES.encode(trace)
+
+
+@pytest.mark.parametrize("line", [
+    _trace_line(),
+    _trace_line(sample=7, variant_name="ünï"),
+    # eval-harness and other 1.x writers: no sample, or no schema_version
+    b'{"schema_version":"1.0","run_id":"r","case_id":"c","variant_name":"v","started_at":"x"}\n',
+    b'{"run_id":"r","case_id":"c","variant_name":"v","sample":3,"started_at":"x"}\n',
+    # other layouts and escapes: read by parsing
+    b'{"case_id":"c","run_id":"r","variant_name":"v","sample":3}\n',
+    b'{"schema_version":"1.0","run_id":"r","case_id":"c","variant_name":"v","other":1,"sample":4}\n',
+    b'{"schema_version":"1.0","run_id":"r","case_id":"c\\"q","variant_name":"v\\u00e9"}\n',
+])
+def test_fields_read_off_a_line_agree_with_parsing_it(line):
+    record = json.loads(line)
+    expected = (record["case_id"], record["variant_name"], record.get("sample", 0))
+    assert TRACES.read_fields(line, "case_id", "variant_name", "sample") == expected
+    fast = TRACES.leading(line, "case_id", "variant_name", "sample")
+    assert fast is None or fast == expected
+
+
+def test_lines_where_drops_exactly_the_lines_of_the_slice():
+    lines = [
+        RESULTS.encode_values(_result_values(variant_name=v, evaluator=e, sample=s))
+        for v in ("a", "b", "a|b") for e in ("x", "y") for s in (0, 1)
+    ]
+    lines.append(b'{"variant_name":"a","evaluator":"x","run_id":"r","case_id":"c"}\n')  # another layout
+    block = b"".join(lines)
+    kept = RESULTS.lines_where({"variant_name": {"a"}, "evaluator": {"x"}}).sub(b"", b"\n" + block)[1:]
+    left = [json.loads(raw) for raw in kept.split(b"\n") if raw]
+    assert len(left) == len(lines) - 2  # the fast path leaves the other layout for the caller
+    assert sum(1 for r in left if (r["variant_name"], r["evaluator"]) == ("a", "x")) == 1
+
+
+def test_every_column_the_queries_read_is_a_field_of_the_record():
+    assert set(TRACE_COLUMNS) <= set(TRACES.fields)
+    assert set(RESULT_COLUMNS) <= set(RESULTS.fields)
+
+
+def test_iter_file_reads_back_what_encode_wrote(tmp_path: Path):
+    path = tmp_path / "cases.jsonl"
+    cases = [EvalCase(id=f"c{i}", input={"q": i}) for i in range(3)]
+    path.write_bytes(b"".join(CASES.encode(c) for c in cases))
+    assert list(CASES.iter_file(path)) == cases
