@@ -8,7 +8,7 @@
 Scenarios:
 
   compare  `evalh compare A B` as a whole process, two runs of the 10,000-case x 2-variant
-           fixture (../shared/bench/make_fixture.py, LAT=0). Target <= 0.5 s.
+           fixture (benchmarks/make_fixture.py, LAT=0). Target <= 0.5 s.
   drift    `evalh drift B` against A, promoted with `evalh promote`. Target <= 0.5 s.
   summary  the summary query (queries/summary.py summarize_run, in-process) over a synthetic
            run of 1,000,000 results (125,000 cases x 2 variants x 4 evaluators). Target <= 3 s.
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURE_SCRIPT = REPO.parent / "shared" / "bench" / "make_fixture.py"
+FIXTURE_SCRIPT = REPO / "benchmarks" / "make_fixture.py"
 OURS = REPO / ".venv" / "bin" / "evalh"
 PYTHON = REPO / ".venv" / "bin" / "python"
 DEFAULT_PEER = Path("/tmp/ehvenv/bin/evalh")

@@ -9,7 +9,7 @@
     python benchmarks/run.py --all           # these scenarios, then every suite above, one after the other
     python benchmarks/run.py --skip-peer     # do not run eval-harness
 
-Scenarios (fixtures come from ../shared/bench/make_fixture.py, relative to the repo):
+Scenarios (fixtures come from benchmarks/make_fixture.py):
 
   run     N=10000 cases x 2 variants, stub latency 20 ms, max_concurrency 64.
           Physical limit = N * 2 * LAT / 64. Targets: wall <= 1.3x limit, peak RSS <= 250 MB.
@@ -54,7 +54,7 @@ except ImportError:
 
 OUT = REPO / "benchmarks" / "out"
 LOGS = OUT / "logs"
-FIXTURE_SCRIPT = REPO.parent / "shared" / "bench" / "make_fixture.py"
+FIXTURE_SCRIPT = REPO / "benchmarks" / "make_fixture.py"
 DEFAULT_PEER = Path("/tmp/ehvenv/bin/evalh")
 
 POLL_SECONDS = 0.05
@@ -112,10 +112,7 @@ class Tool:
 
 
 def find_fixture_script() -> Path:
-    """make_fixture.py lives next to the repo, in ../shared/bench/."""
-    if not FIXTURE_SCRIPT.is_file():
-        sys.exit(f"error: fixture generator not found at {FIXTURE_SCRIPT}\n"
-                 f"(expected ../shared/bench/make_fixture.py relative to the repo root {REPO})")
+    """The fixture generator, benchmarks/make_fixture.py."""
     return FIXTURE_SCRIPT
 
 

@@ -8,11 +8,55 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_BENCH = REPO.parent / "shared" / "bench" / "make_fixture.py"
+
+# Test tiers (see pyproject's markers). A test is a unit test unless it says otherwise with
+# @pytest.mark.integration or @pytest.mark.e2e, or is marked here by where it lives or what
+# it uses. `./dev unit` runs the unit tier only; `./dev test` (CI) runs every tier.
+E2E_FOLDERS = {"cli", "examples", "plugins"}  # `evalh` run as a process, as its users run it
+INTEGRATION_FOLDERS = {"defs"}  # a real Dagster instance, assets materialized
+E2E_FIXTURES = {"env"}  # the environment of an `evalh` subprocess (below)
+INTEGRATION_FIXTURES = {"instance"}  # a real Dagster instance (tests/defs/conftest.py)
+TIERS = ("integration", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        folder = Path(item.path).parent.name
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if folder in E2E_FOLDERS or fixtures & E2E_FIXTURES:
+            item.add_marker(pytest.mark.e2e)
+        elif folder in INTEGRATION_FOLDERS or fixtures & INTEGRATION_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_evalh_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test that starts `evalh`, the engine or Dagster in a new process fails, saying to mark it.
+
+    Short-lived programs (git, a shell, a tiny script) are fine in a unit test; a process
+    that imports this project or Dagster costs seconds and belongs to the integration tier.
+    """
+    if any(request.node.get_closest_marker(tier) for tier in TIERS):
+        return
+    execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def refuse_heavy(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _is_heavy(args):
+            raise RuntimeError(
+                f"a unit test started {args!r:.160}: mark the test @pytest.mark.integration "
+                "(or e2e) so `./dev unit` stays fast"
+            )
+        execute_child(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse_heavy)
+BENCH_FIXTURE = REPO / "benchmarks" / "make_fixture.py"
 
 AGENT = '''
 import asyncio, json, os
@@ -107,6 +151,23 @@ def env(tmp_path):
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
+
+
+HEAVY_PROGRAMS = {"evalh", "dagster", "dagster-daemon", "dagster-webserver"}
+
+
+def _is_heavy(args: Any) -> bool:
+    """`evalh`/Dagster, or a Python that imports this project or Dagster (-m, -c)."""
+    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    words = [os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in words]
+    if not words:
+        return False
+    program = os.path.basename(words[0].split()[0]) if words[0].strip() else ""
+    if program in HEAVY_PROGRAMS:
+        return True
+    return program.startswith("python") and any(
+        ("evalh_pipeline" in w or "dagster" in w) for w in words[1:] if not w.startswith("/")
+    )
 
 
 def run_evalh(args, env, cwd, timeout=120):

@@ -16,20 +16,19 @@ import pytest
 from evalh_pipeline.config import load_eval
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import SHARED_BENCH
-
-pytestmark = pytest.mark.skipif(not SHARED_BENCH.exists(), reason="../shared/bench is not beside the repo")
+from tests.conftest import BENCH_FIXTURE
 
 
 @pytest.fixture
 def fixture_eval(tmp_path, monkeypatch):
-    subprocess.run([sys.executable, str(SHARED_BENCH), str(tmp_path / "fx"), "60", "0"], check=True)
+    subprocess.run([sys.executable, str(BENCH_FIXTURE), str(tmp_path / "fx"), "60", "0"], check=True)
     monkeypatch.syspath_prepend(str(tmp_path / "fx"))
     sys.modules.pop("stub_agent", None)
     yield tmp_path / "fx" / "eval.yaml"
     sys.modules.pop("stub_agent", None)
 
 
+@pytest.mark.integration
 def test_shared_fixture_gives_eval_harness_pass_rates_and_regressions(fixture_eval, tmp_path):
     import dagster as dg
 

@@ -17,6 +17,7 @@ def cosine(a, b):
     return sum(x * y for x, y in zip(a, b)) / (math.hypot(*a) * math.hypot(*b))
 
 
+@pytest.mark.integration
 def test_same_text_gives_the_same_vector_in_another_process():
     vector = asyncio.run(build_embedder("hashing").embed(["Paris is the capital"]))[0]
     code = ("import asyncio; from evalh_pipeline.embedders import build_embedder; "

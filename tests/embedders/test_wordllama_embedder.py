@@ -36,6 +36,7 @@ def test_truncated_dim_and_text_without_known_tokens_is_the_zero_vector():
     assert len(vectors[0]) == 64 and vectors[1] == [0.0] * 64
 
 
+@pytest.mark.integration
 def test_loads_with_no_network_and_an_empty_home(tmp_path):
     # Offline proof: no home cache, HF offline, and any proxy use would fail.
     env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HTTPS_PROXY": "http://127.0.0.1:9",

@@ -57,6 +57,7 @@ def test_expected_exit_code_and_executable_modes_are_kept(artifact):
     assert judge({"command": ["./run.sh"], "expected_exit_code": 3}, artifact).passed
 
 
+@pytest.mark.integration
 def test_a_timeout_kills_the_process_group_and_fails(artifact, tmp_path):
     marker = tmp_path / "grandchild_alive"
     # The child starts a grandchild in the same group that would write the marker later.
@@ -125,6 +126,7 @@ def test_the_temp_copy_is_removed_and_the_artifact_is_unchanged(artifact, tmp_pa
     assert judge({"command": [PY, "-c", CHECK]}, artifact).passed
 
 
+@pytest.mark.integration
 def test_the_temp_copy_is_removed_after_a_timeout(artifact, tmp_path):
     cwd_file = tmp_path / "cwd.txt"
     script = f"import os, time; open({str(cwd_file)!r}, 'w').write(os.getcwd()); time.sleep(60)"

@@ -122,6 +122,7 @@ def test_bad_config_is_rejected_by_the_config_model(config):
         SchemaMatch("shape", "schema_match", config)
 
 
+@pytest.mark.integration
 def test_the_schema_key_does_not_warn_about_shadowing_basemodel_schema():
     # A fresh interpreter: the module is already imported (and its warning spent) in this one.
     code = "import evalh_pipeline.evaluators.schema_match"

@@ -215,6 +215,7 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
     assert len(run_dir.results.read_text().splitlines()) == 1 + 4 * 2 * 5
 
 
+@pytest.mark.integration
 def test_with_another_thread_alive_workers_are_spawned_and_write_the_same_results(tmp_path, monkeypatch):
     import multiprocessing
     import threading

@@ -479,6 +479,7 @@ E2E_SYSTEMS = """
 """
 
 
+@pytest.mark.integration
 def test_end_to_end_every_cell_is_a_trace_and_retries_follow_run_retry(tmp_path, server):
     path = write_eval(tmp_path / "toy", cases=2, systems=E2E_SYSTEMS.format(url=server.url))
     path.write_text(path.read_text().replace(

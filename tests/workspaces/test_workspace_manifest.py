@@ -6,6 +6,8 @@ import os
 import stat
 import time
 
+import pytest
+
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, compare_manifests, render_diff_text
 from evalh_pipeline.workspaces.manifest import hash_bytes, take_snapshot
 from evalh_pipeline.workspaces.removal import remove_tree
@@ -42,6 +44,7 @@ def test_non_utf8_empty_and_read_only_files_are_listed(tmp_path):
     assert files["locked.txt"].sha256 == hash_bytes(b"read only")
 
 
+@pytest.mark.integration
 def test_deep_tree_and_fifo_are_walked_without_hanging(tmp_path):
     deep = tmp_path
     for i in range(300):
