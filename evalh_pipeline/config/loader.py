@@ -160,7 +160,7 @@ def _check_outputs(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
 
 def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
     """Resolve ``metrics.price_table_path`` like any input and validate the table it names."""
-    from evalh_pipeline.runner.pricing import PriceTableError, load_price_table
+    from evalh_pipeline.common.pricing import PriceTableError, load_price_table
 
     path = resolve_input_path(value, eval_dir)
     try:

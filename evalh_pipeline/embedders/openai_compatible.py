@@ -8,7 +8,7 @@ import httpx
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError
-from evalh_pipeline.tls import default_ssl_context
+from evalh_pipeline.common.tls import default_ssl_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

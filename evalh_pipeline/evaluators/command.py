@@ -24,7 +24,7 @@ from evalh_pipeline.evaluators.base import (
     Verdict,
 )
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
-from evalh_pipeline.process_groups import (
+from evalh_pipeline.common.processes import (
     PIPE_GRACE_SECONDS,
     REAP_SECONDS,
     GroupProtocol,
@@ -33,7 +33,7 @@ from evalh_pipeline.process_groups import (
     env_mapping,
     kill_group,
 )
-from evalh_pipeline.store.masking import mask_text
+from evalh_pipeline.common.masking import mask_text
 
 # Host variables Windows needs to start any program; absent elsewhere.
 _WINDOWS_BASICS = ("SYSTEMROOT", "PATHEXT", "COMSPEC")

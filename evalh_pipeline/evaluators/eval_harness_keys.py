@@ -14,7 +14,7 @@ import re
 from fnmatch import fnmatchcase
 from typing import Any
 
-from evalh_pipeline.runner.pricing import builtin_price_table
+from evalh_pipeline.common.pricing import builtin_price_table
 
 # eval-harness's include_in_prompt entries are JSONPaths into the trace (plus ``case``);
 # ours are section names. Only the paths that have a section map.

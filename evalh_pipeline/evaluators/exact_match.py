@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
+from evalh_pipeline.common.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 class ExactMatchConfig(EvaluatorConfigModel):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
+from evalh_pipeline.common.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 _FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}

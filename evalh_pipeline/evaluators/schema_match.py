@@ -13,7 +13,7 @@ from pydantic import field_validator
 from referencing.exceptions import Unresolvable
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath, check_field_path
+from evalh_pipeline.common.fields import FieldPath, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 MAX_ERRORS = 20  # errors listed in detail; the count says how many there were

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from evalh_pipeline.embedders import build_embedder, check_embedder_spec
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
-from evalh_pipeline.evaluators.fields import FieldPath, as_text, check_field_path
+from evalh_pipeline.common.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 

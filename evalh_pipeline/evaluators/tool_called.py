@@ -9,7 +9,7 @@ from pydantic import model_validator
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, ToolCall, Trace
-from evalh_pipeline.templating import render_structure
+from evalh_pipeline.common.templating import render_structure
 
 _REGEX_PREFIX = "~="
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from evalh_pipeline.tls import default_ssl_context
+from evalh_pipeline.common.tls import default_ssl_context
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answ
 from evalh_pipeline.judges.registry import resolve_backend
 from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import TraceMetrics
-from evalh_pipeline.runner.pricing import PriceTable, apply_prices, builtin_price_table
-from evalh_pipeline.store.masking import mask_text
+from evalh_pipeline.common.pricing import PriceTable, apply_prices, builtin_price_table
+from evalh_pipeline.common.masking import mask_text
 
 ATTEMPTS = 2  # the first call and one retry, for transient failures and for bad answers alike
 

@@ -9,7 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel
 from evalh_pipeline.judges.registry import resolve_backend
-from evalh_pipeline.runner.pricing import ModelPrice, builtin_price_table
+from evalh_pipeline.common.pricing import ModelPrice, builtin_price_table
 
 
 class JudgeSettings(EvaluatorConfigModel):

@@ -18,7 +18,7 @@ from evalh_pipeline.runner.evaluation import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded
-from evalh_pipeline.runner.pricing import Pricer
+from evalh_pipeline.common.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views

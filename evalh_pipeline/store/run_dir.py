@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.store.masking import mask_config
+from evalh_pipeline.common.masking import mask_config
 
 if TYPE_CHECKING:
     # Only for annotations: the read-only commands (compare, drift) must not pay for the

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from evalh_pipeline.models import EvalCase, TraceOutput
-from evalh_pipeline.process_groups import (
+from evalh_pipeline.common.processes import (
     PIPE_GRACE_SECONDS,
     REAP_SECONDS,
     GroupProtocol,
@@ -21,7 +21,7 @@ from evalh_pipeline.process_groups import (
     env_mapping,
     kill_group,
 )
-from evalh_pipeline.store.masking import MASK, is_secret_key, mask_text
+from evalh_pipeline.common.masking import MASK, is_secret_key, mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
     SystemAdapter,
@@ -30,7 +30,7 @@ from evalh_pipeline.systems.base import (
     Workspace,
 )
 from evalh_pipeline.systems.response import response_from_dict
-from evalh_pipeline.templating import MissingTemplateField, render_case_template, template_problems
+from evalh_pipeline.common.templating import MissingTemplateField, render_case_template, template_problems
 
 STDERR_TAIL_BYTES = 4096
 STDOUT_LIMIT_BYTES = 32 * 1024 * 1024

@@ -22,7 +22,7 @@ from evalh_pipeline.models import (
     TraceMetrics,
     TraceOutput,
 )
-from evalh_pipeline.store.masking import mask_text
+from evalh_pipeline.common.masking import mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
     SystemAdapter,
@@ -44,8 +44,8 @@ from evalh_pipeline.systems.http_stream import (
     find_first,
 )
 from evalh_pipeline.systems.response import response_from_dict
-from evalh_pipeline.tls import default_ssl_context
-from evalh_pipeline.templating import (
+from evalh_pipeline.common.tls import default_ssl_context
+from evalh_pipeline.common.templating import (
     MissingTemplateField,
     render_structure,
     template_problems,

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from evalh_pipeline.config import load_eval
-from evalh_pipeline.store.masking import MASK
+from evalh_pipeline.common.masking import MASK
 from evalh_pipeline.store.run_dir import (
     RUN_ID_PATTERN,
     config_hash,

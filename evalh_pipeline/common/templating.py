@@ -1,7 +1,7 @@
 """``{{ case.<path> }}`` templates: fields of a case rendered into config strings.
 
 The same syntax as ``tool_called``'s ``args_match``: the path is read with
-:class:`~evalh_pipeline.evaluators.fields.FieldPath` (``{{ case.input.question }}``,
+:class:`~evalh_pipeline.common.fields.FieldPath` (``{{ case.input.question }}``,
 ``{{ case.input.items[0] }}``). Callers may add named placeholders (``{{ case_json }}``).
 Rendering is a single pass, so text coming from the case is never rendered again.
 """
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.common.fields import FieldPath
 
 CASE_TEMPLATE = re.compile(r"\{\{\s*case\.([\w.\[\]]+)\s*\}\}")
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")

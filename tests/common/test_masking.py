@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalh_pipeline.store.masking import MASK, is_secret_key, mask_config, mask_text
+from evalh_pipeline.common.masking import MASK, is_secret_key, mask_config, mask_text
 
 
 @pytest.mark.parametrize("key", ["api_key", "API_KEY", "apikey", "openai_api_key", "Authorization", "x-api-key",

@@ -131,7 +131,7 @@ def load_price_table(path: str | Path) -> PriceTable:
 @lru_cache(maxsize=1)
 def builtin_price_table() -> PriceTable:
     """The table shipped with the package (approximate list prices; see its ``as_of``)."""
-    text = resources.files("evalh_pipeline.runner").joinpath(BUILTIN_PRICES).read_text(encoding="utf-8")
+    text = resources.files("evalh_pipeline.common").joinpath(BUILTIN_PRICES).read_text(encoding="utf-8")
     return parse_price_table(yaml.safe_load(text))
 
 

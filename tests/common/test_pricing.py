@@ -10,7 +10,7 @@ import pytest
 
 from evalh_pipeline.config import load_eval
 from evalh_pipeline.models import RunVariant, TraceMetrics, TraceOutput
-from evalh_pipeline.runner.pricing import (
+from evalh_pipeline.common.pricing import (
     PriceTableError, apply_prices, builtin_price_table, load_price_table, parse_price_table, variant_model,
 )
 from evalh_pipeline.runner.stages import prepare_cases

@@ -29,7 +29,7 @@ class FieldPath:
         # One inline loop instead of a call per step: re-evaluation walks millions of paths.
         node = root
         for part in self.parts:
-            if type(part) is int:
+            if isinstance(part, int):
                 if not (isinstance(node, list) and -len(node) <= part < len(node)):
                     return default
                 node = node[part]
