@@ -135,7 +135,7 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
         out.print(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}", highlight=False, soft_wrap=True)
     for failure in recorded_failures(run_dir, since):
         err.print(f"[yellow]warning:[/yellow] mirror {failure['target']} not updated after {failure['stage']}: "
-                  f"{failure['error']} (recorded in {run_dir.path / 'publish.jsonl'})", highlight=False, soft_wrap=True)
+                  f"{failure['error']} (recorded in {run_dir.publish_log})", highlight=False, soft_wrap=True)
 
 
 def _print_outcome(outcome) -> None:

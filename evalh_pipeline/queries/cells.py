@@ -145,9 +145,6 @@ def load_cells(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_crite
                  results=f"result_rows{suffix}")
 
 
-CACHE_FOLDER = ".cells"
-
-
 def _literal(path: Path) -> str:
     return str(path).replace("'", "''")
 
@@ -172,7 +169,7 @@ def cells_cache_path(run_dir: RunDirectory, pass_criteria: PassRule) -> Path | N
         "files": stats, "all_required": list(pass_criteria.all_required),
         "any_required": list(pass_criteria.any_required), "sql": CELLS_SQL,
     }).encode()).hexdigest()[:32]
-    return run_dir.path / CACHE_FOLDER / f"{key}.parquet"
+    return run_dir.cells_cache / f"{key}.parquet"
 
 
 def save_cells_cache(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassRule, *,

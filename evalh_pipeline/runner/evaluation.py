@@ -18,7 +18,6 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,7 +38,7 @@ from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import RESULTS, TRACES
 from evalh_pipeline.store.result_slices import Slice, record_slices, recorded_slices
-from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+from evalh_pipeline.store.run_dir import RunDirectory, runs_cache_dir, write_atomic
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
 # Cells the runner never started have nothing to judge.
@@ -100,7 +99,7 @@ def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
         eval_dir=spec.eval_dir,
         env=dict(os.environ),
         secret_values=spec.secret_values,
-        cache_dir=Path(spec.runs_root) / ".cache" if "://" not in str(spec.runs_root) else None,
+        cache_dir=runs_cache_dir(spec.runs_root) if "://" not in str(spec.runs_root) else None,
         max_concurrency=spec.config.run.max_concurrency,
     )
 
@@ -138,9 +137,9 @@ async def evaluate_traces(
     try:
         if all(isinstance(e, SyncEvaluator) for e in evaluators):
             plan = _SpanPlan(evaluators, cases, run_dir.traces, variants, artifacts)
-            parts = _judge_in_processes(plan, run_dir.path, _process_count(run_dir.traces, processes), stats, progress)
+            parts = _judge_in_processes(plan, run_dir, _process_count(run_dir.traces, processes), stats, progress)
         else:
-            parts = [_temp_part(run_dir.path)]
+            parts = [run_dir.temp_file("results")]
             await _judge_async(evaluators, cases, artifacts, run_dir.traces, variants, parts[0], concurrency, stats,
                                progress)
         selected = {e.name for e in evaluators} if evaluator_names is not None else None
@@ -199,14 +198,14 @@ def _process_count(traces: Path, requested: int | None) -> int:
 
 
 def _judge_in_processes(
-    plan: _SpanPlan, folder: Path, processes: int, stats: EvaluationStats, progress: Progress
+    plan: _SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress
 ) -> list[Path]:
     """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order."""
     spans = split_lines(plan.traces, processes) if processes > 1 else [None]
     context = _process_context(plan) if len(spans) > 1 else None
     if context is None:
         spans = [None]
-    parts = [_temp_part(folder) for _ in spans]
+    parts = [run_dir.temp_file("results") for _ in spans]
     workers: list[tuple[Any, Connection]] = []
     try:
         for span, part in zip(spans[1:], parts[1:]):
@@ -334,12 +333,6 @@ def _slices(by_variant: dict[str, dict[str, Any]]) -> set[Slice]:
     return {(variant, evaluator) for variant, by_evaluator in by_variant.items() for evaluator in by_evaluator}
 
 
-def _temp_part(folder: Path) -> Path:
-    fd, name = tempfile.mkstemp(dir=folder, prefix=".results.", suffix=".tmp")
-    os.close(fd)
-    return Path(name)
-
-
 def _replace_results(
     run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None,
     new_slices: set[Slice] | None = None,
@@ -351,15 +344,13 @@ def _replace_results(
     """
     parts = [new] if isinstance(new, Path) else list(new)
     with locked(run_dir.lock):
-        fd, merged_name = tempfile.mkstemp(dir=run_dir.path, prefix=".results.merge.", suffix=".tmp")
-        merged_path = Path(merged_name)
+        merged_path = run_dir.temp_file("results.merge")
         try:
-            old = recorded_slices(run_dir.results)
+            old = recorded_slices(run_dir)
             if old is not None and all(v in variants and (evaluators is None or e in evaluators) for v, e in old):
-                os.close(fd)
                 kept: set[Slice] = set()  # every old line is re-judged: nothing to read
             else:
-                with os.fdopen(fd, "wb", buffering=1 << 20) as merged:
+                with merged_path.open("wb", buffering=1 << 20) as merged:
                     kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators)
             if kept or not parts:
                 target = merged_path
@@ -373,7 +364,7 @@ def _replace_results(
                     with part.open("rb") as fresh:
                         shutil.copyfileobj(fresh, out, 1 << 22)
             os.replace(target, run_dir.results)
-            record_slices(run_dir.results, None if new_slices is None else kept | new_slices)
+            record_slices(run_dir, None if new_slices is None else kept | new_slices)
         except BaseException:
             merged_path.unlink(missing_ok=True)
             raise
@@ -436,7 +427,7 @@ class InlineResults:
         self.meta = {"fingerprint": evaluators_fingerprint(spec), "variants": sorted(variants)}
         self.stats = EvaluationStats()
         self._slice = sorted(variants)
-        self._out = _inline_path(run_dir, self._slice).open("wb", buffering=1 << 20)
+        self._out = run_dir.inline_results(self._slice)[0].open("wb", buffering=1 << 20)
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
         judged = await _judge_all(self.evaluators, case, trace, artifact)
@@ -451,12 +442,12 @@ class InlineResults:
             return
         # The traces file as judged: any later change to it voids the staged results.
         meta = {**self.meta, "traces_bytes": self.run_dir.traces.stat().st_size, "stats": asdict(self.stats)}
-        write_atomic(_inline_meta_path(self.run_dir, self._slice), json.dumps(meta))
+        write_atomic(self.run_dir.inline_results(self._slice)[1], json.dumps(meta))
 
 
 def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint: str, stats: EvaluationStats) -> bool:
     """Move staged inline results into results.jsonl if they match this evaluation exactly."""
-    meta_path = _inline_meta_path(run_dir, variants)
+    staged, meta_path = run_dir.inline_results(variants)
     if not meta_path.exists():
         _discard_inline(run_dir, variants)
         return False
@@ -465,26 +456,16 @@ def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint
     if (meta.get("fingerprint"), meta.get("variants"), meta.get("traces_bytes")) != (fingerprint, variants, traces_bytes):
         _discard_inline(run_dir, variants)
         return False
-    _replace_results(run_dir, _inline_path(run_dir, variants), set(variants), None, _slices(meta["stats"]["by_variant"]))
+    _replace_results(run_dir, staged, set(variants), None, _slices(meta["stats"]["by_variant"]))
     _discard_inline(run_dir, variants)
     for key, value in meta["stats"].items():
         setattr(stats, key, value)
     return True
 
 
-def _inline_path(run_dir: RunDirectory, variants: list[str]) -> Path:
-    # One staging file per variant slice, so concurrent passes over other variants never collide.
-    key = hashlib.sha256("\0".join(variants).encode()).hexdigest()[:12]
-    return run_dir.path / f".results.inline.{key}.jsonl"
-
-
-def _inline_meta_path(run_dir: RunDirectory, variants: list[str]) -> Path:
-    return _inline_path(run_dir, variants).with_suffix(".json")
-
-
 def _discard_inline(run_dir: RunDirectory, variants: list[str]) -> None:
-    _inline_meta_path(run_dir, variants).unlink(missing_ok=True)
-    _inline_path(run_dir, variants).unlink(missing_ok=True)
+    for path in reversed(run_dir.inline_results(variants)):  # the meta first: it vouches for the results
+        path.unlink(missing_ok=True)
 
 
 async def _judged(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.runner.cells import CellKey
@@ -55,9 +53,9 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
         return 0
     removed = 0
     with locked(run_dir.lock):
-        fd, tmp_name = tempfile.mkstemp(dir=run_dir.path, prefix=".traces.retry.", suffix=".tmp")
+        tmp_name = run_dir.temp_file("traces.retry")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as kept:
+            with tmp_name.open("w", encoding="utf-8") as kept:
                 for _, line in iter_lines(run_dir.traces):
                     if _line_key(TRACES, line) in cells:
                         removed += 1
@@ -66,10 +64,10 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
             os.chmod(tmp_name, run_dir.traces.stat().st_mode & 0o777)
             os.replace(tmp_name, run_dir.traces)
         except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
+            tmp_name.unlink(missing_ok=True)
             raise
         # Results staged by an inline judge describe the old traces file: never adopt them.
-        for staged in run_dir.path.glob(".results.inline.*.json"):
+        for staged in run_dir.staged_inline_metas():
             staged.unlink(missing_ok=True)
     return removed
 

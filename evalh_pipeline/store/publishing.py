@@ -40,9 +40,6 @@ from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
 
-PUBLISH_LOG = "publish.jsonl"
-STATE_FILE = ".publish-state.json"
-
 
 class PublishError(RuntimeError):
     """The canonical output could not take the run directory: the stage that wrote it fails."""
@@ -161,7 +158,7 @@ class RunPublisher:
                         f"{run_url(self.canonical, run_dir.run_id)} after {stage}: {type(exc).__name__}: {exc}"
                     ) from exc
         finally:
-            write_atomic(run_dir.path / STATE_FILE, json.dumps(state, sort_keys=True) + "\n")
+            write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
         return report
 
     def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
@@ -206,7 +203,7 @@ def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishRep
 
 def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> list[dict[str, Any]]:
     """The mirror failures in ``publish.jsonl`` (those at or after ``since``, when given)."""
-    log = run_dir.path / PUBLISH_LOG
+    log = run_dir.publish_log
     if not log.exists():
         return []
     records = []
@@ -246,7 +243,7 @@ def _publishable_files(root: Path) -> Iterator[tuple[str, tuple[Path, list[int]]
 
 
 def _load_state(run_dir: RunDirectory) -> dict[str, Any]:
-    path = run_dir.path / STATE_FILE
+    path = run_dir.publish_state
     if not path.exists():
         return {}
     try:
@@ -265,5 +262,5 @@ def record_failure(run_dir: RunDirectory, stage: str, failure: MirrorFailure) ->
         "ok": False,
         "error": failure.error,
     }
-    with JsonlAppender(run_dir.path / PUBLISH_LOG) as log:
+    with JsonlAppender(run_dir.publish_log) as log:
         log.write(json.dumps(record, sort_keys=True))

@@ -13,9 +13,9 @@ import json
 import os
 from pathlib import Path
 
-Slice = tuple[str, str]
+from evalh_pipeline.store.run_dir import RunDirectory
 
-MANIFEST_NAME = ".results.slices.json"
+Slice = tuple[str, str]
 
 
 def _identity(path: Path) -> list[int] | None:
@@ -26,9 +26,9 @@ def _identity(path: Path) -> list[int] | None:
     return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
-def recorded_slices(results: Path) -> set[Slice] | None:
-    """The slices of ``results`` as recorded, or None when unknown (no manifest, or a stale one)."""
-    manifest = results.parent / MANIFEST_NAME
+def recorded_slices(run_dir: RunDirectory) -> set[Slice] | None:
+    """The slices of the run's results as recorded, or None when unknown (no manifest, or a stale one)."""
+    results, manifest = run_dir.results, run_dir.results_slices
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
@@ -38,13 +38,13 @@ def recorded_slices(results: Path) -> set[Slice] | None:
     return {(variant, evaluator) for variant, evaluator in data["slices"]}
 
 
-def record_slices(results: Path, slices: set[Slice] | None) -> None:
-    """Remember the slices ``results`` now holds (``None``: forget, they are unknown)."""
-    manifest = results.parent / MANIFEST_NAME
-    identity = _identity(results)
+def record_slices(run_dir: RunDirectory, slices: set[Slice] | None) -> None:
+    """Remember the slices the run's results now hold (``None``: forget, they are unknown)."""
+    manifest = run_dir.results_slices
+    identity = _identity(run_dir.results)
     if slices is None or identity is None:
         manifest.unlink(missing_ok=True)
         return
-    tmp = manifest.with_name(manifest.name + ".tmp")
+    tmp = run_dir.temp_file("results.slices")
     tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices)}), encoding="utf-8")
     os.replace(tmp, manifest)

@@ -13,6 +13,22 @@
       drift.md           the drift report for humans, regressions first (regenerable)
       artifacts/<case>/<variant>/   filesystem artifacts, when the eval has a workspace
       publish.jsonl      output[] mirrors that failed to take an upload (store/publishing.py)
+
+    hidden (the engine's bookkeeping; never published, see store/publishing.py):
+      .lock                       held while results.jsonl is replaced (store/locking.py)
+      .results.slices.json        which (variant, evaluator) slices results.jsonl holds
+      .results.inline.<key>.jsonl results judged during a fresh run, staged until adopted
+      .results.inline.<key>.json  what they were judged from (evaluator fingerprint, traces size)
+      .publish-state.json         what each output[] mirror last received
+      .cells/<key>.parquet        the per-cell table of the queries, cached
+      .<purpose>.<random>.tmp     a file being written, renamed into place when complete
+
+    and beside the runs, in the runs root:
+      .staging-<run_id>-<random>/ a run being created, renamed to <run_id>/ when complete
+      .cache/                     caches evaluators keep across runs (judge verdicts)
+      .workspaces/                the workspaces of running cells
+
+Every path above is named here and nowhere else.
 """
 
 from __future__ import annotations
@@ -21,9 +37,10 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,15 +56,6 @@ if TYPE_CHECKING:
 
 # Run ids are also Dagster partition keys and folder names: keep them path- and URL-safe.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
 
 
 def new_run_id(eval_name: str, now: datetime | None = None) -> str:
@@ -68,14 +76,16 @@ def config_hash(masked_config: dict[str, Any]) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temp file in the same folder and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    # Created 0666 less the process umask, like any file the user writes (mkstemp would
+    # make it 0600); O_EXCL: a name another writer took is never reused.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; published files get the usual mode
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -134,8 +144,45 @@ class RunDirectory:
         return self.path / "artifacts"
 
     @property
+    def publish_log(self) -> Path:
+        return self.path / "publish.jsonl"
+
+    # Hidden files: the engine's own bookkeeping.
+
+    @property
     def lock(self) -> Path:
         return self.path / ".lock"
+
+    @property
+    def results_slices(self) -> Path:
+        return self.path / ".results.slices.json"
+
+    @property
+    def publish_state(self) -> Path:
+        return self.path / ".publish-state.json"
+
+    @property
+    def cells_cache(self) -> Path:
+        return self.path / ".cells"
+
+    def inline_results(self, variants: Sequence[str]) -> tuple[Path, Path]:
+        """The staged inline results of a variant slice and their meta file.
+
+        One pair per slice, so concurrent passes over other variants never collide.
+        """
+        key = hashlib.sha256("\0".join(variants).encode()).hexdigest()[:12]
+        results = self.path / f".results.inline.{key}.jsonl"
+        return results, results.with_suffix(".json")
+
+    def staged_inline_metas(self) -> list[Path]:
+        """The meta files of every staged inline result (see :meth:`inline_results`)."""
+        return sorted(self.path.glob(".results.inline.*.json"))
+
+    def temp_file(self, purpose: str) -> Path:
+        """A new empty hidden file ``.<purpose>.<random>.tmp`` in the run folder, to be renamed or removed."""
+        fd, name = tempfile.mkstemp(dir=self.path, prefix=f".{purpose}.", suffix=".tmp")
+        os.close(fd)
+        return Path(name)
 
     def exists(self) -> bool:
         return self.meta.exists()
@@ -148,6 +195,16 @@ class RunDirectory:
 
     def read_config_hash(self) -> str:
         return self.config_hash_txt.read_text(encoding="utf-8").strip() if self.config_hash_txt.exists() else ""
+
+
+def runs_cache_dir(runs_root: str | Path) -> Path:
+    """Where evaluators keep caches across the runs of a runs root (judge verdicts)."""
+    return Path(runs_root) / ".cache"
+
+
+def workspaces_dir(runs_root: str | Path) -> Path:
+    """Where the workspaces of running cells are made (same file system as the runs)."""
+    return Path(runs_root) / ".workspaces"
 
 
 def run_directory(spec: EvalSpec, run_id: str) -> RunDirectory:

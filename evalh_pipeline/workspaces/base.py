@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalh_pipeline.models import EvalCase, FileEntry, FilesystemArtifact, RunVariant
+from evalh_pipeline.store.run_dir import workspaces_dir
 from evalh_pipeline.systems.base import Workspace
 from evalh_pipeline.workspaces.accounting import WorkspaceAccounting
 from evalh_pipeline.workspaces.artifacts import ARTIFACT_FILE, dump_artifact
@@ -133,7 +134,7 @@ class WorkspaceAdapter:
             import tempfile
 
             return Path(tempfile.gettempdir()) / "evalh-workspaces"
-        return Path(self.context.runs_root) / ".workspaces"
+        return workspaces_dir(self.context.runs_root)
 
     def recover_stale(self) -> tuple[int, int]:
         """Remove containers left by killed runs under ``base_path`` (only ours)."""

@@ -197,7 +197,7 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
 
     spec, run_dir = _prepared(tmp_path, cases=4)
     asyncio.run(evaluate_traces(spec, run_dir, processes=1))
-    assert recorded_slices(run_dir.results) == {(v, e) for v in ("base", "candidate") for e in
+    assert recorded_slices(run_dir) == {(v, e) for v in ("base", "candidate") for e in
                                                 ("mentions_paris", "used_lookup", "exact_answer", "says_answer", "fast")}
     reads = []
     original = evaluation._copy_outside_slice
@@ -208,7 +208,7 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
     assert reads == [1]  # base's lines had to be kept
     with run_dir.results.open("a") as handle:  # another writer: the manifest no longer describes the file
         handle.write(json.dumps({"variant_name": "other", "evaluator": "e"}) + "\n")
-    assert recorded_slices(run_dir.results) is None
+    assert recorded_slices(run_dir) is None
     asyncio.run(evaluate_traces(spec, run_dir, processes=1))
     assert reads == [1, 1]
     assert sum('"variant_name": "other"' in line for line in run_dir.results.read_text().splitlines()) == 1

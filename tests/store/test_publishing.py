@@ -16,7 +16,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.publishing import (
-    PUBLISH_LOG, STATE_FILE, PublishError, RunPublisher, fetch_run, publish_run, recorded_failures, working_root,
+    PublishError, RunPublisher, fetch_run, publish_run, recorded_failures, working_root,
 )
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
@@ -118,7 +118,7 @@ def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path):
 
     published = set(remote_files(f"{url}/{run_dir.run_id}"))
     assert published == {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "artifacts/c/v/.env"}
-    assert (run_dir.path / STATE_FILE).exists()
+    assert (run_dir.publish_state).exists()
 
 
 def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp_path):
@@ -134,8 +134,8 @@ def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp
     assert [f["stage"] for f in failures] == ["cases", "traces", "results", "summary"]
     assert all(f["target"] == mirror and not f["ok"] and f["error"] for f in failures)
     published = remote_files(f"{url}/{run_dir.run_id}")
-    assert RUN_FILES | {PUBLISH_LOG} <= set(published)
-    assert published[PUBLISH_LOG] == (run_dir.path / PUBLISH_LOG).read_bytes()
+    assert RUN_FILES | {run_dir.publish_log.name} <= set(published)
+    assert published[run_dir.publish_log.name] == (run_dir.publish_log).read_bytes()
 
 
 def test_a_working_mirror_folder_gets_the_same_files_as_a_local_canonical(tmp_path):
@@ -155,7 +155,7 @@ def test_a_failing_canonical_output_fails_the_stage_with_the_url_in_the_message(
 
     with pytest.raises(PublishError, match=rf"canonical output file://{blocker}/runs/{run_dir.run_id} after cases"):
         publish_run(spec, run_dir, "cases")
-    assert not (run_dir.path / PUBLISH_LOG).exists()
+    assert not (run_dir.publish_log).exists()
 
 
 def test_a_local_only_eval_publishes_nothing(tmp_path):
@@ -165,7 +165,7 @@ def test_a_local_only_eval_publishes_nothing(tmp_path):
     report = publish_run(spec, run_dir, "cases")
 
     assert not RunPublisher.for_spec(spec).active and report.uploaded == {}
-    assert not (run_dir.path / STATE_FILE).exists()
+    assert not (run_dir.publish_state).exists()
     assert json.loads(run_dir.meta.read_text())["run_id"] == run_dir.run_id
 
 
