@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
-from evalh_pipeline.runner.evaluation import InlineResults
+from evalh_pipeline.runner.inline_results import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.pool import run_bounded

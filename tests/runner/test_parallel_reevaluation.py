@@ -192,7 +192,7 @@ def test_a_case_index_pickles_without_its_handle_and_reopens(tmp_path):
 
 
 def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_ignored(tmp_path, monkeypatch):
-    from evalh_pipeline.runner import evaluation
+    from evalh_pipeline.store import results_file
     from evalh_pipeline.store.result_slices import recorded_slices
 
     spec, run_dir = _prepared(tmp_path, cases=4)
@@ -200,8 +200,8 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
     assert recorded_slices(run_dir) == {(v, e) for v in ("base", "candidate") for e in
                                                 ("mentions_paris", "used_lookup", "exact_answer", "says_answer", "fast")}
     reads = []
-    original = evaluation._copy_outside_slice
-    monkeypatch.setattr(evaluation, "_copy_outside_slice", lambda *a: reads.append(1) or original(*a))
+    original = results_file._copy_outside_slice
+    monkeypatch.setattr(results_file, "_copy_outside_slice", lambda *a: reads.append(1) or original(*a))
     asyncio.run(evaluate_traces(spec, run_dir, processes=1))
     assert reads == []  # every old line was in the re-judged slice
     asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], processes=1))
@@ -220,14 +220,14 @@ def test_with_another_thread_alive_workers_are_spawned_and_write_the_same_result
     import multiprocessing
     import threading
 
-    from evalh_pipeline.runner import evaluation
+    from evalh_pipeline.runner import judge_workers
 
     spec, run_dir = _prepared(tmp_path, cases=10)
     asyncio.run(evaluate_traces(spec, run_dir, processes=1))
     one = _untimed(run_dir)
     methods = []
-    original = evaluation._process_context
-    monkeypatch.setattr(evaluation, "_process_context",
+    original = judge_workers.process_context
+    monkeypatch.setattr(judge_workers, "process_context",
                         lambda plan: methods.append(getattr(original(plan), "_name", None)) or original(plan))
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)  # e.g. a progress bar's refresh thread

@@ -1,0 +1,177 @@
+"""Judging a traces file with synchronous evaluators, in this process and worker processes.
+
+A large traces file is cut into byte ranges of whole lines; each range is judged into its
+own part file (the first in this process, the others in a process pool), and the parts,
+concatenated in order, are the same results one process would write (timestamps aside).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import pickle
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from multiprocessing.context import BaseContext
+from pathlib import Path
+
+from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
+from evalh_pipeline.runner.judging import UNJUDGED_ERRORS, EvaluationStats
+from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.runner.result_lines import Judged, raised, result_lines
+from evalh_pipeline.store.case_index import CaseIndex
+from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
+from evalh_pipeline.store.records import TRACES
+from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.workspaces.artifacts import ArtifactLoader
+
+logger = logging.getLogger(__name__)
+
+# Below this many bytes of traces per process, starting a worker costs more than it saves.
+MIN_BYTES_PER_PROCESS = 8 << 20
+
+
+@dataclass
+class SpanPlan:
+    """Everything a process needs to judge a span of the traces file (picklable)."""
+
+    evaluators: list[Evaluator]
+    cases: CaseIndex
+    traces: Path
+    variants: set[str]
+    artifacts: ArtifactLoader
+
+
+def process_count(traces: Path, requested: int | None) -> int:
+    """``requested`` (at least 1), else one per CPU, fewer for a small traces file."""
+    if requested is not None:
+        return max(1, requested)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    size = traces.stat().st_size if traces.exists() else 0
+    return max(1, min(cpus, size // MIN_BYTES_PER_PROCESS))
+
+
+def judge_in_processes(
+    plan: SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress
+) -> list[Path]:
+    """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order."""
+    spans: list[LineSpan | None] = list(split_lines(plan.traces, processes)) if processes > 1 else [None]
+    context = process_context(plan) if len(spans) > 1 else None
+    if context is None:
+        spans = [None]
+    parts = [run_dir.temp_file("results") for _ in spans]
+    try:
+        if len(spans) == 1:
+            _judge_span(plan, spans[0], parts[0], stats, progress)
+            return parts
+        with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=context) as pool:
+            futures = [pool.submit(_judge_span_in_worker, plan, span, part) for span, part in zip(spans[1:], parts[1:])]
+            _judge_span(plan, spans[0], parts[0], stats, progress)  # this process takes the first span meanwhile
+            for future in futures:
+                try:
+                    share = future.result()
+                except BrokenProcessPool as exc:
+                    raise RuntimeError(f"a judging worker process died ({exc})") from None
+                stats.merge(share)
+                progress.advance("results", share.traces)
+    except BaseException:
+        for part in parts:
+            part.unlink(missing_ok=True)
+        raise
+    return parts
+
+
+def process_context(plan: SpanPlan) -> BaseContext | None:
+    """fork when this process has no other threads (cheap), else spawn; None: this process only.
+
+    Forking a multi-threaded process can deadlock on a lock another thread held. Either
+    way the plan is pickled to the workers, which it is for the built-in evaluators; a
+    plan that does not pickle (a plugin evaluator) is judged here, with a warning. A
+    daemonic process (a Dagster step's) may not have children.
+    """
+    if multiprocessing.current_process().daemon:
+        return None
+    try:
+        pickle.dumps(plan)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        names = ", ".join(type(e).__name__ for e in plan.evaluators)
+        logger.warning("judging in one process: the evaluators (%s) cannot be sent to worker processes (%s)",
+                       names, exc)
+        return None
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, part: Path) -> EvaluationStats:
+    """A worker's task: judge ``span`` into ``part``; its stats go back to the parent."""
+    try:
+        plan.cases = plan.cases.reopened()  # its own file handle and cache
+        stats = EvaluationStats()
+        _judge_span(plan, span, part, stats, NoProgress())
+        return stats
+    except Exception as exc:
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an exception the parent could not receive: send its text
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
+
+
+def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: EvaluationStats, progress: Progress) -> None:
+    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators into ``out_path``."""
+    evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
+    variants, cases, traces_path = plan.variants, plan.cases, plan.traces
+    tallies: dict[str, list[list[int]]] = {}
+    now, utc = datetime.now, timezone.utc
+    unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
+    with out_path.open("wb", buffering=1 << 20) as out:
+        for number, line in iter_raw_lines(traces_path, span):
+            # The variant read off the line skips other variants' traces without parsing them.
+            leading = TRACES.leading(line, "variant_name")
+            if leading is not None and leading[0] not in variants:
+                continue
+            trace = TRACES.decode(line, traces_path, number)
+            if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
+                continue
+            case = cases.get(trace.case_id)
+            artifact = plan.artifacts.get(trace.case_id, trace.variant_name, trace.sample)
+            judged = []
+            started = now(utc)
+            for evaluator in evaluators:
+                error = None
+                try:
+                    verdict = evaluator.evaluate_sync(case, trace, artifact)
+                except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+                    verdict, error = raised(evaluator, exc)
+                finished = now(utc)
+                judged.append(Judged(evaluator, verdict, error, started, finished))
+                started = finished
+            out.write(result_lines(trace, judged))
+            rows = tallies.get(trace.variant_name)
+            if rows is None:
+                rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]
+            for row, j in zip(rows, judged):
+                row[0] += j.verdict.passed and j.error is None
+                row[1] += 1
+                row[2] += j.error is not None
+            stats.traces += 1
+            unreported += 1
+            if unreported == 1024:
+                progress.advance("results", unreported)
+                unreported = 0
+    if unreported:
+        progress.advance("results", unreported)
+    # Tallied per span and folded in once: a dict walk per result was a visible cost.
+    for variant, rows in tallies.items():
+        by_evaluator = stats.by_variant.setdefault(variant, {})
+        for evaluator, (passed, judged_n, errored) in zip(evaluators, rows):
+            tally = by_evaluator.setdefault(evaluator.name, [0, 0])
+            tally[0] += passed
+            tally[1] += judged_n
+            stats.results += judged_n
+            stats.evaluator_errors += errored

@@ -1,0 +1,129 @@
+"""Judging one trace: build the eval's evaluators, run each on a trace, count the verdicts.
+
+An evaluator that raises fails its own result only; cells the runner never started
+(``UNJUDGED_ERRORS``) get no results at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
+from evalh_pipeline.evaluators.registry import EVALUATORS
+from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace
+from evalh_pipeline.runner.result_lines import Judged, build_result, raised
+from evalh_pipeline.store.result_slices import Slice
+from evalh_pipeline.store.run_dir import runs_cache_dir
+
+# Cells the runner never started have nothing to judge.
+UNJUDGED_ERRORS = frozenset({"cost_limit"})
+
+
+@dataclass
+class EvaluationStats:
+    traces: int = 0
+    results: int = 0
+    evaluator_errors: int = 0
+    # variant -> evaluator -> [passed, judged]
+    by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+    def count(self, result: EvaluationResult) -> None:
+        self.tally(result.variant_name, result.evaluator, result.passed, result.error is not None)
+
+    def tally(self, variant: str, evaluator: str, passed: bool, errored: bool) -> None:
+        self.results += 1
+        self.evaluator_errors += errored
+        tally = self.by_variant.setdefault(variant, {}).setdefault(evaluator, [0, 0])
+        tally[0] += passed
+        tally[1] += 1
+
+    def merge(self, other: "EvaluationStats") -> None:
+        """Add the counts of ``other`` (a worker's share) to these."""
+        self.traces += other.traces
+        self.results += other.results
+        self.evaluator_errors += other.evaluator_errors
+        for variant, by_evaluator in other.by_variant.items():
+            mine = self.by_variant.setdefault(variant, {})
+            for evaluator, (passed, judged) in by_evaluator.items():
+                tally = mine.setdefault(evaluator, [0, 0])
+                tally[0] += passed
+                tally[1] += judged
+
+
+def evaluators_fingerprint(spec: EvalSpec) -> str:
+    """A hash of everything that decides verdicts: evaluator configs and pass criteria."""
+    body = json.dumps({"evaluators": spec.raw["evaluators"], "pass_criteria": spec.raw["pass_criteria"]},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Evaluator]:
+    """Instantiate the eval's evaluators (all, or the named ones)."""
+    selected = [e for e in spec.config.evaluators if only is None or e.name in only]
+    missing = set(only or []) - {e.name for e in selected}
+    if missing:
+        raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
+    context = evaluator_context(spec)
+    return [EVALUATORS.get(e.type)(e.name, e.type, e.config, context) for e in selected]
+
+
+def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
+    """The context every evaluator of ``spec`` is built with."""
+    return EvaluatorContext(
+        eval_dir=spec.eval_dir,
+        env=dict(os.environ),
+        secret_values=spec.secret_values,
+        cache_dir=runs_cache_dir(spec.runs_root) if "://" not in str(spec.runs_root) else None,
+        max_concurrency=spec.config.run.max_concurrency,
+    )
+
+
+def count_judged(stats: EvaluationStats, trace: Trace, judged: list[Judged]) -> None:
+    """Add one trace's judgements to ``stats``."""
+    for j in judged:
+        stats.tally(trace.variant_name, j.evaluator.name, j.verdict.passed and j.error is None, j.error is not None)
+    stats.traces += 1
+
+
+
+def slices_of(by_variant: dict[str, dict[str, Any]]) -> set[Slice]:
+    """The (variant, evaluator) pairs of a ``by_variant`` tally."""
+    return {(variant, evaluator) for variant, by_evaluator in by_variant.items() for evaluator in by_evaluator}
+
+
+
+async def judge_trace(
+    evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None
+) -> list[EvaluationResult]:
+    """Every evaluator's result for one trace; cells that never ran get none."""
+    return [build_result(trace, j) for j in await judge_all(evaluators, case, trace, artifact)]
+
+
+async def judge_all(
+    evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
+) -> list[Judged]:
+    """Every evaluator's judgement of one trace, in order (none for a cell that never ran)."""
+    if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
+        return []
+    return [await judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
+
+
+
+async def judge_one(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:
+    """One evaluator's judgement of one trace, timed; what it raises becomes a failing verdict."""
+    started = datetime.now(timezone.utc)
+    error = None
+    try:
+        if isinstance(evaluator, SyncEvaluator):
+            verdict = evaluator.evaluate_sync(case, trace, artifact)  # no event-loop round trip
+        else:
+            verdict = await evaluator.evaluate(case, trace, artifact)
+    except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+        verdict, error = raised(evaluator, exc)
+    return Judged(evaluator, verdict, error, started, datetime.now(timezone.utc))
