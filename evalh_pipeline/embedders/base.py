@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -20,7 +21,7 @@ class EmbedderError(RuntimeError):
     """An embedder could not embed: transport failure, HTTP status, malformed answer."""
 
 
-class Embedder:
+class Embedder(ABC):
     """Maps texts to vectors. Subclasses set ``Config`` and implement :meth:`_embed`.
 
     ``env`` is read at construction only (keys, base URLs). Vectors of texts already seen
@@ -67,5 +68,6 @@ class Embedder:
                 self._cache.popitem(last=False)
         return [found[text] for text in texts]
 
+    @abstractmethod
     async def _embed(self, texts: list[str]) -> list[list[float]]:
-        raise NotImplementedError
+        ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ class EvaluatorContext:
     max_concurrency: int = 4
 
 
-class Evaluator:
+class Evaluator(ABC):
     """Judges one trace. Subclasses set ``Config`` and implement :meth:`evaluate`.
 
     Evaluators hold no state between calls and read nothing but their arguments (no
@@ -63,8 +64,9 @@ class Evaluator:
         self.config = self.Config.model_validate(config)
         self.context = context or EvaluatorContext()
 
+    @abstractmethod
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        raise NotImplementedError
+        ...
 
 
 class SyncEvaluator(Evaluator):
@@ -75,8 +77,9 @@ class SyncEvaluator(Evaluator):
     instances must be picklable. ``evaluate`` keeps the async contract for everything else.
     """
 
+    @abstractmethod
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        raise NotImplementedError
+        ...
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         return self.evaluate_sync(case, trace, artifact)

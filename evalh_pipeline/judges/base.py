@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -43,7 +44,7 @@ class BackendSettings:
     temperature: float = 0.0
 
 
-class JudgeBackend:
+class JudgeBackend(ABC):
     """A chat API that can answer a judge prompt.
 
     Subclasses set the class attributes and implement :meth:`request` and :meth:`parse`;
@@ -79,13 +80,15 @@ class JudgeBackend:
         """A key is required for the provider's public endpoint; a custom server may do without."""
         return self.settings.base_url == self.default_base_url.rstrip("/")
 
+    @abstractmethod
     def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
         """(url, headers, JSON body) of one call."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def parse(self, body: Any) -> JudgeReply:
         """The reply text and usage out of a successful response body."""
-        raise NotImplementedError
+        ...
 
     async def complete(self, system: str, user: str, json_schema: dict[str, Any]) -> JudgeReply:
         """One judge call. Raises :class:`JudgeTransientError` or :class:`JudgeError`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,7 +61,7 @@ class SystemConfigModel(BaseModel):
     timeout_seconds: float = 120
 
 
-class SystemAdapter:
+class SystemAdapter(ABC):
     """One configured way to call the system under test; one instance per variant.
 
     Subclasses set ``Config`` (validated when the eval loads) and implement :meth:`run`.
@@ -77,9 +78,10 @@ class SystemAdapter:
     async def start(self) -> None:
         """Acquire resources shared by all cells of this variant."""
 
+    @abstractmethod
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         """Call the system once for ``case``. Raise to fail the cell; the runner records it."""
-        raise NotImplementedError
+        ...
 
     async def close(self) -> None:
         """Release what :meth:`start` acquired."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ class StreamTooLarge(Exception):
 
 
 @dataclass
-class Stream:
+class Stream(ABC):
     """Timing and completion shared by every stream kind."""
 
     started: float
@@ -48,8 +49,9 @@ class Stream:
         self.first_token = self.first_token or now
         self.last_token = now
 
+    @abstractmethod
     def feed(self, event: Any, now: float) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+        ...
 
     def finished_normally(self) -> None:
         """The body ended without a transport error (and without a done marker)."""
@@ -57,8 +59,9 @@ class Stream:
     def text_chars(self) -> int:
         return 0
 
+    @abstractmethod
     def as_response(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        raise NotImplementedError
+        ...
 
     def metrics(self, token_output: int | None) -> dict[str, Any]:
         """The streaming metrics; tokens_per_second = output tokens / (last - first token).

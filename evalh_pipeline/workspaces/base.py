@@ -24,6 +24,7 @@ import os
 import shutil
 import stat
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -103,7 +104,7 @@ class WorkspaceError(RuntimeError):
     """A workspace could not be prepared or collected (the cell errors as ``workspace_error``)."""
 
 
-class WorkspaceAdapter:
+class WorkspaceAdapter(ABC):
     """One configured workspace type for a run; builds, collects and removes cell workspaces."""
 
     Config: ClassVar[type[WorkspaceConfigModel]] = WorkspaceConfigModel
@@ -163,8 +164,9 @@ class WorkspaceAdapter:
         workspace.accounting.seeded_bytes = workspace.before.total_bytes
         return workspace
 
+    @abstractmethod
     def _seed(self, workspace: PreparedWorkspace) -> None:
-        raise NotImplementedError
+        ...
 
     def reset(self, workspace: PreparedWorkspace) -> None:
         """Throw away what an attempt changed and seed again (before a retry)."""
@@ -245,9 +247,10 @@ class WorkspaceAdapter:
         """Kind-specific files for the artifacts folder (e.g. ``changes.patch``)."""
         return {}
 
+    @abstractmethod
     def _original(self, workspace: PreparedWorkspace, key: str) -> bytes | None:
         """The before-content of ``key`` (regular files), or None when it cannot be had."""
-        raise NotImplementedError
+        ...
 
     def _original_link(self, workspace: PreparedWorkspace, key: str) -> str | None:
         """The before-target of the symlink ``key``, or None."""

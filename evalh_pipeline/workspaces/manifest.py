@@ -166,11 +166,6 @@ def take_snapshot(
     return Snapshot(manifest=manifest, stats=stats, started_ns=started, total_bytes=total, hashed_files=len(to_hash))
 
 
-def manifest_bytes(manifest: FileManifest) -> int:
-    """Sum of the sizes in ``manifest`` (link sizes are their target lengths)."""
-    return sum(entry.size for entry in manifest.files.values())
-
-
 def key_to_path(root: Path, key: str) -> Path:
     """The on-disk path of manifest ``key`` under ``root`` (refuses keys escaping it)."""
     parts = key.split("/")

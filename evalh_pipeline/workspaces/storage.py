@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import stat
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,26 +100,32 @@ class Transfer:
     copied_bytes: int = 0
 
 
-class ObjectStorage:
+class ObjectStorage(ABC):
     """Put/get bytes and whole folders by key; ``url`` says where a key lives for readers."""
 
+    @abstractmethod
     def put(self, key: str, data: bytes) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def get(self, key: str) -> bytes:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def exists(self, key: str) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def url(self, key: str) -> str:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def publish_folder(self, local: Path, key: str, *, move: bool) -> Transfer:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def delete(self, key: str) -> None:
-        raise NotImplementedError
+        ...
 
 
 class FsspecObjectStorage(ObjectStorage):
