@@ -47,16 +47,19 @@ class RunOutcome:
 
 
 def local_instance() -> dg.DagsterInstance:
-    """``$DAGSTER_HOME`` if set, else ``./.dagster_home`` (created on first use)."""
-    home = os.environ.get("DAGSTER_HOME")
-    if not home:
-        path = Path(DEFAULT_HOME).resolve()
-        path.mkdir(parents=True, exist_ok=True)
-        config = path / "dagster.yaml"
-        if not config.exists():
-            config.write_text(_INSTANCE_YAML)
-        os.environ["DAGSTER_HOME"] = home = str(path)
-    return dg.DagsterInstance.get()
+    """``$DAGSTER_HOME`` if set, else ``./.dagster_home`` (created on first use).
+
+    The environment is only read: the instance is opened from its folder, so nothing
+    else in the process sees a DAGSTER_HOME it did not set.
+    """
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    path = Path(DEFAULT_HOME).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    config = path / "dagster.yaml"
+    if not config.exists():
+        config.write_text(_INSTANCE_YAML)
+    return dg.DagsterInstance.from_config(str(path))
 
 
 def materialize_run(

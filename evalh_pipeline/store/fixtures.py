@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 GIT_TIMEOUT_SECONDS = 5
 NO_GIT = "nogit"
 
-# (path, size, mtime_ns) -> sha256: the sensor re-fingerprints every tick; unchanged files
-# of a copy_from tree are not read again.
-_FILE_HASHES: dict[tuple[str, int, int], str] = {}
+# path -> (size, mtime_ns, sha256): the sensor re-fingerprints every tick, and unchanged files
+# of a copy_from tree are not read again. One entry per path (its latest version), so a
+# long-lived sensor process never keeps stale versions.
+_FILE_HASHES: dict[str, tuple[int, int, str]] = {}
+# A bound for processes that see many fixture trees: past it, the cache starts over.
+_FILE_HASHES_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,14 @@ def tree_sha256(root: Path) -> str:
 
 def _cached_sha256(path: Path) -> str:
     stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _FILE_HASHES:
-        _FILE_HASHES[key] = file_sha256(path)
-    return _FILE_HASHES[key]
+    cached = _FILE_HASHES.get(str(path))
+    if cached is not None and cached[:2] == (stat.st_size, stat.st_mtime_ns):
+        return cached[2]
+    if len(_FILE_HASHES) >= _FILE_HASHES_MAX:
+        _FILE_HASHES.clear()
+    digest = file_sha256(path)
+    _FILE_HASHES[str(path)] = (stat.st_size, stat.st_mtime_ns, digest)
+    return digest
 
 
 def copy_from_path(spec: EvalSpec) -> Path | None:
