@@ -136,7 +136,8 @@ def _trace():
 @pytest.mark.parametrize("micro", [0, 120])
 def test_result_lines_are_byte_for_byte_the_models_json(verdict, error, tz, micro):
     class Named(SyncEvaluator):
-        pass
+        def evaluate_sync(self, case, trace, artifact):
+            return verdict
 
     evaluator = Named("name \u00e9", "named", {})
     started = datetime(2026, 1, 2, 3, 4, 5, micro, tzinfo=tz)
