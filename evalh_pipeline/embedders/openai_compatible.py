@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError
+from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.tls import default_ssl_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -58,27 +57,32 @@ class OpenAICompatibleEmbedder(Embedder):
         body: dict = {"model": c.model, "input": texts}
         if c.dimensions is not None:
             body["dimensions"] = c.dimensions
-        for attempt in range(c.retries + 1):
-            last = attempt == c.retries
+
+        async def attempt() -> list[list[float]]:
             try:
                 response = await client.post(url, json=body)
             except httpx.HTTPError as exc:
-                if last:
-                    raise EmbedderError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
-            else:
-                if response.status_code < 400:
-                    try:
-                        return _parse(url, response, len(texts))
-                    except EmbedderError as exc:
-                        raise EmbedderError(self._masked(str(exc))) from exc
-                if last or not (response.status_code == 429 or response.status_code >= 500):
-                    raise EmbedderError(self._masked(f"POST {url}: HTTP {response.status_code}: {response.text[:300]}"))
-            await asyncio.sleep(0.2 * (attempt + 1))
-        raise AssertionError("unreachable")
+                raise _TransientError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
+            if response.status_code < 400:
+                try:
+                    return _parse(url, response, len(texts))
+                except EmbedderError as exc:
+                    raise EmbedderError(self._masked(str(exc))) from exc
+            message = self._masked(f"POST {url}: HTTP {response.status_code}: {response.text[:300]}")
+            if response.status_code == 429 or response.status_code >= 500:
+                raise _TransientError(message)
+            raise EmbedderError(message)
+
+        return await retry_on_exception(attempt, Backoff(attempts=c.retries + 1, backoff_seconds=0.2),
+                                        lambda exc: isinstance(exc, _TransientError))
 
     def _masked(self, message: str) -> str:
         # Error messages land in results; a server that echoes the request must not leak the key.
         return message.replace(self._api_key, "***") if self._api_key else message
+
+
+class _TransientError(EmbedderError):
+    """A failure worth another attempt: no answer, HTTP 429 or 5xx."""
 
 
 def _parse(url: str, response: httpx.Response, expected: int) -> list[list[float]]:

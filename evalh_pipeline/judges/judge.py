@@ -14,10 +14,13 @@ from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answ
 from evalh_pipeline.judges.registry import resolve_backend
 from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import TraceMetrics
+from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.pricing import PriceTable, apply_prices, builtin_price_table
 from evalh_pipeline.common.masking import mask_text
 
 ATTEMPTS = 2  # the first call and one retry, for transient failures and for bad answers alike
+# A transient failure (5xx, 429, timeout) is retried after a pause, never at once.
+TRANSIENT_BACKOFF = Backoff(attempts=ATTEMPTS, backoff_seconds=0.25)
 
 
 class JudgeCostLimitExceeded(JudgeError):
@@ -126,15 +129,13 @@ class Judge:
                             tokens_out=reply.tokens_out, cost_usd=cost, cached=cached, over_limit=over)
 
     async def _call(self, prompt: JudgePrompt) -> JudgeReply:
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                return await self.backend.complete(prompt.system, prompt.user, prompt.schema)
-            except JudgeTransientError as exc:
-                if attempt == ATTEMPTS:
-                    raise JudgeError(self._mask(f"{exc} (after {ATTEMPTS} attempts)")) from None
-            except JudgeError as exc:
-                raise JudgeError(self._mask(str(exc))) from None
-        raise AssertionError("unreachable")
+        try:
+            return await retry_on_exception(lambda: self.backend.complete(prompt.system, prompt.user, prompt.schema),
+                                            TRANSIENT_BACKOFF, lambda exc: isinstance(exc, JudgeTransientError))
+        except JudgeTransientError as exc:
+            raise JudgeError(self._mask(f"{exc} (after {ATTEMPTS} attempts)")) from None
+        except JudgeError as exc:
+            raise JudgeError(self._mask(str(exc))) from None
 
     def _mask(self, text: str) -> str:
         return mask_text(text, frozenset(self._secrets))

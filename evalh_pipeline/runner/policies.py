@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 
+from evalh_pipeline.common.retrying import Backoff
 from evalh_pipeline.config.schema import RetryConfig
+from evalh_pipeline.models import TraceError
 
 
 @dataclass
 class RetryPolicy:
-    """Retry a cell whose error type is listed in ``on``, with exponential backoff and jitter."""
+    """Retry a cell whose error type is listed in ``on``, with the shared backoff (common/retrying.py)."""
 
     config: RetryConfig
-    rng: random.Random = field(default_factory=random.Random)
+    backoff: Backoff = field(init=False)
 
-    def should_retry(self, error_type: str, attempt: int) -> bool:
-        return attempt < self.config.max_attempts and error_type in self.config.on
+    def __post_init__(self) -> None:
+        self.backoff = Backoff(attempts=self.config.max_attempts, backoff_seconds=self.config.backoff_seconds)
 
-    def delay(self, attempt: int) -> float:
-        base = self.config.backoff_seconds * (2 ** (attempt - 1))
-        return base * (0.5 + self.rng.random() / 2)
+    def retries(self, error: TraceError | None) -> bool:
+        """Whether a cell that ended with ``error`` is worth another attempt."""
+        return error is not None and error.type in self.config.on
 
 
 @dataclass

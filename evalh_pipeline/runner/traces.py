@@ -17,6 +17,7 @@ from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceEr
 from evalh_pipeline.runner.inline_results import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
+from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
 from evalh_pipeline.runner.progress import NoProgress, Progress
@@ -252,14 +253,13 @@ async def _run_cell(
     elif isinstance(adapter, AdapterError):
         error = TraceError(type=adapter.type, message=str(adapter))
     else:
-        while True:
-            attempt += 1
-            response, error = await _call(cell, adapter, workspace)
-            if error is None or not retry.should_retry(error.type, attempt):
-                break
-            await asyncio.sleep(retry.delay(attempt))
-            if reset is not None:
+        async def one_attempt(number: int) -> tuple[SystemResponse, TraceError | None]:
+            if number > 1 and reset is not None:
                 await reset()
+            return await _call(cell, adapter, workspace)
+
+        (response, error), attempt = await retry_on_result(one_attempt, retry.backoff,
+                                                           lambda outcome: retry.retries(outcome[1]))
     finished = _now()
     # Cost from tokens when the system reported none, before the budget and the trace see it.
     pricer.price(response.metrics, cell.variant)
