@@ -8,6 +8,8 @@ point group of the family (``evalh_pipeline.systems``, ``evalh_pipeline.evaluato
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
@@ -39,6 +41,19 @@ class Registry(Generic[T]):
     def unregister(self, name: str) -> None:
         """Forget an in-process registration (tests clean up after themselves)."""
         self._classes.pop(name, None)
+
+    @contextmanager
+    def registered(self, name: str, cls: type[T]) -> Iterator[None]:
+        """``cls`` under ``name`` for the block only; what was registered before comes back after."""
+        previous = self._classes.get(name)
+        self.register(name, cls)
+        try:
+            yield
+        finally:
+            if previous is None:
+                self.unregister(name)
+            else:
+                self._classes[name] = previous
 
     def names(self) -> list[str]:
         self._load_plugins()

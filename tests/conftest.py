@@ -8,9 +8,13 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
+
+from evalh_pipeline.registry import Registry
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -151,6 +155,13 @@ def env(tmp_path):
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
+
+
+@pytest.fixture
+def registered() -> Iterator[Callable[[Registry[Any], str, type], None]]:
+    """``registered(REGISTRY, name, cls)``: a plugin class for this test only; the registry is restored after."""
+    with ExitStack() as stack:
+        yield lambda registry, name, cls: stack.enter_context(registry.registered(name, cls))
 
 
 HEAVY_PROGRAMS = {"evalh", "dagster", "dagster-daemon", "dagster-webserver"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from evalh_pipeline.config import load_eval
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.evaluators.registry import EVALUATORS
@@ -22,7 +24,12 @@ class Exploding(Evaluator):
         return Verdict(True, "fine")
 
 
-EVALUATORS.register("exploding", Exploding)
+
+
+@pytest.fixture(autouse=True)
+def _exploding(registered):
+    registered(EVALUATORS, "exploding", Exploding)
+
 
 EVALS = """
   - name: explodes_on_case_1

@@ -74,7 +74,6 @@ class _AsyncYes(Evaluator):
         return Verdict(True, "yes", score=1.0)
 
 
-EVALUATORS.register("async_yes", _AsyncYes)
 
 
 def test_the_fast_path_writes_what_the_async_path_writes(tmp_path):
@@ -103,7 +102,12 @@ class _Raising(SyncEvaluator):
         return Verdict(True, "fine", score=1.0)
 
 
-EVALUATORS.register("raising_sync", _Raising)
+
+
+@pytest.fixture(autouse=True)
+def _test_evaluators(registered):
+    registered(EVALUATORS, "async_yes", _AsyncYes)
+    registered(EVALUATORS, "raising_sync", _Raising)
 
 
 def test_a_raising_sync_evaluator_fails_only_its_own_result_in_every_process(tmp_path):
