@@ -59,17 +59,32 @@ def test_expected_exit_code_and_executable_modes_are_kept(artifact):
 
 @pytest.mark.integration
 def test_a_timeout_kills_the_process_group_and_fails(artifact, tmp_path):
-    marker = tmp_path / "grandchild_alive"
+    marker, pid_file = tmp_path / "grandchild_alive", tmp_path / "grandchild.pid"
     # The child starts a grandchild in the same group that would write the marker later.
-    grandchild = f"import time; time.sleep(1.5); open({str(marker)!r}, 'w')"
+    grandchild = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+                  f"time.sleep(1.5); open({str(marker)!r}, 'w')")
     script = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {grandchild!r}]); time.sleep(60)"
     started = time.monotonic()
     verdict = judge({"command": [PY, "-c", script], "timeout_seconds": 0.5}, artifact)
     assert time.monotonic() - started < 10
     assert not verdict.passed and verdict.detail["timed_out"] is True
     assert "timed out after 0.5s" in verdict.reason
-    time.sleep(2)
+    if pid_file.exists():  # the grandchild got to start: it must be gone before it wrote the marker
+        pid = int(pid_file.read_text() or 0)
+        deadline = time.monotonic() + 2
+        while pid and _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not (pid and _running(pid))
     assert not marker.exists()
+
+
+def _running(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError, IndexError):
+        return False
 
 
 def test_a_missing_executable_is_an_error(artifact):
