@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+# EvaluatorContext lives in common/ (judges and embedders are built with it too); named here for evaluators.
+__all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorContext", "SyncEvaluator", "Verdict"]
 
 
 class EvaluatorConfigModel(BaseModel):
@@ -28,23 +29,6 @@ class Verdict:
     reason: str
     score: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class EvaluatorContext:
-    """What an evaluator that calls out (a judge, an embedder) may need when it is built.
-
-    Deterministic evaluators ignore it. ``env`` is read at construction only (credentials,
-    base URLs), never inside :meth:`Evaluator.evaluate`, so verdicts stay reproducible.
-    """
-
-    eval_dir: Path = field(default_factory=Path.cwd)
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    # Values of secret-looking ${VARS}: never written into a verdict's detail.
-    secret_values: frozenset[str] = frozenset()
-    # Where evaluators may keep caches across runs (e.g. judge verdicts); None disables them.
-    cache_dir: Path | None = None
-    max_concurrency: int = 4
 
 
 class Evaluator(ABC):

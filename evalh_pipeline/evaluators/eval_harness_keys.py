@@ -11,10 +11,8 @@ the loader reports them with the file, line and key.
 from __future__ import annotations
 
 import re
-from fnmatch import fnmatchcase
 from typing import Any
 
-from evalh_pipeline.common.pricing import builtin_price_table
 
 # eval-harness's include_in_prompt entries are JSONPaths into the trace (plus ``case``);
 # ours are section names. Only the paths that have a section map.
@@ -34,29 +32,6 @@ THINKING_DEFAULT_MAX_TOKENS = 512
 SIMILARITY_DEFAULT_THRESHOLD = 0.8
 COMMAND_DEFAULT_TIMEOUT_SECONDS = 60.0
 _REGEX_PREFIX = "re:"
-
-
-# eval-harness 2.0.2 prices a judge call for cost_limit_usd from this coarse table, and any
-# other model at its default rate. Its only judge backend serves claude-* models.
-_HARNESS_JUDGE_RATES = {
-    "claude-4-7": (3.0, 15.0),
-    "claude-haiku-4-5-20251001": (0.25, 1.25),
-    "claude-sonnet-4-6": (3.0, 15.0),
-    "claude-opus-4-7": (15.0, 75.0),
-}
-_HARNESS_DEFAULT_RATE = (3.0, 15.0)
-
-
-def judge_price(data: Any) -> Any:
-    """A ``claude-*`` judge with ``cost_limit_usd`` but no price we know gets eval-harness's
-    rate (instead of our load error asking for ``price:``), so its configs load unchanged."""
-    if not isinstance(data, dict) or data.get("cost_limit_usd") is None or "price" in data:
-        return data
-    model = data.get("model")
-    if not isinstance(model, str) or not fnmatchcase(model, "claude-*") or builtin_price_table().lookup(model):
-        return data
-    rate_in, rate_out = _HARNESS_JUDGE_RATES.get(model, _HARNESS_DEFAULT_RATE)
-    return {**data, "price": {"input_per_mtok": rate_in, "output_per_mtok": rate_out}}
 
 
 def _strip_root(path: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from evalh_pipeline.evaluators.base import EvaluatorContext
+from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeReply, JudgeTransientError
 from evalh_pipeline.judges.cache import VerdictCache, cache_key
 from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answer
