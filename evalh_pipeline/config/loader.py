@@ -27,10 +27,43 @@ _SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)"
 
 def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -> EvalSpec:
     """Parse and validate one eval.yaml. Raises :class:`ConfigError` listing every problem."""
-    from evalh_pipeline.evaluators.registry import EVALUATORS
-    from evalh_pipeline.systems.registry import SYSTEMS
-
     eval_path = Path(path).resolve()
+    where, config, used_env = _parse(eval_path, env)
+    eval_dir = eval_path.parent
+    variants = [_variant(system) for system in config.systems]
+    issues = [
+        *_check_names(where, config, eval_path),
+        *_check_plugins(where, config, variants, eval_dir),
+        *_check_outputs(where, config),
+    ]
+    dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
+    price_table_path, price_issues = _check_metrics(where, config, eval_dir)
+    issues += dataset_issues + price_issues
+    if issues:
+        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
+
+    secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
+    folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
+    outputs = tuple(resolve_output_path(output.path or "runs", eval_dir) for output in folders)
+    stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
+    assert dataset_path is not None  # a missing one is an issue above
+    return EvalSpec(
+        path=eval_path,
+        config=config,
+        variants=variants,
+        dataset_path=dataset_path,
+        runs_root=_working_root(outputs[0]),
+        outputs=outputs,
+        stores=stores,
+        enrichers={s.name: tuple(s.enrich_trace_from) for s in config.systems if s.enrich_trace_from},
+        raw=config.model_dump(mode="json"),
+        secret_values=secrets,
+        price_table_path=price_table_path,
+    )
+
+
+def _parse(eval_path: Path, env: dict[str, str] | None) -> tuple[_Locator, EvalConfig, dict[str, str]]:
+    """The YAML with ``${VARS}`` expanded, validated as an :class:`EvalConfig`; the variables it used."""
     doc = load_yaml(eval_path)
     where = _Locator(doc)
     if not isinstance(doc.data, dict):
@@ -45,7 +78,11 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
     except ValidationError as exc:
         issues = [where.issue(tuple(err["loc"]), _pydantic_message(err, EvalConfig)) for err in exc.errors()]
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
+    return where, config, used_env
 
+
+def _check_names(where: _Locator, config: EvalConfig, eval_path: Path) -> list[ConfigIssue]:
+    """The schema version, unique names, and every name that refers to another section."""
     issues: list[ConfigIssue] = []
     try:
         check_major(config.schema_version, what=f"{eval_path.name}")
@@ -66,55 +103,49 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
     if config.dataset.type not in DATASET_TYPES:
         issues.append(where.issue(("dataset", "type"),
                                   f"unknown dataset type {config.dataset.type!r} (known: {', '.join(DATASET_TYPES)})"))
+    return issues
 
-    variants = []
-    for i, system in enumerate(config.systems):
-        variant_config = {k: v for k, v in system.model_dump().items() if k not in _VARIANT_KEYS}
-        variant = RunVariant(name=system.name, adapter=system.adapter, config=variant_config,
-                             metadata=system.metadata, timeout_seconds=system.timeout_seconds)
-        variants.append(variant)
-        issues += _check_plugin_config(where, SYSTEMS, system.adapter, variant_config, ("systems", i), "adapter")
+
+def _variant(system: Any) -> RunVariant:
+    """The run variant of one ``systems:`` entry: everything but its name and metadata is adapter config."""
+    variant_config = {k: v for k, v in system.model_dump().items() if k not in _VARIANT_KEYS}
+    return RunVariant(name=system.name, adapter=system.adapter, config=variant_config,
+                      metadata=system.metadata, timeout_seconds=system.timeout_seconds)
+
+
+def _check_plugins(where: _Locator, config: EvalConfig, variants: list[RunVariant], eval_dir: Path) -> list[ConfigIssue]:
+    """Each system (and its enrichers), evaluator and workspace config, by its type's own config model."""
+    from evalh_pipeline.evaluators.registry import EVALUATORS
+    from evalh_pipeline.systems.registry import SYSTEMS
+
+    issues: list[ConfigIssue] = []
+    for i, (system, variant) in enumerate(zip(config.systems, variants)):
+        issues += _check_plugin_config(where, SYSTEMS, variant.adapter, variant.config, ("systems", i), "adapter")
         issues += _check_enrichers(where, i, system.enrich_trace_from)
     for i, evaluator in enumerate(config.evaluators):
         issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
                                        ("evaluators", i), "type", config_key="config")
-
     if config.workspace is not None:
-        issues += _check_workspace(where, config.workspace.model_dump(), eval_path.parent)
-    issues += _check_outputs(where, config)
+        issues += _check_workspace(where, config.workspace.model_dump(), eval_dir)
+    return issues
 
-    dataset_path = None
+
+def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
+    """The dataset file (resolved like any input path), if it exists."""
     if config.dataset.path is None:
-        issues.append(where.issue(("dataset",), "dataset.path is required"))
-    else:
-        dataset_path = resolve_input_path(config.dataset.path, eval_path.parent)
-        if not dataset_path.is_file():
-            issues.append(where.issue(("dataset", "path"), f"dataset file not found: {dataset_path}"))
-    price_table_path = None
-    if config.metrics.price_table_path is not None:
-        price_table_path, problem = _check_price_table(config.metrics.price_table_path, eval_path.parent)
-        if problem:
-            issues.append(where.issue(("metrics", "price_table_path"), problem))
-    if issues:
-        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
+        return None, [where.issue(("dataset",), "dataset.path is required")]
+    dataset_path = resolve_input_path(config.dataset.path, eval_dir)
+    if not dataset_path.is_file():
+        return dataset_path, [where.issue(("dataset", "path"), f"dataset file not found: {dataset_path}")]
+    return dataset_path, []
 
-    secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
-    folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
-    outputs = tuple(resolve_output_path(output.path or "runs", eval_path.parent) for output in folders)
-    stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
-    return EvalSpec(
-        path=eval_path,
-        config=config,
-        variants=variants,
-        dataset_path=dataset_path,
-        runs_root=_working_root(outputs[0]),
-        outputs=outputs,
-        stores=stores,
-        enrichers={s.name: tuple(s.enrich_trace_from) for s in config.systems if s.enrich_trace_from},
-        raw=config.model_dump(mode="json"),
-        secret_values=secrets,
-        price_table_path=price_table_path,
-    )
+
+def _check_metrics(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
+    """``metrics.price_table_path``, resolved and validated."""
+    if config.metrics.price_table_path is None:
+        return None, []
+    price_table_path, problem = _check_price_table(config.metrics.price_table_path, eval_dir)
+    return price_table_path, [where.issue(("metrics", "price_table_path"), problem)] if problem else []
 
 
 def _check_workspace(where: _Locator, workspace: dict[str, Any], eval_dir: Path) -> list[ConfigIssue]:
