@@ -12,6 +12,7 @@ from evalh_pipeline.models.summary import (
     VariantSummary,
 )
 from evalh_pipeline.models.trace import (
+    CellRecord,
     ToolCall,
     ToolResult,
     Trace,
@@ -25,6 +26,7 @@ from evalh_pipeline.models.versioning import SCHEMA_VERSION, SchemaVersionError
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CellRecord",
     "ComparisonReport",
     "EvalCase",
     "EvaluationResult",

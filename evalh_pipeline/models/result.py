@@ -5,22 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from evalh_pipeline.models.trace import TraceError
-from evalh_pipeline.models.versioning import SCHEMA_VERSION
+from evalh_pipeline.models.trace import CellRecord, TraceError
 
 
-class EvaluationResult(BaseModel):
+class EvaluationResult(CellRecord):
     """The single result shape every evaluator produces, so rollups never branch on type."""
 
-    model_config = ConfigDict(extra="allow")
-
-    schema_version: str = SCHEMA_VERSION
-    run_id: str
-    case_id: str
-    variant_name: str
-    sample: int = 0
     evaluator: str
     evaluator_type: str
     passed: bool

@@ -69,12 +69,11 @@ class TraceError(BaseModel):
     stack: str | None = None
 
 
-class Trace(BaseModel):
-    """The record of one cell. Written once, before any evaluator runs.
+class CellRecord(BaseModel):
+    """What every record about one cell starts with: which run, case, variant and sample.
 
-    Invariants (enforced by the runner, not the adapters): timestamps are always set,
-    ``latency_ms`` is computed from them, and ``error`` is set iff the adapter raised.
     ``sample`` numbers repeats of a cell when ``run.samples_per_case`` > 1 (additive in 1.x).
+    Subclasses add their fields after these, so every line starts with the same keys.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -84,6 +83,15 @@ class Trace(BaseModel):
     case_id: str
     variant_name: str
     sample: int = 0
+
+
+class Trace(CellRecord):
+    """The record of one cell. Written once, before any evaluator runs.
+
+    Invariants (enforced by the runner, not the adapters): timestamps are always set,
+    ``latency_ms`` is computed from them, and ``error`` is set iff the adapter raised.
+    """
+
     started_at: datetime
     finished_at: datetime
     latency_ms: int
