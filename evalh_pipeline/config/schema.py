@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalh_pipeline.config.cron import parse_cron
+
 RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
 
 
@@ -116,8 +118,6 @@ class ScheduleConfig(_Strict):
     @field_validator("drift_cron")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
-        from evalh_pipeline.config.cron import parse_cron
-
         parse_cron(value)  # CronError is a ValueError: reported at schedule.drift_cron with the line
         return value
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import RunSummary
+from evalh_pipeline.models.versioning import migrate
 from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
@@ -68,7 +69,5 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
 
 
 def load_summary(run_dir: RunDirectory) -> RunSummary:
-    from evalh_pipeline.models.versioning import migrate
-
     raw = load_yaml_text(run_dir.summary.read_text(encoding="utf-8"))
     return RunSummary.model_validate(migrate("summary", raw, what=str(run_dir.summary)))

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from evalh_pipeline.workspaces.removal import remove_tree
+
 
 class SeedError(RuntimeError):
     """The fixture could not be copied into the workspace."""
@@ -55,7 +57,5 @@ def _cp_command(source: Path, destination: Path) -> list[str] | None:
 
 
 def _empty_folder(folder: Path) -> None:
-    from evalh_pipeline.workspaces.removal import remove_tree
-
     for child in list(os.scandir(folder)):
         remove_tree(Path(child.path))

@@ -32,6 +32,8 @@ from pathlib import Path
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from evalh_pipeline.workspaces.removal import remove_tree, tree_bytes
+
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 _MAX_PART = 150
 
@@ -166,8 +168,6 @@ class FsspecObjectStorage(ObjectStorage):
     def delete(self, key: str) -> None:
         path = self._path(key)
         if self.local:
-            from evalh_pipeline.workspaces.removal import remove_tree
-
             remove_tree(Path(path))
         elif self.fs.exists(path):
             self.fs.rm(path, recursive=True)
@@ -219,8 +219,6 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def _publish_local(local: Path, destination: Path, move: bool) -> Transfer:
-    from evalh_pipeline.workspaces.removal import tree_bytes
-
     destination.parent.mkdir(parents=True, exist_ok=True)
     if move:
         try:
