@@ -6,10 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest

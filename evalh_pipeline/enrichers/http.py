@@ -28,7 +28,7 @@ from urllib.parse import quote
 from pydantic import Field, field_validator
 
 from evalh_pipeline.enrichers.base import EnricherConfig, TraceEnricher
-from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.common.fields import FieldPath
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import EvalCase, Trace

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
-from evalh_pipeline.evaluators.fields import check_field_path
+from evalh_pipeline.common.fields import check_field_path
 from evalh_pipeline.judges.judge import Judge, JudgeOutcome
 from evalh_pipeline.judges.prompt import Assertion, RubricSpec, build_prompt
 from evalh_pipeline.judges.settings import JudgeSettings

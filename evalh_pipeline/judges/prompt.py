@@ -131,7 +131,7 @@ def build_prompt(case: EvalCase, trace: Trace, include: list[str], assertions: l
     parts = ["Judge the AI system's response below."]
     for item in include:
         if item == "final_answer" and field is not None and field not in ("output.final_answer", "final_answer"):
-            from evalh_pipeline.evaluators.fields import FieldPath
+            from evalh_pipeline.common.fields import FieldPath
 
             parts.append(f"## {RESPONSE_FIELD_TITLE} {field}\n{_render(FieldPath(field).get(trace))}")
             continue

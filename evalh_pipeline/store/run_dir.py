@@ -21,6 +21,9 @@
       .results.inline.<key>.json  what they were judged from (evaluator fingerprint, traces size)
       .publish-state.json         what each output[] mirror last received
       .cells/<key>.parquet        the per-cell table of the queries, cached
+      .stores.lock                held while the run is written to its trace stores
+      .stores-state.json          what each SQL trace store last took (store/stores/sql.py)
+      .otel-<key>.json            which traces an OTLP endpoint already took (store/stores/otel.py)
       .<purpose>.<random>.tmp     a file being written, renamed into place when complete
 
     and beside the runs, in the runs root:
@@ -164,6 +167,18 @@ class RunDirectory:
     @property
     def cells_cache(self) -> Path:
         return self.path / ".cells"
+
+    @property
+    def stores_lock(self) -> Path:
+        return self.path / ".stores.lock"
+
+    @property
+    def stores_state(self) -> Path:
+        return self.path / ".stores-state.json"
+
+    def otel_state(self, endpoint: str) -> Path:
+        """Which traces the OTLP store at ``endpoint`` has exported (one file per endpoint)."""
+        return self.path / f".otel-{hashlib.sha256(endpoint.encode()).hexdigest()[:12]}.json"
 
     def inline_results(self, variants: Sequence[str]) -> tuple[Path, Path]:
         """The staged inline results of a variant slice and their meta file.

@@ -102,7 +102,7 @@ class OtelStore(TraceStore):
         trace.extra["otel_trace_id"] = format(trace_id, "032x")
 
     def _state_path(self, run_dir: RunDirectory) -> Path:
-        return run_dir.path / f".otel-{hashlib.sha256(self.endpoint.encode()).hexdigest()[:12]}.json"
+        return run_dir.otel_state(self.endpoint)
 
     def write_run(self, run_dir: RunDirectory, stage: str) -> None:
         state_path = self._state_path(run_dir)

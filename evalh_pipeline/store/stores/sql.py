@@ -24,9 +24,6 @@ from evalh_pipeline.store.stores import records
 from evalh_pipeline.store.stores.base import ReadableStore, StoredRun, StoreError, namespace_json
 from evalh_pipeline.store.stores.records import Row
 
-# Hidden (never published), per run: what each store last took of traces/results.jsonl.
-STATE_FILE = ".stores-state.json"
-
 # Per-row tables: (logical name, key columns after run_id, extra indexed columns).
 ROW_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "traces": (("case_id", "variant_name", "sample"), ("started_at", "error_type")),
@@ -109,10 +106,10 @@ class SqlStore(ReadableStore):
         conn = self.conn
         # traces.jsonl / results.jsonl unchanged (size, mtime, inode) since this store last took
         # them: nothing to compare (most stages change neither). The state is written after commit.
-        state_path = run_dir.path / STATE_FILE
+        state_path = run_dir.stores_state
         state = _load_state(state_path)
         mine = state.get(self._state_key(), {})
-        seen = {name: _signature(run_dir.path / f"{name}.jsonl") for name in ("traces", "results")}
+        seen = {"traces": _signature(run_dir.traces), "results": _signature(run_dir.results)}
         with self._transaction(conn):
             self._write_run_row(run_dir.run_id, meta, ns)
             self._sync_rows("run_files", run_dir.run_id, ns, records.file_rows(run_dir))

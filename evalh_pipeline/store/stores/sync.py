@@ -70,7 +70,7 @@ def sync_stores(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> list[Store
 
     failures = []
     # One sync per run at a time on this machine: a late sync of an older state would undo a newer one.
-    with locked(run_dir.path / ".stores.lock"), open_stores(spec) as stores:
+    with locked(run_dir.stores_lock), open_stores(spec) as stores:
         for store in stores:
             if not store.mirrors:
                 continue
@@ -113,5 +113,5 @@ def _text(exc: BaseException, store: TraceStore) -> str:
 def _close(store: TraceStore) -> None:
     try:
         store.close()
-    except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
+    except Exception:  # noqa: BLE001, S110 - closing a broken connection must not hide the real error
         pass
