@@ -46,6 +46,17 @@ class RecordCodec(Generic[M]):
         self.fields: tuple[str, ...] = tuple(model.model_fields)
         self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
         self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
+        self._all_str: set[tuple[str, ...]] = set()  # the names of patterns that read only str fields
+        # Every field in order, with its default when that is a plain value; the others
+        # (required, or made by a factory) are filled in by encode_values.
+        self._template: dict[str, Any] = {}
+        self._unfilled: list[str] = []
+        for name, info in model.model_fields.items():
+            if info.is_required() or info.default_factory is not None:
+                self._template[name] = None
+                self._unfilled.append(name)
+            else:
+                self._template[name] = info.default
 
     # -- writing ---------------------------------------------------------------------
 
@@ -61,7 +72,10 @@ class RecordCodec(Generic[M]):
         checked. A field missing from ``values`` takes the model's default; a missing
         required field is a ``KeyError``.
         """
-        ordered = {name: values[name] if name in values else self._default(name) for name in self.fields}
+        ordered = {**self._template, **values}  # the template's key order, the caller's values
+        for name in self._unfilled:
+            if name not in values:
+                ordered[name] = self._default(name)
         return to_json(ordered, inf_nan_mode=self._inf_nan) + b"\n"
 
     def _default(self, name: str) -> Any:
@@ -91,9 +105,12 @@ class RecordCodec(Generic[M]):
         match = self._pattern(names).match(line)
         if match is None:
             return None
+        groups = match.groups()
+        if None not in groups and names in self._all_str:  # the common case: decode and done
+            return tuple(raw.decode("utf-8") for raw in groups)
         return tuple(
             self._default(name) if raw is None else raw.decode("utf-8") if self._is_str(name) else int(raw)
-            for name, raw in zip(names, match.groups())
+            for name, raw in zip(names, groups)
         )
 
     def read_fields(self, line: bytes | str, *names: str) -> tuple[Any, ...]:
@@ -132,6 +149,8 @@ class RecordCodec(Generic[M]):
                 if self._is_str(name):
                     groups[name] = b'"' + groups[name] + b'"'
             pattern = self._patterns[names] = re.compile(self._prefix(groups))
+            if all(self._is_str(name) for name in names):
+                self._all_str.add(names)
         return pattern
 
     def _is_str(self, name: str) -> bool:
