@@ -87,12 +87,13 @@ def main() -> int:
     try:
         run = write_run(root, n)
         figures["sqlite"] = measure({"type": "sqlite", "path": str(root / "runs.db")}, run, root)
+        from evalh_pipeline.store.run_dir import RunDirectory
         from tests.postgres_server import postgres_bin, running_postgres
 
         if postgres_bin() is None:
             print("PostgreSQL is not installed: its figures are skipped (apt-get install postgresql)")
         else:
-            (run / ".stores-state.json").unlink(missing_ok=True)
+            RunDirectory(run).stores_state.unlink(missing_ok=True)
             with running_postgres() as dsn:
                 figures["postgres"] = measure({"type": "postgres", "dsn": dsn}, run, root)
     finally:

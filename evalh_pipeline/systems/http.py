@@ -353,7 +353,7 @@ class HttpSystem(SystemAdapter):
                 )
         return body
 
-    async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
+    async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:  # noqa: C901 - the next function to split (request, stream, map, errors)
         cfg: HttpConfig = self.config
         body = self.build_body(case, workspace)
         params = dict(cfg.query_params)
