@@ -20,77 +20,22 @@ import click
 
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 
-if TYPE_CHECKING:
-    from rich.progress import Progress as RichProgress
+from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
 
+if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
     from evalh_pipeline.models import RunSummary
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-class _LazyConsole:
-    """A rich Console made on first use: importing rich costs the read-only commands time."""
-
-    def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._console = None
-
-    @property
-    def console(self) -> Any:
-        """The real rich Console; pass this (not the proxy) to rich objects such as Progress,
-        which use the console as a context manager and compare it by identity."""
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._options)
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.console, name)
-
-
-out = _LazyConsole()
-err = _LazyConsole(stderr=True)
-
-
-class BarProgress:
-    """The runner's Progress protocol drawn as rich progress bars (one per phase)."""
-
-    def __init__(self, bars: RichProgress) -> None:
-        self.bars = bars
-        self.tasks: dict[str, int] = {}
-
-    def start(self, phase: str, total: int | None) -> None:
-        self.tasks[phase] = self.bars.add_task(phase, total=total)
-
-    def advance(self, phase: str, n: int = 1) -> None:
-        self.bars.advance(self.tasks[phase], n)
-
-    def finish(self, phase: str) -> None:
-        task = self.tasks[phase]
-        self.bars.update(task, total=self.bars.tasks[task].completed)
-
-
-def _bars() -> RichProgress:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
-
-    return RichProgress(
-        TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err.console, transient=False, disable=not err.is_terminal,
-    )
-
-
 def _load(eval_path: str) -> EvalSpec:
     from evalh_pipeline.config import ConfigError, load_eval
-
-    from rich.markup import escape
 
     try:
         return load_eval(eval_path)
     except ConfigError as exc:
-        # Messages quote YAML (`command: [prog, arg]`): brackets must not read as markup.
-        err.print(f"[red]error:[/red] invalid eval config\n{escape(str(exc))}", highlight=False)
+        error(f"invalid eval config\n{exc}")
         sys.exit(EXIT_CONFIG)
 
 
@@ -98,31 +43,36 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.defs.launch import InfrastructureError, local_instance
     from evalh_pipeline.defs.resources import EvalhRuntime
-    from evalh_pipeline.runner.progress import NoProgress
+    from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     started = datetime.now(timezone.utc)
     try:
         instance = local_instance()
-        with _bars() as bars:
-            # Without a terminal the bars are off: skip their per-cell bookkeeping too.
-            progress = BarProgress(bars) if err.is_terminal else NoProgress()
-            # runs_root: the assets re-read eval.yaml; a run named on the command line may live elsewhere.
-            runtime = EvalhRuntime(progress=progress, max_concurrency=max_concurrency, runs_root=str(spec.runs_root))
+        # runs_root: the assets re-read eval.yaml; a run named on the command line may live elsewhere.
+        runs_root = str(spec.runs_root)
+        if err.is_terminal:
+            # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
+            with progress_bars() as bars:
+                runtime = EvalhRuntime(progress=BarProgress(bars), max_concurrency=max_concurrency, runs_root=runs_root)
+                outcome = action(spec, run_id, instance=instance, runtime=runtime)
+        else:
+            # A CI log gets one line per phase start and end instead of bars.
+            runtime = EvalhRuntime(progress=LineProgress(), max_concurrency=max_concurrency, runs_root=runs_root)
             outcome = action(spec, run_id, instance=instance, runtime=runtime)
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
         return outcome
     except KeyboardInterrupt:
-        err.print(f"interrupted. {on_interrupt}".rstrip(), highlight=False)
+        err.line(f"interrupted. {on_interrupt}".rstrip())
         sys.exit(EXIT_INTERRUPTED)
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] invalid eval input\n{exc}", highlight=False)
+        error(f"invalid eval input\n{exc}")
         sys.exit(EXIT_CONFIG)
     except InfrastructureError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+        error(f"{type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
 
 
@@ -132,10 +82,10 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
 
     if spec.outputs and is_remote(spec.outputs[0]):
         # soft_wrap: a URL split over lines cannot be copied.
-        out.print(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}", highlight=False, soft_wrap=True)
+        say(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}")
     for failure in recorded_failures(run_dir, since):
-        err.print(f"[yellow]warning:[/yellow] mirror {failure['target']} not updated after {failure['stage']}: "
-                  f"{failure['error']} (recorded in {run_dir.publish_log})", highlight=False, soft_wrap=True)
+        warning(f"mirror {failure['target']} not updated after {failure['stage']}: "
+                f"{failure['error']} (recorded in {run_dir.publish_log})")
 
 
 def _print_outcome(outcome) -> None:
@@ -145,34 +95,30 @@ def _print_outcome(outcome) -> None:
 
         drift = load_drift(outcome.run_dir)
         if drift["baseline_run_id"]:
-            out.print(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
-                      f"regression(s), {drift['improvements_count']} improvement(s)", highlight=False)
+            say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
+                f"regression(s), {drift['improvements_count']} improvement(s)")
         else:
-            out.print("drift: no promoted baseline (evalh promote runs/<run_id>)", highlight=False)
+            say("drift: no promoted baseline (evalh promote runs/<run_id>)")
     for check in outcome.failed_checks:
-        out.print(f"[yellow]gate failed:[/yellow] {check}", highlight=False)
+        out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"run {summary.run_id}")
-    for col in ("variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"):
-        table.add_column(col, justify="left" if col == "variant" else "right")
-    for v in summary.variants:
-        table.add_row(v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
-                      f"{v.avg_latency_ms:.1f}", "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}")
-    out.print(table)
+    table(["variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"],
+          [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
+            f"{v.avg_latency_ms:.1f}", "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
+           for v in summary.variants],
+          title=f"run {summary.run_id}")
     if summary.comparison is not None:
         for d in summary.comparison.deltas:
-            out.print(f"{d.variant} vs {summary.comparison.baseline}: pass rate {d.pass_rate_delta:+.1%}, "
-                      f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
+            say(f"{d.variant} vs {summary.comparison.baseline}: pass rate {percentage_points(d.pass_rate_delta)}, "
+                f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
     errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:
-            err.print(f"[yellow]warning:[/yellow] {count} {evaluator} result(s) errored: the evaluator itself failed "
-                      f"(evalh inspect {run_dir.path} --failed shows why)", highlight=False, soft_wrap=True)
-    out.print(f"run directory: {run_dir.path}")
+            warning(f"{count} {evaluator} result(s) errored: the evaluator itself failed "
+                    f"(evalh inspect {run_dir.path} --failed shows why)")
+    say(f"run directory: {run_dir.path}")
 
 
 class _RunLocation(click.ParamType):
@@ -191,14 +137,36 @@ class _RunLocation(click.ParamType):
         return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
 
 
-@click.group()
+class _EvalhGroup(click.Group):
+    """click's group with evalh's exit codes: a usage error (bad option, a folder where a
+    file is expected) exits 1 like any other invalid input, not click's 2, which evalh
+    reserves for infrastructure failures."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            exc.show()
+            sys.exit(EXIT_CONFIG)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            err.line("interrupted.")
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(result if isinstance(result, int) else EXIT_OK)
+
+
+@click.group(cls=_EvalhGroup)
 @click.version_option(package_name="evalh-pipeline")
 def main() -> None:
     """evalh: an evaluation harness for AI systems, orchestrated by Dagster."""
 
 
 @main.command()
-@click.argument("eval_path", type=click.Path(dir_okay=False))
+@click.argument("eval_path", type=click.Path())
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
               help="Finish a killed run: only cells without a trace are run.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
@@ -211,6 +179,7 @@ def main() -> None:
 def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry_run: bool,
         limit: int | None, filters: tuple[str, ...]) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
+    _require_eval_file(eval_path)
     spec = _select(_load(eval_path), filters, limit)
     if dry_run:
         _print_plan(spec, resume_dir, max_concurrency)
@@ -222,22 +191,33 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
     selecting = bool(filters) or limit is not None
     if resume_dir:
         if selecting:
-            err.print("[red]error:[/red] --limit and --filter choose the cases of a new run; "
-                      "a resumed run keeps the cases it started with", highlight=False)
+            error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
             sys.exit(EXIT_CONFIG)
         run_dir = RunDirectory(Path(resume_dir).resolve())
         meta = run_dir.read_meta() if run_dir.exists() else None
         if meta is None or meta.get("eval_name") != spec.name:
-            err.print(f"[red]error:[/red] {resume_dir} is not a run of eval {spec.name!r}")
+            error(f"{resume_dir} is not a run of eval {spec.name!r}")
             sys.exit(EXIT_CONFIG)
         run_id = run_dir.run_id
         spec = _located(spec, run_dir)
     else:
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
+    err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     action = partial(materialize_run, snapshot_cases=selecting)
     outcome = _materialize(action, spec, run_id, max_concurrency, on_interrupt=resume)
     _print_outcome(outcome)
+
+
+def _require_eval_file(eval_path: str) -> None:
+    """A folder given where the eval file belongs: say which file to give (exit 1, a usage error)."""
+    folder = Path(eval_path)
+    if not folder.is_dir():
+        return
+    candidates = sorted(p for p in folder.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+    hint = f"; eval files there: {', '.join(str(p) for p in candidates)}" if candidates else ""
+    error(f"{eval_path} is a folder: give the eval's YAML file (evalh run path/to/eval.yaml){hint}")
+    sys.exit(EXIT_CONFIG)
 
 
 def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> EvalSpec:
@@ -247,7 +227,7 @@ def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> Eval
     try:
         rules = parse_filter_args(filters)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         sys.exit(EXIT_CONFIG)
     return with_selection(spec, rules, limit)
 
@@ -261,7 +241,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
     try:
         cases = sum(1 for _ in select_cases(spec, run_id))
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] invalid eval input\n{exc}", highlight=False)
+        error(f"invalid eval input\n{exc}")
         sys.exit(EXIT_CONFIG)
     run_cfg = spec.config.run
     samples = run_cfg.samples_per_case
@@ -274,7 +254,8 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         f"variants: {len(spec.variants)} ({', '.join(spec.variant_names)})",
         f"dataset: {spec.dataset_path}" + (f" ({'; '.join(s for s in selection if s)})" if any(selection) else ""),
         f"cases: {cases}",
-        f"cells: {cases * len(spec.variants) * samples} ({cases} cases × {len(spec.variants)} variants × {samples} samples)",
+        f"cells: {cases * len(spec.variants) * samples} ({plural(cases, 'case')} × {plural(len(spec.variants), 'variant')}"
+        f" × {plural(samples, 'sample')})",
         f"concurrency: {max_concurrency or run_cfg.max_concurrency}"
         + (f" (per variant {run_cfg.per_variant_concurrency})" if run_cfg.per_variant_concurrency else ""),
         f"evaluators: {', '.join(e.name for e in spec.config.evaluators) or '–'}",
@@ -292,7 +273,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
     if resume_dir:
         lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
     for line in lines:
-        out.print(line, highlight=False, soft_wrap=True)
+        say(line)
 
 
 @main.command("re-evaluate")
@@ -305,14 +286,14 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     from evalh_pipeline.defs.launch import materialize_reevaluation
 
     if "://" in run_dir:
-        err.print("[red]error:[/red] re-evaluate works on a local run directory (or a run id in ./runs)",
-                  highlight=False)
+        error("re-evaluate works on a local run directory (or a run id in ./runs)")
         sys.exit(EXIT_CONFIG)
     if not Path(run_dir).exists() and eval_path is not None:
         # A bare run id with --config: the run lives in that eval's runs folder.
         run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
+    err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
     _print_outcome(outcome)
 
@@ -330,11 +311,11 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, None)
     retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
-    out.print(f"retrying {retried} failed cell(s) of {directory.run_id}", highlight=False)
+    say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
     resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
     outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
     _print_outcome(outcome)
-    out.print(f"retried {retried} cell(s)", highlight=False)
+    say(f"retried {plural(retried, 'cell')}")
 
 
 def _store_options(command):
@@ -351,7 +332,7 @@ def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:
     try:
         return parse_namespace(pairs)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(f"{exc}")
         sys.exit(EXIT_CONFIG)
 
 
@@ -368,14 +349,14 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
         try:
             path = str(fetch_from_store(store, path, _namespace(namespace)))
         except (LookupError, ValueError) as exc:
-            err.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+            error(f"{str(exc).strip(chr(39))}")
             sys.exit(EXIT_INFRA)
         except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
-            err.print(f"[red]error:[/red] cannot read run {path} from {_safe_store(store)}: "
-                      f"{type(exc).__name__}: {exc}", highlight=False)
+            error(f"cannot read run {path} from {_safe_store(store)}: "
+                      f"{type(exc).__name__}: {exc}")
             sys.exit(EXIT_INFRA)
     elif namespace:
-        err.print("[red]error:[/red] --namespace filters the runs of a --store", highlight=False)
+        error("--namespace filters the runs of a --store")
         sys.exit(EXIT_CONFIG)
     elif "://" not in path and not Path(path).exists():
         path = str(_runs_folder() / path)  # a bare run id: the runs folder of the working directory
@@ -386,11 +367,11 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
         try:
             path = str(fetch_run(path))
         except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
-            err.print(f"[red]error:[/red] cannot fetch {path}: {type(exc).__name__}: {exc}", highlight=False)
+            error(f"cannot fetch {path}: {type(exc).__name__}: {exc}")
             sys.exit(EXIT_INFRA)
     directory = RunDirectory(Path(path).resolve())
     if not directory.exists():
-        err.print(f"[red]error:[/red] {path} is not a run directory (no run.json)", highlight=False)
+        error(f"{path} is not a run directory (no run.json)")
         sys.exit(EXIT_INFRA)
     return directory
 
@@ -420,7 +401,7 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
     from evalh_pipeline.queries.compare import compare_runs
 
     a, b = _run_directory(run_a, store, namespace), _run_directory(run_b, store, namespace)
-    _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json)
+    _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json, (a, b))
 
 
 @main.command()
@@ -445,14 +426,13 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
         eval_name = current.read_meta()["eval_name"]
         promoted = current_baseline(current.path.parent, eval_name)
         if promoted is None:
-            err.print(f"[red]error:[/red] eval {eval_name!r} has no promoted baseline under "
-                      f"{current.path.parent}: run `evalh promote <run_dir>` first, or pass --baseline",
-                      highlight=False)
+            error(f"eval {eval_name!r} has no promoted baseline under "
+                  f"{current.path.parent}: run `evalh promote <run_dir>` first, or pass --baseline")
             sys.exit(EXIT_INFRA)
         baseline_dir = str(promoted.locate(current.path.parent))
     baseline = _run_directory(baseline_dir, store, namespace)
     _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
-                       exit_nonzero_on_regression, as_json)
+                       exit_nonzero_on_regression, as_json, (baseline, current))
 
 
 def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | None) -> str:
@@ -466,29 +446,39 @@ def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | Non
         finally:
             reader.close()
     except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
-        err.print(f"[red]error:[/red] cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}", highlight=False)
+        error(f"cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
     if run_id is None:
-        err.print(f"[red]error:[/red] eval {eval_name!r} has no promoted baseline in {_safe_store(store)}"
+        error(f"eval {eval_name!r} has no promoted baseline in {_safe_store(store)}"
                   f"{' (' + ', '.join(namespace) + ')' if namespace else ''}: run `evalh promote <run_id> --store …` "
-                  "first, or pass --baseline", highlight=False)
+                  "first, or pass --baseline")
         sys.exit(EXIT_INFRA)
     return run_id
 
 
-def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool) -> None:
+def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool,
+                       runs: tuple[RunDirectory, RunDirectory] | None = None) -> None:
     """Print a RunComparison as a table (or JSON) and apply the regression gate.
 
-    Plain text through click, not rich: this is the whole output of `compare` and `drift`,
-    and rich would double their start-up time.
+    Plain text, not rich: this is the whole output of `compare` and `drift`, and rich would
+    double their start-up time. Names from the runs are escaped all the same.
     """
     from evalh_pipeline.queries.report import MAX_LISTED_CASES, text_table
 
     try:
         report = build()
     except Exception as exc:  # noqa: BLE001 - unreadable run files
-        click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        error(f"{type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
+    evals = [(run.read_meta() or {}).get("eval_name") for run in runs] if runs else []
+    if len(set(evals)) > 1:
+        warning(f"the runs are of different evals (A: {evals[0]}, B: {evals[1]}): "
+                "only variants with the same name are compared")
+    if not report.variants:
+        only_a = ", ".join(report.variants_only_in_a) or "none"
+        only_b = ", ".join(report.variants_only_in_b) or "none"
+        error(f"nothing to compare: no variant is in both runs (variants of A: {only_a}; of B: {only_b})")
+        sys.exit(EXIT_CONFIG)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -496,7 +486,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
         lines += text_table(
             ["variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
              "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
-            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", f"{v.pass_rate_delta:+.1%}",
+            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", percentage_points(v.pass_rate_delta),
               _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
               _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
               str(v.regressions), str(v.improvements)] for v in report.variants],
@@ -516,9 +506,9 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
                 lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
-        click.echo("\n".join(lines))
+        click.echo(escape_control("\n".join(lines)))
     if exit_nonzero_on_regression and report.run_b_empty:
-        click.echo(f"error: {report.run_b} has no cells (no case was selected): an empty run fails the gate", err=True)
+        error(f"{report.run_b} has no cells (no case was selected): an empty run fails the gate")
         sys.exit(1)
     if exit_nonzero_on_regression and report.has_regressions:
         sys.exit(1)
@@ -542,7 +532,7 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
     spec = _spec_for_run(directory, None)
     promoted = _materialize(materialize_promotion, spec, directory.run_id, None)
     previous = f" (was {promoted.previous_run_id})" if promoted.previous_run_id else ""
-    out.print(f"baseline of {spec.name} is now {promoted.run_id}{previous}", highlight=False)
+    say(f"baseline of {spec.name} is now {promoted.run_id}{previous}")
 
 
 def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> None:
@@ -554,8 +544,8 @@ def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> No
         try:
             found = {r.run_id: r for r in writer.list_runs(wanted)}
             if run_id not in found:
-                err.print(f"[red]error:[/red] no run {run_id!r} in {_safe_store(store)}"
-                          f"{' (' + ', '.join(namespace) + ')' if namespace else ''}", highlight=False)
+                error(f"no run {run_id!r} in {_safe_store(store)}"
+                          f"{' (' + ', '.join(namespace) + ')' if namespace else ''}")
                 sys.exit(EXIT_INFRA)
             run = found[run_id]
             # The baseline is filed under the run's own namespace, where `drift --namespace` looks.
@@ -567,11 +557,10 @@ def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> No
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - unreachable or unwritable store
-        err.print(f"[red]error:[/red] cannot promote in {_safe_store(store)}: {type(exc).__name__}: {exc}",
-                  highlight=False)
+        error(f"cannot promote in {_safe_store(store)}: {type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
     was = f" (was {previous})" if previous and previous != run_id else ""
-    out.print(f"baseline of {run.eval_name} in {_safe_store(store)} is now {run_id}{was}", highlight=False)
+    say(f"baseline of {run.eval_name} in {_safe_store(store)} is now {run_id}{was}")
 
 
 @main.command("runs")
@@ -594,7 +583,7 @@ def runs(store: str, namespace: tuple[str, ...], eval_name: str | None, as_json:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
-        err.print(f"[red]error:[/red] cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}", highlight=False)
+        error(f"cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
     if as_json:
         click.echo(json.dumps([{"run_id": r.run_id, "eval_name": r.eval_name, "namespace": r.namespace,
@@ -631,14 +620,18 @@ def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool
     try:
         found = inspect_run(directory, case_id=case_id, variant=variant, failed=failed, limit=limit or None)
     except Exception as exc:  # noqa: BLE001 - unreadable run files
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+        error(f"{type(exc).__name__}: {exc}")
         sys.exit(EXIT_INFRA)
 
     for cell in found.cells:
-        out.print(_cell_text(cell, thinking), soft_wrap=not out.is_terminal)
+        text = _cell_text(cell, thinking)
+        if out.is_terminal:
+            out.rich(text)
+        else:
+            out.line(text.plain)
     shown = len(found.cells)
     rest = f" (showing {shown}; use --limit)" if shown < found.matched else ""
-    out.print(f"{found.matched} matching cell(s) in {found.run_id}{rest}", highlight=False)
+    say(f"{plural(found.matched, 'matching cell')} in {found.run_id}{rest}")
 
 
 # Lines of unified diff shown per cell; the whole diff stays in the artifact's diff.txt.
@@ -652,32 +645,36 @@ def _append_file_changes(text, artifact: dict) -> None:
         ("-", p) for p in diff.get("removed", [])]
     text.append("files:" + (" " if changes else " unchanged") + "\n", style="bold")
     for mark, path in changes:
-        text.append(f"  {mark} {path}\n", style={"+": "green", "-": "red"}.get(mark, "yellow"))
+        text.append(f"  {mark} {escape_control(path)}\n", style={"+": "green", "-": "red"}.get(mark, "yellow"))
     lines = [line for body in (diff.get("text_diffs") or {}).values() for line in body.splitlines()]
     for line in lines[:MAX_DIFF_LINES]:
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-        text.append(f"  {line}\n", style=style)
+        text.append(f"  {escape_control(line)}\n", style=style)
     if len(lines) > MAX_DIFF_LINES:
-        where = artifact.get("artifacts_path") or "the artifacts folder"
+        where = escape_control(artifact.get("artifacts_path") or "the artifacts folder")
         text.append(f"  … {len(lines) - MAX_DIFF_LINES} more diff line(s) in {where}/diff.txt\n")
 
 
 def _cell_text(cell, thinking: bool):
-    """One inspected cell as a single rich Text (user content is never read as markup)."""
+    """One inspected cell as a single rich Text.
+
+    Everything in it except the labels came from the dataset or the system under test:
+    it is escaped (no control sequence reaches the terminal) and never read as markup.
+    """
     from rich.text import Text
 
     trace = cell.trace
-    error = trace.get("error")
+    error_ = trace.get("error")
     output = trace.get("output") or {}
-    status = "ERROR" if error else ("PASS" if cell.passed else "FAIL")
+    status = "ERROR" if error_ else ("PASS" if cell.passed else "FAIL")
     sample = f" · sample {cell.sample}" if cell.sample else ""
     text = Text()
-    text.append(f"── {cell.case_id} · {cell.variant_name}{sample} · {status} ──\n",
+    text.append(f"── {escape_control(cell.case_id)} · {escape_control(cell.variant_name)}{sample} · {status} ──\n",
                 style="bold green" if status == "PASS" else "bold red")
 
     def field(label: str, value: str) -> None:
         text.append(f"{label}:" + (" " if value else ""), style="bold")
-        text.append(value + "\n")
+        text.append(escape_control(value) + "\n")
 
     field("input", _json_text(trace.get("input", {})))
     field("answer", str(output["final_answer"]) if output.get("final_answer") is not None else "–")
@@ -687,9 +684,9 @@ def _cell_text(cell, thinking: bool):
     field("tool calls", "" if calls else "none")
     for call in calls:
         args = json.dumps(call.get("arguments", {}), ensure_ascii=False, default=str)
-        text.append(f"  {call.get('name')}({args})\n")
-    if error:
-        field("error", f"{error.get('type')}: {error.get('message')}")
+        text.append(escape_control(f"  {call.get('name')}({args})") + "\n")
+    if error_:
+        field("error", f"{error_.get('type')}: {error_.get('message')}")
     if thinking:
         field("thinking", output.get("thinking") or "–")
     if cell.artifact is not None:
@@ -702,7 +699,7 @@ def _cell_text(cell, thinking: bool):
         if r.get("error"):
             reason = f"{reason} [error {r['error'].get('type')}: {r['error'].get('message')}]".strip()
         text.append("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
-        text.append(f"{r.get('evaluator')}: {reason}\n")
+        text.append(escape_control(f"{r.get('evaluator')}: {reason}") + "\n")
     text.rstrip()
     return text
 
@@ -712,7 +709,7 @@ def _spec_for_run(directory: RunDirectory, eval_path: str | None) -> EvalSpec:
     try:
         meta = directory.read_meta()
     except FileNotFoundError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        error(str(exc))
         sys.exit(EXIT_CONFIG)
     return _located(_load(eval_path or meta["config_path"]), directory)
 

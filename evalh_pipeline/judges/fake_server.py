@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -78,6 +79,9 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
                             "reason": f"{len(found)} of {len(phrases)} key point(s) covered"}
     return answer
 
+
+# The http_agent example service uses 8766, so both can run at once.
+DEFAULT_PORT = 8765
 
 class FakeJudgeServer:
     """The server in a background thread: ``with FakeJudgeServer() as server: server.openai_base_url``."""
@@ -213,12 +217,18 @@ class FakeJudgeServer:
         return Handler
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Deterministic local judge server (OpenAI and Anthropic shapes).")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
-    server = FakeJudgeServer(args.host, args.port)
+    try:
+        server = FakeJudgeServer(args.host, args.port)
+    except OSError as exc:
+        # One line, not a traceback: the usual cause is another server on the port.
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc} "
+              f"(is another server running there? pick another with --port or EVALH_JUDGE_PORT)", file=sys.stderr)
+        return 1
     print(f"fake judge listening on {server.url} (OpenAI base URL {server.openai_base_url}, "
           f"Anthropic base URL {server.anthropic_base_url})", flush=True)
     try:
@@ -227,7 +237,8 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         server._httpd.server_close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,11 +3,11 @@
 
 Start it (stdlib only, loopback only, no network, no model):
 
-    python evals/http_agent/service.py --port 8765
+    python evals/http_agent/service.py --port 8766
 
 then, in another shell:
 
-    HTTP_AGENT_PORT=8765 evalh run evals/http_agent/eval.yaml
+    HTTP_AGENT_PORT=8766 evalh run evals/http_agent/eval.yaml
 
 It answers questions about the same property listings as evals/quickstart and exposes
 two request/response shapes:
@@ -101,6 +101,9 @@ def chat_response(body: dict[str, Any]) -> dict[str, Any]:
 ROUTES = {"/agent": simple_response, "/v1/chat/completions": chat_response}
 
 
+# Not the bundled judge's port (8765): both run at once when trying the examples.
+DEFAULT_PORT = 8766
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the adapter reuses connections
     server_version = "http-agent-stub/1.0"
@@ -144,10 +147,16 @@ class Handler(BaseHTTPRequestHandler):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Deterministic listing agent over HTTP (loopback).")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    try:
+        server = ThreadingHTTPServer((args.host, args.port), Handler)
+    except OSError as exc:
+        # One line, not a traceback: the usual cause is another server on the port.
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc} "
+              f"(is another server running there? pick another with --port)", file=sys.stderr)
+        return 1
     server.daemon_threads = True
     server.verbose = args.verbose  # type: ignore[attr-defined]
     host, port = server.server_address[:2]

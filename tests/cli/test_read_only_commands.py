@@ -72,7 +72,7 @@ def test_compare_lists_regressions_and_gates_on_them(runs):
     good, broken = runs
     proc = _evalh("compare", good, broken)
     assert proc.returncode == 0, proc.stderr
-    assert "100.0% → 57.1%" in proc.stdout and "-42.9%" in proc.stdout
+    assert "100.0% → 57.1%" in proc.stdout and "-42.9 pp" in proc.stdout
     assert "regressions in candidate (3): case_0, case_3, case_6" in proc.stdout
     assert "3 regression(s), 0 improvement(s)" in proc.stdout
 
@@ -108,7 +108,7 @@ def test_inspect_failed_shows_only_failing_cells_with_verdicts(runs):
     assert "✗ mentions_paris:" in out and "✓ used_lookup:" in out
     assert '"answer": "answer 0 Paris"' in out  # the input
     assert "secret reasoning" not in out
-    assert "case_6 · candidate · FAIL" in out and "3 matching cell(s)" in out
+    assert "case_6 · candidate · FAIL" in out and "3 matching cells" in out
 
 
 def test_inspect_filters_thinking_and_limit(runs):
@@ -117,9 +117,9 @@ def test_inspect_filters_thinking_and_limit(runs):
     assert proc.returncode == 0, proc.stderr
     assert "case_1 · base · PASS" in proc.stdout
     assert "thinking: secret reasoning for case_1" in proc.stdout
-    assert "1 matching cell(s)" in proc.stdout
+    assert "1 matching cell " in proc.stdout
 
     limited = _evalh("inspect", broken, "--limit", "3")
     assert limited.returncode == 0, limited.stderr
-    assert limited.stdout.count(" · ") >= 3 and "14 matching cell(s)" in limited.stdout
+    assert limited.stdout.count(" · ") >= 3 and "14 matching cells" in limited.stdout
     assert "(showing 3; use --limit)" in limited.stdout

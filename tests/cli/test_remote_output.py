@@ -48,7 +48,7 @@ def test_run_with_a_file_url_output_publishes_the_run_and_records_a_failing_mirr
     run_url = f"file://{published}"
     shown = run_evalh(["inspect", run_url, "--limit", "1"], env, tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert f"matching cell(s) in {published.name}" in shown.stdout
+    assert f"matching cells in {published.name}" in shown.stdout
     compared = run_evalh(["compare", run_url, str(working), "--json"], env, tmp_path)
     assert compared.returncode == 0, compared.stderr
     comparison = json.loads(compared.stdout)["comparison"]

@@ -27,7 +27,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, env):
 
     assert proc.returncode == 0, proc.stderr
     assert "cases: 2" in proc.stdout
-    assert "cells: 4 (2 cases × 2 variants × 1 samples)" in proc.stdout
+    assert "cells: 4 (2 cases × 2 variants × 1 sample)" in proc.stdout
     assert "variants: 2 (base, candidate)" in proc.stdout
     assert "concurrency: 4" in proc.stdout
     assert f"output folder: {tmp_path / 'toy' / 'runs'}" in proc.stdout

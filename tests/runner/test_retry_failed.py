@@ -88,7 +88,7 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
     proc = run_evalh(["retry-failed", str(run_dir)], env, tmp_path)
 
     assert proc.returncode == 0, proc.stderr
-    assert "retried 3 cell(s)" in proc.stdout
+    assert "retried 3 cells" in proc.stdout
     after = _lines(run_dir / "traces.jsonl")
     keys = [(t["case_id"], t["variant_name"]) for t in after]
     assert len(keys) == len(set(keys)) == 8
@@ -111,7 +111,7 @@ def test_retry_failed_reruns_only_errored_cells_and_replaces_them(tmp_path, env)
     log.unlink()
     again = run_evalh(["retry-failed", str(run_dir)], env, tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "retried 0 cell(s)" in again.stdout
+    assert "retried 0 cells" in again.stdout
     assert not log.exists()
     assert _lines(run_dir / "traces.jsonl") == after
 
