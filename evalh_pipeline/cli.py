@@ -474,7 +474,12 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     if len(set(evals)) > 1:
         warning(f"the runs are of different evals (A: {evals[0]}, B: {evals[1]}): "
                 "only variants with the same name are compared")
-    if not report.variants:
+    if report.run_b_empty:
+        if exit_nonzero_on_regression:
+            error(f"{report.run_b} has no cells (no case was selected): an empty run fails the gate")
+            sys.exit(1)
+        warning(f"{report.run_b} has no cells (no case was selected): nothing was compared")
+    elif not report.variants:
         only_a = ", ".join(report.variants_only_in_a) or "none"
         only_b = ", ".join(report.variants_only_in_b) or "none"
         error(f"nothing to compare: no variant is in both runs (variants of A: {only_a}; of B: {only_b})")
@@ -507,9 +512,6 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
         click.echo(escape_control("\n".join(lines)))
-    if exit_nonzero_on_regression and report.run_b_empty:
-        error(f"{report.run_b} has no cells (no case was selected): an empty run fails the gate")
-        sys.exit(1)
     if exit_nonzero_on_regression and report.has_regressions:
         sys.exit(1)
 

@@ -104,7 +104,8 @@ class Stream:
         if prefix:
             rendered.append(prefix, style=prefix_style)
         rendered.append(text, style=style)
-        self.console.print(rendered)
+        # soft_wrap: the terminal wraps a long line itself, so a path in it copies whole.
+        self.console.print(rendered, soft_wrap=True)
 
     def rich(self, renderable: Any) -> None:
         """Print a rich renderable (a Text or a Table) on a terminal."""
