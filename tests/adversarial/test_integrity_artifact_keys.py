@@ -85,4 +85,4 @@ output: [{{type: local_files, path: {folder / "runs"}}}]
     # inspect reads each cell's own files back.
     shown = run_evalh(["inspect", str(run_dir), "--case", "", "--limit", "0"], env, tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert "+ who.txt" in shown.stdout and "1 matching cell(s)" in shown.stdout
+    assert "+ who.txt" in shown.stdout and "1 matching cell " in shown.stdout

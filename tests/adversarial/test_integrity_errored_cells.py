@@ -45,7 +45,7 @@ output: [{{type: local_files, path: {folder / "runs"}}}]
     assert "gate failed" in done.stdout and "pass_rate_floor" in done.stdout
     # compare and inspect judge the cell the same way.
     shown = run_evalh(["inspect", str(run_dir), "--failed", "--limit", "0"], env, tmp_path)
-    assert "3 matching cell(s)" in shown.stdout and "ERROR" in shown.stdout
+    assert "3 matching cells" in shown.stdout and "ERROR" in shown.stdout
     compared = run_evalh(["compare", str(run_dir), str(run_dir), "--json"], env, tmp_path)
     assert compared.returncode == 0, compared.stderr
     report = json.loads(compared.stdout)
