@@ -7,7 +7,6 @@ truncated names. Text from the system under test never reaches the terminal raw.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
