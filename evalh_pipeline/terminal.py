@@ -139,7 +139,14 @@ def table(headers: list[str], rows: list[list[str]], *, title: str | None = None
     folds onto a second line instead of ending in an ellipsis.
     """
     rows = [[escape_control(cell) for cell in row] for row in rows]
-    if not out.is_terminal:
+    # The narrowest box table: names whole, every other column as wide as its longest header
+    # word or figure, plus borders. Wider than the terminal, a box table would cut something,
+    # so the plain layout is used and the terminal wraps it.
+    widths = [max([len(row[0]) for row in rows] + [len(headers[0])])] + [
+        max([len(word) for word in header.split()] + [len(row[i]) for row in rows])
+        for i, header in enumerate(headers) if i > 0]
+    boxed = out.is_terminal and sum(widths) + 3 * len(widths) + 1 <= out.console.width
+    if not boxed:
         from evalh_pipeline.queries.report import text_table
 
         lines = ([title, ""] if title else []) + text_table(headers, rows)
@@ -150,7 +157,11 @@ def table(headers: list[str], rows: list[list[str]], *, title: str | None = None
 
     rendered = Table(title=title)
     for i, header in enumerate(headers):
-        rendered.add_column(header, justify="left" if i == 0 else "right", overflow="fold")
+        # Names (variants, evaluators) stay whole on one line; headers and figures give way.
+        if i == 0:
+            rendered.add_column(header, no_wrap=True)
+        else:
+            rendered.add_column(header, justify="right", overflow="fold")
     for row in rows:
         rendered.add_row(*row)
     out.rich(rendered)
