@@ -109,3 +109,28 @@ def test_run_header_masks_secrets_and_hashes_the_masked_config(toy_eval, tmp_pat
     assert masked["metadata"] == {"endpoint": f"https://x/{MASK}", "api_key": MASK}
     assert final.read_config_hash() == digest == config_hash(masked)
     assert final.read_meta()["variants"] == ["base", "candidate"]
+
+
+def test_a_run_leaves_only_files_its_run_directory_names(toy_eval):
+    import asyncio
+
+    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.evaluation import evaluate_traces
+    from evalh_pipeline.runner.stages import prepare_cases, write_summary
+    from evalh_pipeline.runner.traces import produce_traces
+    from evalh_pipeline.store.run_dir import new_run_id
+
+    spec = load_eval(toy_eval)
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+    asyncio.run(produce_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, ["base"]))  # a partial pass, then the rest
+    asyncio.run(evaluate_traces(spec, run_dir))
+    write_summary(spec, run_dir)
+    named = {p.name for p in (run_dir.meta, run_dir.config_yaml, run_dir.config_hash_txt, run_dir.cases,
+                              run_dir.traces, run_dir.results, run_dir.summary, run_dir.report, run_dir.drift,
+                              run_dir.drift_report, run_dir.artifacts, run_dir.publish_log, run_dir.lock,
+                              run_dir.results_slices, run_dir.publish_state, run_dir.cells_cache,
+                              run_dir.stores_lock, run_dir.stores_state, *run_dir.inline_results(spec.variant_names))}
+    left = {p.name for p in run_dir.path.iterdir()}
+    assert left <= named, left - named
+    assert not [p for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]  # no temp file outlives its write
