@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 from evalh_pipeline.models import EvalCase, RunVariant  # noqa: E402
 from evalh_pipeline.workspaces.base import WorkspaceContext  # noqa: E402
 from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM  # noqa: E402
-from evalh_pipeline.workspaces.removal import remove_tree  # noqa: E402
+from evalh_pipeline.common.trees import remove_tree  # noqa: E402
 from evalh_pipeline.workspaces.tempdir_snapshot import TempdirSnapshotWorkspace  # noqa: E402
 
 FILE_BYTES = 20_000

@@ -99,7 +99,7 @@ def _artifact_reader(run_dir: RunDirectory) -> Callable[[Key], dict[str, Any] | 
     if not isinstance(workspace, dict):
         return None
     # Only here: fsspec is not needed by runs without a workspace.
-    from evalh_pipeline.workspaces.storage import read_artifact_document, storage_for
+    from evalh_pipeline.store.object_storage import read_artifact_document, storage_for
 
     storage = storage_for(workspace.get("object_storage"), run_dir.artifacts, run_dir.run_id)
 

@@ -162,7 +162,7 @@ class RunPublisher:
         return report
 
     def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
-        from evalh_pipeline.workspaces.storage import FsspecObjectStorage, encode_path_part
+        from evalh_pipeline.store.object_storage import FsspecObjectStorage, encode_path_part
 
         storage = FsspecObjectStorage(run_url(target, run_dir.run_id))
         seen: dict[str, list[int]] = state.setdefault(target, {})

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import FilesystemArtifact
-from evalh_pipeline.workspaces.storage import FsspecObjectStorage, read_artifact_document, storage_for
+from evalh_pipeline.store.object_storage import FsspecObjectStorage, read_artifact_document, storage_for
 
 ARTIFACT_FILE = "artifact.json"
 

@@ -39,8 +39,8 @@ from evalh_pipeline.workspaces.artifacts import ARTIFACT_FILE, dump_artifact
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, render_diff_text
 from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_bytes, key_to_path, take_snapshot
 from evalh_pipeline.workspaces.ownership import create_container, recover_stale
-from evalh_pipeline.workspaces.removal import remove_tree, tree_bytes
-from evalh_pipeline.workspaces.storage import FsspecObjectStorage, artifact_key, storage_for
+from evalh_pipeline.common.trees import remove_tree, tree_bytes
+from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 

@@ -16,7 +16,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from evalh_pipeline.workspaces.removal import remove_tree
+from evalh_pipeline.common.trees import remove_tree
 
 CONTAINER_PREFIX = "evalh-ws-"
 OWNER_FILE = "owner.json"

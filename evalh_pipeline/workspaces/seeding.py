@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalh_pipeline.workspaces.removal import remove_tree
+from evalh_pipeline.common.trees import remove_tree
 
 
 class SeedError(RuntimeError):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from evalh_pipeline.workspaces.storage import artifact_key, encode_key_part
+from evalh_pipeline.store.object_storage import artifact_key, encode_key_part
 from tests.conftest import run_evalh
 
 # Every code point, lone surrogates included: a JSONL dataset can hold "\ud800" escapes.

@@ -17,7 +17,7 @@ from evalh_pipeline.workspaces.artifacts import parse_artifact
 from evalh_pipeline.workspaces.base import WorkspaceContext, WorkspaceError
 from evalh_pipeline.workspaces.ownership import CONTAINER_PREFIX, OWNER_FILE, create_container
 from evalh_pipeline.workspaces.registry import WORKSPACES
-from evalh_pipeline.workspaces.storage import artifact_key, encode_key_part
+from evalh_pipeline.store.object_storage import artifact_key, encode_key_part
 
 CASE = EvalCase.model_validate({"id": "fix/pricing bug", "input": {}})
 VARIANT = RunVariant(name="agent-a", adapter="python_function")

@@ -10,7 +10,7 @@ import pytest
 
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, compare_manifests, render_diff_text
 from evalh_pipeline.workspaces.manifest import hash_bytes, take_snapshot
-from evalh_pipeline.workspaces.removal import remove_tree
+from evalh_pipeline.common.trees import remove_tree
 
 
 def _read(root):

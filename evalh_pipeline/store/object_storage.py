@@ -28,11 +28,12 @@ import stat
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from evalh_pipeline.workspaces.removal import remove_tree, tree_bytes
+from evalh_pipeline.common.trees import remove_tree, tree_bytes
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 _MAX_PART = 150
@@ -73,7 +74,7 @@ def legacy_artifact_key(case_id: str, variant_name: str, sample: int = 0) -> str
 
 
 def read_artifact_document(storage: "ObjectStorage", case_id: str, variant_name: str, sample: int = 0,
-                           file: str = "artifact.json") -> dict | None:
+                           file: str = "artifact.json") -> dict[str, Any] | None:
     """The parsed ``artifact.json`` of one cell, or None when the cell has none.
 
     Tries the current key, then the legacy one, and keeps a document only if it names
@@ -156,10 +157,11 @@ class FsspecObjectStorage(ObjectStorage):
         self.fs.pipe_file(path, data)
 
     def get(self, key: str) -> bytes:
-        return self.fs.cat_file(self._path(key))
+        data: bytes = self.fs.cat_file(self._path(key))
+        return data
 
     def exists(self, key: str) -> bool:
-        return self.fs.exists(self._path(key))
+        return bool(self.fs.exists(self._path(key)))
 
     def url(self, key: str) -> str:
         path = self._path(key)
