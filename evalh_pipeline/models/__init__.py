@@ -5,6 +5,7 @@ from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
 from evalh_pipeline.models.result import EvaluationResult
 from evalh_pipeline.models.summary import (
     ComparisonReport,
+    Completeness,
     EvaluatorRollup,
     EvaluatorVariantRollup,
     RunSummary,
@@ -28,6 +29,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "CellRecord",
     "ComparisonReport",
+    "Completeness",
     "EvalCase",
     "EvaluationResult",
     "EvaluatorRollup",

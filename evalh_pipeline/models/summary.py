@@ -67,6 +67,40 @@ class ComparisonReport(BaseModel):
     improvements_count: int | None = None
 
 
+class VariantCompleteness(BaseModel):
+    """Cells one variant should have (cases x samples) and the traces it has."""
+
+    expected: int
+    present: int
+
+
+class Completeness(BaseModel):
+    """Whether every cell of the run has a trace: counted, never guessed.
+
+    ``expected_cells`` comes from the run's own snapshot (cases.jsonl x the variants in
+    run.json x ``run.samples_per_case`` in config.yaml), not from the eval.yaml on disk.
+    """
+
+    complete: bool
+    expected_cells: int
+    present_cells: int
+    by_variant: dict[str, VariantCompleteness] = Field(default_factory=dict)
+
+    @property
+    def missing_variants(self) -> list[str]:
+        """Variants of the run without a single trace."""
+        return [name for name, c in self.by_variant.items() if c.expected and not c.present]
+
+    def describe(self) -> str:
+        """One line: complete, or which variants are short of how many cells."""
+        if self.complete:
+            return f"complete: {self.present_cells}/{self.expected_cells} cells have a trace"
+        short = ", ".join(f"{name} {c.present}/{c.expected}" for name, c in self.by_variant.items()
+                          if c.present < c.expected)
+        return (f"incomplete: {self.present_cells}/{self.expected_cells} cells have a trace "
+                f"(missing in {short})")
+
+
 class RunSummary(BaseModel):
     """The aggregate of one run, written as ``summary.yaml``."""
 
@@ -86,3 +120,5 @@ class RunSummary(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Runs with a workspace: bytes copied/moved/deleted/leaked and a mismatch message (if gross).
     workspace: dict[str, Any] | None = None
+    # Expected cells (from the run's snapshot) against traces present; None for old summaries.
+    completeness: Completeness | None = None

@@ -47,10 +47,14 @@ def evaluators_table(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def comparison_section(summary: RunSummary) -> str:
+def comparison_section(summary: RunSummary, baseline_variant: str | None = None) -> str:
+    """The baseline-variant comparison; without one, why there is none (never guessed)."""
     comp = summary.comparison
     if comp is None:
-        return "No baseline variant configured (`run.baseline_variant`)."
+        if baseline_variant is None:
+            return "No baseline variant configured (`run.baseline_variant`)."
+        return (f"No comparison: the baseline variant `{baseline_variant}` has no traces in this run "
+                f"({completeness_line(summary)}).")
     lines = [f"Baseline: `{comp.baseline}` ({comp.kind})", ""]
     lines += ["| variant | pass-rate delta | latency delta (ms) | regressions | improvements |",
               "|---|---:|---:|---:|---:|"]
@@ -66,17 +70,25 @@ def comparison_section(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def render_report(summary: RunSummary, eval_name: str) -> str:
-    """The run's report.md: regressions first, then the per-variant and per-evaluator tables."""
+def completeness_line(summary: RunSummary) -> str:
+    """``complete: …`` / ``incomplete: …`` (or "completeness not recorded" for old summaries)."""
+    return summary.completeness.describe() if summary.completeness else "completeness not recorded"
+
+
+def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | None = None) -> str:
+    """The run's report.md: completeness and regressions first, then the per-variant and per-evaluator tables."""
+    incomplete = summary.completeness is not None and not summary.completeness.complete
     return "\n".join([
         f"# {eval_name} — run `{summary.run_id}`",
         "",
+        *([f"**INCOMPLETE RUN** — {completeness_line(summary)}. Figures cover only the cells that have a trace; "
+           "finish it with `evalh run <eval.yaml> --resume <run_dir>`.", ""] if incomplete else []),
         f"{summary.cases_total} cases · started {summary.started_at:%Y-%m-%d %H:%M:%S} UTC · "
         f"config `{summary.config_hash[:12]}`",
         "",
         "## Comparison",
         "",
-        comparison_section(summary),
+        comparison_section(summary, baseline_variant),
         "",
         "## Variants",
         "",

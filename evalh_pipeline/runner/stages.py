@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.models import RunSummary
+from evalh_pipeline.models import Completeness, RunSummary
+from evalh_pipeline.models.summary import VariantCompleteness
 from evalh_pipeline.models.versioning import migrate
 from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.summary import summarize_run
@@ -48,23 +49,59 @@ def prepare_cases(spec: EvalSpec, run_id: str) -> CasesInfo:
     return CasesInfo(existing, count, digest, created=True)
 
 
+def run_variants(run_dir: RunDirectory, spec: EvalSpec | None = None) -> list[str]:
+    """The variants a run was started with (run.json), else ``spec``'s."""
+    meta = run_dir.read_meta() if run_dir.exists() else {}
+    variants = meta.get("variants")
+    if isinstance(variants, list) and variants:
+        return [str(v) for v in variants]
+    return spec.variant_names if spec is not None else []
+
+
+def run_samples(run_dir: RunDirectory, default: int = 1) -> int:
+    """``run.samples_per_case`` of the run's config snapshot (config.yaml)."""
+    try:
+        snapshot = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        return default
+    value = ((snapshot.get("run") or {}) if isinstance(snapshot, dict) else {}).get("samples_per_case", default)
+    return value if isinstance(value, int) and value >= 1 else default
+
+
+def completeness(run_dir: RunDirectory, summary: RunSummary, cases: int, spec: EvalSpec | None = None) -> Completeness:
+    """Expected cells from the run's own snapshot against the traces the summary counted."""
+    samples = run_samples(run_dir, spec.config.run.samples_per_case if spec is not None else 1)
+    present = {v.name: v.cases_total for v in summary.variants}
+    by_variant = {name: VariantCompleteness(expected=cases * samples, present=present.get(name, 0))
+                  for name in run_variants(run_dir, spec)}
+    expected = sum(c.expected for c in by_variant.values())
+    found = sum(c.present for c in by_variant.values())
+    return Completeness(
+        complete=all(c.present >= c.expected for c in by_variant.values()),
+        expected_cells=expected, present_cells=found, by_variant=by_variant,
+    )
+
+
 def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     """Aggregate traces + results into summary.yaml and report.md (atomically)."""
+    variants = run_variants(run_dir, spec)
+    cases = count_cases(run_dir.cases)
     summary = summarize_run(
         run_dir,
-        variant_order=spec.variant_names,
+        variant_order=variants,
         pass_criteria=spec.config.pass_criteria,
         baseline_variant=spec.config.run.baseline_variant,
         config_path=str(spec.path),
         config_hash=run_dir.read_config_hash(),
-        cases_total=count_cases(run_dir.cases),
+        cases_total=cases,
         metadata=spec.config.metadata,
     )
+    summary.completeness = completeness(run_dir, summary, cases, spec)
     accounting = read_accounting(run_dir.path)
     if accounting is not None:
         summary.workspace = {**accounting.as_dict(), "mismatch": accounting.mismatch()}
     write_atomic(run_dir.summary, dump_yaml(summary.model_dump(mode="json")))
-    write_atomic(run_dir.report, render_report(summary, spec.name))
+    write_atomic(run_dir.report, render_report(summary, spec.name, spec.config.run.baseline_variant))
     return summary
 
 
