@@ -1,13 +1,17 @@
 """What an eval's fixtures were: the lineage recorded in run.json and watched by the fixture sensor.
 
-The fingerprint of an eval's fixtures is
-- the sha256 of the dataset file;
-- the git ``HEAD`` of the repository holding the eval folder (else the dataset's folder);
-- with a workspace that copies a tree (``workspace.copy_from``): the ``HEAD`` of that
-  tree's git repository when it is in one, else a content hash of the tree.
+The fixtures of an eval are its own inputs, by path: the eval file, the dataset file, the
+workspace's ``copy_from`` (or ``source_repo``) tree, and every other file the eval file
+names that exists beside it (a price table, a prompt, a script). Each path is versioned
 
-A changed fingerprint is a new fixture version: the sensor starts a run for it, and every
-run records the one it was made from.
+- by its git object id (blob for a file, tree for a folder) at ``HEAD`` when it is tracked
+  and unmodified in the working tree;
+- by a sha256 of its content otherwise (untracked, ignored, modified, or no git at all).
+
+The fingerprint ``key`` is a hash of those versions: a commit that touches none of the
+paths leaves it unchanged, so it starts nothing. ``commit`` is recorded only when every
+path is tracked and unmodified (the last commit that changed any of them); otherwise
+``status`` says ``modified`` or ``untracked`` and the key is the content hash.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 
 GIT_TIMEOUT_SECONDS = 5
 NO_GIT = "nogit"
+TRACKED, MODIFIED, UNTRACKED = "tracked", "modified", "untracked"
 
 # path -> (size, mtime_ns, sha256): the sensor re-fingerprints every tick, and unchanged files
 # of a copy_from tree are not read again. One entry per path (its latest version), so a
@@ -35,21 +40,19 @@ _FILE_HASHES_MAX = 100_000
 
 @dataclass(frozen=True)
 class FixtureFingerprint:
-    """The dataset's content hash, the git commit, and the workspace tree's version."""
+    """The versions of an eval's input paths, and what git says about them."""
 
-    dataset_hash: str
-    commit: str  # "" when the eval is not in a git repository (or git is unavailable)
-    workspace: str = ""  # "" without copy_from; "git:<HEAD>" or "sha256:<tree hash>"
+    key: str  # sha256 (24 hex) over every path's version: the sensor's cursor
+    status: str  # tracked | modified | untracked
+    commit: str  # the last commit that changed the paths; "" unless every path is tracked and unmodified
+    dataset_hash: str  # sha256 of the dataset file's content
+    workspace: str = ""  # "" without copy_from; "git:<tree id>" or "sha256:<tree hash>"
+    paths: dict[str, str] = field(default_factory=dict)  # path (relative to the repo or eval folder) -> version
 
-    @property
-    def key(self) -> str:
-        """The sensor's cursor and run key suffix: ``<commit or nogit>:<dataset sha256>[:<workspace>]``."""
-        base = f"{self.commit or NO_GIT}:{self.dataset_hash}"
-        return f"{base}:{self.workspace}" if self.workspace else base
-
-    def as_record(self) -> dict[str, str]:
+    def as_record(self) -> dict[str, Any]:
         """The ``fixtures`` entry of run.json."""
-        return asdict(self)
+        return {"key": self.key, "status": self.status, "commit": self.commit, "dataset_hash": self.dataset_hash,
+                "workspace": self.workspace, "paths": dict(self.paths)}
 
 
 def file_sha256(path: Path) -> str:
@@ -60,20 +63,33 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
+            check=False, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def git_head(folder: Path) -> str:
     """``HEAD`` of the git repository containing ``folder``; "" if none (or no git, or timeout)."""
     if not folder.is_dir():
         return ""
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--verify", "-q", "HEAD"],
-            capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    head = proc.stdout.strip()
-    return head if proc.returncode == 0 and head else ""
+    proc = _git(folder, "rev-parse", "--verify", "-q", "HEAD")
+    head = proc.stdout.strip() if proc else ""
+    return head if proc is not None and proc.returncode == 0 and head else ""
+
+
+def git_root(folder: Path) -> Path | None:
+    """The top of the git working tree containing ``folder``, if any."""
+    if not folder.is_dir():
+        return None
+    proc = _git(folder, "rev-parse", "--show-toplevel")
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return Path(proc.stdout.strip()).resolve()
 
 
 def tree_sha256(root: Path) -> str:
@@ -120,25 +136,123 @@ def copy_from_path(spec: EvalSpec) -> Path | None:
     return resolve_input_path(str(value), spec.eval_dir)
 
 
-def workspace_version(tree: Path | None) -> str:
-    """``git:<HEAD>`` when ``tree`` is in a git repository, else ``sha256:<tree hash>``; "" without one."""
-    if tree is None or not tree.is_dir():
-        return ""
-    head = git_head(tree)
-    return f"git:{head}" if head else f"sha256:{tree_sha256(tree)}"
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def fixture_paths(spec: EvalSpec) -> list[Path]:
+    """The eval's own inputs: eval file, dataset, copy_from tree, files it names beside it."""
+    paths = [spec.path.resolve(), spec.dataset_path.resolve()]
+    tree = copy_from_path(spec)
+    if tree is not None and tree.is_dir():
+        paths.append(tree.resolve())
+    eval_dir = spec.eval_dir.resolve()
+    for text in _strings(spec.raw):
+        if not text or len(text) > 512 or "\n" in text or "://" in text:
+            continue
+        try:
+            candidate = (eval_dir / text).resolve()
+            if candidate.is_file() and candidate.is_relative_to(eval_dir):
+                paths.append(candidate)
+        except (OSError, ValueError):
+            continue
+    return sorted(set(paths))
+
+
+def _content_version(path: Path) -> str:
+    if path.is_dir():
+        return f"sha256:{tree_sha256(path)}"
+    return f"sha256:{_cached_sha256(path)}" if path.is_file() else "missing"
+
+
+def _git_versions(root: Path, rels: list[str]) -> tuple[dict[str, str], set[str]]:
+    """Object ids at HEAD of ``rels`` (tracked ones only), and the ones changed in the working tree."""
+    listed = _git(root, "ls-tree", "-z", "HEAD", "--", *rels)
+    ids: dict[str, str] = {}
+    if listed is not None and listed.returncode == 0:
+        for entry in listed.stdout.split("\0"):
+            if "\t" in entry:
+                info, rel = entry.split("\t", 1)
+                ids[rel] = info.split()[2]
+    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
+    changed: set[str] = set()
+    if status is not None and status.returncode == 0:
+        for entry in status.stdout.split("\0"):
+            if len(entry) > 3 and entry[2] == " ":
+                changed.add(entry[3:])
+    dirty = {rel for rel in rels if any(c == rel or c.startswith(rel.rstrip("/") + "/") for c in changed)}
+    return ids, dirty
 
 
 def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     """The current fingerprint of ``spec``'s fixtures (see the module docstring)."""
-    commit = git_head(spec.eval_dir) or git_head(spec.dataset_path.parent)
+    paths = fixture_paths(spec)
+    root = git_root(spec.eval_dir)
+    versions: dict[str, str] = {}
+    states: list[str] = []
+    inside = [p for p in paths if root is not None and p.is_relative_to(root)] if root is not None else []
+    ids, dirty = _git_versions(root, [p.relative_to(root).as_posix() for p in inside]) if inside else ({}, set())
+    for path in paths:
+        if root is not None and path in inside:
+            rel = path.relative_to(root).as_posix()
+            if rel in ids and rel not in dirty:
+                versions[rel] = f"git:{ids[rel]}"
+                states.append(TRACKED)
+                continue
+            states.append(MODIFIED if rel in ids else UNTRACKED)
+        else:
+            # Relative to the eval folder, so moving the whole folder keeps the key.
+            rel = Path(os.path.relpath(path, spec.eval_dir.resolve())).as_posix()
+            states.append(UNTRACKED)
+        versions[rel] = _content_version(path)
+    status = TRACKED if all(s == TRACKED for s in states) else MODIFIED if MODIFIED in states else UNTRACKED
+    commit = ""
+    if status == TRACKED and root is not None:
+        log = _git(root, "log", "-1", "--format=%H", "--", *versions)
+        commit = log.stdout.strip() if log is not None and log.returncode == 0 else ""
+    digest = hashlib.sha256("".join(f"{rel}\0{v}\n" for rel, v in sorted(versions.items())).encode()).hexdigest()
+    tree = copy_from_path(spec)
+    workspace = ""
+    if tree is not None and tree.is_dir():
+        resolved = tree.resolve()
+        rel = resolved.relative_to(root).as_posix() if root is not None and resolved.is_relative_to(root) \
+            else resolved.as_posix()
+        if root is None or not resolved.is_relative_to(root):
+            rel = Path(os.path.relpath(resolved, spec.eval_dir.resolve())).as_posix()
+        workspace = versions.get(rel, _content_version(resolved))
     return FixtureFingerprint(
-        dataset_hash=file_sha256(spec.dataset_path),
-        commit=commit,
-        workspace=workspace_version(copy_from_path(spec)),
+        key=digest[:24], status=status, commit=commit,
+        dataset_hash=file_sha256(spec.dataset_path) if spec.dataset_path.is_file() else "",
+        workspace=workspace, paths=versions,
     )
 
 
-def recorded_fixtures(meta: dict[str, Any]) -> dict[str, str]:
+def workspace_version(tree: Path | None) -> str:
+    """``git:<tree id>`` when ``tree`` is tracked and clean in git, else ``sha256:<tree hash>``; "" without one."""
+    if tree is None or not tree.is_dir():
+        return ""
+    root = git_root(tree)
+    if root is not None:
+        rel = tree.resolve().relative_to(root).as_posix()
+        if rel == ".":
+            head = _git(root, "rev-parse", "HEAD^{tree}")
+            clean = _git(root, "status", "--porcelain", "--untracked-files=all")
+            if head and head.returncode == 0 and clean and clean.returncode == 0 and not clean.stdout.strip():
+                return f"git:{head.stdout.strip()}"
+        else:
+            ids, dirty = _git_versions(root, [rel])
+            if rel in ids and rel not in dirty:
+                return f"git:{ids[rel]}"
+    return f"sha256:{tree_sha256(tree)}"
+
+
+def recorded_fixtures(meta: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint a run recorded in run.json (empty for runs made before it was recorded)."""
     fixtures = meta.get("fixtures")
     return fixtures if isinstance(fixtures, dict) else {}

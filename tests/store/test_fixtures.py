@@ -1,4 +1,4 @@
-"""Fixture fingerprints: the dataset, the eval's git HEAD and the workspace's copy_from tree."""
+"""Fixture fingerprints by path: the eval file, dataset and copy_from tree, git ids when tracked, content otherwise."""
 
 from __future__ import annotations
 
@@ -39,23 +39,60 @@ def test_a_copy_from_tree_changes_the_fingerprint_key(tmp_path, monkeypatch):
     (tree / "main.py").write_text("print(1)\n")
     spec = load_eval(write_eval(tmp_path / "toy", cases=2))
     plain = fixture_fingerprint(spec)
-    assert plain.workspace == "" and plain.key == f"nogit:{plain.dataset_hash}"
+    assert plain.workspace == "" and plain.status == "untracked" and plain.commit == ""
+    assert set(plain.paths) == {"eval.yaml", "cases.jsonl"}
 
     with_tree = fixture_fingerprint(_with_copy_from(spec, "../fixture_repo"))
     assert with_tree.workspace == f"sha256:{tree_sha256(tree)}"
-    assert with_tree.key == f"{plain.key}:{with_tree.workspace}"
+    assert with_tree.key != plain.key
     (tree / "main.py").write_text("print(2)\n")
     assert fixture_fingerprint(_with_copy_from(spec, "../fixture_repo")).key != with_tree.key
 
 
-def test_a_copy_from_tree_in_git_is_versioned_by_its_head(tmp_path):
+def _init(repo):
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
+                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=30)
+
+
+def _out(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
+def test_a_copy_from_tree_in_git_is_versioned_by_its_tree_id(tmp_path):
     tree = tmp_path / "fixture_repo"
     tree.mkdir()
     (tree / "main.py").write_text("print(1)\n")
-    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
-                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
-        subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True, timeout=30)
-    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True, timeout=30).stdout.strip()
-    assert workspace_version(tree) == f"git:{head}"
+    _init(tree)
+    assert workspace_version(tree) == f"git:{_out(tree, 'rev-parse', 'HEAD^{tree}')}"
+    (tree / "main.py").write_text("print(2)\n")
+    assert workspace_version(tree) == f"sha256:{tree_sha256(tree)}"  # modified: the content, not git
     assert workspace_version(tmp_path / "missing") == ""
+
+
+def test_tracked_inputs_use_git_ids_and_the_commit_that_last_changed_them(tmp_path):
+    repo = tmp_path / "repo"
+    spec = load_eval(write_eval(repo / "toy", cases=2))
+    _init(repo)
+    fixtures_commit = _out(repo, "rev-parse", "HEAD")
+    (repo / "unrelated.txt").write_text("x\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "two"], check=True, timeout=30)
+
+    fingerprint = fixture_fingerprint(spec)
+
+    assert (fingerprint.status, fingerprint.commit) == ("tracked", fixtures_commit)
+    assert fingerprint.paths["toy/cases.jsonl"] == f"git:{_out(repo, 'rev-parse', 'HEAD:toy/cases.jsonl')}"
+    (repo / "toy" / "notes.txt").write_text("untracked, not an input\n")
+    assert fixture_fingerprint(spec).key == fingerprint.key
+
+
+def test_an_ignored_dataset_is_untracked_and_versioned_by_content(tmp_path):
+    repo = tmp_path / "repo"
+    spec = load_eval(write_eval(repo / "toy", cases=2))
+    (repo / ".gitignore").write_text("cases.jsonl\n")
+    _init(repo)
+    fingerprint = fixture_fingerprint(spec)
+    assert (fingerprint.status, fingerprint.commit) == ("untracked", "")
+    assert fingerprint.paths["toy/cases.jsonl"].startswith("sha256:")
