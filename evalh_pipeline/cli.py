@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from evalh_pipeline.models import RunSummary
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
+# `run --fail-on-gate`: a gate failed (like `drift --exit-nonzero-on-regression`).
+EXIT_GATE = 1
 
 
 def _load(eval_path: str) -> EvalSpec:
@@ -41,23 +43,22 @@ def _load(eval_path: str) -> EvalSpec:
 
 def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = ""):
     from evalh_pipeline.config import ConfigError
-    from evalh_pipeline.defs.launch import InfrastructureError, local_instance
-    from evalh_pipeline.defs.resources import EvalhRuntime
+    from evalh_pipeline.defs.launch import InfrastructureError, RunOptions, local_instance
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     started = datetime.now(timezone.utc)
     try:
         instance = local_instance()
-        # runs_root: the assets re-read eval.yaml; a run named on the command line may live elsewhere.
-        runs_root = str(spec.runs_root)
+        # The assets use `spec` itself (launch hands it over), so a run named on the command
+        # line is worked on where it is, even outside the eval's output folder.
         if err.is_terminal:
             # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
             with progress_bars() as bars:
-                runtime = EvalhRuntime(progress=BarProgress(bars), max_concurrency=max_concurrency, runs_root=runs_root)
+                runtime = RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency)
                 outcome = action(spec, run_id, instance=instance, runtime=runtime)
         else:
             # A CI log gets one line per phase start and end instead of bars.
-            runtime = EvalhRuntime(progress=LineProgress(), max_concurrency=max_concurrency, runs_root=runs_root)
+            runtime = RunOptions(progress=LineProgress(), max_concurrency=max_concurrency)
             outcome = action(spec, run_id, instance=instance, runtime=runtime)
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
@@ -90,6 +91,9 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
 
 def _print_outcome(outcome) -> None:
     _print_summary(outcome.summary, outcome.run_dir)
+    done = outcome.summary.completeness
+    if done is not None and not done.complete:
+        warning(done.describe())
     if outcome.run_dir.drift.exists():
         from evalh_pipeline.runner.drift import load_drift
 
@@ -176,8 +180,10 @@ def main() -> None:
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
               help="Keep cases whose KEY (metadata.KEY, or a dotted path into the case) equals VALUE. "
                    "Repeat a key for OR, use several keys for AND; narrows dataset.filter.")
+@click.option("--fail-on-gate", is_flag=True,
+              help="Exit 1 when a gate or the completeness check fails (for CI); the run is still complete.")
 def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry_run: bool,
-        limit: int | None, filters: tuple[str, ...]) -> None:
+        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
     _require_eval_file(eval_path)
     spec = _select(_load(eval_path), filters, limit)
@@ -207,6 +213,22 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
     action = partial(materialize_run, snapshot_cases=selecting)
     outcome = _materialize(action, spec, run_id, max_concurrency, on_interrupt=resume)
     _print_outcome(outcome)
+    _print_ui_visibility(spec)
+    if fail_on_gate and outcome.failed_checks:
+        sys.exit(EXIT_GATE)
+
+
+def _print_ui_visibility(spec: EvalSpec) -> None:
+    """Say how to see an eval outside the code location's folders in the UI (not as orphan assets)."""
+    import os
+
+    from evalh_pipeline.defs.discovery import EVALS_DIR_ENV, evals_dirs, project_evals_dir, visible_in_ui
+
+    if not visible_in_ui(spec.path):
+        folders = ":".join(str(f) for f in evals_dirs(project_evals_dir()))
+        extra = f":{os.environ[EVALS_DIR_ENV]}" if os.environ.get(EVALS_DIR_ENV) else ""
+        err.line(f"note: {spec.path} is outside the UI's evals folder ({folders}); to see its runs in the UI: "
+                 f"{EVALS_DIR_ENV}={spec.eval_dir}{extra} ./dev ui")
 
 
 def _require_eval_file(eval_path: str) -> None:

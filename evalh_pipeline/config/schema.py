@@ -94,7 +94,9 @@ class RunConfig(_Strict):
 class GatesConfig(_Strict):
     """Release gates, checked as Dagster asset checks on each run's summary (an evalh extension).
 
-    A failed blocking gate stops assets downstream of the summary in the same Dagster run.
+    A failed gate is a failed (red) check; the run still completes, drift included. With
+    ``blocking: true`` (opt-in) a failed gate also fails the Dagster run, and a failed gate on
+    the summary stops the run's drift.
     """
 
     no_regressions_vs_baseline_variant: bool = True
@@ -102,7 +104,7 @@ class GatesConfig(_Strict):
     no_regressions_vs_promoted_baseline: bool = True
     pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
     max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
-    blocking: bool = True
+    blocking: bool = False
 
 
 class ScheduleConfig(_Strict):
@@ -130,6 +132,27 @@ class ScheduleConfig(_Strict):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {value!r} (an IANA name such as UTC or Europe/Paris)") from None
+        return value
+
+
+class AutomationConfig(_Strict):
+    """Which of the eval's sensors run by default in the Dagster daemon (an evalh extension).
+
+    ``on_fixture_change: true`` starts ``<eval>__fixtures_changed`` running; a ``drift_cron``
+    starts ``<eval>__scheduled_drift`` running on that cron (read in ``schedule.timezone``;
+    without it the sensor uses ``schedule.drift_cron`` and is stopped until turned on in the UI).
+    """
+
+    on_fixture_change: bool = False
+    drift_cron: str | None = None
+
+    @field_validator("drift_cron")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        from evalh_pipeline.config.cron import parse_cron
+
+        if value is not None:
+            parse_cron(value)
         return value
 
 
@@ -165,6 +188,7 @@ class EvalConfig(_Strict):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     gates: GatesConfig = Field(default_factory=GatesConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    automation: AutomationConfig = Field(default_factory=AutomationConfig)
     output: list[OutputConfig] = Field(default_factory=lambda: [OutputConfig()])
 
     @field_validator("output", mode="before")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -10,7 +9,7 @@ import dagster as dg
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.discovery import discover_evals, evals_dirs
 from evalh_pipeline.defs.evals.assets import EvalAssets, build_eval_assets
-from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime, runtime_resource
+from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 
 
 def build_definitions(
@@ -25,7 +24,10 @@ def build_definitions(
         jobs=[job for b in built.values() for job in b.jobs],
         asset_checks=[check for b in built.values() for check in b.checks],
         sensors=[sensor for b in built.values() for sensor in b.sensors],
-        resources={RUNTIME_KEY: runtime_resource(runtime)},
+        resources={RUNTIME_KEY: runtime or EvalhRuntime()},
+        # Every step of a run in one process, also for the UI's ad hoc asset selections:
+        # a step is a stage of one eval run, not worth a process of its own.
+        executor=dg.in_process_executor,
     )
     return defs, built
 
@@ -34,5 +36,3 @@ def load_code_location(default_evals_dir: Path | None = None) -> dg.Definitions:
     """The code location's Definitions, as ``definitions.py`` and ``dagster dev`` load them."""
     folders = evals_dirs(default_evals_dir)
     return build_definitions(discover_evals(folders).specs)[0]
-
-

@@ -1,8 +1,9 @@
 """Materialize an eval's assets against a Dagster instance: what `evalh run` does.
 
-A run of an eval is two Dagster runs against the same instance the UI reads:
-``<eval>__cells`` (cases, traces and results for every variant of the run, as one
-single-run partition range) and ``<eval>__summarize`` (summary, one per run).
+A run of an eval is one Dagster run of ``<eval>__run`` (cases, traces, results, summary
+and drift for every variant, with every check), executed in this process against the
+instance the UI reads, tagged ``evalh/run_id`` so every step works on the same run
+directory. Re-evaluation is one run of ``<eval>__judge``; promotion one of ``<eval>__promote``.
 """
 
 from __future__ import annotations
@@ -10,18 +11,18 @@ from __future__ import annotations
 import gc
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at the top level
 
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
-from evalh_pipeline.defs.evals.assets import EvalAssets
-from evalh_pipeline.defs.evals.partitions import runs_partitions, variant_range_tags
-from evalh_pipeline.defs.resources import EvalhRuntime
+from evalh_pipeline.defs.evals.names import RUN_ID_TAG, TRIGGER_TAG, judge_job, promote_job, run_job
+from evalh_pipeline.defs.resources import EvalhRuntime, Session
 from evalh_pipeline.models import RunSummary
+from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.stages import load_summary, prepare_cases
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
@@ -36,6 +37,14 @@ telemetry:
 
 class InfrastructureError(RuntimeError):
     """Dagster could not materialize the assets for a reason other than the user's config."""
+
+
+@dataclass
+class RunOptions:
+    """What the CLI hands to the assets of an in-process run: its progress sink and a concurrency override."""
+
+    progress: Progress = field(default_factory=NoProgress)
+    max_concurrency: int | None = None
 
 
 @dataclass
@@ -63,30 +72,27 @@ def local_instance() -> dg.DagsterInstance:
 
 
 def materialize_run(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None,
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
     snapshot_cases: bool = False,
 ) -> RunOutcome:
-    """Add the run partition (if new) and materialize cases, traces, results and summary.
+    """Materialize cases, traces, results, summary and drift of ``run_id``: one Dagster run.
 
     For an existing run this resumes it: only cells without a trace are run.
 
     With ``snapshot_cases`` the run directory (header + cases.jsonl) is written from
-    ``spec`` itself before Dagster runs. This is how CLI selection (``--limit``,
-    ``--filter``: a ``spec`` that differs from the eval.yaml on disk) reaches the run: the
-    ``cases`` asset re-reads the live eval.yaml, finds the run directory already there and
-    keeps its snapshot, as on resume. A bad dataset row raises ConfigError before anything
-    is published.
+    ``spec`` itself before Dagster runs (CLI selection: ``--limit``, ``--filter``). A bad
+    dataset row raises ConfigError before anything is published.
     """
     if snapshot_cases:
         prepare_cases(spec, run_id)
-    return _materialize(spec, run_id, instance, runtime, lambda handles: handles.cells_job)
+    return _materialize(spec, run_id, instance, runtime, run_job(spec.name))
 
 
 def materialize_reevaluation(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None
 ) -> RunOutcome:
-    """Rematerialize results (every variant) and summary of a run from its persisted traces."""
-    return _materialize(spec, run_id, instance, runtime, lambda handles: handles.judge_job)
+    """Rematerialize results (every variant), summary and drift of a run from its persisted traces."""
+    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name))
 
 
 @dataclass
@@ -97,64 +103,50 @@ class Promotion:
 
 
 def materialize_promotion(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: EvalhRuntime | None = None
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None
 ) -> Promotion:
     """Materialize the eval's ``baseline`` asset for ``run_id`` (the atomic pointer + history)."""
-    defs, built = build_definitions([spec], runtime)
-    handles = built[spec.name]
-    op = f"{spec.name}__baseline"
-    dagster_run_id, _ = _execute(defs, handles.promote_job, instance,
-                                 run_config={"ops": {op: {"config": {"run_id": run_id}}}})
+    dagster_run_id, _ = _execute(
+        promote_job(spec.name), instance, spec, runtime, tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"},
+        run_config={"ops": {f"{spec.name}__baseline": {"config": {"run_id": run_id}}}},
+    )
     event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
     previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""
     return Promotion(run_id=run_id, previous_run_id=previous, dagster_run_id=dagster_run_id)
 
 
 def _materialize(
-    spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: EvalhRuntime | None,
-    variant_job: Callable[[EvalAssets], str],
+    spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None, job_name: str,
 ) -> RunOutcome:
-    """One single-run range over every variant of the run, then the run's summary."""
-    defs, built = build_definitions([spec], runtime)
-    handles = built[spec.name]
-    partitions = runs_partitions(spec.name).name
-    if not instance.has_dynamic_partition(partitions, run_id):
-        instance.add_dynamic_partitions(partitions, [run_id])
     # Dagster's object graph is large and outlives the run; keep the cyclic GC from
     # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
     gc.freeze()
     try:
-        executed = [
-            _execute(defs, variant_job(handles), instance, tags=variant_range_tags(run_id, spec.variant_names)),
-            _execute(defs, handles.summarize_job, instance, partition_key=run_id, gated=True),
-        ]
+        dagster_run_id, failed = _execute(job_name, instance, spec, runtime,
+                                          tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"})
     finally:
         gc.unfreeze()
     run_dir = run_directory(spec, run_id)
-    return RunOutcome(
-        run_dir=run_dir,
-        summary=load_summary(run_dir),
-        dagster_run_ids=[dagster_id for dagster_id, _ in executed],
-        failed_checks=[check for _, failed in executed for check in failed],
-    )
+    return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
+                      failed_checks=failed)
 
 
 def _execute(
-    defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, *,
-    partition_key: str | None = None, tags: dict[str, str] | None = None, run_config: dict | None = None,
-    gated: bool = False,
+    job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, options: RunOptions | None,
+    *, tags: dict[str, str], run_config: dict | None = None,
 ) -> tuple[str, list[str]]:
     """Run one job in-process; returns its Dagster run id and the asset checks that failed.
 
-    With ``gated`` the job carries asset checks: a failed blocking check fails the Dagster
-    run, but the data is complete, so it is a verdict reported to the caller, not an
-    infrastructure failure. Every check still runs (the run is not aborted at the first).
+    A failed check is a verdict reported to the caller, not an infrastructure failure, even
+    when it is blocking (the run's data is complete as far as it got).
     """
-    job = defs.resolve_job_def(job_name)
+    options = options or RunOptions()
+    runtime = EvalhRuntime.for_session(Session(progress=options.progress, spec=spec), options.max_concurrency)
     run_id = str(uuid.uuid4())
     try:
-        result = job.execute_in_process(
-            instance=instance, partition_key=partition_key, tags=tags, raise_on_error=not gated, run_id=run_id,
+        job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
+        job.execute_in_process(
+            instance=instance, tags=tags, run_id=run_id,
             run_config={
                 **(run_config or {}),
                 # The event log keeps every event for the UI; evalh reports failures itself
@@ -166,25 +158,24 @@ def _execute(
         raise
     except dg.DagsterExecutionInterruptedError:
         raise KeyboardInterrupt from None
+    except DagsterAssetCheckFailedError:
+        pass  # a blocking gate failed: reported below with the other failed checks
     except dg.DagsterUserCodeExecutionError as exc:
         cause = exc.user_exception
         if isinstance(cause, ConfigError):
             raise cause from None
+        if isinstance(cause, dg.Failure):
+            raise InfrastructureError(f"{job_name} failed: {cause.description}") from None
         raise InfrastructureError(f"{job_name} failed: {type(cause).__name__}: {cause}") from exc
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {type(exc).__name__}: {exc}") from exc
-    failed = _failed_checks(instance, run_id)
-    if not result.success:
-        failed_steps = {e.step_key for e in result.all_events if e.is_step_failure}
-        check_steps = {e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION}
-        if not failed or not failed_steps <= check_steps:
-            messages = [e.message for e in result.all_events if e.is_step_failure]
-            raise InfrastructureError(f"{job_name} did not succeed (Dagster run {run_id}): {' | '.join(messages)}")
-    return run_id, failed
+    finally:
+        runtime.close()
+    return run_id, _failed_checks(instance, run_id)
 
 
 def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
-    """``asset/check`` names of the checks that failed in a Dagster run."""
+    """``asset: check`` names of the checks that failed in a Dagster run."""
     failed = []
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         evaluation = record.dagster_event.event_specific_data

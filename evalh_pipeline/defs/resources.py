@@ -1,33 +1,66 @@
-"""Resources of the Dagster layer: what the CLI injects into the assets at run time."""
+"""Resources of the Dagster layer: what the CLI injects into the assets at run time.
+
+``EvalhRuntime`` is a typed ``ConfigurableResource``. Its config is what can be set from the
+UI's launchpad (``max_concurrency``); the objects only a process can hold (the CLI's
+progress bar, the spec it loaded with ``--limit``/``--filter``) live in a process-local
+session that the resource names by ``session``: Dagster rebuilds resources from their
+config for every run, so such objects cannot live on the resource itself.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 
-from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.runner.progress import NoProgress, Progress
+
+if TYPE_CHECKING:
+    from evalh_pipeline.config import EvalSpec
 
 RUNTIME_KEY = "evalh_runtime"
 
 
 @dataclass
-class EvalhRuntime:
-    """Per-process knobs: a progress sink (the CLI's bar), a concurrency override, and the
-    folder the CLI's run lives in (``runs_root``: a run directory named on the command line
-    may sit outside the eval's ``output[0]``; the assets then work on it there)."""
+class Session:
+    """What one in-process caller (the CLI) hands to the assets it materializes."""
 
     progress: Progress = field(default_factory=NoProgress)
-    max_concurrency: int | None = None
-    runs_root: str | None = None
-
-    def locate(self, spec: EvalSpec) -> EvalSpec:
-        """``spec`` pointed at :attr:`runs_root` when one is set."""
-        if self.runs_root is None or str(spec.runs_root) == self.runs_root:
-            return spec
-        return replace(spec, runs_root=self.runs_root)
+    # The spec the caller loaded (with its --limit/--filter and runs folder), used instead
+    # of re-reading the eval.yaml at the same path.
+    spec: EvalSpec | None = None
 
 
-def runtime_resource(runtime: EvalhRuntime | None = None) -> dg.ResourceDefinition:
-    return dg.ResourceDefinition.hardcoded_resource(runtime or EvalhRuntime(), "evalh run-time settings")
+_SESSIONS: dict[str, Session] = {}
+
+
+class EvalhRuntime(dg.ConfigurableResource):
+    """Per-run knobs: a concurrency override, and the in-process caller's session (if any)."""
+
+    max_concurrency: Optional[int] = None
+    session: str = ""
+
+    @classmethod
+    def for_session(cls, session: Session, max_concurrency: int | None = None) -> EvalhRuntime:
+        """A runtime whose assets see ``session`` (call :meth:`close` when the run is over)."""
+        key = uuid.uuid4().hex
+        _SESSIONS[key] = session
+        return cls(max_concurrency=max_concurrency, session=key)
+
+    def close(self) -> None:
+        _SESSIONS.pop(self.session, None)
+
+    @property
+    def progress(self) -> Progress:
+        found = _SESSIONS.get(self.session)
+        return found.progress if found else NoProgress()
+
+    def spec_for(self, eval_path: Path) -> EvalSpec | None:
+        """The caller's spec of ``eval_path``, if it handed one over."""
+        found = _SESSIONS.get(self.session)
+        if found is None or found.spec is None or found.spec.path.resolve() != eval_path.resolve():
+            return None
+        return found.spec

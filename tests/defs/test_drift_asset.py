@@ -1,4 +1,4 @@
-"""The drift asset: each run against the eval's promoted baseline, gated by a blocking check."""
+"""The drift asset: each run against the eval's promoted baseline, gated by a red check (blocking only on opt-in)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import dagster as dg
 import pytest
 
 from evalh_pipeline.config import load_eval
-from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import STEADY_SYSTEMS, write_eval
 
-# Only the promoted-baseline gate: the baseline-variant gate would block drift itself.
+# Only the promoted-baseline gate, so the expected failed checks are exactly the drift one.
 DRIFT_GATE_ONLY = "gates: {no_regressions_vs_baseline_variant: false}\n"
+BLOCKING = "gates: {blocking: true}\n"
 DRIFT_KEY = dg.AssetKey(["toy", "drift"])
 CHECK_KEY = dg.AssetCheckKey(DRIFT_KEY, "no_regressions_vs_promoted_baseline")
 
@@ -41,7 +41,7 @@ def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_
     assert check.passed and check.metadata["has_baseline"].value is False
 
 
-def test_a_known_regression_against_the_promoted_baseline_fails_the_blocking_gate(tmp_path, instance):
+def test_a_known_regression_against_the_promoted_baseline_is_a_red_check_with_the_case_ids(tmp_path, instance):
     folder = tmp_path / "toy"
     steady = load_eval(write_eval(folder, cases=6, systems=STEADY_SYSTEMS, extra_yaml=DRIFT_GATE_ONLY))
     first = materialize_run(steady, new_run_id("toy"), instance=instance)
@@ -68,23 +68,42 @@ def test_a_known_regression_against_the_promoted_baseline_fails_the_blocking_gat
     assert "## Regressions" in metadata["report"].value
     check = _latest_check(instance)
     assert not check.passed and check.metadata["regressions"].value == 2
-    # Blocking: the Dagster run that evaluated the gate failed.
-    assert instance.get_run_by_id(second.dagster_run_ids[-1]).status == dg.DagsterRunStatus.FAILURE
+    assert check.metadata["regressed_case_ids"].value == {"candidate": ["case_0", "case_3"]}
+    # Not blocking by default: the Dagster run succeeded, the gate is a red check.
+    assert instance.get_run_by_id(second.dagster_run_ids[-1]).status == dg.DagsterRunStatus.SUCCESS
 
 
-def test_a_failed_blocking_summary_gate_stops_the_drift_asset(tmp_path, instance):
+def test_a_failed_summary_gate_still_computes_drift(tmp_path, instance):
     spec = load_eval(write_eval(tmp_path / "toy", cases=6))  # candidate regresses against base
+    outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
+
+    assert outcome.failed_checks == ["toy/summary: no_regressions_vs_baseline_variant"]
+    assert instance.get_latest_materialization_event(DRIFT_KEY) is not None
+    assert outcome.run_dir.drift.exists()
+    assert instance.get_run_by_id(outcome.dagster_run_ids[-1]).status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_with_blocking_gates_a_failed_summary_gate_fails_the_run_and_stops_drift(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6, extra_yaml=BLOCKING))
     outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
 
     assert outcome.failed_checks == ["toy/summary: no_regressions_vs_baseline_variant"]
     assert instance.get_latest_materialization_event(DRIFT_KEY) is None
     assert not outcome.run_dir.drift.exists()
+    assert instance.get_run_by_id(outcome.dagster_run_ids[-1]).status == dg.DagsterRunStatus.FAILURE
 
 
-def test_the_promoted_baseline_gate_can_be_turned_off(tmp_path):
-    spec = load_eval(write_eval(tmp_path / "toy", cases=1,
-                                extra_yaml="gates: {no_regressions_vs_promoted_baseline: false}\n"))
-    defs, _ = build_definitions([spec])
-    graph = defs.resolve_asset_graph()
-    assert DRIFT_KEY in graph.get_all_asset_keys()
-    assert CHECK_KEY not in graph.asset_check_keys
+def test_the_promoted_baseline_gate_turned_off_passes_and_says_so(tmp_path, instance):
+    folder = tmp_path / "toy"
+    steady = load_eval(write_eval(folder, cases=6, systems=STEADY_SYSTEMS, extra_yaml=DRIFT_GATE_ONLY))
+    first = materialize_run(steady, new_run_id("toy"), instance=instance)
+    materialize_promotion(steady, first.run_dir.run_id, instance=instance)
+    off = "gates: {no_regressions_vs_baseline_variant: false, no_regressions_vs_promoted_baseline: false}\n"
+    broken = load_eval(write_eval(folder, cases=6, extra_yaml=off))
+
+    second = materialize_run(broken, new_run_id("toy"), instance=instance)
+
+    assert second.failed_checks == []
+    assert load_drift(second.run_dir)["regressions_count"] == 2
+    check = _latest_check(instance)
+    assert check.passed and "false in eval.yaml" in check.description

@@ -1,4 +1,4 @@
-"""The asset graph: one group per eval, run x variant partitions, metadata, re-evaluation."""
+"""The asset graph: one group per eval, one Dagster run per eval run (every variant), metadata, re-evaluation."""
 
 from __future__ import annotations
 
@@ -36,9 +36,26 @@ def test_each_eval_in_folder_becomes_an_asset_group(tmp_path):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"alpha/cases", "alpha/traces", "alpha/results", "alpha/summary", "beta/summary"} <= keys
-    traces = graph.get(dg.AssetKey(["alpha", "traces"]))
-    assert isinstance(traces.partitions_def, dg.MultiPartitionsDefinition)
-    assert {d.name for d in traces.partitions_def.partitions_defs} == {"run", "variant"}
+    # No partition dimension can slice a run: a materialization is a whole run, every variant.
+    assert all(graph.get(k).partitions_def is None for k in graph.get_all_asset_keys())
+
+
+def test_any_yaml_with_the_eval_keys_is_an_eval(tmp_path):
+    first = write_eval(tmp_path / "evals" / "alpha")
+    second = first.parent / "alpha_nightly.yml"
+    second.write_text(first.read_text().replace("name: alpha", "name: alpha_nightly"))
+    found = discover_evals([tmp_path / "evals"])
+    assert sorted(s.name for s in found.specs) == ["alpha", "alpha_nightly"]
+    assert found.broken == {}  # cases.yaml is not an eval file
+
+
+def test_the_run_job_covers_every_stage_in_one_process(tmp_path):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=1))
+    defs, built = build_definitions([spec])
+    job = defs.resolve_job_def(built["toy"].run_job)
+    assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == {
+        "toy/cases", "toy/traces", "toy/results", "toy/summary", "toy/drift"}
+    assert job.executor_def.name == "in_process"
 
 
 def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypatch):
@@ -49,23 +66,24 @@ def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypat
 
     outcome = materialize_run(spec, run_id, instance=instance)
 
-    assert instance.has_dynamic_partition("toy__runs", run_id)
+    assert len(outcome.dagster_run_ids) == 1  # one Dagster run for the whole eval run
     assert len(_calls(log)) == 12  # 6 cases x 2 variants, each called exactly once
     assert {v.name: v.pass_rate for v in outcome.summary.variants} == {"base": 1.0, "candidate": 4 / 6}
     assert outcome.summary.comparison.deltas[0].regressions == ["case_0", "case_3"]
 
     event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "summary"]))
     meta = event.asset_materialization.metadata
-    assert event.asset_materialization.partition == run_id
+    assert meta["run_id"].value == run_id
+    assert meta["complete"].value is True and meta["expected_cells"].value == 12
     assert meta["pass_rate/candidate"].value == 4 / 6
     assert meta["regressions"].value == 2
     assert meta["run_dir"].value == str(outcome.run_dir.path)
     assert meta["config_hash"].value == outcome.run_dir.read_config_hash()
     assert "| candidate |" in meta["variants"].value
 
-    traces = instance.fetch_materializations(dg.AssetKey(["toy", "traces"]), limit=10).records
-    partitions = {r.asset_materialization.partition for r in traces}
-    assert partitions == {f"{run_id}|base", f"{run_id}|candidate"}
+    (traces,) = instance.fetch_materializations(dg.AssetKey(["toy", "traces"]), limit=10).records
+    assert traces.asset_materialization.metadata["cells"].value == 12
+    assert traces.run_id == outcome.dagster_run_ids[0]
 
 
 def test_reevaluation_uses_new_evaluator_config_without_calling_the_system(tmp_path, instance, monkeypatch):

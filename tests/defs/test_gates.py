@@ -1,4 +1,4 @@
-"""Release gates: asset checks on each run's summary, reported by the CLI, never run failures."""
+"""Release gates: asset checks on each run's summary, reported by the CLI, run failures only when blocking."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _check_results(instance, eval_name):
     return records
 
 
-def test_regressions_fail_the_blocking_gate_but_the_run_completes(tmp_path, instance):
+def test_regressions_fail_the_gate_with_the_case_ids_and_the_run_completes(tmp_path, instance):
     spec = load_eval(write_eval(tmp_path / "toy", cases=6))
     outcome = materialize_run(spec, new_run_id(spec.name), instance=instance)
     assert outcome.summary.comparison.regressions_count == 2
@@ -26,6 +26,8 @@ def test_regressions_fail_the_blocking_gate_but_the_run_completes(tmp_path, inst
     (record,) = _check_results(instance, "toy")
     evaluation = record.event.dagster_event.event_specific_data
     assert evaluation.passed is False and evaluation.metadata["regressions"].value == 2
+    assert evaluation.metadata["regressed_case_ids"].value == {"candidate": ["case_0", "case_3"]}
+    assert "case_0" in evaluation.description
 
 
 def test_pass_rate_floor_and_errored_fraction_gates(tmp_path, instance):
@@ -45,11 +47,13 @@ def test_a_clean_run_passes_every_gate(tmp_path, instance):
     assert outcome.failed_checks == []
 
 
-def test_gates_are_blocking_checks_on_summary_unless_configured_otherwise(tmp_path):
-    blocking = load_eval(write_eval(tmp_path / "a", cases=1))
-    advisory = load_eval(write_eval(tmp_path / "b", cases=1, extra_yaml="gates: {blocking: false}\n"))
-    defs, _ = build_definitions([blocking, advisory])
+def test_gates_block_only_when_the_eval_opts_in(tmp_path):
+    advisory = load_eval(write_eval(tmp_path / "a", cases=1))
+    blocking = load_eval(write_eval(tmp_path / "b", cases=1, extra_yaml="gates: {blocking: true}\n"))
+    defs, _ = build_definitions([advisory, blocking])
     graph = defs.resolve_asset_graph()
-    for name, expected in (("a", True), ("b", False)):
+    for name, expected in (("a", False), ("b", True)):
         key = dg.AssetCheckKey(dg.AssetKey([name, "summary"]), "no_regressions_vs_baseline_variant")
         assert graph.get_check_spec(key).blocking is expected
+        complete = dg.AssetCheckKey(dg.AssetKey([name, "summary"]), "complete")
+        assert graph.get_check_spec(complete).blocking is False

@@ -8,7 +8,7 @@ import subprocess
 import dagster as dg
 
 from evalh_pipeline.config import load_eval
-from evalh_pipeline.defs.launch import materialize_run
+from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
 from evalh_pipeline.store.fixtures import file_sha256
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import STEADY_SYSTEMS, write_eval
@@ -33,18 +33,46 @@ def test_a_run_records_the_fixture_commit_and_every_asset_shows_it(tmp_path, ins
 
     meta = json.loads(outcome.run_dir.meta.read_text())
     dataset_hash = file_sha256(spec.dataset_path)
-    assert meta["fixtures"] == {"dataset_hash": dataset_hash, "commit": head, "workspace": ""}
+    fixtures = meta["fixtures"]
+    assert (fixtures["dataset_hash"], fixtures["commit"], fixtures["status"]) == (dataset_hash, head, "tracked")
+    blob = _git(folder, "rev-parse", "HEAD:cases.jsonl")
+    assert fixtures["paths"]["cases.jsonl"] == f"git:{blob}"
     for asset in ("cases", "traces", "results", "summary", "drift"):
         event = instance.get_latest_materialization_event(dg.AssetKey(["toy", asset]))
         metadata = event.asset_materialization.metadata
         assert metadata["fixture_commit"].value == head, asset
+        assert metadata["fixture_status"].value == "tracked", asset
         assert metadata["fixture_dataset_sha256"].value == dataset_hash, asset
         assert "fixture_workspace" not in metadata
 
+    materialize_promotion(spec, outcome.run_dir.run_id, instance=instance)
+    baseline = instance.get_latest_materialization_event(dg.AssetKey(["toy", "baseline"])).asset_materialization
+    assert baseline.metadata["fixture_commit"].value == head
+    assert baseline.metadata["run_dir"].value == str(outcome.run_dir.path)
 
-def test_outside_git_the_commit_reads_nogit(tmp_path, instance, monkeypatch):
+
+def test_a_modified_dataset_records_no_commit_but_its_content_hash(tmp_path, instance):
+    folder = tmp_path / "toy"
+    path = write_eval(folder, cases=3, systems=STEADY_SYSTEMS)
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
+                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "fixtures"]):
+        _git(folder, *args)
+    (folder / "cases.jsonl").write_text((folder / "cases.jsonl").read_text() + "\n")
+    spec = load_eval(path)
+
+    outcome = materialize_run(spec, new_run_id("toy"), instance=instance)
+
+    fixtures = json.loads(outcome.run_dir.meta.read_text())["fixtures"]
+    assert (fixtures["status"], fixtures["commit"]) == ("modified", "")
+    assert fixtures["paths"]["cases.jsonl"] == f"sha256:{file_sha256(spec.dataset_path)}"
+    metadata = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"])).asset_materialization.metadata
+    assert "fixture_commit" not in metadata
+    assert metadata["fixture_status"].value == "modified"
+
+
+def test_outside_git_lineage_says_untracked(tmp_path, instance, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=STEADY_SYSTEMS))
     materialize_run(spec, new_run_id("toy"), instance=instance)
-    event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"]))
-    assert event.asset_materialization.metadata["fixture_commit"].value == "nogit"
+    metadata = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"])).asset_materialization.metadata
+    assert metadata["fixture_status"].value == "untracked" and "fixture_commit" not in metadata

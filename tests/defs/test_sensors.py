@@ -11,12 +11,10 @@ import pytest
 from evalh_pipeline.config import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.sensors import build_drift_sensor
+from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.fixtures import fixture_fingerprint
-from tests.conftest import write_eval
-
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
-
+from evalh_pipeline.store.run_dir import RunDirectory
+from tests.conftest import STEADY_SYSTEMS, write_eval
 
 def _git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
@@ -46,80 +44,147 @@ def _tick(defs, name, instance, cursor=None, sensor=None):
     return sensor.evaluate_tick(context)
 
 
-def _assert_one_run_of_every_variant(data, job="toy__cells"):
-    assert len(data.run_requests) == 1
+def _assert_one_whole_run(data, job="toy__run"):
+    """One request of the eval's whole-run job, naming a new run id; no partitions involved."""
+    assert data.dynamic_partitions_requests in (None, [])
     (request,) = data.run_requests
     assert request.job_name == job
-    (added,) = data.dynamic_partitions_requests
-    assert added.partitions_def_name == "toy__runs"
-    (run_id,) = added.partition_keys
+    run_id = request.tags["evalh/run_id"]
     assert run_id.endswith("_toy")
-    assert request.tags[RANGE_START] == f"{run_id}|base"
-    assert request.tags[RANGE_END] == f"{run_id}|candidate"
     return request, run_id
 
 
-def test_fixture_sensor_runs_once_per_new_commit(tmp_path, instance, git_repo):
+def test_fixture_sensor_runs_once_per_change_of_the_evals_inputs_not_per_commit(tmp_path, instance, git_repo):
     spec = load_eval(write_eval(git_repo / "toy"))
-    first = _commit(git_repo, "eval and dataset")
+    _commit(git_repo, "eval and dataset")
     defs, _ = build_definitions([spec])
 
     # First tick: records the fingerprint, requests nothing.
     data = _tick(defs, "toy__fixtures_changed", instance)
-    assert data.run_requests == [] and data.dynamic_partitions_requests == []
-    assert data.cursor == f"{first}:{fixture_fingerprint(spec).dataset_hash}"
+    assert data.run_requests == []
+    assert data.cursor == fixture_fingerprint(spec).key
 
-    # Same commit, same dataset: nothing.
-    again = _tick(defs, "toy__fixtures_changed", instance, cursor=data.cursor)
-    assert again.run_requests == [] and again.dynamic_partitions_requests == []
+    # A commit that touches none of the eval's inputs starts nothing.
+    (git_repo / "NOTES.md").write_text("unrelated\n")
+    _commit(git_repo, "notes")
+    unrelated = _tick(defs, "toy__fixtures_changed", instance, cursor=data.cursor)
+    assert unrelated.run_requests == [] and unrelated.cursor == data.cursor
 
-    # A new commit (outside the dataset) is a fixture change: exactly one run.
-    (git_repo / "NOTES.md").write_text("fixtures v2\n")
-    second = _commit(git_repo, "v2")
+    # A committed dataset change: exactly one whole run, lineage from git.
+    with spec.dataset_path.open("a") as f:
+        f.write('{"id": "case_new", "input": {"answer": "Paris"}}\n')
+    second = _commit(git_repo, "v2 of the dataset")
     changed = _tick(defs, "toy__fixtures_changed", instance, cursor=data.cursor)
-    request, _ = _assert_one_run_of_every_variant(changed)
-    digest = fixture_fingerprint(spec).dataset_hash
-    assert request.run_key == f"fixtures:{second}:{digest}"
+    request, _ = _assert_one_whole_run(changed)
+    current = fixture_fingerprint(spec)
+    assert (current.status, current.commit) == ("tracked", second)
+    assert request.run_key == f"fixtures:{current.key}"
     assert request.tags["evalh/fixture_commit"] == second
-    assert request.tags["evalh/fixture_hash"] == digest
-    assert changed.cursor == f"{second}:{digest}"
+    assert request.tags["evalh/trigger"] == "fixtures"
+    assert changed.cursor == current.key
 
     # Unchanged since: nothing.
     after = _tick(defs, "toy__fixtures_changed", instance, cursor=changed.cursor)
-    assert after.run_requests == [] and after.dynamic_partitions_requests == []
+    assert after.run_requests == []
 
 
-def test_fixture_sensor_without_git_follows_the_dataset(tmp_path, instance, monkeypatch):
+def test_an_uncommitted_dataset_edit_starts_a_run_without_a_commit(tmp_path, instance, git_repo):
+    spec = load_eval(write_eval(git_repo / "toy"))
+    _commit(git_repo, "eval and dataset")
+    defs, _ = build_definitions([spec])
+    first = _tick(defs, "toy__fixtures_changed", instance)
+
+    with spec.dataset_path.open("a") as f:
+        f.write('{"id": "case_new", "input": {"answer": "Paris"}}\n')
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+
+    request, _ = _assert_one_whole_run(changed)
+    assert "evalh/fixture_commit" not in request.tags
+    assert fixture_fingerprint(spec).status == "modified"
+
+
+def test_fixture_sensor_without_git_follows_the_content(tmp_path, instance, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # never see an enclosing repo
     spec = load_eval(write_eval(tmp_path / "toy", cases=3))
     defs, _ = build_definitions([spec])
 
     first = _tick(defs, "toy__fixtures_changed", instance)
     assert first.run_requests == []
-    assert first.cursor.startswith("nogit:")
+    assert fixture_fingerprint(spec).status == "untracked"
 
     with spec.dataset_path.open("a") as f:
         f.write('{"id": "case_new", "input": {"answer": "Paris"}}\n')
     changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
-    request, _ = _assert_one_run_of_every_variant(changed)
-    assert request.tags["evalh/fixture_commit"] == "nogit"
-    assert request.run_key == f"fixtures:{changed.cursor}"
+    request, _ = _assert_one_whole_run(changed)
+    assert "evalh/fixture_commit" not in request.tags
     assert changed.cursor != first.cursor
 
 
-def test_sensors_are_registered_and_stopped_by_default(tmp_path):
+def test_sensors_are_registered_stopped_unless_eval_yaml_turns_them_on(tmp_path):
     spec = load_eval(write_eval(tmp_path / "toy"))
-    defs, built = build_definitions([spec])
-    assert [s.name for s in built["toy"].sensors] == [
-        "toy__fixtures_changed", "toy__scheduled_drift", "toy__summarize_sensor_runs"]
-    for name in ("toy__fixtures_changed", "toy__scheduled_drift"):
-        sensor = defs.resolve_sensor_def(name)
+    automated = load_eval(write_eval(tmp_path / "auto", extra_yaml=(
+        'automation: {on_fixture_change: true, drift_cron: "0 6 * * *"}\n')))
+    defs, built = build_definitions([spec, automated])
+    assert [s.name for s in built["toy"].sensors] == ["toy__fixtures_changed", "toy__scheduled_drift"]
+    for name in ("fixtures_changed", "scheduled_drift"):
+        sensor = defs.resolve_sensor_def(f"toy__{name}")
         assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
-        assert sensor.job_name == "toy__cells"
-    follow_up = defs.resolve_sensor_def("toy__summarize_sensor_runs")
-    assert follow_up.default_status == dg.DefaultSensorStatus.STOPPED
-    assert follow_up.job_name == "toy__summarize"
-    assert defs.resolve_sensor_def("toy__scheduled_drift").minimum_interval_seconds == 60
+        assert sensor.job_name == "toy__run"
+        assert defs.resolve_sensor_def(f"auto__{name}").default_status == dg.DefaultSensorStatus.RUNNING
+    assert defs.resolve_sensor_def("toy__fixtures_changed").minimum_interval_seconds <= 30
+
+
+def test_an_automation_run_in_progress_holds_back_the_next_one(tmp_path, instance, monkeypatch):
+    from dagster._core.test_utils import create_run_for_test
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    defs, _ = build_definitions([spec])
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    create_run_for_test(instance, job_name="toy__run", status=dg.DagsterRunStatus.STARTED,
+                        tags={"evalh/trigger": "schedule"})
+    with spec.dataset_path.open("a") as f:
+        f.write('{"id": "case_new", "input": {"answer": "Paris"}}\n')
+
+    held = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+
+    assert held.run_requests == [] and "in progress" in held.skip_message
+    assert held.cursor in (None, first.cursor)  # the change is picked up once the run is over
+
+
+def test_a_variant_added_to_eval_yaml_runs_in_the_next_sensor_run_without_a_reload(tmp_path, instance, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    path = write_eval(tmp_path / "toy", cases=3, systems=STEADY_SYSTEMS)
+    defs, _ = build_definitions([load_eval(path)])  # the code location as loaded: two variants
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    path.write_text(path.read_text().replace("systems:\n", "systems:\n  - name: third\n    adapter: python_function\n"
+                                                            "    target: stub_agent:run\n", 1))
+
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+    request, run_id = _assert_one_whole_run(changed)
+    result = defs.resolve_job_def(request.job_name).execute_in_process(instance=instance, tags=request.tags)
+
+    assert result.success
+    summary = load_summary(RunDirectory(tmp_path / "toy" / "runs" / run_id))
+    assert sorted(v.name for v in summary.variants) == ["base", "candidate", "third"]
+    assert summary.completeness.complete and summary.completeness.expected_cells == 9
+
+
+def test_a_renamed_eval_refuses_with_the_reload_message(tmp_path, instance, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    path = write_eval(tmp_path / "toy", cases=2)
+    defs, _ = build_definitions([load_eval(path)])
+    path.write_text(path.read_text().replace("name: toy", "name: renamed", 1))
+
+    result = defs.resolve_job_def("toy__run").execute_in_process(instance=instance, raise_on_error=False)
+
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    message = failure.event_specific_data.error.message
+    assert "eval.name is now 'renamed'" in message and "reload the code location" in message
+    assert not (tmp_path / "toy" / "runs").exists()
+    data = _tick(defs, "toy__fixtures_changed", instance)
+    assert data.run_requests == [] and "reload the code location" in data.skip_message
 
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)  # a Friday
@@ -146,7 +211,7 @@ def test_drift_sensor_runs_once_per_cron_tick(tmp_path, instance):
     defs, sensor, clock = _drift(tmp_path, 'schedule: {drift_cron: "0 6 * * *"}\n')
 
     first = _tick(defs, "toy__scheduled_drift", instance, sensor=sensor)
-    assert first.run_requests == [] and first.dynamic_partitions_requests == []
+    assert first.run_requests == []
     assert first.cursor == "2025-03-14T06:00:00+00:00"  # the latest tick: recorded, not run
 
     clock.now = datetime(2025, 3, 15, 5, 59, tzinfo=timezone.utc)
@@ -155,7 +220,7 @@ def test_drift_sensor_runs_once_per_cron_tick(tmp_path, instance):
 
     clock.now = datetime(2025, 3, 15, 6, 0, 30, tzinfo=timezone.utc)
     on_tick = _tick(defs, "toy__scheduled_drift", instance, cursor=first.cursor, sensor=sensor)
-    request, run_id = _assert_one_run_of_every_variant(on_tick)
+    request, run_id = _assert_one_whole_run(on_tick)
     assert request.run_key == "drift:2025-03-15T06:00:00+00:00"
     assert request.tags["evalh/trigger"] == "schedule"
     assert request.tags["evalh/drift_tick"] == "2025-03-15T06:00:00+00:00"
@@ -164,7 +229,7 @@ def test_drift_sensor_runs_once_per_cron_tick(tmp_path, instance):
 
     clock.now = datetime(2025, 3, 15, 23, 0, tzinfo=timezone.utc)
     same_tick = _tick(defs, "toy__scheduled_drift", instance, cursor=on_tick.cursor, sensor=sensor)
-    assert same_tick.run_requests == [] and same_tick.dynamic_partitions_requests == []
+    assert same_tick.run_requests == []
 
 
 def test_drift_sensor_reads_the_cron_in_its_timezone_and_skips_missed_ticks(tmp_path, instance):
@@ -185,56 +250,17 @@ def test_drift_sensor_defaults_to_midnight_utc(tmp_path, instance):
     assert request.run_key == "drift:2025-03-14T00:00:00+00:00"
 
 
-def test_drift_sensor_does_not_repeat_a_tick_that_already_has_a_run(tmp_path, instance):
-    from dagster._core.test_utils import create_run_for_test
-
-    defs, sensor, _ = _drift(tmp_path)
-    create_run_for_test(instance, job_name="toy__cells", tags={"dagster/run_key": "drift:2025-03-14T00:00:00+00:00"})
-    data = _tick(defs, "toy__scheduled_drift", instance, cursor="2025-03-13T00:00:00+00:00", sensor=sensor)
-    assert data.run_requests == [] and data.dynamic_partitions_requests == []
-    assert data.cursor == "2025-03-14T00:00:00+00:00"
-
-
-def test_fixtures_already_run_are_not_run_again(tmp_path, instance, monkeypatch):
-    from dagster._core.test_utils import create_run_for_test
-
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
-    defs, _ = build_definitions([spec])
-    key = fixture_fingerprint(spec).key
-    create_run_for_test(instance, job_name="toy__cells", tags={"dagster/run_key": f"fixtures:{key}"})
-
-    # Back to fixtures that were run before (e.g. a checkout of an older commit): no new partition.
-    data = _tick(defs, "toy__fixtures_changed", instance, cursor="nogit:other")
-    assert data.run_requests == [] and data.dynamic_partitions_requests == []
-    assert data.cursor == key
+def test_drift_sensor_reads_the_cron_from_eval_yaml_at_every_tick(tmp_path, instance):
+    defs, sensor, clock = _drift(tmp_path, 'schedule: {drift_cron: "0 6 * * *"}\n')
+    path = tmp_path / "toy" / "eval.yaml"
+    path.write_text(path.read_text().replace('schedule: {drift_cron: "0 6 * * *"}', 'automation: {drift_cron: "0 9 * * *"}'))
+    data = _tick(defs, "toy__scheduled_drift", instance, cursor="2025-03-14T06:00:00+00:00", sensor=sensor)
+    (request,) = data.run_requests
+    assert request.run_key == "drift:2025-03-14T09:00:00+00:00"
 
 
 def test_fingerprint_without_a_git_binary(tmp_path, monkeypatch):
     spec = load_eval(write_eval(tmp_path / "toy", cases=2))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert fixture_fingerprint(spec).commit == ""
-    assert fixture_fingerprint(spec).key.startswith("nogit:")
-
-
-def test_a_sensor_started_cells_run_is_followed_by_its_summary(tmp_path):
-    from evalh_pipeline.defs.evals.partitions import variant_range_tags
-
-    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
-    defs, _ = build_definitions([spec])
-    follow_up = defs.resolve_sensor_def("toy__summarize_sensor_runs")
-    home = tmp_path / "home"
-    home.mkdir()
-    with dg.instance_for_test(temp_dir=str(home)) as instance:
-        instance.add_dynamic_partitions("toy__runs", ["r1"])
-        tags = {**variant_range_tags("r1", spec.variant_names), "evalh/trigger": "fixtures", "evalh/run_id": "r1"}
-        result = defs.resolve_job_def("toy__cells").execute_in_process(instance=instance, tags=tags)
-        run = instance.get_run_by_id(result.run_id)
-        (success,) = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
-        context = dg.build_run_status_sensor_context(
-            sensor_name=follow_up.name, dagster_event=success.dagster_event, dagster_instance=instance,
-            dagster_run=run,
-        )
-        request = follow_up(context)
-    assert isinstance(request, dg.RunRequest)
-    assert (request.partition_key, request.run_key) == ("r1", "summary:r1")
+    fingerprint = fixture_fingerprint(spec)
+    assert (fingerprint.commit, fingerprint.status) == ("", "untracked")

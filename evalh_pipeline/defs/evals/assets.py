@@ -1,29 +1,31 @@
-"""One eval.yaml -> one asset group ``cases -> traces -> results -> summary -> drift``.
+"""One eval -> one asset group ``cases -> traces -> results -> summary -> drift``.
 
-The assets are thin: each loads the eval, calls one engine stage on the run directory and
-reports metadata. Data lives in the run directory, not in an IO manager.
+Each materialization works on one whole eval run (defs/evals/runs.py says which): every
+variant of the run, never a slice of it. The assets are thin: each calls one engine stage
+on the run directory and reports metadata. Data lives in the run directory, not in an IO
+manager; the seam where a stage's output goes to more stores is ``_publish``.
 """
 
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
-from evalh_pipeline.defs.evals.partitions import cells_partitions, group_by_run, runs_partitions
+from evalh_pipeline.defs.evals.names import BASELINES_GROUP, judge_job, promote_job, run_job
+from evalh_pipeline.defs.evals.runs import live_spec, resolve_run_id, valid_run_id
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
-from evalh_pipeline.queries.report import comparison_section, evaluators_table, variants_table
+from evalh_pipeline.queries.report import comparison_section, completeness_line, evaluators_table, variants_table
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
-from evalh_pipeline.runner.stages import prepare_cases, write_summary
+from evalh_pipeline.runner.stages import prepare_cases, run_variants, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
@@ -38,8 +40,25 @@ class PromoteConfig(dg.Config):
 
 
 def _version(value: Any) -> str:
-    """A short content hash used as code_version: a changed config marks the asset stale."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stage_versions(spec: EvalSpec) -> dict[str, str]:
+    """Each stage's code version from the parts of ``spec`` that decide its output.
+
+    The definitions carry the versions of the spec loaded with the code location; every
+    materialization records the versions of the spec that actually ran (``spec_version``
+    and its data version), so an edit made without a reload is visible on the asset.
+    """
+    raw = spec.raw
+    return {
+        "cases": _version(raw.get("dataset")),
+        "traces": _version({"systems": raw.get("systems"), "workspace": raw.get("workspace"),
+                            "samples": raw.get("run", {}).get("samples_per_case")}),
+        "results": evaluators_fingerprint(spec)[:16],
+        "summary": _version({"pass_criteria": raw.get("pass_criteria"), "baseline": raw.get("run", {}).get("baseline_variant")}),
+        "drift": _version({"eval": spec.name}),
+    }
 
 
 @dataclass(frozen=True)
@@ -53,126 +72,120 @@ class EvalAssets:
     sensors: list[dg.SensorDefinition] = field(default_factory=list)  # defs/evals/sensors.py
 
     @property
-    def cells_job(self) -> str:
-        return f"{self.spec.name}__cells"
-
-    @property
-    def promote_job(self) -> str:
-        return f"{self.spec.name}__promote"
+    def run_job(self) -> str:
+        return run_job(self.spec.name)
 
     @property
     def judge_job(self) -> str:
-        return f"{self.spec.name}__judge"
+        return judge_job(self.spec.name)
 
     @property
-    def summarize_job(self) -> str:
-        return f"{self.spec.name}__summarize"
+    def promote_job(self) -> str:
+        return promote_job(self.spec.name)
+
+
+class _Stage:
+    """What every stage's step starts from: the live spec, the eval run, its directory."""
+
+    def __init__(self, context: dg.AssetExecutionContext, loaded: EvalSpec, stage: str) -> None:
+        self.context = context
+        self.stage = stage
+        self.live = live_spec(context, loaded)
+        self.run_id = resolve_run_id(context, loaded.name)
+        self.run_dir = run_directory(self.live, self.run_id)
+        self.runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
+
+    def require_run(self) -> None:
+        if not self.run_dir.exists():
+            raise dg.Failure(f"run {self.run_id} of {self.live.name} does not exist ({self.run_dir.path} has no "
+                             f"run.json): materialize `cases` first (the {run_job(self.live.name)} job does it all)")
+
+    def variants(self) -> list[str]:
+        """The run's variants (its run.json); each must still be in eval.yaml, or nothing runs."""
+        names = run_variants(self.run_dir, self.live)
+        missing = [n for n in names if n not in self.live.variant_names]
+        if missing:
+            raise dg.Failure(f"run {self.run_id} has variant(s) {', '.join(missing)} that {self.live.path} no "
+                             "longer defines: restore them to finish this run, or start a new run")
+        return names
+
+    def result(self, metadata: dict[str, Any]) -> dg.MaterializeResult:
+        _publish(self.context, self.live, self.run_dir, self.stage)
+        version = stage_versions(self.live)[self.stage]
+        return dg.MaterializeResult(
+            metadata={"run_id": self.run_id, **metadata, "spec_version": version, **run_dir_metadata(self.run_dir)},
+            data_version=dg.DataVersion(f"{self.run_id}:{version}"),
+        )
 
 
 def build_eval_assets(spec: EvalSpec) -> EvalAssets:
-    """Build the asset group, partitions and jobs of one eval."""
-    name, eval_path = spec.name, spec.path
-    runs = runs_partitions(name)
-    cells = cells_partitions(spec)
-    raw = spec.raw
-    single_run = dg.BackfillPolicy.single_run()
+    """Build the asset group, checks, jobs and sensors of one eval."""
+    name = spec.name
+    versions = stage_versions(spec)
     common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}}
 
-    def load(context: dg.AssetExecutionContext) -> EvalSpec:
-        # Re-read at execution so edits to eval.yaml apply without reloading the code location;
-        # the CLI may name a run directory outside the eval's output folder (runtime.runs_root).
-        return getattr(context.resources, RUNTIME_KEY).locate(load_eval(eval_path))
-
     @dg.asset(
-        key=[name, "cases"],
-        partitions_def=cells,
-        backfill_policy=single_run,
-        code_version=_version(raw["dataset"]),
-        description=(
-            f"The cases of one run of `{name}` (filtered and sampled), snapshotted in the run directory. "
-            "Every variant of a run shares the snapshot; it is written once, when the run starts."
-        ),
-        kinds={"evalh"},
-        **common,
+        key=[name, "cases"], code_version=versions["cases"], kinds={"evalh"}, **common,
+        description=(f"The cases of one run of `{name}` (filtered and sampled), snapshotted with the config "
+                     "in a new run directory. A run that exists keeps its snapshot (resume)."),
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load(context)
-        per_run: dict[str, dict[str, Any]] = {}
-        for run_id in group_by_run(context.partition_keys):
-            info = prepare_cases(live, run_id)
-            _publish(context, live, info.run_dir, "cases")
-            per_run[run_id] = {
-                "cases": info.cases,
-                "resumed": not info.created,
-                "eval_path": dg.MetadataValue.path(str(eval_path)),
-                **run_dir_metadata(info.run_dir),
-            }
-        return dg.MaterializeResult(metadata=_merge_runs(per_run))
+        stage = _Stage(context, spec, "cases")
+        info = prepare_cases(stage.live, stage.run_id)
+        return stage.result({
+            "cases": info.cases, "variants": dg.MetadataValue.json(run_variants(info.run_dir, stage.live)),
+            "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
+        })
 
     @dg.asset(
-        key=[name, "traces"],
-        deps=[cases],
-        partitions_def=cells,
-        backfill_policy=single_run,
-        code_version=_version({
-            "systems": raw["systems"], "workspace": raw["workspace"], "samples": raw["run"]["samples_per_case"],
-        }),
-        description="One trace per (case, variant, sample). Write-once: rematerializing runs only missing cells.",
-        kinds={"evalh"},
-        **common,
+        key=[name, "traces"], deps=[cases], code_version=versions["traces"], kinds={"evalh"}, **common,
+        description="One trace per (case, variant, sample) of the run, every variant. Write-once: "
+                    "rematerializing runs only the cells that have no trace yet.",
     )
     def traces(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        def stage(live: EvalSpec, run_dir: RunDirectory, variants: list[str], runtime: EvalhRuntime) -> dict[str, Any]:
-            stats = asyncio.run(produce_traces(
-                live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
-            ))
-            context.log.info(f"{run_dir.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
-            return traces_metadata(stats, run_dir)
-
-        return _over_runs(context, load(context), stage)
+        stage = _Stage(context, spec, "traces")
+        stage.require_run()
+        variants = stage.variants()
+        stats = asyncio.run(produce_traces(stage.live, stage.run_dir, variants,
+                                           max_concurrency=stage.runtime.max_concurrency,
+                                           progress=stage.runtime.progress))
+        context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
+        return stage.result(traces_metadata(stats, stage.run_dir))
 
     @dg.asset(
-        key=[name, "results"],
-        deps=[traces],
-        partitions_def=cells,
-        backfill_policy=single_run,
-        code_version=evaluators_fingerprint(spec)[:16],
-        description="Evaluator verdicts on the persisted traces. Never calls the system; replaced whole per partition.",
-        kinds={"evalh"},
-        **common,
+        key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
+        description="Evaluator verdicts on the run's persisted traces. Never calls the system; replaced whole.",
     )
     def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        def stage(live: EvalSpec, run_dir: RunDirectory, variants: list[str], runtime: EvalhRuntime) -> dict[str, Any]:
-            stats = asyncio.run(evaluate_traces(
-                live, run_dir, variants, max_concurrency=runtime.max_concurrency, progress=runtime.progress,
-            ))
-            return results_metadata(stats, run_dir)
-
-        return _over_runs(context, load(context), stage)
+        stage = _Stage(context, spec, "results")
+        stage.require_run()
+        stats = asyncio.run(evaluate_traces(stage.live, stage.run_dir, stage.variants(),
+                                            max_concurrency=stage.runtime.max_concurrency,
+                                            progress=stage.runtime.progress))
+        return stage.result(results_metadata(stats, stage.run_dir))
 
     @dg.asset(
-        key=[name, "summary"],
-        ins={"results": dg.AssetIn(
-            key=results.key,
-            partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="run"),
-            dagster_type=dg.Nothing,
-        )},
-        partitions_def=runs,
-        description="Per-variant and per-evaluator rollups and the baseline comparison (DuckDB over the JSONL).",
-        kinds={"evalh", "duckdb"},
-        **common,
+        key=[name, "summary"], deps=[results], code_version=versions["summary"], kinds={"evalh", "duckdb"}, **common,
+        description="Per-variant and per-evaluator rollups, completeness (expected cells against traces) and "
+                    "the baseline-variant comparison (DuckDB over the JSONL).",
     )
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load(context)
-        run_dir = run_directory(live, context.partition_key)
-        # A new summary makes the run's drift files stale; the drift asset rewrites them
-        # (unless a blocking gate on the summary stops it: then there is no drift to show).
+        stage = _Stage(context, spec, "summary")
+        stage.require_run()
+        run_dir = stage.run_dir
+        # A new summary makes the run's drift files stale; the drift asset rewrites them.
         for stale in (run_dir.drift, run_dir.drift_report):
             stale.unlink(missing_ok=True)
-        result = write_summary(live, run_dir)
-        _publish(context, live, run_dir, "summary")
+        result = write_summary(stage.live, run_dir)
         comp = result.comparison
-        metadata: dict[str, Any] = {
+        done = result.completeness
+        if done is not None and not done.complete:
+            context.log.warning(f"{stage.run_id}: {done.describe()}")
+        return stage.result({
+            "complete": done.complete if done else True,
+            "completeness": completeness_line(result),
+            "expected_cells": done.expected_cells if done else 0,
+            "present_cells": done.present_cells if done else 0,
             "cases_total": result.cases_total,
             **{f"pass_rate/{v.name}": dg.MetadataValue.float(v.pass_rate) for v in result.variants},
             **{f"errored/{v.name}": v.cases_errored for v in result.variants},
@@ -180,92 +193,70 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "improvements": comp.improvements_count if comp else 0,
             "variants": dg.MetadataValue.md(variants_table(result)),
             "evaluators": dg.MetadataValue.md(evaluators_table(result)),
-            "comparison": dg.MetadataValue.md(comparison_section(result)),
-            **run_dir_metadata(run_dir),
-        }
-        return dg.MaterializeResult(metadata=metadata)
+            "comparison": dg.MetadataValue.md(comparison_section(result, stage.live.config.run.baseline_variant)),
+        })
 
     @dg.asset(
-        key=[name, "drift"],
-        deps=[summary],
-        partitions_def=runs,
-        description=(
-            "The run against the eval's promoted baseline run (`evalh promote`): flips per case and "
-            "pass-rate deltas, in drift.yaml and drift.md (regressions first). Without a promoted "
-            "baseline it says so and gates nothing."
-        ),
-        kinds={"evalh", "duckdb"},
-        **common,
+        key=[name, "drift"], deps=[summary], code_version=versions["drift"], kinds={"evalh", "duckdb"}, **common,
+        description=("The run against the eval's promoted baseline run (`evalh promote`): flips per case and "
+                     "pass-rate deltas, in drift.yaml and drift.md (regressions first). Without a promoted "
+                     "baseline it says so and gates nothing."),
     )
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        live = load(context)
-        run_dir = run_directory(live, context.partition_key)
-        result = write_drift(name, run_dir, Path(live.runs_root))
-        _publish(context, live, run_dir, "drift")
+        stage = _Stage(context, spec, "drift")
+        stage.require_run()
+        result = write_drift(name, stage.run_dir, Path(stage.live.runs_root))
         if result.comparison is None:
-            context.log.info(f"{name} has no promoted baseline: nothing to compare {run_dir.run_id} with")
-        return dg.MaterializeResult(metadata={
+            context.log.info(f"{name} has no promoted baseline: nothing to compare {stage.run_id} with")
+        return stage.result({
             "baseline_run_id": result.baseline_run_id or "",
             "has_baseline": result.comparison is not None,
             "regressions_count": result.regressions_count,
             "improvements_count": result.improvements_count,
             **{f"pass_rate_delta/{v}": dg.MetadataValue.float(d) for v, d in result.pass_rate_deltas().items()},
             "report": dg.MetadataValue.md(result.markdown),
-            **run_dir_metadata(run_dir),
         })
 
     @dg.asset(
-        key=[name, "baseline"],
-        deps=[summary],
-        description="The promoted baseline run that `evalh drift` compares against (`evalh promote`).",
-        kinds={"evalh"},
-        **common,
+        key=[name, "baseline"], deps=[summary], group_name=BASELINES_GROUP, kinds={"evalh"},
+        required_resource_keys={RUNTIME_KEY},
+        description=f"The promoted baseline run of `{name}` that drift compares against (`evalh promote`).",
     )
     def baseline(context: dg.AssetExecutionContext, config: PromoteConfig) -> dg.MaterializeResult:
-        live = load(context)
+        live = live_spec(context, spec)
         runs_root = Path(live.runs_root)
         previous = current_baseline(runs_root, name)
-        promoted = promote(run_directory(live, config.run_id))
+        run_dir = run_directory(live, valid_run_id(config.run_id))
+        promoted = promote(run_dir)
         for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
             context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
         return dg.MaterializeResult(metadata={
             "run_id": promoted.run_id,
             "previous_run_id": previous.run_id if previous else "",
-            "run_dir": dg.MetadataValue.path(promoted.run_dir),
             "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
+            **run_dir_metadata(run_dir),
         })
 
-    summarize_job = dg.define_asset_job(
-        f"{name}__summarize", selection=[summary, drift], partitions_def=runs,
-        description="Roll up results into summary.yaml and report.md, then compare with the promoted baseline.",
-    )
+    checks = build_summary_checks(spec, summary) + build_drift_checks(spec, drift)
+    in_process = dg.in_process_executor
     jobs = [
-        dg.define_asset_job(f"{name}__promote", selection=[baseline],
+        dg.define_asset_job(
+            run_job(name), selection=dg.AssetSelection.assets(cases, traces, results, summary, drift),
+            executor_def=in_process, tags={"evalh/eval": name},
+            description=(f"A whole run of `{name}`: snapshot the cases, run every cell of every variant, judge, "
+                         "summarize and compare with the promoted baseline, with every check. In one process."),
+        ),
+        dg.define_asset_job(
+            judge_job(name), selection=dg.AssetSelection.assets(results, summary, drift),
+            executor_def=in_process, tags={"evalh/eval": name},
+            description="Re-judge the latest run's persisted traces (tag evalh/run_id picks another run); "
+                        "never calls the system.",
+        ),
+        dg.define_asset_job(promote_job(name), selection=[baseline], executor_def=in_process,
                             description="Make a run the eval's baseline (run config: run_id)."),
-        dg.define_asset_job(f"{name}__cells", selection=[cases, traces, results], partitions_def=cells,
-                            description="Snapshot the cases (new runs), run the missing cells and judge them."),
-        dg.define_asset_job(f"{name}__judge", selection=[results], partitions_def=cells,
-                            description="Re-evaluate persisted traces (never calls the system)."),
-        summarize_job,
     ]
-    checks = build_summary_checks(spec, summary, runs) + build_drift_checks(spec, drift, runs)
-    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs, checks=checks,
-                      sensors=build_eval_sensors(spec, summarize_job))
-
-
-def _over_runs(
-    context: dg.AssetExecutionContext,
-    live: EvalSpec,
-    stage: Callable[[EvalSpec, RunDirectory, list[str], EvalhRuntime], dict[str, Any]],
-) -> dg.MaterializeResult:
-    """Apply a per-run stage to every run in the materialized (run x variant) range."""
-    runtime = getattr(context.resources, RUNTIME_KEY)
-    per_run = {}
-    for run_id, variants in group_by_run(context.partition_keys).items():
-        run_dir = run_directory(live, run_id)
-        per_run[run_id] = stage(live, run_dir, variants, runtime)
-        _publish(context, live, run_dir, context.asset_key.path[-1])
-    return dg.MaterializeResult(metadata=_merge_runs(per_run))
+    return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
+                      checks=checks, sensors=build_eval_sensors(spec))
 
 
 def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
@@ -276,14 +267,3 @@ def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDire
     """
     for failure in publish_run(live, run_dir, stage).failures:
         context.log.warning(f"{run_dir.run_id}: mirror {failure.target} not updated after {stage}: {failure.error}")
-
-
-def _merge_runs(per_run: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One run's metadata as it is; a range over several runs (a UI backfill) keeps each
-    run's figures under ``<run_id>/<key>`` rather than letting the last run overwrite them."""
-    if len(per_run) == 1:
-        return next(iter(per_run.values()))
-    merged: dict[str, Any] = {"runs": dg.MetadataValue.json(sorted(per_run))}
-    for run_id, metadata in per_run.items():
-        merged.update({f"{run_id}/{key}": value for key, value in metadata.items()})
-    return merged

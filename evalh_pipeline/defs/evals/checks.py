@@ -1,95 +1,55 @@
-"""Release gates as asset checks (``gates:`` in eval.yaml): on each run's summary (against
-the baseline variant, pass-rate floor, errored cells) and on its drift (against the
-promoted baseline).
+"""Asset checks on each run: ``complete`` and the release gates (``gates:`` in eval.yaml).
 
-Blocking checks stop assets downstream in the same Dagster run; the figures they judge
-come from summary.yaml and drift.yaml, so a check never re-reads the JSONL.
+On ``summary``: ``complete`` (every expected cell has a trace), and the gates
+``no_regressions_vs_baseline_variant``, ``pass_rate_floor``, ``errored_cells_under_threshold``;
+on ``drift``: ``no_regressions_vs_promoted_baseline``. A gate that fails is a failed (red)
+check whose metadata lists the regressed case ids; the run still completes and drift is
+still computed. Only ``gates.blocking: true`` makes the gates blocking (a failed gate then
+fails the Dagster run, and a failed summary gate stops the drift).
+
+Every check is defined for every eval and reads the gates of the eval.yaml as it is when it
+runs, so turning a gate on or off, or moving a floor, needs no reload; a gate that is off
+passes and says so. The figures come from summary.yaml and drift.yaml, never the JSONL.
 """
 
+
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.config.schema import GatesConfig
+from evalh_pipeline.defs.evals.runs import live_spec, resolve_run_id
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.models import RunSummary
 from evalh_pipeline.queries.report import MAX_LISTED_CASES
-from evalh_pipeline.runner.drift import NO_BASELINE, load_drift
+from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
-# (eval.yaml, Dagster run id) -> the spec loaded for that run: the checks of one run share
-# one load of eval.yaml instead of reading it once per check.
-_LIVE: dict[tuple[Path, str], EvalSpec] = {}
+Judge = Callable[[EvalSpec, RunDirectory], dg.AssetCheckResult]
 
 
-def _run_dir(eval_path: Path, context: dg.AssetCheckExecutionContext) -> RunDirectory:
-    key = (eval_path, context.run.run_id)
-    live = _LIVE.get(key)
-    if live is None:
-        live = load_eval(eval_path)
-        _LIVE.clear()  # keep only the current run's: a process executes one run's checks at a time
-        _LIVE[key] = live
-    # The CLI may name a run directory outside the eval's output folder (runtime.runs_root).
-    return run_directory(getattr(context.resources, RUNTIME_KEY).locate(live), context.partition_key)
+def _check(spec: EvalSpec, asset: dg.AssetsDefinition, name: str, description: str, judge: Judge,
+           blocking: bool) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=asset, name=name, description=description, blocking=blocking,
+                    required_resource_keys={RUNTIME_KEY})
+    def _run(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        op = context.op_execution_context
+        live = live_spec(op, spec)
+        run_dir = run_directory(live, resolve_run_id(op, spec.name))
+        result = judge(live, run_dir)
+        return dg.AssetCheckResult(
+            passed=result.passed, severity=result.severity, description=result.description,
+            metadata={"run_id": run_dir.run_id, **(result.metadata or {})},
+        )
+
+    return _run
 
 
-def build_summary_checks(
-    spec: EvalSpec, summary: dg.AssetsDefinition, runs: dg.PartitionsDefinition
-) -> list[dg.AssetChecksDefinition]:
-    """The checks ``spec.config.gates`` asks for, on ``summary``'s run partitions."""
-    gates = spec.config.gates
-    eval_path = spec.path
-    checks: list[dg.AssetChecksDefinition] = []
-
-    def check(name: str, description: str, judge: Callable[[RunSummary], dg.AssetCheckResult]) -> None:
-        @dg.asset_check(asset=summary, name=name, description=description, blocking=gates.blocking,
-                        partitions_def=runs, required_resource_keys={RUNTIME_KEY})
-        def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            summary = load_summary(_run_dir(eval_path, context))
-            if not any(v.cases_total for v in summary.variants):
-                return _empty_run()
-            return judge(summary)
-
-        checks.append(_check)
-
-    if gates.no_regressions_vs_baseline_variant and spec.config.run.baseline_variant:
-        check("no_regressions_vs_baseline_variant",
-              f"No case that passes on `{spec.config.run.baseline_variant}` fails on another variant.",
-              _no_regressions)
-    if gates.pass_rate_floor is not None:
-        floor = gates.pass_rate_floor
-        check("pass_rate_floor", f"Every variant passes at least {floor:.0%} of its cells.",
-              lambda s: _pass_rate_floor(s, floor))
-    if gates.max_errored_fraction is not None:
-        ceiling = gates.max_errored_fraction
-        check("errored_cells_under_threshold", f"At most {ceiling:.0%} of each variant's cells errored.",
-              lambda s: _errored_under(s, ceiling))
-    return checks
-
-
-def build_drift_checks(
-    spec: EvalSpec, drift: dg.AssetsDefinition, runs: dg.PartitionsDefinition
-) -> list[dg.AssetChecksDefinition]:
-    """``no_regressions_vs_promoted_baseline`` on ``drift`` (unless turned off in ``gates``)."""
-    gates = spec.config.gates
-    if not gates.no_regressions_vs_promoted_baseline:
-        return []
-    eval_path = spec.path
-
-    @dg.asset_check(asset=drift, name="no_regressions_vs_promoted_baseline", blocking=gates.blocking,
-                    partitions_def=runs, required_resource_keys={RUNTIME_KEY},
-                    description="No case that passed in the eval's promoted baseline run fails in this run "
-                                "(passes while no run is promoted).")
-    def no_regressions_vs_promoted_baseline(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        run_dir = _run_dir(eval_path, context)
-        if not any(v.cases_total for v in load_summary(run_dir).variants):
-            return _empty_run()
-        return _no_drift_regressions(load_drift(run_dir))
-
-    return [no_regressions_vs_promoted_baseline]
+def _off(reason: str) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=True, description=reason, metadata={"gate": "off"})
 
 
 def _empty_run() -> dg.AssetCheckResult:
@@ -98,59 +58,141 @@ def _empty_run() -> dg.AssetCheckResult:
                                description="the run has no cells (no case was selected): an empty run fails every gate")
 
 
-def _no_drift_regressions(drift: dict[str, Any]) -> dg.AssetCheckResult:
-    if drift["status"] == NO_BASELINE:
-        return dg.AssetCheckResult(passed=True, metadata={"baseline_run_id": "", "has_baseline": False},
-                                   description="no promoted baseline: nothing to compare with")
-    deltas = drift["comparison"]["comparison"]["deltas"]
-    regressions = {d["variant"]: d["regressions"] for d in deltas if d["regressions"]}
-    listed = "\n".join(f"- `{v}`: {', '.join(ids[:MAX_LISTED_CASES])}" for v, ids in regressions.items())
+def _has_cells(summary: RunSummary) -> bool:
+    return any(v.cases_total for v in summary.variants)
+
+
+def build_summary_checks(spec: EvalSpec, summary: dg.AssetsDefinition) -> list[dg.AssetChecksDefinition]:
+    """``complete`` and the three gates on ``summary``."""
+    blocking = spec.config.gates.blocking
+
+    def complete(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
+        s = load_summary(run_dir)
+        if s.completeness is None:
+            return dg.AssetCheckResult(passed=False, description="summary.yaml records no completeness: "
+                                       "rematerialize summary")
+        done = s.completeness
+        return dg.AssetCheckResult(
+            passed=done.complete, description=done.describe(),
+            metadata={"expected_cells": done.expected_cells, "present_cells": done.present_cells,
+                      **{f"present/{v}": c.present for v, c in done.by_variant.items()},
+                      **({"missing_variants": dg.MetadataValue.json(done.missing_variants)}
+                         if done.missing_variants else {})},
+        )
+
+    def gated(judge: Callable[[GatesConfig, EvalSpec, RunSummary], dg.AssetCheckResult]) -> Judge:
+        def run(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
+            summary = load_summary(run_dir)
+            result = judge(live.config.gates, live, summary)
+            off = (result.metadata or {}).get("gate") == "off"
+            return result if off or _has_cells(summary) else _empty_run()
+
+        return run
+
+    return [
+        _check(spec, summary, "complete", "Every expected cell (cases × variants × samples of the run's own "
+               "snapshot) has a trace.", complete, blocking=False),
+        _check(spec, summary, "no_regressions_vs_baseline_variant",
+               "No case that passes on `run.baseline_variant` fails on another variant "
+               "(gates.no_regressions_vs_baseline_variant).", gated(_no_regressions), blocking),
+        _check(spec, summary, "pass_rate_floor", "Every variant passes at least gates.pass_rate_floor of its cells.",
+               gated(_pass_rate_floor), blocking),
+        _check(spec, summary, "errored_cells_under_threshold",
+               "At most gates.max_errored_fraction of each variant's cells errored.", gated(_errored_under), blocking),
+    ]
+
+
+def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.AssetChecksDefinition]:
+    """``no_regressions_vs_promoted_baseline`` on ``drift``."""
+
+    def no_drift_regressions(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
+        if not live.config.gates.no_regressions_vs_promoted_baseline:
+            return _off("gates.no_regressions_vs_promoted_baseline is false in eval.yaml")
+        if not _has_cells(load_summary(run_dir)):
+            return _empty_run()
+        record = load_drift(run_dir)
+        if not record.get("baseline_run_id"):
+            return dg.AssetCheckResult(passed=True, description="no promoted baseline yet (evalh promote)",
+                                       metadata={"has_baseline": False})
+        regressed = _regressed_cases(((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or [])
+        return _regressions_result(regressed, f"against the promoted baseline {record['baseline_run_id']}",
+                                   {"baseline_run_id": record["baseline_run_id"]})
+
+    return [_check(spec, drift, "no_regressions_vs_promoted_baseline",
+                   "No case that passed in the eval's promoted baseline run fails in this run "
+                   "(passes while no run is promoted).", no_drift_regressions, spec.config.gates.blocking)]
+
+
+def _regressed_cases(deltas: list[Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for d in deltas:
+        variant, ids = (d.variant, d.regressions) if hasattr(d, "variant") else (d.get("variant"), d.get("regressions"))
+        if ids:
+            found[str(variant)] = [str(i) for i in ids]
+    return found
+
+
+def _regressions_result(regressed: dict[str, list[str]], against: str, extra: dict[str, Any]) -> dg.AssetCheckResult:
+    count = sum(len(ids) for ids in regressed.values())
+    listed = "\n".join(f"- `{v}`: {', '.join(ids[:MAX_LISTED_CASES])}"
+                       + (f" … and {len(ids) - MAX_LISTED_CASES} more" if len(ids) > MAX_LISTED_CASES else "")
+                       for v, ids in regressed.items())
     return dg.AssetCheckResult(
-        passed=not regressions,
+        passed=not regressed,
         severity=dg.AssetCheckSeverity.ERROR,
+        description=(f"{count} regression(s) {against}: "
+                     + "; ".join(f"{v}: {', '.join(ids[:10])}" + (" …" if len(ids) > 10 else "")
+                                 for v, ids in regressed.items())) if regressed else f"no regressions {against}",
         metadata={
-            "baseline_run_id": drift["baseline_run_id"],
-            "has_baseline": True,
-            "regressions": sum(len(ids) for ids in regressions.values()),
-            **({"cases": dg.MetadataValue.md(listed)} if listed else {}),
+            "regressions": count,
+            **extra,
+            **({"regressed_case_ids": dg.MetadataValue.json(regressed), "cases": dg.MetadataValue.md(listed)}
+               if regressed else {}),
         },
-        description=(f"{drift['regressions_count']} regression(s) against {drift['baseline_run_id']}"
-                     if regressions else None),
     )
 
 
-def _no_regressions(summary: RunSummary) -> dg.AssetCheckResult:
-    deltas = summary.comparison.deltas if summary.comparison else []
-    regressions = {d.variant: d.regressions for d in deltas if d.regressions}
-    listed = "\n".join(f"- `{v}`: {', '.join(ids[:MAX_LISTED_CASES])}" for v, ids in regressions.items())
-    return dg.AssetCheckResult(
-        passed=not regressions,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={
-            "regressions": sum(len(ids) for ids in regressions.values()),
-            **({"cases": dg.MetadataValue.md(listed)} if listed else {}),
-        },
-    )
+def _no_regressions(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> dg.AssetCheckResult:
+    if not gates.no_regressions_vs_baseline_variant:
+        return _off("gates.no_regressions_vs_baseline_variant is false in eval.yaml")
+    baseline = live.config.run.baseline_variant
+    if baseline is None:
+        return _off("no run.baseline_variant in eval.yaml: nothing to compare the variants with")
+    if summary.comparison is None:
+        return dg.AssetCheckResult(
+            passed=False, severity=dg.AssetCheckSeverity.ERROR,
+            description=f"the baseline variant {baseline} has no traces in this run, so nothing was compared",
+            metadata={"baseline_variant": baseline})
+    return _regressions_result(_regressed_cases(summary.comparison.deltas), f"against {summary.comparison.baseline}",
+                               {"baseline_variant": summary.comparison.baseline})
 
 
-def _pass_rate_floor(summary: RunSummary, floor: float) -> dg.AssetCheckResult:
+def _pass_rate_floor(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> dg.AssetCheckResult:
+    floor = gates.pass_rate_floor
+    if floor is None:
+        return _off("no gates.pass_rate_floor in eval.yaml")
     below = {v.name: v.pass_rate for v in summary.variants if v.pass_rate < floor}
     return dg.AssetCheckResult(
         passed=not below,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={"floor": floor, **{f"pass_rate/{v.name}": v.pass_rate for v in summary.variants}},
-        description=", ".join(f"{name} at {rate:.1%}" for name, rate in below.items()) or None,
+        description=", ".join(f"{name} at {rate:.1%} (floor {floor:.0%})" for name, rate in below.items())
+        or f"every variant at or above {floor:.0%}",
     )
 
 
-def _errored_under(summary: RunSummary, ceiling: float) -> dg.AssetCheckResult:
+def _errored_under(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> dg.AssetCheckResult:
+    ceiling = gates.max_errored_fraction
+    if ceiling is None:
+        return _off("no gates.max_errored_fraction in eval.yaml")
     fractions = {v.name: (v.cases_errored / v.cases_total if v.cases_total else 0.0) for v in summary.variants}
     over = {name: f for name, f in fractions.items() if f > ceiling}
     return dg.AssetCheckResult(
         passed=not over,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={"max_errored_fraction": ceiling, **{f"errored/{n}": f for n, f in fractions.items()}},
-        description=", ".join(f"{name}: {f:.1%} errored" for name, f in over.items()) or None,
+        description=", ".join(f"{name}: {f:.1%} errored" for name, f in over.items())
+        or f"every variant at or under {ceiling:.0%} errored",
     )
 
 

@@ -6,15 +6,21 @@ import dagster as dg
 
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.traces import TraceStats
-from evalh_pipeline.store.fixtures import NO_GIT, recorded_fixtures
+from evalh_pipeline.store.fixtures import recorded_fixtures
 from evalh_pipeline.store.run_dir import RunDirectory
 
 
 def run_dir_metadata(run_dir: RunDirectory) -> dict[str, Any]:
-    """The run directory, its config hash and the fixtures it was made from (lineage)."""
+    """The run directory, its config hash and the fixtures it was made from (lineage).
+
+    ``fixture_commit`` only when every input was tracked and unmodified in git; otherwise
+    ``fixture_status`` says ``modified`` or ``untracked`` and ``fixture_key`` is the content hash.
+    """
     fixtures = recorded_fixtures(run_dir.read_meta()) if run_dir.exists() else {}
     lineage = {f"fixture_{key}": value for key, value in (
-        ("commit", fixtures.get("commit") or NO_GIT if fixtures else ""),
+        ("commit", fixtures.get("commit", "")),
+        ("status", fixtures.get("status", "")),
+        ("key", fixtures.get("key", "")),
         ("dataset_sha256", fixtures.get("dataset_hash", "")),
         ("workspace", fixtures.get("workspace", "")),
     ) if value}
