@@ -1,0 +1,118 @@
+"""A real `dagster dev` (webserver + daemon) on a temporary instance, serving evals in a real git repo.
+
+Started once per session (it takes a while on two cores) and stopped with its whole process
+group. The evals live in a temporary git repository the tests commit to; the code location
+is the project's own ``workspace.yaml`` pointed at that folder with ``EVALH_EVALS_DIR``,
+exactly as a user would run ``./dev ui``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
+
+STARTUP_TIMEOUT = 240
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@dataclass
+class DagsterDev:
+    url: str
+    home: Path
+    repo: Path
+    log: Path
+
+    def instance(self):
+        import dagster as dg
+
+        return dg.DagsterInstance.from_config(str(self.home))
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dagster dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"dagster dev did not serve {url} within {STARTUP_TIMEOUT} s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def dagster_dev(tmp_path_factory) -> DagsterDev:
+    root = tmp_path_factory.mktemp("dagster_dev")
+    home = root / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "evalh@example.com")
+    git(repo, "config", "user.name", "evalh e2e")
+    git(repo, "config", "commit.gpgsign", "false")
+    evals = repo / "evals"
+    # One eval per behaviour, so each test sees only the runs it caused.
+    write_eval(evals / "fix", cases=3, systems=STEADY_SYSTEMS,
+               extra_yaml="automation: {on_fixture_change: true}\n")
+    write_eval(evals / "drifting", cases=3, systems=STEADY_SYSTEMS,
+               extra_yaml='automation: {drift_cron: "* * * * *"}\n')
+    write_eval(evals / "quick", cases=4)
+    (repo / "README.md").write_text("fixtures for the e2e tests\n")
+    commit(repo, "evals")
+
+    port = free_port()
+    log = root / "dagster_dev.log"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "EVALH_EVALS_DIR": str(evals),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1",
+             "-p", str(port)],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(url, proc, log)
+        yield DagsterDev(url=url, home=home, repo=repo, log=log)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
