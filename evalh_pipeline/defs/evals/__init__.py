@@ -1,1 +1,1 @@
-"""Per-eval asset groups: partitions, assets and jobs."""
+"""Per-eval asset groups: assets, checks, jobs and sensors."""
