@@ -41,25 +41,35 @@ def _load(eval_path: str) -> EvalSpec:
         sys.exit(EXIT_CONFIG)
 
 
-def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = ""):
+def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
+                 engine_first: bool = False):
+    """Run ``action`` (a defs.launch materialization) and map its failures to exit codes.
+
+    With ``engine_first`` the action is ``defs.overlap.run_overlapped``: it starts the run's
+    cells before Dagster is imported, so Dagster is not imported here either.
+    """
     from evalh_pipeline.config import ConfigError
-    from evalh_pipeline.defs.launch import InfrastructureError, RunOptions, local_instance
+    from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
+
+    def launch(runtime: RunOptions):
+        if engine_first:
+            return action(spec, run_id, runtime)
+        from evalh_pipeline.defs.launch import local_instance
+
+        return action(spec, run_id, instance=local_instance(), runtime=runtime)
 
     started = datetime.now(timezone.utc)
     try:
-        instance = local_instance()
         # The assets use `spec` itself (launch hands it over), so a run named on the command
         # line is worked on where it is, even outside the eval's output folder.
         if err.is_terminal:
             # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
             with progress_bars() as bars:
-                runtime = RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency)
-                outcome = action(spec, run_id, instance=instance, runtime=runtime)
+                outcome = launch(RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency))
         else:
             # A CI log gets one line per phase start and end instead of bars.
-            runtime = RunOptions(progress=LineProgress(), max_concurrency=max_concurrency)
-            outcome = action(spec, run_id, instance=instance, runtime=runtime)
+            outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency))
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
         return outcome
@@ -190,9 +200,7 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
     if dry_run:
         _print_plan(spec, resume_dir, max_concurrency)
         return
-    from functools import partial
-
-    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.defs.overlap import run_overlapped
 
     selecting = bool(filters) or limit is not None
     if resume_dir:
@@ -210,8 +218,7 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
-    action = partial(materialize_run, snapshot_cases=selecting)
-    outcome = _materialize(action, spec, run_id, max_concurrency, on_interrupt=resume)
+    outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True)
     _print_outcome(outcome)
     _print_ui_visibility(spec)
     if fail_on_gate and outcome.failed_checks:

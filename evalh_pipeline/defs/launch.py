@@ -20,9 +20,10 @@ from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import RUN_ID_TAG, TRIGGER_TAG, judge_job, promote_job, run_job
+from evalh_pipeline.defs.overlap import Prestarted
 from evalh_pipeline.defs.resources import EvalhRuntime, Session
+from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
 from evalh_pipeline.models import RunSummary
-from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.stages import load_summary, prepare_cases
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
@@ -33,18 +34,6 @@ _INSTANCE_YAML = """\
 telemetry:
   enabled: false
 """
-
-
-class InfrastructureError(RuntimeError):
-    """Dagster could not materialize the assets for a reason other than the user's config."""
-
-
-@dataclass
-class RunOptions:
-    """What the CLI hands to the assets of an in-process run: its progress sink and a concurrency override."""
-
-    progress: Progress = field(default_factory=NoProgress)
-    max_concurrency: int | None = None
 
 
 @dataclass
@@ -73,7 +62,7 @@ def local_instance() -> dg.DagsterInstance:
 
 def materialize_run(
     spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
-    snapshot_cases: bool = False,
+    snapshot_cases: bool = False, prestarted: Prestarted | None = None,
 ) -> RunOutcome:
     """Materialize cases, traces, results, summary and drift of ``run_id``: one Dagster run.
 
@@ -82,10 +71,13 @@ def materialize_run(
     With ``snapshot_cases`` the run directory (header + cases.jsonl) is written from
     ``spec`` itself before Dagster runs (CLI selection: ``--limit``, ``--filter``). A bad
     dataset row raises ConfigError before anything is published.
+
+    With ``prestarted`` (defs/overlap.py) the caller is already snapshotting the cases and
+    running the cells: the cases and traces steps wait for that work and report it.
     """
     if snapshot_cases:
         prepare_cases(spec, run_id)
-    return _materialize(spec, run_id, instance, runtime, run_job(spec.name))
+    return _materialize(spec, run_id, instance, runtime, run_job(spec.name), prestarted)
 
 
 def materialize_reevaluation(
@@ -117,13 +109,14 @@ def materialize_promotion(
 
 def _materialize(
     spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None, job_name: str,
+    prestarted: Prestarted | None = None,
 ) -> RunOutcome:
     # Dagster's object graph is large and outlives the run; keep the cyclic GC from
     # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
     gc.freeze()
     try:
         dagster_run_id, failed = _execute(job_name, instance, spec, runtime,
-                                          tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"})
+                                          tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}, prestarted=prestarted)
     finally:
         gc.unfreeze()
     run_dir = run_directory(spec, run_id)
@@ -133,7 +126,7 @@ def _materialize(
 
 def _execute(
     job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, options: RunOptions | None,
-    *, tags: dict[str, str], run_config: dict | None = None,
+    *, tags: dict[str, str], run_config: dict | None = None, prestarted: Prestarted | None = None,
 ) -> tuple[str, list[str]]:
     """Run one job in-process; returns its Dagster run id and the asset checks that failed.
 
@@ -141,7 +134,8 @@ def _execute(
     when it is blocking (the run's data is complete as far as it got).
     """
     options = options or RunOptions()
-    runtime = EvalhRuntime.for_session(Session(progress=options.progress, spec=spec), options.max_concurrency)
+    runtime = EvalhRuntime.for_session(Session(progress=options.progress, spec=spec, prestarted=prestarted),
+                                       options.max_concurrency)
     run_id = str(uuid.uuid4())
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
@@ -182,3 +176,7 @@ def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
         if not evaluation.passed:
             failed.append(f"{evaluation.asset_key.to_user_string()}: {evaluation.check_name}")
     return failed
+
+
+__all__ = ["InfrastructureError", "Promotion", "RunOptions", "RunOutcome", "local_instance", "materialize_promotion",
+           "materialize_reevaluation", "materialize_run"]

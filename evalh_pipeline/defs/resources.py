@@ -20,6 +20,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.defs.overlap import Prestarted
 
 RUNTIME_KEY = "evalh_runtime"
 
@@ -32,6 +33,9 @@ class Session:
     # The spec the caller loaded (with its --limit/--filter and runs folder), used instead
     # of re-reading the eval.yaml at the same path.
     spec: EvalSpec | None = None
+    # The engine's work already in flight for a run (defs/overlap.py), which the cases and
+    # traces steps join instead of starting it again.
+    prestarted: Prestarted | None = None
 
 
 _SESSIONS: dict[str, Session] = {}
@@ -57,6 +61,12 @@ class EvalhRuntime(dg.ConfigurableResource):
     def progress(self) -> Progress:
         found = _SESSIONS.get(self.session)
         return found.progress if found else NoProgress()
+
+    def prestarted_for(self, run_id: str) -> Prestarted | None:
+        """The caller's in-flight engine work for ``run_id``, if any."""
+        found = _SESSIONS.get(self.session)
+        handle = found.prestarted if found else None
+        return handle if handle is not None and handle.run_id == run_id else None
 
     def spec_for(self, eval_path: Path) -> EvalSpec | None:
         """The caller's spec of ``eval_path``, if it handed one over."""

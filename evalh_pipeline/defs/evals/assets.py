@@ -131,7 +131,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "cases")
-        info = prepare_cases(stage.live, stage.run_id)
+        prestarted = stage.runtime.prestarted_for(stage.run_id)
+        # `evalh run` snapshots the cases itself while Dagster starts (defs/overlap.py).
+        info = prestarted.cases.result() if prestarted else prepare_cases(stage.live, stage.run_id)
         return stage.result({
             "cases": info.cases, "variants": dg.MetadataValue.json(run_variants(info.run_dir, stage.live)),
             "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
@@ -146,9 +148,14 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         variants = stage.variants()
-        stats = asyncio.run(produce_traces(stage.live, stage.run_dir, variants,
-                                           max_concurrency=stage.runtime.max_concurrency,
-                                           progress=stage.runtime.progress))
+        prestarted = stage.runtime.prestarted_for(stage.run_id)
+        if prestarted is not None:
+            # The CLI's cell loop has been running since before Dagster was ready: join it.
+            stats = prestarted.traces.result()
+        else:
+            stats = asyncio.run(produce_traces(stage.live, stage.run_dir, variants,
+                                               max_concurrency=stage.runtime.max_concurrency,
+                                               progress=stage.runtime.progress))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
         return stage.result(traces_metadata(stats, stage.run_dir))
 
