@@ -84,7 +84,8 @@ def build_summary_checks(spec: EvalSpec, summary: dg.AssetsDefinition) -> list[d
         def run(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
             summary = load_summary(run_dir)
             result = judge(live.config.gates, live, summary)
-            off = (result.metadata or {}).get("gate") == "off"
+            gate = (result.metadata or {}).get("gate")
+            off = getattr(gate, "value", gate) == "off"
             return result if off or _has_cells(summary) else _empty_run()
 
         return run
