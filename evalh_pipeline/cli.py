@@ -312,7 +312,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None) -> None:
     """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system)."""
-    from evalh_pipeline.defs.launch import materialize_reevaluation
+    from evalh_pipeline.defs.overlap import reevaluate_overlapped
 
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
@@ -323,7 +323,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    outcome = _materialize(materialize_reevaluation, spec, directory.run_id, max_concurrency)
+    outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True)
     _print_outcome(outcome)
 
 

@@ -81,10 +81,13 @@ def materialize_run(
 
 
 def materialize_reevaluation(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
+    prestarted: Prestarted | None = None,
 ) -> RunOutcome:
-    """Rematerialize results (every variant), summary and drift of a run from its persisted traces."""
-    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name))
+    """Rematerialize results (every variant), summary and drift of a run from its persisted traces.
+
+    With ``prestarted`` the caller is already judging: the results step waits for it."""
+    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name), prestarted)
 
 
 @dataclass

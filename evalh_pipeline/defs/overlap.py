@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
 from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 
@@ -34,11 +36,12 @@ class EngineInterrupted(RuntimeError):
 
 @dataclass
 class Prestarted:
-    """The engine's work for one run, started before Dagster is ready."""
+    """The engine's work for one run, started before Dagster is ready (None: a stage it does not do)."""
 
     run_id: str
-    cases: Future[CasesInfo] = field(default_factory=Future)
-    traces: Future[TraceStats] = field(default_factory=Future)
+    cases: Future[CasesInfo] | None = field(default_factory=Future)
+    traces: Future[TraceStats] | None = field(default_factory=Future)
+    results: Future[EvaluationStats] | None = None
 
 
 def _engine(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted) -> None:
@@ -58,27 +61,56 @@ def _engine(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted
     handle.traces.set_result(stats)
 
 
+def _judge(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted) -> None:
+    from evalh_pipeline.store.run_dir import run_directory
+
+    assert handle.results is not None
+    run_dir = run_directory(spec, run_id)
+    try:
+        stats = asyncio.run(evaluate_traces(spec, run_dir, run_variants(run_dir, spec),
+                                            max_concurrency=options.max_concurrency, progress=options.progress))
+    except BaseException as exc:
+        handle.results.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
+        raise
+    handle.results.set_result(stats)
+
+
 def run_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
     """``materialize_run`` for a new or resumed run, with Dagster's start-up overlapped (see above)."""
     handle = Prestarted(run_id=run_id)
+    return _overlapped(handle, lambda: _engine(spec, run_id, options, handle),
+                       lambda launch, instance: launch.materialize_run(spec, run_id, instance=instance, runtime=options,
+                                                                      prestarted=handle))
+
+
+def reevaluate_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
+    """``materialize_reevaluation`` with the judging started before Dagster is ready."""
+    handle = Prestarted(run_id=run_id, cases=None, traces=None, results=Future())
+    return _overlapped(handle, lambda: _judge(spec, run_id, options, handle),
+                       lambda launch, instance: launch.materialize_reevaluation(
+                           spec, run_id, instance=instance, runtime=options, prestarted=handle))
+
+
+def _overlapped(handle: Prestarted, engine: Callable[[], None], materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
+    """Run ``engine`` here while a second thread imports Dagster and calls ``materialize``."""
     result: dict[str, Any] = {}
 
     def dagster_side() -> None:
         try:
-            from evalh_pipeline.defs.launch import local_instance, materialize_run
+            from evalh_pipeline.defs import launch
 
-            instance = local_instance()
+            instance = launch.local_instance()
             # A bad dataset row stops everything before a Dagster run exists.
-            if handle.cases.exception() is not None:
+            if handle.cases is not None and handle.cases.exception() is not None:
                 return
-            result["outcome"] = materialize_run(spec, run_id, instance=instance, runtime=options, prestarted=handle)
+            result["outcome"] = materialize(launch, instance)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             result["error"] = exc
 
     thread = threading.Thread(target=dagster_side, name="evalh-dagster", daemon=True)
     thread.start()
     try:
-        _engine(spec, run_id, options, handle)
+        engine()
     except (KeyboardInterrupt, asyncio.CancelledError):
         thread.join(timeout=30)
         raise KeyboardInterrupt from None

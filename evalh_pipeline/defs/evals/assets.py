@@ -133,7 +133,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "cases")
         prestarted = stage.runtime.prestarted_for(stage.run_id)
         # `evalh run` snapshots the cases itself while Dagster starts (defs/overlap.py).
-        info = prestarted.cases.result() if prestarted else prepare_cases(stage.live, stage.run_id)
+        info = (prestarted.cases.result() if prestarted and prestarted.cases
+                else prepare_cases(stage.live, stage.run_id))
         return stage.result({
             "cases": info.cases, "variants": dg.MetadataValue.json(run_variants(info.run_dir, stage.live)),
             "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
@@ -149,7 +150,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage.require_run()
         variants = stage.variants()
         prestarted = stage.runtime.prestarted_for(stage.run_id)
-        if prestarted is not None:
+        if prestarted is not None and prestarted.traces is not None:
             # The CLI's cell loop has been running since before Dagster was ready: join it.
             stats = prestarted.traces.result()
         else:
@@ -166,9 +167,15 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "results")
         stage.require_run()
-        stats = asyncio.run(evaluate_traces(stage.live, stage.run_dir, stage.variants(),
-                                            max_concurrency=stage.runtime.max_concurrency,
-                                            progress=stage.runtime.progress))
+        variants = stage.variants()
+        prestarted = stage.runtime.prestarted_for(stage.run_id)
+        if prestarted is not None and prestarted.results is not None:
+            # `evalh re-evaluate` has been judging since before Dagster was ready: join it.
+            stats = prestarted.results.result()
+        else:
+            stats = asyncio.run(evaluate_traces(stage.live, stage.run_dir, variants,
+                                                max_concurrency=stage.runtime.max_concurrency,
+                                                progress=stage.runtime.progress))
         return stage.result(results_metadata(stats, stage.run_dir))
 
     @dg.asset(
