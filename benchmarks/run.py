@@ -458,10 +458,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # Benchmarks with a script and options of their own (see each docstring), by --only name.
 SUITES = {"reeval5": "reeval_bench.py", "query": "query_bench.py", "workspace": "workspace_bench.py",
-          "http": "http_bench.py", "store": "store_bench.py"}
+          "http": "http_bench.py", "store": "store_bench.py", "dagster": "dagster_bench.py"}
 # Options passed on by --all to the suites that have them (workspace_bench has no peer).
 SHARED_OPTIONS = {"reeval5": ("--skip-peer", "--keep", "--quick"), "query": ("--skip-peer", "--keep"),
-                  "workspace": ("--quick",), "http": ("--skip-peer", "--keep", "--quick"), "store": ("--quick",)}
+                  "workspace": ("--quick",), "http": ("--skip-peer", "--keep", "--quick"), "store": ("--quick",),
+                  "dagster": ("--quick",)}
 
 
 def run_suite(name: str, args: list[str]) -> int:

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The Dagster path's fixed cost (issue 12): whole processes, ratios in one invocation.
+
+    python benchmarks/dagster_bench.py            # N=10000 x 2 variants, LAT=0.02 (the standard fixture)
+    python benchmarks/dagster_bench.py --quick    # N=1000 (smoke check)
+    ./dev bench --only dagster [--quick]
+
+run          `evalh run eval.yaml` (one Dagster run, in process): wall from process start to exit
+             with summary.yaml written. Target <= 1.3 x the physical limit N*2*LAT/64 (6.25 s).
+first call   seconds from process start to the first call of the system under test (the stub
+             agent writes the time of its first call). Target <= 1.0 s: Dagster's start-up
+             overlaps the engine's work (defs/overlap.py) instead of preceding it.
+re-evaluate  `evalh re-evaluate RUN_DIR` of the run's 20,000 traces, whole process. Target <= 1.5 s.
+promote      `evalh promote RUN_DIR`, whole process. Target <= 1 s.
+
+Each `evalh` gets the fixture's Dagster instance (created before the clock starts, as a user's
+instance exists before their runs). The load average is printed with the figures: on a shared
+machine they are only comparable within one invocation. Results: benchmarks/out/dagster_results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
+
+RUN_RATIO, FIRST_CALL_S, REEVAL_S, PROMOTE_S = 1.3, 1.0, 1.5, 1.0
+FIRST_CALL_HOOK = '''
+
+# Added by benchmarks/dagster_bench.py: record when the system under test is first called.
+import os as _os, time as _time
+_first_call_written = []
+_timed_run = run
+
+
+async def run(case, variant=None):
+    if not _first_call_written:
+        _first_call_written.append(True)
+        with open(_os.environ["EVALH_BENCH_FIRST_CALL"], "w") as _f:
+            _f.write(repr(_time.time()))
+    return await _timed_run(case, variant)
+'''
+
+
+def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float) -> tuple[float, int, float]:
+    """(wall seconds, exit code, epoch at start) of one whole process."""
+    started_epoch = time.time()
+    wall, _, code = bench.measure(cmd, cwd=cwd, env=env, log=log, timeout_s=timeout)
+    return wall, code, started_epoch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="N=1000 (a smoke check)")
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args(argv)
+    n, lat = (1000 if args.quick else 10000), 0.02
+    limit = n * 2 * lat / 64
+    evalh = str(bench.find_our_evalh())
+    root = Path(tempfile.mkdtemp(prefix="evalh-dagster-bench-"))
+    fixture = bench.make_fixture(root / "fixture", n, lat)
+    with (fixture / "stub_agent.py").open("a") as f:
+        f.write(FIRST_CALL_HOOK)
+    first_call_file = root / "first_call"
+    env = {**os.environ, "DAGSTER_HOME": str(bench.fresh_dagster_home(fixture)),
+           "EVALH_BENCH_FIRST_CALL": str(first_call_file)}
+    logs = bench.LOGS
+    load_before = os.getloadavg()[0]
+
+    run_wall, run_code, run_start = _timed([evalh, "run", "eval.yaml"], fixture, env, logs / "dagster-run.log",
+                                           args.timeout)
+    run_dir = bench.find_run_dir(fixture)
+    run_ok = run_code == 0 and run_dir is not None and (run_dir / "summary.yaml").exists()
+    first_call = float(first_call_file.read_text()) - run_start if first_call_file.exists() else None
+    reeval_wall, reeval_code, _ = _timed([evalh, "re-evaluate", str(run_dir)], fixture, env,
+                                         logs / "dagster-reeval.log", args.timeout)
+    promote_wall, promote_code, _ = _timed([evalh, "promote", str(run_dir)], fixture, env,
+                                           logs / "dagster-promote.log", args.timeout)
+    load_after = os.getloadavg()[0]
+
+    rows = [
+        ("evalh run (x limit)", run_wall / limit, RUN_RATIO, run_ok, f"{run_wall:.2f} s, limit {limit:.2f} s"),
+        ("first system call (s)", first_call if first_call is not None else float("nan"), FIRST_CALL_S,
+         first_call is not None, "after process start"),
+        ("re-evaluate (s)", reeval_wall, REEVAL_S, reeval_code == 0, f"{2 * n} traces"),
+        ("promote (s)", promote_wall, PROMOTE_S, promote_code == 0, ""),
+    ]
+    print(f"\nN={n} x 2 variants, LAT={lat}s, concurrency 64; load average {load_before:.1f} -> {load_after:.1f} "
+          f"on {os.cpu_count()} cores")
+    print(f"{'measure':<24}{'value':>10}{'target':>9}  ok  met  note")
+    results = []
+    for name, value, target, ok, note in rows:
+        met = ok and value == value and value <= target
+        print(f"{name:<24}{value:>10.2f}{target:>9.2f}  {'y' if ok else 'n':>2}  {'yes' if met else 'NO':>3}  {note}")
+        results.append({"measure": name, "value": value, "target": target, "ok": ok, "met": met, "note": note})
+    out = bench.OUT / "dagster_results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"n": n, "latency_s": lat, "load": [load_before, load_after],
+                               "commit": bench.git_commit(), "results": results}, indent=2) + "\n")
+    print(f"results: {out}; logs: {logs}/dagster-*.log; fixture: {root}")
+    return 0 if run_ok and reeval_code == 0 and promote_code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
