@@ -553,17 +553,41 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
 
     With --store, RUN_DIR is a run id in that store, and the store records the baseline for
     the namespace (what `evalh drift RUN --store …` compares with).
+
+    The pointer is written here, at once (and told to the eval's trace stores); the
+    `baseline` materialization is recorded in the Dagster instance by a background process
+    (defs/record_promotion.py), so the command does not wait for Dagster to start.
     """
     if store is not None:
         _promote_in_store(run_dir, store, namespace)
         return
-    from evalh_pipeline.defs.launch import materialize_promotion
+    import os
+    import subprocess
+
+    from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote as write_pointer
+    from evalh_pipeline.store.stores.sync import record_baseline
 
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, None)
-    promoted = _materialize(materialize_promotion, spec, directory.run_id, None)
-    previous = f" (was {promoted.previous_run_id})" if promoted.previous_run_id else ""
-    say(f"baseline of {spec.name} is now {promoted.run_id}{previous}")
+    runs_root = Path(spec.runs_root)
+    previous = current_baseline(runs_root, spec.name)
+    try:
+        promoted = write_pointer(directory)
+    except (ValueError, OSError) as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    was = f" (was {previous.run_id})" if previous else ""
+    say(f"baseline of {spec.name} is now {promoted.run_id}{was}")
+    for failure in record_baseline(spec, promoted.run_id, promoted.promoted_at.isoformat()):
+        warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
+    log = baseline_folder(runs_root, spec.name) / "dagster-record.log"
+    with log.open("a") as sink:
+        subprocess.Popen(
+            [sys.executable, "-m", "evalh_pipeline.defs.record_promotion", str(spec.path), str(directory.path),
+             previous.run_id if previous else ""],
+            stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, cwd=os.getcwd(), start_new_session=True,
+        )
+    err.line(f"recording it in the Dagster instance in the background (log: {log})")
 
 
 def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> None:

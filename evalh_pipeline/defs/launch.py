@@ -98,12 +98,19 @@ class Promotion:
 
 
 def materialize_promotion(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None
+    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
+    recorded_previous_run_id: str | None = None,
 ) -> Promotion:
-    """Materialize the eval's ``baseline`` asset for ``run_id`` (the atomic pointer + history)."""
+    """Materialize the eval's ``baseline`` asset for ``run_id`` (the atomic pointer + history).
+
+    With ``recorded_previous_run_id`` the pointer was written already (``evalh promote``):
+    the materialization records it, with that as the run it replaced."""
+    config: dict = {"run_id": run_id}
+    if recorded_previous_run_id is not None:
+        config["recorded_previous_run_id"] = recorded_previous_run_id
     dagster_run_id, _ = _execute(
         promote_job(spec.name), instance, spec, runtime, tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"},
-        run_config={"ops": {f"{spec.name}__baseline": {"config": {"run_id": run_id}}}},
+        run_config={"ops": {f"{spec.name}__baseline": {"config": config}}},
     )
     event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
     previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import dagster as dg
 
@@ -34,9 +34,15 @@ from evalh_pipeline.store.stores.sync import record_baseline
 
 
 class PromoteConfig(dg.Config):
-    """Which run of the eval to promote."""
+    """Which run of the eval to promote.
+
+    ``recorded_previous_run_id`` is set by ``evalh promote``, which writes the pointer itself
+    (at once) and records the promotion here afterwards: the pointer is then not written
+    again, and this is the run it replaced ("" when there was none).
+    """
 
     run_id: str
+    recorded_previous_run_id: Optional[str] = None
 
 
 def _version(value: Any) -> str:
@@ -241,12 +247,19 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         runs_root = Path(live.runs_root)
         previous = current_baseline(runs_root, name)
         run_dir = run_directory(live, valid_run_id(config.run_id))
-        promoted = promote(run_dir)
-        for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
-            context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
+        if config.recorded_previous_run_id is not None:
+            # `evalh promote` wrote the pointer (and told the trace stores) already, and a later
+            # promotion may have replaced it since: only record this one, never write it again.
+            previous_run_id = config.recorded_previous_run_id
+        else:
+            previous_run_id = previous.run_id if previous else ""
+            promoted = promote(run_dir)
+            for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
+                context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: "
+                                    f"{failure.error}")
         return dg.MaterializeResult(metadata={
-            "run_id": promoted.run_id,
-            "previous_run_id": previous.run_id if previous else "",
+            "run_id": config.run_id,
+            "previous_run_id": previous_run_id,
             "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
             **run_dir_metadata(run_dir),
         })
