@@ -16,12 +16,19 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     eval_path, run_dir, previous = argv
     from evalh_pipeline.config import load_eval
-    from evalh_pipeline.defs.launch import local_instance, materialize_promotion
+    from evalh_pipeline.store.baselines import baseline_folder
+    from evalh_pipeline.store.locking import locked
 
     directory = Path(run_dir)
     spec = replace(load_eval(eval_path), runs_root=str(directory.parent))
-    promotion = materialize_promotion(spec, directory.name, instance=local_instance(),
-                                      recorded_previous_run_id=previous)
+    # Promotions in quick succession are recorded one at a time, in the order they were
+    # made (the lock is taken before the slow Dagster import), and a fresh instance's
+    # storage is never created twice at once.
+    with locked(baseline_folder(directory.parent, spec.name) / "dagster-record.lock"):
+        from evalh_pipeline.defs.launch import local_instance, materialize_promotion
+
+        promotion = materialize_promotion(spec, directory.name, instance=local_instance(),
+                                          recorded_previous_run_id=previous)
     print(f"recorded the promotion of {promotion.run_id} as Dagster run {promotion.dagster_run_id}")
     return 0
 

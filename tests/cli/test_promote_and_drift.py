@@ -18,6 +18,8 @@ def setup(tmp_path, env):
     folder = tmp_path / "evals" / "toy"
     good = _make_run(folder, GOOD, "r1_good")
     broken = _make_run(folder, BROKEN, "r2_broken")
+    # The user's instance exists before they promote (its storage is created once).
+    dg.DagsterInstance.from_config(env["DAGSTER_HOME"]).dispose()
     return good, broken, {**env, "COLUMNS": "200"}
 
 
