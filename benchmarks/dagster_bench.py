@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -60,10 +61,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="N=1000 (a smoke check)")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--compare-src", type=Path, metavar="DIR",
+                        help="also measure the evalh_pipeline source tree in DIR (e.g. an older checkout), "
+                             "on a fresh copy of the fixture, in this same invocation")
     args = parser.parse_args(argv)
+    results = measure_all(args, None)
+    if args.compare_src:
+        older = measure_all(args, args.compare_src.resolve())
+        print("\nratio this tree / " + str(args.compare_src))
+        for mine, theirs in zip(results, older):
+            ratio = mine["value"] / theirs["value"] if theirs["value"] else float("nan")
+            print(f"{mine['measure']:<24}{mine['value']:>10.2f}{theirs['value']:>10.2f}  x{ratio:.2f}")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
+    """Every measure on a fresh fixture, with this tree's `evalh` or ``source``'s."""
     n, lat = (1000 if args.quick else 10000), 0.02
     limit = n * 2 * lat / 64
-    evalh = str(bench.find_our_evalh())
+    evalh_cmd = [str(bench.find_our_evalh())] if source is None else [sys.executable, "-m", "evalh_pipeline.cli"]
     root = Path(tempfile.mkdtemp(prefix="evalh-dagster-bench-"))
     fixture = bench.make_fixture(root / "fixture", n, lat)
     with (fixture / "stub_agent.py").open("a") as f:
@@ -71,18 +87,22 @@ def main(argv: list[str] | None = None) -> int:
     first_call_file = root / "first_call"
     env = {**os.environ, "DAGSTER_HOME": str(bench.fresh_dagster_home(fixture)),
            "EVALH_BENCH_FIRST_CALL": str(first_call_file)}
+    tag = "dagster" if source is None else "dagster-compare"
+    if source is not None:
+        # Never write bytecode into the other tree.
+        env.update(PYTHONPATH=str(source), PYTHONDONTWRITEBYTECODE="1")
     logs = bench.LOGS
     load_before = os.getloadavg()[0]
 
-    run_wall, run_code, run_start = _timed([evalh, "run", "eval.yaml"], fixture, env, logs / "dagster-run.log",
+    run_wall, run_code, run_start = _timed([*evalh_cmd, "run", "eval.yaml"], fixture, env, logs / f"{tag}-run.log",
                                            args.timeout)
     run_dir = bench.find_run_dir(fixture)
     run_ok = run_code == 0 and run_dir is not None and (run_dir / "summary.yaml").exists()
     first_call = float(first_call_file.read_text()) - run_start if first_call_file.exists() else None
-    reeval_wall, reeval_code, _ = _timed([evalh, "re-evaluate", str(run_dir)], fixture, env,
-                                         logs / "dagster-reeval.log", args.timeout)
-    promote_wall, promote_code, _ = _timed([evalh, "promote", str(run_dir)], fixture, env,
-                                           logs / "dagster-promote.log", args.timeout)
+    reeval_wall, reeval_code, _ = _timed([*evalh_cmd, "re-evaluate", str(run_dir)], fixture, env,
+                                         logs / f"{tag}-reeval.log", args.timeout)
+    promote_wall, promote_code, _ = _timed([*evalh_cmd, "promote", str(run_dir)], fixture, env,
+                                           logs / f"{tag}-promote.log", args.timeout)
     load_after = os.getloadavg()[0]
 
     rows = [
@@ -92,20 +112,22 @@ def main(argv: list[str] | None = None) -> int:
         ("re-evaluate (s)", reeval_wall, REEVAL_S, reeval_code == 0, f"{2 * n} traces"),
         ("promote (s)", promote_wall, PROMOTE_S, promote_code == 0, ""),
     ]
-    print(f"\nN={n} x 2 variants, LAT={lat}s, concurrency 64; load average {load_before:.1f} -> {load_after:.1f} "
+    print(f"\n{'this tree' if source is None else source}: N={n} x 2 variants, LAT={lat}s, concurrency 64; load average {load_before:.1f} -> {load_after:.1f} "
           f"on {os.cpu_count()} cores")
     print(f"{'measure':<24}{'value':>10}{'target':>9}  ok  met  note")
     results = []
     for name, value, target, ok, note in rows:
         met = ok and value == value and value <= target
         print(f"{name:<24}{value:>10.2f}{target:>9.2f}  {'y' if ok else 'n':>2}  {'yes' if met else 'NO':>3}  {note}")
-        results.append({"measure": name, "value": value, "target": target, "ok": ok, "met": met, "note": note})
-    out = bench.OUT / "dagster_results.json"
+        results.append({"measure": name, "value": value, "target": target, "ok": ok and bool(value == value),
+                        "met": met, "note": note})
+    out = bench.OUT / ("dagster_results.json" if source is None else "dagster_results_compare.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"n": n, "latency_s": lat, "load": [load_before, load_after],
+    out.write_text(json.dumps({"n": n, "latency_s": lat, "load": [load_before, load_after], "source": str(source or ""),
                                "commit": bench.git_commit(), "results": results}, indent=2) + "\n")
-    print(f"results: {out}; logs: {logs}/dagster-*.log; fixture: {root}")
-    return 0 if run_ok and reeval_code == 0 and promote_code == 0 else 1
+    print(f"results: {out}; logs: {logs}/dagster-*.log")
+    shutil.rmtree(root, ignore_errors=True)
+    return results
 
 
 if __name__ == "__main__":
