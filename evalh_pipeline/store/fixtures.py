@@ -196,8 +196,11 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     root = git_root(spec.eval_dir)
     versions: dict[str, str] = {}
     states: list[str] = []
-    inside = [p for p in paths if root is not None and p.is_relative_to(root)] if root is not None else []
-    ids, dirty = _git_versions(root, [p.relative_to(root).as_posix() for p in inside]) if inside else ({}, set())
+    inside = [p for p in paths if p.is_relative_to(root)] if root is not None else []
+    ids: dict[str, str] = {}
+    dirty: set[str] = set()
+    if root is not None and inside:
+        ids, dirty = _git_versions(root, [p.relative_to(root).as_posix() for p in inside])
     for path in paths:
         if root is not None and path in inside:
             rel = path.relative_to(root).as_posix()
