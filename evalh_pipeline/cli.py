@@ -31,14 +31,17 @@ EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_GATE = 1
 
 
-def _load(eval_path: str) -> EvalSpec:
+def _load(eval_path: str, strict: bool = False) -> EvalSpec:
     from evalh_pipeline.config import ConfigError, load_eval
 
     try:
-        return load_eval(eval_path)
+        spec = load_eval(eval_path, strict=strict)
     except ConfigError as exc:
         error(f"invalid eval config\n{exc}")
         sys.exit(EXIT_CONFIG)
+    for problem in spec.warnings:
+        warning(str(problem))
+    return spec
 
 
 def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
@@ -95,6 +98,9 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
         # soft_wrap: a URL split over lines cannot be copied.
         say(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}")
     for failure in recorded_failures(run_dir, since):
+        if str(failure.get("target", "")).startswith("webhook:"):
+            warning(f"webhook not posted: {failure['error']} (recorded in {run_dir.publish_log})")
+            continue
         warning(f"mirror {failure['target']} not updated after {failure['stage']}: "
                 f"{failure['error']} (recorded in {run_dir.publish_log})")
 
@@ -115,6 +121,15 @@ def _print_outcome(outcome) -> None:
             say("drift: no promoted baseline (evalh promote runs/<run_id>)")
     for check in outcome.failed_checks:
         out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
+    if any(v.cases_errored for v in outcome.summary.variants):
+        from evalh_pipeline.runner.traces import start_errors
+
+        broken = start_errors(outcome.run_dir.traces)
+        for variant, message in broken.items():
+            error(f"system {variant!r} could not start: {message}")
+        if broken:
+            # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
+            sys.exit(EXIT_CONFIG)
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
@@ -192,11 +207,13 @@ def main() -> None:
                    "Repeat a key for OR, use several keys for AND; narrows dataset.filter.")
 @click.option("--fail-on-gate", is_flag=True,
               help="Exit 1 when a gate or the completeness check fails (for CI); the run is still complete.")
+@click.option("--strict", is_flag=True,
+              help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
 def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry_run: bool,
-        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool) -> None:
+        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
     _require_eval_file(eval_path)
-    spec = _select(_load(eval_path), filters, limit)
+    spec = _select(_load(eval_path, strict), filters, limit)
     if dry_run:
         _print_plan(spec, resume_dir, max_concurrency)
         return
@@ -568,6 +585,11 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
     from evalh_pipeline.store.stores.sync import record_baseline
 
     directory = _run_directory(run_dir)
+    if directory.is_eval_harness_run():
+        err.print(f"[red]error:[/red] {run_dir} was written by eval-harness: evalh reads it (inspect, compare, "
+                  "drift --baseline) but promotes only its own runs; eval-harness's baselines/<eval> link is "
+                  "read by `evalh drift` until you promote an evalh run", highlight=False)
+        sys.exit(EXIT_CONFIG)
     spec = _spec_for_run(directory, None)
     runs_root = Path(spec.runs_root)
     previous = current_baseline(runs_root, spec.name)

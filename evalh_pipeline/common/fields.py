@@ -8,24 +8,54 @@ from typing import Any
 from pydantic import BaseModel
 
 _MISSING = object()
-_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
+# A plain dotted path with list indexes (`output.final_answer`, `$.tool_calls[0].name`): read
+# by a fast walk. Anything else (`[*]`, `..`, filters, quoted names) goes to jsonpath-ng.
+_SIMPLE = re.compile(r"(?:\$\.?)?[\w-]+(?:\.[\w-]+|\[-?\d+\])*")
 
 
 class FieldPath:
-    """A parsed dotted path (JSONPath-style ``$.`` prefix accepted) into a model or dict."""
+    """A path into a model or dict: a dotted path, or any JSONPath (jsonpath-ng, with filters).
+
+    ``output.final_answer``, ``$.tool_calls[0].name`` and ``expected.facts.city`` are walked
+    directly (re-evaluation reads millions of them); ``tool_calls[*].name``, ``$..name`` and
+    ``tool_calls[?(@.name == 'lookup')].arguments`` are evaluated by jsonpath-ng on the
+    value's JSON form. As in eval-harness, :meth:`get` returns the first match. A path that
+    does not parse raises ValueError (so a bad ``field`` is an error when the eval loads).
+    """
 
     def __init__(self, path: str) -> None:
         text = path.strip()
-        text = text[2:] if text.startswith("$.") else text.lstrip("$")
         self.text = path
-        self.parts: list[str | int] = [
-            int(index) if index else name for name, index in _TOKEN.findall(text)
-        ]
-        if not self.parts:
+        self._jsonpath: Any = None
+        if _SIMPLE.fullmatch(text):
+            text = text[2:] if text.startswith("$.") else text.lstrip("$")
+            self.parts: list[str | int] = [
+                int(index) if index else name for name, index in _TOKEN.findall(text)
+            ]
+            return
+        if not text:
             raise ValueError(f"empty field path {path!r}")
+        from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+        from jsonpath_ng.ext import parse
+
+        try:
+            self._jsonpath = parse(text)
+        except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: BLE001 - the parser raises several types
+            raise ValueError(f"invalid field path {path!r}: not a dotted path or JSONPath ({exc})") from None
+        self.parts = []
+
+    @property
+    def is_jsonpath(self) -> bool:
+        """True when the path is evaluated by jsonpath-ng (not a plain dotted path)."""
+        return self._jsonpath is not None
 
     def get(self, root: Any, default: Any = None) -> Any:
-        """The value at this path, or ``default`` when any step is missing."""
+        """The value at this path (the first match), or ``default`` when nothing matches."""
+        if self._jsonpath is not None:
+            data = root.model_dump(mode="python") if isinstance(root, BaseModel) else root
+            matches = self._jsonpath.find(data)
+            return matches[0].value if matches else default
         # One inline loop instead of a call per step: re-evaluation walks millions of paths.
         node = root
         for part in self.parts:

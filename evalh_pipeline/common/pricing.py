@@ -72,6 +72,41 @@ class PriceTable(BaseModel):
     currency: Literal["USD"] = "USD"
     models: dict[str, ModelPrice] = Field(min_length=1)
     aliases: dict[str, str] = Field(default_factory=dict)
+    # eval-harness tables price exact model names only (no prefix matching of dated names).
+    exact_names: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_harness_format(cls, data: Any) -> Any:
+        """eval-harness's table (``table_version``, ``freshness_date``, ``*_per_million_tokens``)
+        with its meaning: thinking is billed on top of the output at its own rate (default 0),
+        and a model is priced only under its exact name."""
+        if not isinstance(data, dict) or not ({"table_version", "freshness_date"} & set(data)):
+            return data
+        if "as_of" in data:
+            raise ValueError("give as_of (evalh) or freshness_date/table_version (eval-harness), not both")
+        models = data.get("models") or {}
+        if not isinstance(models, dict):
+            return data  # the field's own error reports it
+        converted = {}
+        for name, price in models.items():
+            if not isinstance(price, dict):
+                converted[name] = price
+                continue
+            unknown = sorted(set(price) - {"input_per_million_tokens", "output_per_million_tokens",
+                                           "thinking_per_million_tokens"})
+            if unknown:
+                raise ValueError(f"models.{name}: unknown key(s) {', '.join(unknown)} (eval-harness's keys: "
+                                 "input_per_million_tokens, output_per_million_tokens, thinking_per_million_tokens)")
+            converted[name] = {"input_per_mtok": price.get("input_per_million_tokens"),
+                               "output_per_mtok": price.get("output_per_million_tokens"),
+                               "thinking_per_mtok": price.get("thinking_per_million_tokens", 0.0),
+                               "output_includes_thinking": False}
+        extra = sorted(set(data) - {"table_version", "freshness_date", "models"})
+        if extra:
+            raise ValueError(f"unknown key(s) {', '.join(extra)} in an eval-harness price table "
+                             "(table_version, freshness_date, models)")
+        return {"as_of": data.get("freshness_date"), "models": converted, "exact_names": True}
 
     @model_validator(mode="after")
     def _aliases_point_at_models(self) -> "PriceTable":
@@ -95,6 +130,8 @@ class PriceTable(BaseModel):
     def _lookup(self, model: str) -> ModelPrice | None:
         if model in self.models:
             return self.models[model]
+        if self.exact_names:
+            return None
         if model in self.aliases:
             return self.models[self.aliases[model]]
         best: str | None = None

@@ -25,11 +25,19 @@ from evalh_pipeline.models import EvalCase
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 
 
-def iter_dataset(path: Path, dataset_type: str) -> Iterator[EvalCase]:
-    """Every case of the file, validated; raises ConfigError at the first bad row."""
+def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = False) -> Iterator[EvalCase]:
+    """Every case of the file, validated; raises ConfigError at the first bad row.
+
+    ``fixture`` files are YAML datasets whose cases may carry the ``embedded_trace`` they
+    recorded (eval-harness's online-eval fixture); with ``embed_full_trace`` every case must.
+    """
     seen: set[str] = set()
     rows = _iter_jsonl(path) if dataset_type == "jsonl" else _iter_yaml(path)
     for line, key, raw in rows:
+        if embed_full_trace and isinstance(raw, dict) and not isinstance(raw.get("embedded_trace"), dict):
+            raise ConfigError.single(path.name, line, format_key_path((*key, "embedded_trace")),
+                                     "missing or not a mapping (dataset.embed_full_trace is true: "
+                                     "every case needs the trace it recorded)")
         try:
             case = EvalCase.model_validate(raw)
         except ValidationError as exc:
@@ -114,29 +122,38 @@ def with_selection(spec: EvalSpec, filters: dict[str, Any] | None = None, limit:
     return replace(spec, config=config, raw=raw, case_limit=limit)
 
 
+def dataset_cases(spec: EvalSpec) -> Iterator[EvalCase]:
+    """Every case of the eval's dataset file (unfiltered), validated."""
+    dataset = spec.config.dataset
+    embed = bool((dataset.model_extra or {}).get("embed_full_trace")) and dataset.type == "fixture"
+    return iter_dataset(spec.dataset_path, dataset.type, embed_full_trace=embed)
+
+
 def _filtered_and_sampled(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
     dataset = spec.config.dataset
-    matching = (c for c in iter_dataset(spec.dataset_path, dataset.type) if _matches(c, dataset.filter))
+    matching = (c for c in dataset_cases(spec) if _matches(c, dataset.filter))
     if dataset.sample is None:
         yield from matching
         return
-    chosen = _reservoir_positions(matching, dataset.sample, random.Random(run_id))
-    filtered = (c for c in iter_dataset(spec.dataset_path, dataset.type) if _matches(c, dataset.filter))
+    seed = (dataset.model_extra or {}).get("seed", run_id)
+    chosen = sample_positions(sum(1 for _ in matching), dataset.sample, seed)
+    filtered = (c for c in dataset_cases(spec) if _matches(c, dataset.filter))
     for position, case in enumerate(filtered):
-        if position in chosen:
+        if chosen is None or position in chosen:
             yield case
 
 
-def _reservoir_positions(items: Iterator[Any], k: int, rng: random.Random) -> set[int]:
-    reservoir: list[int] = []
-    for i, _ in enumerate(items):
-        if i < k:
-            reservoir.append(i)
-        else:
-            j = rng.randint(0, i)
-            if j < k:
-                reservoir[j] = i
-    return set(reservoir)
+def sample_positions(count: int, k: int, seed: Any) -> set[int] | None:
+    """Positions (among ``count`` matching cases) that ``dataset.sample: k`` keeps; None: all.
+
+    eval-harness's draw, ``random.Random(seed).sample(cases, k)`` with the run id as seed
+    (``dataset.seed`` fixes it): ``Random.sample`` picks positions from the population's
+    length alone, so drawing from ``range(count)`` selects the same cases while the dataset
+    is streamed. The chosen cases keep their dataset order.
+    """
+    if k >= count:
+        return None
+    return set(random.Random(seed).sample(range(count), k))
 
 
 def _matches(case: EvalCase, rules: dict[str, Any]) -> bool:
@@ -171,7 +188,8 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, tuple, Any]]:
 
 
 def _iter_yaml(path: Path) -> Iterator[tuple[int, tuple, Any]]:
-    doc = load_yaml(path)
+    # YAML 1.1 booleans (yes/no/on/off), as eval-harness's yaml.safe_load reads datasets.
+    doc = load_yaml(path, yaml11_booleans=True)
     data = doc.data
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise ConfigError.single(path.name, doc.line_of(()), "cases", "a YAML dataset needs a 'cases:' list")

@@ -13,36 +13,49 @@ from pydantic import BaseModel, ValidationError
 from evalh_pipeline.config.env import MissingEnvVar, expand_env
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import EvalConfig, OutputConfig
+from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
-DATASET_TYPES = ("jsonl", "yaml")
-_VARIANT_KEYS = {"name", "adapter", "metadata", "enrich_trace_from"}
+DATASET_TYPES = ("fixture", "jsonl", "yaml")
+# Keys of systems[] that are not the adapter's (eval-harness's pool is warned about in
+# _executor_warnings; enrich_trace_from has its own check).
+_VARIANT_KEYS = {"name", "adapter", "metadata", "pool", "enrich_trace_from"}
 _SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)", re.IGNORECASE)
 
 
-def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -> EvalSpec:
-    """Parse and validate one eval.yaml. Raises :class:`ConfigError` listing every problem."""
+def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *, strict: bool = False) -> EvalSpec:
+    """Parse and validate one eval.yaml. Raises :class:`ConfigError` listing every problem.
+
+    Keys eval-harness tolerates but evalh does not use (an unknown key of a system, an
+    evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
+    ``retry.on`` value that names no error type) are dropped with a warning naming the file,
+    line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
+    """
     eval_path = Path(path).resolve()
     where, config, used_env = _parse(eval_path, env)
     eval_dir = eval_path.parent
     variants = [_variant(system) for system in config.systems]
-    issues = [
-        *_check_names(where, config, eval_path),
-        *_check_plugins(where, config, variants, eval_dir),
-        *_check_outputs(where, config),
-    ]
+    plugin_issues, warnings = _check_plugins(where, config, variants, eval_dir)
+    output_issues, output_warnings = _check_outputs(where, config)
+    issues = [*_check_names(where, config, eval_path), *plugin_issues, *output_issues]
+    warnings += output_warnings + _eval_harness_warnings(where, config)
     dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
     price_table_path, price_issues = _check_metrics(where, config, eval_dir)
     issues += dataset_issues + price_issues
+    if strict:
+        issues += [ConfigIssue(w.file, w.line, w.key, w.message.replace(", ignored as eval-harness does", "")
+                               + " (an error with --strict)") for w in warnings]
     if issues:
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
 
     secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
+    # Secrets by use: a webhook's URL is its credential, whatever the variable is called.
+    secrets |= frozenset(str((output.model_extra or {})[key]) for output in config.output if output.type == "webhook"
+                         for key in ("url", "api_key") if (output.model_extra or {}).get(key))
     folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
     outputs = tuple(resolve_output_path(output.path or "runs", eval_dir) for output in folders)
     stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
@@ -59,6 +72,7 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None) -
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
         price_table_path=price_table_path,
+        warnings=tuple(sorted(warnings, key=lambda issue: issue.line or 0)),
     )
 
 
@@ -113,21 +127,37 @@ def _variant(system: Any) -> RunVariant:
                       metadata=system.metadata, timeout_seconds=system.timeout_seconds)
 
 
-def _check_plugins(where: _Locator, config: EvalConfig, variants: list[RunVariant], eval_dir: Path) -> list[ConfigIssue]:
-    """Each system (and its enrichers), evaluator and workspace config, by its type's own config model."""
+def _check_plugins(
+    where: _Locator, config: EvalConfig, variants: list[RunVariant], eval_dir: Path,
+) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
+    """(errors, warnings) of each system (and its enrichers), evaluator and workspace config, by
+    its type's own config model. Keys dropped with a warning are removed from the config used."""
     from evalh_pipeline.evaluators.registry import EVALUATORS
     from evalh_pipeline.systems.registry import SYSTEMS
 
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []
     for i, (system, variant) in enumerate(zip(config.systems, variants)):
-        issues += _check_plugin_config(where, SYSTEMS, variant.adapter, variant.config, ("systems", i), "adapter")
+        found, ignored, cleaned = _check_plugin_config(where, SYSTEMS, variant.adapter, variant.config,
+                                                       ("systems", i), "adapter")
+        issues += found
+        warnings += ignored
+        variant.config = cleaned
         issues += _check_enrichers(where, i, system.enrich_trace_from)
     for i, evaluator in enumerate(config.evaluators):
-        issues += _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
-                                       ("evaluators", i), "type", config_key="config")
+        found, ignored, cleaned = _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
+                                                       ("evaluators", i), "type", config_key="config")
+        issues += found
+        warnings += ignored
+        if cleaned != evaluator.config:
+            config.evaluators[i] = evaluator.model_copy(update={"config": cleaned})
     if config.workspace is not None:
-        issues += _check_workspace(where, config.workspace.model_dump(), eval_dir)
-    return issues
+        found, ignored, cleaned = _check_workspace(where, config.workspace.model_dump(), eval_dir)
+        issues += found
+        warnings += ignored
+        if not found:
+            config.workspace = type(config.workspace).model_validate(cleaned)
+    return issues, warnings
 
 
 def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
@@ -148,16 +178,20 @@ def _check_metrics(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple
     return price_table_path, [where.issue(("metrics", "price_table_path"), problem)] if problem else []
 
 
-def _check_workspace(where: _Locator, workspace: dict[str, Any], eval_dir: Path) -> list[ConfigIssue]:
+def _check_workspace(
+    where: _Locator, workspace: dict[str, Any], eval_dir: Path,
+) -> tuple[list[ConfigIssue], list[ConfigIssue], dict[str, Any]]:
     """Validate ``workspace:`` with its type's config model, then the folders it names."""
     from evalh_pipeline.workspaces.registry import WORKSPACES
 
-    issues = _check_plugin_config(where, WORKSPACES, workspace["type"], workspace, ("workspace",), "type")
+    issues, warnings, cleaned = _check_plugin_config(where, WORKSPACES, workspace["type"], workspace,
+                                                     ("workspace",), "type")
     if issues:
-        return issues
+        return issues, warnings, cleaned
     cls = WORKSPACES.get(workspace["type"])
-    model = cls.Config.model_validate(workspace)
-    return [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+    model = cls.Config.model_validate(cleaned)
+    issues = [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+    return issues, warnings, cleaned
 
 
 def _check_enrichers(where: _Locator, index: int, entries: list[dict[str, Any]]) -> list[ConfigIssue]:
@@ -170,23 +204,90 @@ def _check_enrichers(where: _Locator, index: int, entries: list[dict[str, Any]])
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
             issues.append(where.issue(at, f"an enricher is a mapping with a type (known: {', '.join(ENRICHERS.names())})"))
             continue
-        issues += _check_plugin_config(where, ENRICHERS, entry["type"], entry, at, "type")
+        found, unknown, _ = _check_plugin_config(where, ENRICHERS, entry["type"], entry, at, "type")
+        # Enrichers stay strict: their config is rebuilt from the YAML at run time.
+        issues += found + [ConfigIssue(w.file, w.line, w.key, w.message.replace(", ignored as eval-harness does", ""))
+                           for w in unknown]
     return issues
 
 
-def _check_outputs(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
-    """Each ``output[]`` entry against its type's config model; folder URLs must be writable."""
+def _check_outputs(where: _Locator, config: EvalConfig) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
+    """(errors, warnings) of each ``output[]`` entry against its type's config model; folder
+    URLs must be writable. Unknown keys of a store are dropped with a warning, as eval-harness
+    ignores them."""
     from evalh_pipeline.store.stores.registry import STORES
 
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []
     for i, output in enumerate(config.output):
         entry = output.model_dump(exclude_none=True)
-        found = _check_plugin_config(where, STORES, output.type, entry, ("output", i), "type")
+        found, ignored, cleaned = _check_plugin_config(where, STORES, output.type, entry, ("output", i), "type")
         issues += found
+        warnings += ignored
+        if not found and cleaned != entry:
+            config.output[i] = type(output).model_validate(cleaned)
         if not found and output.type == "local_files" and output.path is not None:
             if (problem := _output_url_problem(output.path)) is not None:
                 issues.append(where.issue(("output", i, "path"), problem))
-    return issues
+    return issues, warnings
+
+
+def _eval_harness_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
+    """Keys eval-harness reads that evalh does not: unknown dataset keys, retry.on values that
+    name no error type, run.executor and pools (each said once, with what evalh does instead)."""
+    found = _unused_section_keys(where, ("dataset",), config.dataset.model_dump(),
+                                 DATASET_KEYS.get(config.dataset.type, ()))
+    for i, value in enumerate(config.run.retry.on):
+        if value not in RETRY_ON:
+            found.append(where.issue(("run", "retry", "on", i), f"{value!r} names no error type, so it never "
+                                     f"triggers a retry ({_closest(value, RETRY_ON)})"))
+    return found + _executor_warnings(where, config)
+
+
+def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
+    """eval-harness's ``run.executor`` and ``systems[].pool``: accepted, and what they map to said once."""
+    found = []
+    executor = config.run.executor
+    kind = executor.get("type", "local") if isinstance(executor, dict) else "local"
+    extra = sorted(k for k in executor if k not in ("type", "pools")) if isinstance(executor, dict) else []
+    if kind != "local" or extra:
+        found.append(where.issue(("run", "executor"), (
+            f"executor {kind!r} is not used: evalh runs every cell in this process with asyncio "
+            "(run.max_concurrency, run.per_variant_concurrency), and Dagster runs the stages (its run "
+            "launcher and executor decide where: see the Dagster docs for k8s/celery)")))
+    pools = executor.get("pools") if isinstance(executor, dict) else None
+    if pools:
+        found.append(where.issue(("run", "executor", "pools"), (
+            "capacity pools are not used: run.per_variant_concurrency bounds each variant "
+            "(the smallest pool size is a safe value for it)")))
+    for i, system in enumerate(config.systems):
+        if (system.model_extra or {}).get("pool") is not None:
+            found.append(where.issue(("systems", i, "pool"), "pool is not used (see run.executor.pools)"))
+    return found
+
+
+# The keys each dataset type reads (others are warned about: eval-harness ignores them).
+DATASET_KEYS = {
+    "yaml": ("type", "path", "filter", "sample", "seed"),
+    "jsonl": ("type", "path", "filter", "sample", "seed"),
+    "fixture": ("type", "path", "filter", "sample", "seed", "embed_full_trace"),
+}
+
+
+def _closest(key: str, known: list[str] | tuple[str, ...]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"did you mean {match[0]!r}?" if match else f"known: {', '.join(known) or 'none'}"
+
+
+def _unused_section_keys(
+    where: _Locator, at: KeyPath, section: dict[str, Any], known: tuple[str, ...],
+) -> list[ConfigIssue]:
+    if not known:
+        return []
+    return [where.issue((*at, key), f"unknown key, ignored as eval-harness does ({_closest(key, known)})")
+            for key in section if key not in known]
 
 
 def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
@@ -262,21 +363,48 @@ def _check_unique(where: _Locator, section: str, names: list[str]) -> list[Confi
 def _check_plugin_config(
     where: _Locator, registry: Registry[Any], type_name: str, config: dict[str, Any], at: KeyPath,
     type_key: str, config_key: str | None = None,
-) -> list[ConfigIssue]:
+) -> tuple[list[ConfigIssue], list[ConfigIssue], dict[str, Any]]:
+    """(errors, warnings, the config without the keys warned about) for one plugin's config.
+
+    An unknown top-level key is what eval-harness tolerates (its adapters and evaluators
+    ignore keys they do not read): it is dropped with a warning naming the closest known
+    key. So is a key the config model reports through ``unused_keys()``.
+    """
     try:
         cls = registry.get(type_name)
     except UnknownTypeError as exc:
-        return [where.issue((*at, type_key), str(exc))]
+        return [where.issue((*at, type_key), str(exc))], [], config
     except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the other issues
-        return [where.issue((*at, type_key), f"cannot load {registry.family} {type_name!r}: {exc}")]
+        return [where.issue((*at, type_key), f"cannot load {registry.family} {type_name!r}: {exc}")], [], config
     model: type[BaseModel] = cls.Config
-    try:
-        model.model_validate(config)
-    except ValidationError as exc:
-        base = (*at, config_key) if config_key else at
-        return [where.issue((*base, *err["loc"]), _pydantic_message(err, model, f"{registry.family} {type_name!r}"))
-                for err in exc.errors()]
-    return []
+    base = (*at, config_key) if config_key else at
+    owner = f"{registry.family} {type_name!r}"
+    dropped: list[tuple[str, str]] = []  # (key, closest-key hint)
+    cleaned = dict(config)
+    known = [k for k in model.model_fields if k != "description"]
+    for _ in range(len(config) + 1):
+        try:
+            validated = model.model_validate(cleaned)
+        except ValidationError as exc:
+            errors = exc.errors()
+            unknown = [err["loc"][0] for err in errors
+                       if err.get("type") == "extra_forbidden" and len(err["loc"]) == 1 and err["loc"][0] in cleaned]
+            if not unknown:
+                # Still invalid: the dropped keys are likely typos of what is missing, so they are errors too.
+                issues = [where.issue((*base, key), f"unknown key for {owner} ({hint})") for key, hint in dropped]
+                issues += [where.issue((*base, *err["loc"]), _pydantic_message(err, model, owner)) for err in errors]
+                return issues, [], config
+            for key in unknown:
+                dropped.append((key, _closest(str(key), known)))
+                cleaned.pop(key)
+            continue
+        warnings = [where.issue((*base, key), f"unknown key for {owner}, ignored as eval-harness does ({hint})")
+                    for key, hint in dropped]
+        unused = getattr(validated, "unused_keys", None)
+        for key, why in (unused() if callable(unused) else {}).items():
+            warnings.append(where.issue((*base, key), f"{why}"))
+        return [], warnings, cleaned
+    return [where.issue(base, "could not validate")], warnings, cleaned
 
 
 def _pydantic_message(err: Any, root: type[BaseModel], owner: str | None = None) -> str:

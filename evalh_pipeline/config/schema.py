@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evalh_pipeline.config.cron import parse_cron
 
 RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
+# eval-harness allows any name (spaces too); Dagster partition keys and the run directory's
+# file names forbid | , [ ] / \ and control characters, and a name must not start or end blank.
+NAME_PATTERN = r"^[^\s|,\[\]/\\\x00-\x1f](?:[^|,\[\]/\\\x00-\x1f]*[^\s|,\[\]/\\\x00-\x1f])?$"
 
 
 class _Strict(BaseModel):
@@ -39,7 +42,7 @@ class DatasetConfig(BaseModel):
 class SystemConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=NAME_PATTERN)
     adapter: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=120, gt=0)
@@ -64,7 +67,7 @@ class TraceCaptureConfig(_Strict):
 
 
 class EvaluatorConfig(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=NAME_PATTERN)
     type: str
     config: dict[str, Any] = Field(default_factory=dict)
 
@@ -74,9 +77,13 @@ class PassCriteria(_Strict):
     any_required: list[str] = Field(default_factory=list)
 
 
+RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception")
+
+
 class RetryConfig(_Strict):
     max_attempts: int = Field(default=1, ge=1)
-    on: list[RetryOn] = Field(default_factory=list)
+    # Any text, as in eval-harness; a value that names no error type never matches (warned at load).
+    on: list[str] = Field(default_factory=list)
     backoff_seconds: float = Field(default=0.0, ge=0)
 
 

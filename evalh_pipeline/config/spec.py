@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.config.errors import ConfigIssue
 from evalh_pipeline.config.schema import EvalConfig
 from evalh_pipeline.models import RunVariant
 
@@ -37,6 +38,8 @@ class EvalSpec:
     stores: tuple[dict[str, Any], ...] = ()
     # systems[].enrich_trace_from, by variant name (validated): the TraceEnrichers of each variant.
     enrichers: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    # Keys eval-harness tolerates that evalh ignores (file, line, key, closest known key).
+    warnings: tuple[ConfigIssue, ...] = ()
 
     @property
     def name(self) -> str:

@@ -32,6 +32,11 @@ _Loader.add_implicit_resolver(
 )
 
 
+class _DatasetLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader as is (YAML 1.1: yes/no/on/off are booleans): eval-harness reads
+    dataset files with ``yaml.safe_load``, so a case's ``on``/``yes`` must mean the same here."""
+
+
 @dataclass
 class YamlDocument:
     """Parsed data plus a key-path -> line map for error messages."""
@@ -60,8 +65,13 @@ def format_key_path(key_path: KeyPath) -> str:
     return out
 
 
-def load_yaml(path: Path) -> YamlDocument:
-    """Parse one YAML file; syntax errors become a ConfigError with the line."""
+def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
+    """Parse one YAML file; syntax errors become a ConfigError with the line.
+
+    Booleans are YAML 1.2's (true/false) unless ``yaml11_booleans`` (datasets, as eval-harness
+    reads them). Merge keys (``<<: *base``) are applied.
+    """
+    loader_class = _DatasetLoader if yaml11_booleans else _Loader
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -69,7 +79,7 @@ def load_yaml(path: Path) -> YamlDocument:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError.single(str(path), None, "", f"cannot read file: {exc}") from None
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader_class)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -77,7 +87,13 @@ def load_yaml(path: Path) -> YamlDocument:
         raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
     duplicates: list[tuple[KeyPath, int]] = []
-    data = _construct(node, (), lines, _Loader(""), duplicates) if node is not None else None
+    try:
+        data = _construct(node, (), lines, loader_class(""), duplicates) if node is not None else None
+    except yaml.YAMLError as exc:  # e.g. a merge key whose value is not a mapping
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
     if duplicates:
         # PyYAML keeps the last of two equal keys; an authored file must say what it means.
         raise ConfigError([
@@ -93,12 +109,20 @@ def _construct(
 ) -> Any:
     lines.setdefault(key_path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        # `<<: *base` merge keys: PyYAML copies the merged pairs in front of the node's own
+        # (which win); a key given explicitly is then not a duplicate of a merged one.
+        explicit = len(node.value) - sum(1 for k, _ in node.value if k.tag == "tag:yaml.org,2002:merge")
+        loader.flatten_mapping(node)
+        first_explicit = len(node.value) - explicit
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        own: set[Any] = set()
+        for index, (key_node, value_node) in enumerate(node.value):
             key = loader.construct_object(key_node, deep=True)
             child = (*key_path, key if isinstance(key, (str, int)) else str(key))
-            if key in out:
-                duplicates.append((child, key_node.start_mark.line + 1))
+            if index >= first_explicit:
+                if key in own:
+                    duplicates.append((child, key_node.start_mark.line + 1))
+                own.add(key)
             lines[child] = key_node.start_mark.line + 1
             out[key] = _construct(value_node, child, lines, loader, duplicates)
         return out

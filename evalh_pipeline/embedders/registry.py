@@ -20,18 +20,25 @@ EMBEDDERS: Registry[Embedder] = Registry(
     {
         "hashing": "evalh_pipeline.embedders.hashing:HashingEmbedder",
         "openai_compatible": "evalh_pipeline.embedders.openai_compatible:OpenAICompatibleEmbedder",
+        "sentence_transformers": "evalh_pipeline.embedders.sentence_transformers:SentenceTransformersEmbedder",
         "wordllama": "evalh_pipeline.embedders.wordllama:WordLlamaEmbedder",
     },
 )
+
+
+class EmbedderUnavailable(ValueError):
+    """A known embedder whose package (an optional extra) or model is missing here.
+
+    ``semantic_similarity`` does not fail to load for it: the loader warns with this message
+    and every result of the evaluator is an error saying the same (eval-harness's behaviour).
+    """
 
 # eval-harness 2.0.2's embedder names (``embedder_name:``): what we have under another name,
 # and what we do not have at all (loading says so instead of "unknown embedder").
 EVAL_HARNESS_ALIASES: dict[str, dict[str, Any]] = {
     "openai-text-embedding-3-small": {"name": "openai_compatible", "model": "text-embedding-3-small"},
 }
-EVAL_HARNESS_MISSING: dict[str, str] = {
-    "sentence-transformers/all-MiniLM-L6-v2": "eval-harness's local sentence-transformers model",
-}
+_SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers/"
 
 
 def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -42,9 +49,10 @@ def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     """
     spec = {"name": spec} if isinstance(spec, str) else dict(spec)
     name = spec.pop("name", None)
-    if name in EVAL_HARNESS_MISSING:
-        raise ValueError(f"embedder {name!r} ({EVAL_HARNESS_MISSING[name]}) is not available in evalh_pipeline: "
-                         f"use one of {', '.join(EMBEDDERS.names())} (wordllama is local and semantic)")
+    if isinstance(name, str) and name.startswith(_SENTENCE_TRANSFORMERS_PREFIX):
+        # eval-harness names a sentence-transformers model by its Hugging Face id.
+        spec = {"model": name, **spec}
+        name = "sentence_transformers"
     if name in EVAL_HARNESS_ALIASES:
         spec = {**EVAL_HARNESS_ALIASES[name], **spec}
         name = spec.pop("name")
@@ -56,7 +64,7 @@ def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
     reason = cls.unavailable_reason()
     if reason:
-        raise ValueError(f"embedder {name!r} is not available: {reason}")
+        raise EmbedderUnavailable(f"embedder {name!r} is not available: {reason}")
     try:
         cls.Config.model_validate(spec)
     except ValidationError as exc:

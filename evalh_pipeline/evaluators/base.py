@@ -16,9 +16,19 @@ __all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorContext", "SyncEvaluat
 
 
 class EvaluatorConfigModel(BaseModel):
-    """Base of evaluator config models: unknown keys are errors, caught when the eval loads."""
+    """Base of evaluator config models, validated when the eval loads.
+
+    An unknown key is dropped with a warning (an error with ``--strict``), as eval-harness
+    ignores keys an evaluator does not read; ``description`` is free text for the reader.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    description: str | None = None
+
+    def unused_keys(self) -> dict[str, str]:
+        """Keys that are accepted but have no effect here: key -> why (warned about at load)."""
+        return {}
 
 
 @dataclass

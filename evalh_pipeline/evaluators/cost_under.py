@@ -1,4 +1,4 @@
-"""``cost_under``: the cell's billed cost (``metrics.cost_usd``) is at most ``max_usd``."""
+"""``cost_under``: the cell's billed cost (``metrics.cost_usd``) is below ``max_usd`` (strictly, as in eval-harness)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class CostUnderConfig(EvaluatorConfigModel):
-    max_usd: float = Field(ge=0)
+    max_usd: float = Field(gt=0)  # the check is strict (cost < max_usd), so 0 could never pass
 
 
 class CostUnder(SyncEvaluator):
-    """Passes when ``metrics.cost_usd <= max_usd``.
+    """Passes when ``metrics.cost_usd < max_usd`` (eval-harness's rule: equal fails).
 
     ``cost_usd`` is the total billed cost, thinking tokens included. A trace without a cost
     fails rather than passing as free: a budget check that cannot see the bill proves nothing.
@@ -28,6 +28,6 @@ class CostUnder(SyncEvaluator):
         if cost is None:
             return Verdict(False, "metrics.cost_usd is not set: the system reported no cost, so the budget "
                                   "cannot be checked (have the adapter return metrics.cost_usd)", score=0.0, detail=detail)
-        if cost <= max_usd:
-            return Verdict(True, f"cost ${cost:g} is within max_usd ${max_usd:g}", score=1.0, detail=detail)
-        return Verdict(False, f"cost ${cost:g} exceeds max_usd ${max_usd:g}", score=0.0, detail=detail)
+        if cost < max_usd:
+            return Verdict(True, f"cost ${cost:g} is below max_usd ${max_usd:g}", score=1.0, detail=detail)
+        return Verdict(False, f"cost ${cost:g} is not below max_usd ${max_usd:g}", score=0.0, detail=detail)

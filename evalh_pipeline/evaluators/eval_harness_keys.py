@@ -81,12 +81,10 @@ def llm_judge(data: Any) -> Any:
                 sections.append(item)
                 continue
             path = _strip_root(item)
-            if path not in _INCLUDE_PATHS:
-                raise ValueError(f"include_in_prompt entry {item!r} is not supported: use one of "
-                                 f"{', '.join(_OUR_SECTIONS)} (or the eval-harness paths "
-                                 f"{', '.join(sorted(_INCLUDE_PATHS))})")
             harness_form = harness_form or path != item or "." in path
-            sections.append(_INCLUDE_PATHS[path])
+            # A path with a section of its own shows as that section; any other stays a path
+            # (the prompt then has a "Field <path>" section with the value found there).
+            sections.append(_INCLUDE_PATHS.get(path, item))
         data["include_in_prompt"] = list(dict.fromkeys(sections))
     include = data.get("include_in_prompt", ["input", "final_answer"])
     if harness_form and isinstance(include, list) and all(isinstance(item, str) for item in include):

@@ -1,4 +1,4 @@
-"""``latency_first_token_under``: time to first token (``metrics.latency_first_token_ms``) is at most ``max_ms``."""
+"""``latency_first_token_under``: time to first token (``metrics.latency_first_token_ms``) is below ``max_ms`` (strictly, as in eval-harness)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class LatencyFirstTokenUnderConfig(EvaluatorConfigModel):
 
 
 class LatencyFirstTokenUnder(SyncEvaluator):
-    """Passes when ``metrics.latency_first_token_ms <= max_ms``.
+    """Passes when ``metrics.latency_first_token_ms < max_ms`` (eval-harness's rule: equal fails).
 
     Only streaming adapters measure the first token; on a non-streaming trace the metric is
     unset and the check fails saying so, rather than passing a latency nobody measured.
@@ -28,6 +28,6 @@ class LatencyFirstTokenUnder(SyncEvaluator):
         if first is None:
             return Verdict(False, "metrics.latency_first_token_ms is not set: not a streaming trace "
                                   "(only streaming adapters report time to first token)", score=0.0, detail=detail)
-        if first <= max_ms:
-            return Verdict(True, f"first token after {first} ms, within max_ms {max_ms:g}", score=1.0, detail=detail)
-        return Verdict(False, f"first token after {first} ms, more than max_ms {max_ms:g}", score=0.0, detail=detail)
+        if first < max_ms:
+            return Verdict(True, f"first token after {first} ms, below max_ms {max_ms:g}", score=1.0, detail=detail)
+        return Verdict(False, f"first token after {first} ms, not below max_ms {max_ms:g}", score=0.0, detail=detail)

@@ -17,7 +17,9 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 _PASS_WHEN = re.compile(r"^(all|any|majority|k_of_n=(\d+))$")
 _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
-IncludeItem = Literal["input", "final_answer", "thinking", "structured", "tool_calls", "expected"]
+# A named section, or (eval-harness) any JSONPath into the trace, `case.` for the case.
+IncludeItem = str
+_SECTION_NAMES = ("input", "final_answer", "thinking", "structured", "tool_calls", "expected")
 
 
 class AssertionItem(BaseModel):
@@ -111,6 +113,21 @@ class LlmJudgeConfig(JudgeSettings):
     @classmethod
     def _field_path(cls, value: str) -> str:
         return check_field_path(value)
+
+    @field_validator("include_in_prompt")
+    @classmethod
+    def _includes(cls, value: list[str]) -> list[str]:
+        from evalh_pipeline.evaluators.fields import FieldPath
+
+        for item in value:
+            if item in _SECTION_NAMES:
+                continue
+            try:
+                FieldPath(item)
+            except ValueError:
+                raise ValueError(f"include_in_prompt entry {item!r} is neither a section "
+                                 f"({', '.join(_SECTION_NAMES)}) nor a JSONPath into the trace") from None
+        return value
 
     @model_validator(mode="before")
     @classmethod

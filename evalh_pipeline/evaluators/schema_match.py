@@ -28,6 +28,9 @@ with warnings.catch_warnings():
     class SchemaMatchConfig(EvaluatorConfigModel):
         schema: dict[str, Any]
         field: str = "output.structured"
+        # A string field holding JSON text is parsed before validation. Off by default: eval-harness
+        # validates the value as it is (a JSON answer in final_answer is a string there).
+        parse_json: bool = False
 
         @field_validator("schema")
         @classmethod
@@ -72,11 +75,13 @@ class SchemaMatch(SyncEvaluator):
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
-        value = self._path.get(trace)
-        if value is None:
+        missing = object()
+        value = self._path.get(trace, missing)
+        if value is missing:
             return Verdict(False, f"{cfg.field} is not present in the trace: nothing to validate",
                            score=0.0, detail={"field": cfg.field})
-        if isinstance(value, str):
+        # A field that is there but null is validated as null, as eval-harness does.
+        if isinstance(value, str) and cfg.parse_json:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:

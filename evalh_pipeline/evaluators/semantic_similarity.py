@@ -7,11 +7,14 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from evalh_pipeline.embedders import build_embedder, check_embedder_spec
+from evalh_pipeline.embedders import EmbedderError, EmbedderUnavailable, build_embedder, check_embedder_spec
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
 from evalh_pipeline.common.fields import FieldPath, as_text, check_field_path
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+
+_UNAVAILABLE = "_unavailable"  # marks an embedder spec whose package is missing (see unused_keys)
 
 
 class SemanticSimilarityConfig(EvaluatorConfigModel):
@@ -36,7 +39,18 @@ class SemanticSimilarityConfig(EvaluatorConfigModel):
     @field_validator("embedder")
     @classmethod
     def _known_embedder(cls, value: str | dict[str, Any]) -> dict[str, Any]:
-        return check_embedder_spec(value)
+        try:
+            return check_embedder_spec(value)
+        except EmbedderUnavailable as exc:
+            # Loads anyway (a warning); every result is then an error saying the same.
+            spec = {"name": value} if isinstance(value, str) else dict(value)
+            return {**spec, _UNAVAILABLE: str(exc)}
+
+    def unused_keys(self) -> dict[str, str]:
+        if isinstance(self.embedder, dict) and _UNAVAILABLE in self.embedder:
+            return {"embedder": f"{self.embedder[_UNAVAILABLE]}: the eval loads, and every result of this "
+                                "evaluator is an error until it is installed"}
+        return {}
 
     @model_validator(mode="after")
     def _one_reference(self) -> SemanticSimilarityConfig:
@@ -58,9 +72,13 @@ class SemanticSimilarity(Evaluator):
         super().__init__(name, type_name, config, context)
         self._field = FieldPath(self.config.field)
         self._reference = FieldPath(self.config.reference_path) if self.config.reference_path else None
-        self.embedder = build_embedder(self.config.embedder, self.context.env)
+        spec = self.config.embedder
+        self._unavailable = spec.get(_UNAVAILABLE) if isinstance(spec, dict) else None
+        self.embedder = None if self._unavailable else build_embedder(spec, self.context.env)
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        if self.embedder is None:
+            raise EmbedderError(self._unavailable)  # the result is an error with the load warning's text
         cfg = self.config
         text = as_text(self._field.get(trace))
         if self._reference is not None:

@@ -14,7 +14,8 @@ class ThinkingPresentConfig(EvaluatorConfigModel):
 
 
 class ThinkingPresent(SyncEvaluator):
-    """Passes when ``output.thinking`` has at least ``min_chars`` non-blank characters.
+    """Passes when ``output.thinking`` has at least ``min_chars`` characters
+    (whitespace included: eval-harness passes any non-empty string).
 
     Some providers (OpenAI o-series) bill reasoning but hide its text: the trace then has no
     ``output.thinking`` and only ``metrics.token_thinking``. With ``allow_token_count_only:
@@ -26,7 +27,8 @@ class ThinkingPresent(SyncEvaluator):
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
-        text = (trace.output.thinking or "").strip()
+        # Whitespace counts, as in eval-harness (its rule: a non-empty string).
+        text = trace.output.thinking or ""
         tokens = trace.metrics.token_thinking
         detail = {"thinking_chars": len(text), "min_chars": cfg.min_chars, "token_thinking": tokens,
                   "accepted_token_count_only": False}

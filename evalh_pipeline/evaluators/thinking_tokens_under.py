@@ -1,4 +1,4 @@
-"""``thinking_tokens_under``: thinking tokens (``metrics.token_thinking``) are at most ``max_tokens``."""
+"""``thinking_tokens_under``: thinking tokens (``metrics.token_thinking``) are below ``max_tokens`` (strictly, as in eval-harness)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class ThinkingTokensUnderConfig(EvaluatorConfigModel):
-    max_tokens: int = Field(ge=0)
+    max_tokens: int = Field(ge=1)  # the check is strict (tokens < max_tokens), so 0 could never pass
 
 
 class ThinkingTokensUnder(SyncEvaluator):
-    """Passes when ``metrics.token_thinking <= max_tokens``.
+    """Passes when ``metrics.token_thinking < max_tokens`` (eval-harness's rule: equal fails).
 
     Providers bill thinking tokens separately, so this bounds reasoning spend per case. The
     count is what the provider reports (the text may be hidden); when it is unset the check
@@ -29,6 +29,6 @@ class ThinkingTokensUnder(SyncEvaluator):
         if tokens is None:
             return Verdict(False, "metrics.token_thinking is not set: the system reported no thinking-token count",
                            score=0.0, detail=detail)
-        if tokens <= limit:
-            return Verdict(True, f"{tokens} thinking tokens, within max_tokens {limit}", score=1.0, detail=detail)
-        return Verdict(False, f"{tokens} thinking tokens, more than max_tokens {limit}", score=0.0, detail=detail)
+        if tokens < limit:
+            return Verdict(True, f"{tokens} thinking tokens, below max_tokens {limit}", score=1.0, detail=detail)
+        return Verdict(False, f"{tokens} thinking tokens, not below max_tokens {limit}", score=0.0, detail=detail)

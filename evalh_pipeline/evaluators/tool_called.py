@@ -33,7 +33,8 @@ class ToolCalled(SyncEvaluator):
     """Checks ``tool_name`` — or, without it, each of the case's ``expected.must_call_tools``.
 
     ``args_match`` is a partial match on the call's arguments: values may use
-    ``{{ case.<path> }}`` templates and ``~=<regex>``; nested dicts match partially.
+    ``{{ case.<path> }}`` templates and ``~=<regex>`` (matches string arguments only); nested
+    dicts match partially, lists element by element, as in eval-harness.
     """
 
     Config = ToolCalledConfig
@@ -81,8 +82,12 @@ class ToolCalled(SyncEvaluator):
 
 
 def _matches(expected: Any, actual: Any) -> bool:
+    """eval-harness's rule: dicts match partially, lists element by element (same length),
+    ``~=regex`` only matches a string, anything else by ``==``."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and _matches(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, str) and expected.startswith(_REGEX_PREFIX):
-        return re.search(expected[len(_REGEX_PREFIX):], "" if actual is None else str(actual)) is not None
-    return expected == actual
+        return isinstance(actual, str) and re.search(expected[len(_REGEX_PREFIX):], actual) is not None
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(_matches(e, a) for e, a in zip(expected, actual))
+    return bool(expected == actual)

@@ -24,7 +24,7 @@ class AnthropicBackend(JudgeBackend):
     model_patterns: ClassVar[tuple[str, ...]] = ("claude-*",)
     providers: ClassVar[tuple[str, ...]] = ("anthropic",)
 
-    def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    def request(self, system: str, user: str, json_schema: dict[str, Any] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self.settings.api_key:
             headers["x-api-key"] = self.settings.api_key
@@ -32,8 +32,9 @@ class AnthropicBackend(JudgeBackend):
             "model": self.settings.model,
             "max_tokens": self.settings.max_tokens,
             "temperature": self.settings.temperature,
-            "system": f"{system}\n\nAnswer with one JSON object, no prose around it, matching this JSON Schema:\n"
-                      f"{json.dumps(json_schema, sort_keys=True)}",
+            "system": system if json_schema is None else (
+                f"{system}\n\nAnswer with one JSON object, no prose around it, matching this JSON Schema:\n"
+                f"{json.dumps(json_schema, sort_keys=True)}"),
             "messages": [{"role": "user", "content": user}],
         }
         return f"{self.settings.base_url}/v1/messages", headers, body

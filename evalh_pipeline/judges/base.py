@@ -81,8 +81,8 @@ class JudgeBackend(ABC):
         return self.settings.base_url == self.default_base_url.rstrip("/")
 
     @abstractmethod
-    def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-        """(url, headers, JSON body) of one call."""
+    def request(self, system: str, user: str, json_schema: dict[str, Any] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(url, headers, JSON body) of one call; ``json_schema`` None asks for plain text."""
         ...
 
     @abstractmethod
@@ -90,7 +90,7 @@ class JudgeBackend(ABC):
         """The reply text and usage out of a successful response body."""
         ...
 
-    async def complete(self, system: str, user: str, json_schema: dict[str, Any]) -> JudgeReply:
+    async def complete(self, system: str, user: str, json_schema: dict[str, Any] | None) -> JudgeReply:
         """One judge call. Raises :class:`JudgeTransientError` or :class:`JudgeError`."""
         if self.needs_api_key and not self.settings.api_key:
             raise JudgeError(f"no API key for the {self.name} judge backend: set {self.api_key_env} "

@@ -29,7 +29,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from evalh_pipeline.judges.prompt import ASSERTIONS_TITLE, RESPONSE_FIELD_TITLE, RUBRIC_TITLE, SECTIONS
+from evalh_pipeline.judges.prompt import ASSERTIONS_TITLE, FIELD_TITLE, RESPONSE_FIELD_TITLE, RUBRIC_TITLE, SECTIONS
 
 MODES = ("verdict", "malformed", "out_of_schema", "error_500", "hang")
 _JUDGED = {SECTIONS[k] for k in ("final_answer", "thinking", "structured", "tool_calls")}
@@ -49,7 +49,7 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
     """The fake judge's answer to a prompt built by :func:`evalh_pipeline.judges.prompt.build_prompt`."""
     sections = _sections(prompt)
     material = "\n".join(text for title, text in sections.items()
-                         if title in _JUDGED or title.startswith(RESPONSE_FIELD_TITLE)).lower()
+                         if title in _JUDGED or title.startswith((RESPONSE_FIELD_TITLE, FIELD_TITLE))).lower()
     answer: dict[str, Any] = {}
     if ASSERTIONS_TITLE in sections:
         verdicts = []

@@ -25,18 +25,19 @@ class OpenAICompatibleBackend(JudgeBackend):
     model_patterns: ClassVar[tuple[str, ...]] = ("gpt-*", "chatgpt-*", "o[0-9]", "o[0-9]-*")
     providers: ClassVar[tuple[str, ...]] = ("openai",)
 
-    def request(self, system: str, user: str, json_schema: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    def request(self, system: str, user: str, json_schema: dict[str, Any] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
         headers = {"content-type": "application/json"}
         if self.settings.api_key:
             headers["authorization"] = f"Bearer {self.settings.api_key}"
         body: dict[str, Any] = {
             "model": self.settings.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        }
+        if json_schema is not None:  # None: a plain-text reply (the user_simulator's user turns)
             # Not strict: strict mode rejects keywords (minItems, enum of numbers) the verdict schema uses;
             # the reply is validated against the schema locally anyway.
-            "response_format": {"type": "json_schema",
-                                "json_schema": {"name": "verdict", "schema": json_schema, "strict": False}},
-        }
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "verdict", "schema": json_schema, "strict": False}}
         if _REASONING_MODEL.match(self.settings.model):
             body["max_completion_tokens"] = self.settings.max_tokens
         else:

@@ -84,7 +84,22 @@ def _render(value: Any) -> str:
                                                             default=str)
 
 
+FIELD_TITLE = "Field "  # a section for an include_in_prompt path: "## Field output.structured.price"
+
+
+def section_title(item: str) -> str:
+    """The heading of an include_in_prompt item: a named section, or ``Field <path>``."""
+    return SECTIONS.get(item) or f"{FIELD_TITLE}{item}"
+
+
 def _material(item: str, case: EvalCase, trace: Trace) -> str:
+    if item not in SECTIONS:
+        # eval-harness's form: a JSONPath into the trace, with the case under `case`.
+        from evalh_pipeline.evaluators.fields import FieldPath
+
+        payload = trace.model_dump(mode="json")
+        payload["case"] = case.model_dump(mode="json")
+        return _render(FieldPath(item).get(payload))
     if item == "input":
         return _render(case.input or trace.input)
     if item == "final_answer":
@@ -135,7 +150,7 @@ def build_prompt(case: EvalCase, trace: Trace, include: list[str], assertions: l
 
             parts.append(f"## {RESPONSE_FIELD_TITLE} {field}\n{_render(FieldPath(field).get(trace))}")
             continue
-        parts.append(f"## {SECTIONS[item]}\n{_material(item, case, trace)}")
+        parts.append(f"## {section_title(item)}\n{_material(item, case, trace)}")
     if assertions:
         lines = "\n".join(f"{i}. {a.text}" for i, a in enumerate(assertions, start=1))
         parts.append(f"## {ASSERTIONS_TITLE}\nJudge each assertion independently of the others. For each, give "

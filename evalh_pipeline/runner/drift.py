@@ -51,6 +51,23 @@ class RunDrift:
 def write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None = None) -> RunDrift:
     """Compare ``run_dir`` with the promoted baseline of ``eval_name`` (under ``runs_root``, by
     default the run's own folder) and write drift.yaml and drift.md."""
+    drift = compute_drift(eval_name, run_dir, runs_root)
+    record: dict[str, Any] = {
+        "run_id": drift.run_id,
+        "eval_name": eval_name,
+        "status": drift.status,
+        "baseline_run_id": drift.baseline_run_id,
+        "regressions_count": drift.regressions_count,
+        "improvements_count": drift.improvements_count,
+        "comparison": drift.comparison.to_dict() if drift.comparison else None,
+    }
+    write_atomic(run_dir.drift, dump_yaml(record))
+    write_atomic(run_dir.drift_report, drift.markdown)
+    return drift
+
+
+def compute_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None = None) -> RunDrift:
+    """The drift of ``run_dir`` against the promoted baseline, computed without writing anything."""
     root = runs_root or run_dir.path.parent
     promoted = current_baseline(root, eval_name)
     comparison = None
@@ -68,17 +85,6 @@ def write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None = 
         comparison=comparison,
         markdown=drift_markdown(eval_name, run_dir.run_id, comparison),
     )
-    record: dict[str, Any] = {
-        "run_id": drift.run_id,
-        "eval_name": eval_name,
-        "status": drift.status,
-        "baseline_run_id": drift.baseline_run_id,
-        "regressions_count": drift.regressions_count,
-        "improvements_count": drift.improvements_count,
-        "comparison": comparison.to_dict() if comparison else None,
-    }
-    write_atomic(run_dir.drift, dump_yaml(record))
-    write_atomic(run_dir.drift_report, drift.markdown)
     return drift
 
 

@@ -6,10 +6,12 @@ Order of operations only; what a system is, and how it is called, lives in ``sys
 from __future__ import annotations
 
 import asyncio
+import json
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
@@ -213,16 +215,37 @@ async def _run_in_workspace(
     return trace, artifact
 
 
+START_ERROR = "config_error"
+
+
+def start_errors(traces_path: Path) -> dict[str, str]:
+    """variant -> message of the variants whose system could not start (``config_error`` traces)."""
+    found: dict[str, str] = {}
+    if not traces_path.exists():
+        return found
+    from evalh_pipeline.store.jsonl import iter_lines
+
+    for _, line in iter_lines(traces_path):
+        if START_ERROR not in line:  # cheap filter before parsing
+            continue
+        record = json.loads(line)
+        error = record.get("error") or {}
+        if error.get("type") == START_ERROR:
+            found.setdefault(record["variant_name"], error.get("message", ""))
+    return found
+
+
 async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemAdapter | AdapterError:
-    # A system that cannot start fails its cells, not the run.
+    # A system that cannot start (a target that does not import, a missing cwd) fails its
+    # cells with `config_error`, not the run; `evalh run` then exits non-zero, as eval-harness does.
     try:
         adapter = SYSTEMS.get(variant.adapter)(variant, context)
         await adapter.start()
         return adapter
     except AdapterError as exc:
-        return exc
+        return AdapterError(str(exc), type=START_ERROR)
     except Exception as exc:  # noqa: BLE001
-        return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}")
+        return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
 
 
 async def _close_quietly(adapter: SystemAdapter) -> None:
@@ -271,9 +294,10 @@ async def _run_cell(
         case_id=cell.case.id,
         variant_name=cell.variant.name,
         sample=cell.sample,
-        started_at=started,
-        finished_at=finished,
-        latency_ms=round((finished - started).total_seconds() * 1000),
+        started_at=response.started_at or started,
+        finished_at=response.finished_at or finished,
+        latency_ms=(response.latency_ms if response.latency_ms is not None
+                    else round((finished - started).total_seconds() * 1000)),
         input=cell.case.input,
         output=response.output,
         messages=response.messages,

@@ -49,7 +49,7 @@ class Baseline:
         """The baseline's run directory: where it was promoted, else beside the pointer's runs root
         (a runs/ folder restored elsewhere, such as a CI cache on another machine)."""
         recorded = Path(self.run_dir)
-        return recorded if (recorded / "run.json").exists() else runs_root / self.run_id
+        return recorded if RunDirectory(recorded).exists() else runs_root / self.run_id
 
 
 def baseline_folder(runs_root: Path, eval_name: str) -> Path:
@@ -57,8 +57,20 @@ def baseline_folder(runs_root: Path, eval_name: str) -> Path:
 
 
 def current_baseline(runs_root: Path, eval_name: str) -> Baseline | None:
-    """The promoted baseline of ``eval_name`` under ``runs_root``, if any."""
-    pointer = baseline_folder(runs_root, eval_name) / "current.json"
+    """The promoted baseline of ``eval_name`` under ``runs_root``, if any.
+
+    eval-harness promotes by making ``baselines/<eval>`` a symlink to the run folder; such a
+    link (left by a committed eval-harness setup) is read as the promoted baseline until
+    ``evalh promote`` replaces it.
+    """
+    folder = baseline_folder(runs_root, eval_name)
+    if folder.is_symlink():
+        target = folder.resolve()
+        if not RunDirectory(target).exists():
+            return None
+        promoted = datetime.fromtimestamp(folder.lstat().st_mtime, tz=timezone.utc)
+        return Baseline(eval_name=eval_name, run_id=target.name, run_dir=str(target), promoted_at=promoted)
+    pointer = folder / "current.json"
     if not pointer.exists():
         return None
     return Baseline.from_json(pointer.read_text(encoding="utf-8"), pointer)
@@ -73,6 +85,15 @@ def promote(run_dir: RunDirectory) -> Baseline:
         raise ValueError(f"{run_dir.path} has no summary.yaml: only a finished run can be a baseline")
     runs_root = run_dir.path.parent
     folder = baseline_folder(runs_root, meta["eval_name"])
+    if folder.is_symlink():  # eval-harness's pointer: replaced by ours (its target joins the history)
+        legacy = current_baseline(runs_root, meta["eval_name"])
+        folder.unlink()
+        if legacy is not None and legacy.run_id != run_dir.run_id:
+            folder.mkdir(parents=True, exist_ok=True)
+            from evalh_pipeline.store.jsonl import JsonlAppender as _Appender
+
+            with _Appender(folder / "history.jsonl") as history:
+                history.write(legacy.to_json())
     folder.mkdir(parents=True, exist_ok=True)
     previous = current_baseline(runs_root, meta["eval_name"])
     if previous is not None and previous.run_id != run_dir.run_id:

@@ -200,11 +200,19 @@ class RunDirectory:
         return Path(name)
 
     def exists(self) -> bool:
-        return self.meta.exists()
+        return self.meta.exists() or self.is_eval_harness_run()
+
+    def is_eval_harness_run(self) -> bool:
+        """A run folder written by eval-harness: no run.json, but its four files."""
+        return not self.meta.exists() and all(
+            (self.path / name).is_file() for name in EVAL_HARNESS_RUN_FILES)
 
     def read_meta(self) -> dict[str, Any]:
+        if self.is_eval_harness_run():
+            return _eval_harness_meta(self)
         if not self.meta.exists():
-            raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)")
+            raise FileNotFoundError(f"{self.path} is not a run directory (no run.json, and not an eval-harness "
+                                    f"run: those have {', '.join(EVAL_HARNESS_RUN_FILES)})")
         meta: dict[str, Any] = json.loads(self.meta.read_text(encoding="utf-8"))
         return meta
 
@@ -220,6 +228,31 @@ def runs_cache_dir(runs_root: str | Path) -> Path:
 def workspaces_dir(runs_root: str | Path) -> Path:
     """Where the workspaces of running cells are made (same file system as the runs)."""
     return Path(runs_root) / ".workspaces"
+
+
+# eval-harness 2.0.2 writes these four files per run (and no run.json).
+EVAL_HARNESS_RUN_FILES = ("config.yaml", "traces.jsonl", "results.jsonl", "summary.yaml")
+
+
+def _eval_harness_meta(run_dir: RunDirectory) -> dict[str, Any]:
+    """run.json's fields for an eval-harness run folder, read from its config.yaml snapshot."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise FileNotFoundError(f"{run_dir.path}: eval-harness run with an unreadable config.yaml: {exc}") from None
+    if not isinstance(config, dict):
+        config = {}
+    eval_info = config.get("eval") if isinstance(config.get("eval"), dict) else {}
+    systems = config.get("systems") if isinstance(config.get("systems"), list) else []
+    return {
+        "eval_name": str(eval_info.get("name") or run_dir.run_id.split("_", 1)[-1]),
+        "run_id": run_dir.run_id,
+        "config_path": None,
+        "variants": [str(s["name"]) for s in systems if isinstance(s, dict) and "name" in s],
+        "written_by": "eval-harness",
+    }
 
 
 def run_directory(spec: EvalSpec, run_id: str) -> RunDirectory:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +22,11 @@ class SystemResponse(BaseModel):
     tool_results: list[ToolResult] = Field(default_factory=list)
     metrics: TraceMetrics = Field(default_factory=TraceMetrics)
     extra: dict[str, Any] = Field(default_factory=dict)
+    # A system that reports recorded timing (``replay``) sets these; the runner's own clock
+    # is used otherwise.
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    latency_ms: int | None = None
 
 
 class AdapterError(Exception):
@@ -59,6 +65,10 @@ class SystemConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     timeout_seconds: float = 120
+
+    def unused_keys(self) -> dict[str, str]:
+        """Keys that are accepted but have no effect here: key -> why (warned about at load)."""
+        return {}
 
 
 class SystemAdapter(ABC):

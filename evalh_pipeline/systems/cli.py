@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalh_pipeline.models import EvalCase, TraceOutput
 from evalh_pipeline.common.processes import (
@@ -45,6 +45,8 @@ class CliConfig(SystemConfigModel):
     inherit_env: bool = False
     stdin_template: str | None = None
     output_format: Literal["text", "json"] = "text"
+    # eval-harness's key: `json` keeps the whole stdout object as output.structured (see run()).
+    parse_stdout_as: Literal["text", "json"] | None = None
 
     @field_validator("command", mode="before")
     @classmethod
@@ -73,6 +75,12 @@ class CliConfig(SystemConfigModel):
             raise ValueError("; ".join(problems))
         return value
 
+    @model_validator(mode="after")
+    def _one_output_key(self) -> "CliConfig":
+        if self.parse_stdout_as is not None and "output_format" in self.model_fields_set:
+            raise ValueError("give output_format or eval-harness's parse_stdout_as, not both")
+        return self
+
 
 class CliSystem(SystemAdapter):
     """Runs ``command`` (an argv list, never a shell) once per cell; POSIX only.
@@ -90,11 +98,16 @@ class CliSystem(SystemAdapter):
       host environment with ``env`` layered on top. To pass one host variable, write
       ``env: {HOME: "${HOME}"}``: ``${VAR}`` expands when the eval loads and secret-like
       names are masked in the run's config snapshot. Env values never reach the trace.
-    - ``stdin_template``: rendered per case (``{{ case_json }}`` is the whole case as
-      JSON) and written to stdin, then stdin is closed; without it stdin is /dev/null.
+    - ``stdin_template``: rendered per case (the templates of :mod:`evalh_pipeline.templating`,
+      eval-harness's ``{{ input.x }}``, ``{{ case_id }}`` and ``| json`` included; a missing
+      field renders empty as in eval-harness; ``{{ case_json }}`` is the whole case as JSON)
+      and written to stdin, then stdin is closed; without it stdin is /dev/null.
     - ``output_format: text`` (default): stripped stdout is ``output.final_answer``.
       ``json``: stdout must be one JSON object, read like a ``python_function`` return
       value (``final_answer``, ``tool_calls``, ``metrics``, ...). Logs belong on stderr.
+      eval-harness's ``parse_stdout_as`` keeps its meaning: ``text`` is stdout without its
+      trailing newlines; ``json`` makes the whole object ``output.structured`` (a non-object
+      is ``{"value": ...}``) with its string ``final_answer`` / ``thinking`` as the answer.
     - A non-zero exit, invalid JSON or more than 32 MiB of stdout fail the cell with
       ``adapter_error`` (the message has the exit code and stderr's last 4 KB).
     - ``extra`` records ``exit_code``, ``argv`` (as rendered; URL credentials and the
@@ -128,7 +141,7 @@ class CliSystem(SystemAdapter):
         try:
             argv = [render_case_template(arg, case_dict, names=names) for arg in cfg.command]
             stdin = (None if cfg.stdin_template is None
-                     else render_case_template(cfg.stdin_template, case_dict, names=names).encode())
+                     else render_case_template(cfg.stdin_template, case_dict, names=names, strict=False).encode())
         except MissingTemplateField as exc:
             raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
         cwd = workspace.path if workspace is not None else self._cwd
@@ -148,6 +161,8 @@ class CliSystem(SystemAdapter):
                 partial.output = TraceOutput(final_answer=stdout.strip())
             raise AdapterError(f"command ended with {describe_exit(result.exit_code)}"
                                + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"), partial=partial)
+        if cfg.parse_stdout_as is not None:
+            return _eval_harness_output(stdout, cfg.parse_stdout_as, extra)
         if cfg.output_format == "text":
             return SystemResponse(output=TraceOutput(final_answer=stdout.strip()), extra=extra)
         try:
@@ -163,6 +178,24 @@ class CliSystem(SystemAdapter):
             raise
         response.extra = {**response.extra, **extra}
         return response
+
+
+def _eval_harness_output(stdout: str, mode: str, extra: dict[str, Any]) -> SystemResponse:
+    """stdout read as eval-harness's ``parse_stdout_as`` does."""
+    if mode == "text":
+        return SystemResponse(output=TraceOutput(final_answer=stdout.rstrip("\n")), extra=extra)
+    try:
+        value = json.loads(stdout)
+    except ValueError as exc:
+        shown = stdout[:SNIPPET_CHARS] + ("..." if len(stdout) > SNIPPET_CHARS else "")
+        raise AdapterError(f"parse_stdout_as is json but stdout is not valid JSON ({exc}): {shown!r}",
+                           partial=SystemResponse(extra=extra)) from None
+    if not isinstance(value, dict):
+        return SystemResponse(output=TraceOutput(structured={"value": value}), extra=extra)
+    answer, thinking = value.get("final_answer"), value.get("thinking")
+    return SystemResponse(output=TraceOutput(final_answer=answer if isinstance(answer, str) else None,
+                                             thinking=thinking if isinstance(thinking, str) else None,
+                                             structured=value), extra=extra)
 
 
 class _Result:

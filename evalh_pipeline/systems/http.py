@@ -47,6 +47,7 @@ from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.common.templating import (
     MissingTemplateField,
+    render_case_template,
     render_structure,
     template_problems,
 )
@@ -208,18 +209,27 @@ class HttpConfig(SystemConfigModel):
             raise ValueError(f"unknown stream_format {value!r} (known: {', '.join(STREAM_FORMATS)})")
         return value
 
+    def unused_keys(self) -> dict[str, str]:
+        """Without a provider, keys this model does not name are not sent (eval-harness ignores them too)."""
+        if self.provider is not None:
+            return {}
+        import difflib
+
+        known = sorted(type(self).model_fields)
+        found = {}
+        for key in sorted(self.model_extra or {}):
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
+            found[key] = (f"unknown key for adapter 'http', ignored as eval-harness does ({hint}; extra "
+                          "request fields are only sent with a provider preset)")
+        return found
+
     @model_validator(mode="after")
     def _extras(self) -> HttpConfig:
-        extras = sorted(self.model_extra or {})
-        if extras and self.provider is None:
-            allowed = ", ".join(sorted(type(self).model_fields))
-            raise ValueError(
-                f"unknown key(s) {', '.join(extras)} for adapter 'http' (allowed: {allowed}); "
-                "extra request fields are only taken with a provider preset"
-            )
         self._check_stream()
-        if self.body and self.request_template is not None and not isinstance(self.request_template, dict):
-            raise ValueError("body can only be merged with a request_template that is a mapping")
+        if self.body and isinstance(self.request_template, list):
+            raise ValueError("body can only be merged with a request_template that is a mapping "
+                             "(or a string that renders to a JSON object)")
         return self
 
     def _check_stream(self) -> None:
@@ -264,9 +274,10 @@ class HttpSystem(SystemAdapter):
       ``headers`` (never recorded), ``query_params``.
     - The body (JSON) is, merged in this order: the ``provider`` preset's request built
       from the case (with ``model`` and the variant's other request fields), the static
-      ``body``, then ``request_template`` with its ``{{ case.<path> }}`` leaves rendered.
-      Without a provider or template the body is ``{"case_id": ..., "input": ...}`` (a GET
-      then sends no body).
+      ``body``, then ``request_template``: a mapping with its ``{{ case.<path> }}`` leaves
+      rendered, or (eval-harness) a string rendered as text and parsed as JSON. Without a
+      provider or template the body is ``body`` with the case input on top, as in
+      eval-harness (a GET sends only ``body``, and nothing when it is empty).
     - ``response_mapping``: JSONPath (jsonpath-ng, filters allowed) per key; a list of
       paths means "the first that matches". Without a provider or mapping, the response is
       read like a ``python_function`` return value.
@@ -328,11 +339,14 @@ class HttpSystem(SystemAdapter):
             if cfg.model is not None and self._preset.model_in_body:
                 fields["model"] = cfg.model
             base = _deep_merge(base, fields)
-        elif cfg.request_template is None and cfg.method != "GET":
-            base = {"case_id": case.id, "input": case_dict.get("input") or {}}
         base = _deep_merge(base, cfg.body)
         if cfg.request_template is None:
-            body: Any = base
+            # eval-harness: without a template the static body is sent with the case input on top.
+            # A GET sends no case input (only a configured `body`, if any).
+            merge_input = self._preset is None and cfg.method != "GET"
+            body: Any = {**base, **(case_dict.get("input") or {})} if merge_input else base
+        elif isinstance(cfg.request_template, str):
+            body = self._render_text_template(_with_workspace(cfg.request_template, workspace, case.id), case_dict, base)
         else:
             try:
                 rendered = render_structure(_with_workspace(cfg.request_template, workspace, case.id), case_dict)
@@ -352,6 +366,18 @@ class HttpSystem(SystemAdapter):
                     "(give the case input.user_message or input.messages, or set it in request_template)"
                 )
         return body
+
+    def _render_text_template(self, template: str, case_dict: dict[str, Any], base: dict[str, Any]) -> Any:
+        """eval-harness's string template: rendered as text, then parsed as JSON (a JSON object
+        goes on top of the static body). A path the case lacks renders empty (``null`` with ``| json``)."""
+        rendered = render_case_template(template, case_dict, strict=False)
+        try:
+            parsed = json.loads(rendered)
+        except ValueError as exc:
+            shown = mask_text(rendered[:SNIPPET_CHARS], self.context.secret_values)
+            raise AdapterError(f"request_template did not render to valid JSON ({exc}); rendered: {shown!r} "
+                               "(quote string values with '| json': {{ input.x | json }})") from None
+        return _deep_merge(base, parsed) if isinstance(parsed, dict) else parsed
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:  # noqa: C901 - the next function to split (request, stream, map, errors)
         cfg: HttpConfig = self.config
@@ -402,9 +428,9 @@ class HttpSystem(SystemAdapter):
         if stream is not None:
             try:
                 if self._preset is not None:
-                    response = self._map(stream.as_response())
+                    response = self._map(stream.as_response(), streamed=True)
                 else:
-                    response = self._map(stream.as_response(), self._stream_doc_mapping)
+                    response = self._map(stream.as_response(), self._stream_doc_mapping, streamed=True)
             except AdapterError as exc:
                 exc.partial = partial
                 raise
@@ -449,11 +475,13 @@ class HttpSystem(SystemAdapter):
         return MappedStream(started=started, paths=paths,
                             complete_at_end=cfg.stream_format == "json_lines" and "done" not in paths)
 
-    def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None) -> SystemResponse:
+    def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None, *, streamed: bool = False) -> SystemResponse:
         found = {key: find_first(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
+        # Several matches (Anthropic's text blocks around a tool_use) are joined by a newline, as
+        # eval-harness does; a stream folded back into one response joins its pieces as they came.
         output = TraceOutput(
-            final_answer=_text(found.get("final_answer"), ""),
-            thinking=_text(found.get("thinking"), "\n\n"),
+            final_answer=_text(found.get("final_answer"), "" if streamed else "\n"),
+            thinking=_text(found.get("thinking"), "\n\n" if streamed else "\n"),
             structured=_structured(found.get("structured")),
         )
         if mapping is None and self._preset is not None and self._preset.post is not None:

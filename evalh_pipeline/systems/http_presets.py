@@ -65,7 +65,8 @@ def _gemini_request(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _simple_request(case: dict[str, Any]) -> dict[str, Any]:
-    return {"case_id": case.get("id"), "input": case.get("input") or {}}
+    # eval-harness's `simple` and `langserve_invoke`: {"input": <case input>} -> $.output
+    return {"input": case.get("input") or {}}
 
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
@@ -125,7 +126,12 @@ PRESETS: dict[str, Preset] = {
     "simple": Preset(
         name="simple",
         request=_simple_request,
-        response_mapping={"final_answer": "$.answer"},
+        response_mapping={"final_answer": "$.output"},
+    ),
+    "langserve_invoke": Preset(
+        name="langserve_invoke",
+        request=_simple_request,
+        response_mapping={"final_answer": "$.output"},
     ),
     "openai_chat": Preset(
         name="openai_chat",

@@ -12,5 +12,7 @@ SYSTEMS: Registry[SystemAdapter] = Registry(
         "cli": "evalh_pipeline.systems.cli:CliSystem",
         "http": "evalh_pipeline.systems.http:HttpSystem",
         "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
+        "replay": "evalh_pipeline.systems.replay:ReplaySystem",
+        "user_simulator": "evalh_pipeline.systems.user_simulator:UserSimulatorSystem",
     },
 )

@@ -12,9 +12,9 @@ then, in another shell:
 It answers questions about the same property listings as evals/quickstart and exposes
 two request/response shapes:
 
-- ``POST /agent`` -- the ``simple`` shape. Request ``{"case_id": ..., "input": {...}}``
+- ``POST /agent`` -- the ``simple`` shape (eval-harness's). Request ``{"input": {...}}``
   (what the http adapter's ``provider: simple`` sends); response
-  ``{"answer": "...", "tool_calls": [{"name": ..., "arguments": {...}}]}``.
+  ``{"output": "...", "tool_calls": [{"name": ..., "arguments": {...}}]}``.
 - ``POST /v1/chat/completions`` -- the OpenAI chat shape. Request ``{"model": ...,
   "messages": [...]}``; response ``{"id", "object": "chat.completion", "model",
   "choices": [{"message": {"role": "assistant", "content", "tool_calls": [...]}}],
@@ -71,7 +71,7 @@ def simple_response(body: dict[str, Any]) -> dict[str, Any]:
         found = LISTING_ID.search(str(data.get("user_message", "")))
         listing_id = found.group(0) if found else None
     text, calls = answer(listing_id)
-    return {"answer": text, "tool_calls": calls, "case_id": body.get("case_id")}
+    return {"output": text, "tool_calls": calls}
 
 
 def chat_response(body: dict[str, Any]) -> dict[str, Any]:

@@ -179,11 +179,16 @@ def test_an_unknown_output_type_is_a_config_error_listing_the_known_ones(tmp_pat
     proc = run_evalh(["run", str(path)], env, tmp_path)
     assert proc.returncode == 1
     said = " ".join(proc.stderr.split())  # rich wraps lines when stderr is not a terminal
-    assert "output[1].type: unknown output type 'mongodb' (known: local_files, otel, postgres, sqlite)" in said
+    assert "output[1].type: unknown output type 'mongodb' (known: local_files, otel, postgres, sqlite, webhook)" in said
+    # An unknown key of a store is what eval-harness ignores: a warning naming the closest key,
+    # an error with --strict.
     bad = write_eval(tmp_path / "toy2", cases=2, extra_yaml="  - type: sqlite\n    path: x.db\n    namespace: {a: b}\n")
-    proc = run_evalh(["run", str(bad)], env, tmp_path)
+    proc = run_evalh(["run", "--strict", "--dry-run", str(bad)], env, tmp_path)
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 1 and "output[1].namespace: unknown key" in said and "run_namespace" in said
+    proc = run_evalh(["run", "--dry-run", str(bad)], env, tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 0 and "warning:" in said and "did you mean 'run_namespace'?" in said
 
 
 def test_two_evals_running_at_once_share_one_sqlite_file_and_one_postgres_store(tmp_path, env, postgres_dsn):

@@ -258,3 +258,23 @@ def test_cost_limit_triggers_from_computed_costs(tmp_path):
                   run_yaml="  max_concurrency: 1\n  cost_limit_usd: 20.0\n")
     errors = [t["error"]["type"] if t["error"] else None for t in traces.values()]
     assert errors.count(None) == 2 and errors.count("cost_limit") == 3
+
+
+def test_an_eval_harness_price_table_keeps_its_meaning(tmp_path):
+    from evalh_pipeline.models import TraceMetrics
+    from evalh_pipeline.runner.pricing import apply_prices, load_price_table
+
+    path = tmp_path / "prices.yaml"
+    path.write_text("table_version: '2026-05-12'\nfreshness_date: 2026-05-12\nmodels:\n"
+                    "  reasoner-1: {input_per_million_tokens: 2.0, output_per_million_tokens: 8.0,"
+                    " thinking_per_million_tokens: 4.0}\n"
+                    "  plain-1: {input_per_million_tokens: 1.0, output_per_million_tokens: 1.0}\n")
+    table = load_price_table(path)
+    assert table.as_of.isoformat() == "2026-05-12"
+    # eval-harness: in * input + out * output + thinking * thinking rate (thinking on top; default rate 0).
+    priced = apply_prices(TraceMetrics(token_input=1000, token_output=1000, token_thinking=1000), "reasoner-1", table)
+    assert priced.cost_usd == pytest.approx(0.014)
+    plain = apply_prices(TraceMetrics(token_input=1000, token_output=1000, token_thinking=1000), "plain-1", table)
+    assert plain.cost_usd == pytest.approx(0.002)
+    # Exact names only: a dated name is not priced, as in eval-harness.
+    assert apply_prices(TraceMetrics(token_input=10, token_output=10), "reasoner-1-2026-01-01", table).cost_usd is None

@@ -134,8 +134,8 @@ def test_llm_judge_eval_harness_config_gets_an_error_when_the_judge_fails(tmp_pa
      "is the key only when nl_assertions are absent"),
     ("{model: claude-sonnet-4, rubric: 'Good?', pass_threshold: 0.5, scale: {min: 0, max: 1.5}}",
      "min and max must be whole numbers"),
-    ("{model: claude-sonnet-4, nl_assertions: [a], include_in_prompt: [metrics.latency_ms]}",
-     "include_in_prompt entry 'metrics.latency_ms' is not supported: use one of input, final_answer"),
+    ("{model: claude-sonnet-4, nl_assertions: [a], include_in_prompt: ['metrics[']}",
+     "include_in_prompt entry 'metrics[' is neither a section"),
     ("{model: gemini-pro, nl_assertions: [a]}", "no judge backend serves model 'gemini-pro'"),
 ])
 def test_llm_judge_eval_harness_keys_that_cannot_apply_are_load_errors(tmp_path, config, message):
@@ -181,11 +181,16 @@ def test_semantic_similarity_openai_embedder_name_is_an_alias_and_errors_when_un
     assert result.error is not None and not result.passed
 
 
-def test_semantic_similarity_eval_harness_embedder_we_lack_is_a_clear_load_error(tmp_path):
-    line = load_error(tmp_path, "semantic_similarity", "{embedder_name: sentence-transformers/all-MiniLM-L6-v2, "
+def test_semantic_similarity_sentence_transformers_without_its_extra_warns_and_its_results_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    evaluator = build(tmp_path, "semantic_similarity", "{embedder_name: sentence-transformers/all-MiniLM-L6-v2, "
                                                        "reference_text: Richmond}")
-    assert ("embedder 'sentence-transformers/all-MiniLM-L6-v2' (eval-harness's local sentence-transformers model) "
-            "is not available in evalh_pipeline: use one of hashing, openai_compatible, wordllama") in line
+    hint = ("embedder 'sentence_transformers' is not available: the sentence-transformers package is not "
+            "installed (pip install 'evalh-pipeline[embeddings_local]'")
+    (warning,) = load_eval(tmp_path / "toy" / "eval.yaml").warnings
+    assert hint in str(warning) and "evaluators[0].config.embedder" in str(warning)
+    result = verdict(evaluator)
+    assert not result.passed and hint in result.error.message
 
 
 # --- thinking_does_not_leak ------------------------------------------------------------
@@ -393,3 +398,21 @@ def test_eval_harness_itself_gives_the_same_filesystem_verdicts(tmp_path):
     assert len(folders["theirs"]) == 8
     assert folders["ours"] == folders["theirs"]
     assert sum(passed for passed, _ in folders["ours"].values()) == 5
+
+
+def test_llm_judge_include_in_prompt_takes_any_trace_path_as_eval_harness(tmp_path, judge_server):
+    evaluator = build(tmp_path, "llm_judge", f"""
+        model: gpt-4o-mini
+        base_url: {judge_server.openai_base_url}
+        nl_assertions: ['The answer mentions "42"']
+        include_in_prompt: [input, $.extra.order_total, case.metadata.region]
+    """)
+    assert evaluator.config.include_in_prompt == ["input", "$.extra.order_total", "case.metadata.region", "expected"]
+    the_trace = trace("I cannot say")
+    the_trace.extra["order_total"] = 42
+    case = CASE.model_copy(update={"metadata": {"region": "eu"}})
+    from evalh_pipeline.judges.prompt import build_prompt
+
+    prompt = build_prompt(case, the_trace, evaluator.config.include_in_prompt, evaluator._assertions, None)
+    assert "## Field $.extra.order_total\n42" in prompt.user and "## Field case.metadata.region\neu" in prompt.user
+    assert verdict(evaluator, the_trace, case=case).passed  # the fake judge reads the path sections

@@ -51,7 +51,7 @@ def test_valid_eval_loads_with_variants_and_resolved_dataset(tmp_path):
 
 def test_unknown_adapter_names_file_line_key_and_known_adapters(tmp_path):
     path = write(tmp_path, BASE.replace("adapter: python_function", "adapter: htp"))
-    assert "eval.yaml:8 systems[0].adapter: unknown adapter 'htp' (known: cli, http, python_function)" in config_error(path)
+    assert "eval.yaml:8 systems[0].adapter: unknown adapter 'htp' (known: cli, http, python_function, replay, user_simulator)" in config_error(path)
 
 
 def test_unknown_evaluator_type_lists_known_types(tmp_path):
@@ -76,17 +76,31 @@ def test_unknown_key_in_strict_section_lists_that_sections_keys(tmp_path):
     assert "eval.yaml:14 run.max_concurency: unknown key (allowed: max_concurrency," in message
 
 
-def test_unknown_evaluator_config_key_lists_the_evaluators_allowed_keys(tmp_path):
+def test_unknown_evaluator_config_key_is_a_warning_naming_the_closest_key(tmp_path):
+    # eval-harness ignores keys an evaluator does not read: the eval loads, with a warning.
+    path = write(tmp_path, BASE + "    config: {all_off: [x], description: checks the answer}\n")
+    spec = load_eval(path)
+    assert [str(w) for w in spec.warnings] == [
+        "eval.yaml:13 evaluators[0].config.all_off: unknown key for evaluator type 'contains_text', "
+        "ignored as eval-harness does (did you mean 'all_of'?)"]
+    assert spec.config.evaluators[0].config == {"description": "checks the answer"}
+
+
+def test_strict_makes_warnings_errors(tmp_path):
     path = write(tmp_path, BASE + "    config: {all_off: [x]}\n")
-    assert ("eval.yaml:13 evaluators[0].config.all_off: unknown key for evaluator type 'contains_text' "
-            "(allowed: all_of, any_of, none_of, case_sensitive, field)") in config_error(path)
+    with pytest.raises(ConfigError) as info:
+        load_eval(path, strict=True)
+    assert "eval.yaml:13 evaluators[0].config.all_off: unknown key" in str(info.value)
+    assert "(an error with --strict)" in str(info.value)
 
 
-def test_invalid_literal_value_lists_allowed_values(tmp_path):
-    path = write(tmp_path, BASE + "run:\n  retry: {on: [timeout, bogus]}\n")
-    message = config_error(path)
-    assert "eval.yaml:14 run.retry.on[1]:" in message
-    assert "'timeout', 'http_5xx', 'adapter_error' or 'exception'; got 'bogus'" in message
+def test_retry_on_accepts_any_text_and_warns_about_names_of_no_error_type(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  retry: {on: [timeout, http_500]}\n")
+    spec = load_eval(path)
+    assert spec.config.run.retry.on == ["timeout", "http_500"]
+    (warning,) = spec.warnings
+    assert str(warning).startswith("eval.yaml:14 run.retry.on[1]: 'http_500' names no error type")
+    assert "did you mean 'http_5xx'?" in str(warning)
 
 
 def test_missing_required_key_is_reported_with_its_path(tmp_path):
@@ -157,3 +171,15 @@ def test_duplicate_mapping_key_is_an_error_not_a_silent_override(tmp_path):
 def test_empty_evaluator_field_path_is_rejected_at_load(tmp_path):
     path = write(tmp_path, BASE + '    config: {field: ""}\n')
     assert "evaluators[0].config.field" in config_error(path)
+
+
+def test_eval_harness_executor_pools_and_enrichers_load_with_a_warning_saying_what_they_map_to(tmp_path):
+    text = BASE.replace("    target: agent:run\n", "    target: agent:run\n    pool: gpu\n", 1)
+    path = write(tmp_path, text + "run:\n  executor: {type: ray, address: 'ray://head:10001', pools: {gpu: 2}}\n")
+    spec = load_eval(path)
+    messages = [str(w) for w in spec.warnings]
+    assert any("run.executor: executor 'ray' is not used: evalh runs every cell in this process" in m for m in messages)
+    assert any("run.executor.pools: capacity pools are not used" in m for m in messages)
+    assert any("systems[0].pool: pool is not used" in m for m in messages)
+    assert "pool" not in spec.variants[0].config
+

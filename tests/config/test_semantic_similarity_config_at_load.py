@@ -24,7 +24,7 @@ def load_errors(tmp_path, config: str) -> list[str]:
 def test_unknown_embedder_lists_the_known_ones(tmp_path):
     (line,) = load_errors(tmp_path, "{reference_text: Paris, threshold: 0.5, embedder: minilm}")
     assert line.startswith("eval.yaml:")
-    assert ("evaluators[0].config.embedder: unknown embedder 'minilm' (known: hashing, openai_compatible, wordllama"
+    assert ("evaluators[0].config.embedder: unknown embedder 'minilm' (known: hashing, openai_compatible, sentence_transformers, wordllama"
             in line)
 
 
@@ -56,9 +56,26 @@ def test_a_valid_config_loads(tmp_path):
     assert spec.config.evaluators[0].type == "semantic_similarity"
 
 
-def test_wordllama_without_the_extra_is_a_load_error_with_the_install_hint(tmp_path, monkeypatch):
+def test_wordllama_without_the_extra_warns_at_load_and_its_results_error_with_the_install_hint(tmp_path, monkeypatch):
+    import asyncio
+
+    from evalh_pipeline.models import EvalCase, Trace
+    from evalh_pipeline.runner.evaluation import build_evaluators, judge_trace
+
     # A None entry in sys.modules is how Python spells "this module cannot be imported".
     monkeypatch.setitem(sys.modules, "wordllama", None)
-    (line,) = load_errors(tmp_path, "{reference_text: Paris, threshold: 0.5, embedder: wordllama}")
-    assert line.endswith("evaluators[0].config.embedder: embedder 'wordllama' is not available: the wordllama "
-                         "package is not installed (pip install 'evalh-pipeline[embeddings]')")
+    evaluators = """
+  - name: similar
+    type: semantic_similarity
+    config: {reference_text: Paris, threshold: 0.5, embedder: wordllama}
+"""
+    spec = load_eval(write_eval(tmp_path / "toy", evaluators=evaluators), env={})
+    hint = ("embedder 'wordllama' is not available: the wordllama package is not installed "
+            "(pip install 'evalh-pipeline[embeddings]')")
+    (warning,) = spec.warnings
+    assert "evaluators[0].config.embedder: " + hint in str(warning)
+    (evaluator,) = build_evaluators(spec)
+    trace = Trace(run_id="r", case_id="c", variant_name="v", started_at="2026-01-01T00:00:00Z",
+                  finished_at="2026-01-01T00:00:00Z", latency_ms=0, output={"final_answer": "Paris"})
+    (result,) = asyncio.run(judge_trace([evaluator], EvalCase(id="c"), trace, None))
+    assert not result.passed and hint in result.error.message

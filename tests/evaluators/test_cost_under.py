@@ -23,18 +23,18 @@ def judge(config: dict, the_trace: Trace):
     return asyncio.run(CostUnder("cheap", "cost_under", config).evaluate(EvalCase(id="c1"), the_trace, None))
 
 
-def test_passes_at_or_under_max_usd():
+def test_passes_under_max_usd_and_fails_at_it_as_eval_harness():
     verdict = judge({"max_usd": 0.05}, trace(cost_usd=0.012))
     assert verdict.passed and verdict.score == 1.0
-    assert verdict.reason == "cost $0.012 is within max_usd $0.05"
+    assert verdict.reason == "cost $0.012 is below max_usd $0.05"
     assert verdict.detail == {"cost_usd": 0.012, "max_usd": 0.05}
-    assert judge({"max_usd": 0.05}, trace(cost_usd=0.05)).passed
+    assert not judge({"max_usd": 0.05}, trace(cost_usd=0.05)).passed  # eval-harness: strict <
 
 
 def test_fails_over_max_usd():
     verdict = judge({"max_usd": 0.01}, trace(cost_usd=0.012))
     assert not verdict.passed and verdict.score == 0.0
-    assert verdict.reason == "cost $0.012 exceeds max_usd $0.01"
+    assert verdict.reason == "cost $0.012 is not below max_usd $0.01"
 
 
 def test_thinking_cost_is_part_of_the_total_not_added_to_it():
@@ -49,12 +49,7 @@ def test_missing_cost_fails_and_says_the_system_reported_none():
     assert verdict.detail["cost_usd"] is None
 
 
-def test_a_zero_budget_accepts_only_free_cells():
-    assert judge({"max_usd": 0}, trace(cost_usd=0.0)).passed
-    assert not judge({"max_usd": 0}, trace(cost_usd=0.0001)).passed
-
-
-@pytest.mark.parametrize("config", [{}, {"max_usd": -0.01}, {"max_usd": "cheap"}, {"max_usd": 1, "currency": "EUR"}])
+@pytest.mark.parametrize("config", [{}, {"max_usd": 0}, {"max_usd": -0.01}, {"max_usd": "cheap"}, {"max_usd": 1, "currency": "EUR"}])
 def test_bad_config_is_rejected_by_the_config_model(config):
     with pytest.raises(ValidationError):
         CostUnder("cheap", "cost_under", config)

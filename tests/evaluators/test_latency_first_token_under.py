@@ -27,14 +27,14 @@ def judge(config: dict, the_trace: Trace):
 def test_passes_when_the_first_token_came_in_time():
     verdict = judge({"max_ms": 800}, trace(latency_first_token_ms=350, stream_completed=True))
     assert verdict.passed and verdict.score == 1.0
-    assert verdict.reason == "first token after 350 ms, within max_ms 800"
+    assert verdict.reason == "first token after 350 ms, below max_ms 800"
     assert verdict.detail == {"latency_first_token_ms": 350, "max_ms": 800}
 
 
 def test_fails_when_the_first_token_was_late():
     verdict = judge({"max_ms": 800}, trace(latency_first_token_ms=1200))
     assert not verdict.passed and verdict.score == 0.0
-    assert verdict.reason == "first token after 1200 ms, more than max_ms 800"
+    assert verdict.reason == "first token after 1200 ms, not below max_ms 800"
 
 
 def test_total_latency_is_not_what_is_judged():

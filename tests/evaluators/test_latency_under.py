@@ -23,18 +23,18 @@ def judge(config: dict, the_trace: Trace):
     return asyncio.run(LatencyUnder("fast", "latency_under", config).evaluate(EvalCase(id="c1"), the_trace, None))
 
 
-def test_passes_at_or_under_max_ms():
+def test_passes_under_max_ms_and_fails_at_it_as_eval_harness():
     verdict = judge({"max_ms": 2000}, trace(1500))
     assert verdict.passed and verdict.score == 1.0
-    assert verdict.reason == "latency 1500 ms is within max_ms 2000"
+    assert verdict.reason == "latency 1500 ms is below max_ms 2000"
     assert verdict.detail == {"latency_ms": 1500, "max_ms": 2000}
-    assert judge({"max_ms": 2000}, trace(2000)).passed
+    assert not judge({"max_ms": 2000}, trace(2000)).passed  # eval-harness: strict <
 
 
 def test_fails_over_max_ms_and_says_by_how_much_it_was_allowed():
     verdict = judge({"max_ms": 2000}, trace(2840))
     assert not verdict.passed and verdict.score == 0.0
-    assert verdict.reason == "latency 2840 ms exceeds max_ms 2000"
+    assert verdict.reason == "latency 2840 ms is not below max_ms 2000"
 
 
 def test_a_timed_out_cell_is_judged_on_its_latency_too():

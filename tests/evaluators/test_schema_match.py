@@ -59,21 +59,28 @@ def test_fails_with_every_error_and_its_json_path():
     assert verdict.reason.endswith("(and 3 more, see detail.errors)")
 
 
-def test_a_string_field_holding_json_is_parsed_first():
-    verdict = judge({"schema": LISTING, "field": "output.final_answer"},
+def test_a_string_field_holding_json_is_parsed_with_parse_json():
+    verdict = judge({"schema": LISTING, "field": "output.final_answer", "parse_json": True},
                     trace('{"suburb": "Carlton", "price": 900000}'))
     assert verdict.passed and verdict.detail["parsed_from_string"] is True
 
 
+def test_without_parse_json_a_string_is_validated_as_a_string_as_eval_harness():
+    verdict = judge({"schema": LISTING, "field": "output.final_answer"}, trace('{"suburb": "Carlton", "price": 900000}'))
+    assert not verdict.passed and verdict.detail["parsed_from_string"] is False
+    assert judge({"schema": {"type": "string"}, "field": "output.final_answer"}, trace("plain text")).passed
+
+
 def test_a_string_field_that_is_not_json_fails_with_the_parse_error():
-    verdict = judge({"schema": LISTING, "field": "output.final_answer"}, trace("The price is $1.2M"))
+    verdict = judge({"schema": LISTING, "field": "output.final_answer", "parse_json": True}, trace("The price is $1.2M"))
     assert not verdict.passed
     assert verdict.reason.startswith("output.final_answer is a string but not JSON (Expecting value: line 1 column 1")
 
 
-def test_missing_field_fails_and_names_it():
+def test_missing_field_fails_and_names_it_and_a_null_one_is_validated_as_null():
     verdict = judge({"schema": LISTING}, trace(answer="{}"))
-    assert not verdict.passed and verdict.reason == "output.structured is not present in the trace: nothing to validate"
+    assert not verdict.passed and verdict.reason.startswith("output.structured does not match the schema: $: None is not")
+    assert judge({"schema": {"type": ["object", "null"]}}, trace(answer="{}")).passed  # as eval-harness
     nested = judge({"schema": {"type": "string"}, "field": "output.structured.suburb"}, trace(structured={}))
     assert not nested.passed and "output.structured.suburb is not present" in nested.reason
 

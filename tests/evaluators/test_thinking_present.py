@@ -39,8 +39,10 @@ def test_fails_without_thinking_and_says_nothing_was_surfaced():
                               "the system surfaced no thinking")
 
 
-def test_blank_thinking_counts_as_empty():
-    assert not judge({}, trace("  \n\t ")).passed
+def test_whitespace_only_thinking_is_present_as_in_eval_harness():
+    # eval-harness passes any non-empty string; so does evalh (min_chars counts whitespace).
+    assert judge({}, trace("  \n\t ")).passed
+    assert not judge({}, trace("")).passed
 
 
 def test_the_final_answer_is_never_taken_for_thinking():

@@ -24,18 +24,18 @@ def judge(config: dict, the_trace: Trace):
     return asyncio.run(evaluator.evaluate(EvalCase(id="c1"), the_trace, None))
 
 
-def test_passes_at_or_under_max_tokens():
+def test_passes_under_max_tokens_and_fails_at_it_as_eval_harness():
     verdict = judge({"max_tokens": 2048}, trace(1500))
     assert verdict.passed and verdict.score == 1.0
-    assert verdict.reason == "1500 thinking tokens, within max_tokens 2048"
+    assert verdict.reason == "1500 thinking tokens, below max_tokens 2048"
     assert verdict.detail == {"token_thinking": 1500, "max_tokens": 2048}
-    assert judge({"max_tokens": 2048}, trace(2048)).passed
+    assert not judge({"max_tokens": 2048}, trace(2048)).passed  # eval-harness: strict <
 
 
 def test_fails_over_max_tokens():
     verdict = judge({"max_tokens": 1024}, trace(4096))
     assert not verdict.passed and verdict.score == 0.0
-    assert verdict.reason == "4096 thinking tokens, more than max_tokens 1024"
+    assert verdict.reason == "4096 thinking tokens, not below max_tokens 1024"
 
 
 def test_missing_count_fails_and_names_the_metric_even_with_thinking_text():
@@ -44,12 +44,12 @@ def test_missing_count_fails_and_names_the_metric_even_with_thinking_text():
     assert verdict.reason == "metrics.token_thinking is not set: the system reported no thinking-token count"
 
 
-def test_max_tokens_zero_means_no_thinking_allowed():
-    assert judge({"max_tokens": 0}, trace(0)).passed
-    assert not judge({"max_tokens": 0}, trace(1)).passed
+def test_max_tokens_one_means_no_thinking_allowed():
+    assert judge({"max_tokens": 1}, trace(0)).passed
+    assert not judge({"max_tokens": 1}, trace(1)).passed
 
 
-@pytest.mark.parametrize("config", [{}, {"max_tokens": -1}, {"max_tokens": 10.5}, {"max_tokens": 5, "field": "x"}])
+@pytest.mark.parametrize("config", [{}, {"max_tokens": 0}, {"max_tokens": -1}, {"max_tokens": 10.5}, {"max_tokens": 5, "field": "x"}])
 def test_bad_config_is_rejected_by_the_config_model(config):
     with pytest.raises(ValidationError):
         ThinkingTokensUnder("brief", "thinking_tokens_under", config)

@@ -24,18 +24,18 @@ def judge(config: dict, the_trace: Trace):
     return asyncio.run(evaluator.evaluate(EvalCase(id="c1"), the_trace, None))
 
 
-def test_passes_at_or_above_min():
+def test_passes_above_min_and_fails_at_it_as_eval_harness_documents():
     verdict = judge({"min": 20}, trace(tokens_per_second=42.5))
     assert verdict.passed and verdict.score == 1.0
-    assert verdict.reason == "42.5 tokens/s, at least min 20"
+    assert verdict.reason == "42.5 tokens/s, above min 20"
     assert verdict.detail == {"tokens_per_second": 42.5, "min": 20}
-    assert judge({"min": 20}, trace(tokens_per_second=20.0)).passed
+    assert not judge({"min": 20}, trace(tokens_per_second=20.0)).passed  # eval-harness docs: tps > threshold
 
 
 def test_fails_below_min():
     verdict = judge({"min": 20}, trace(tokens_per_second=12.25))
     assert not verdict.passed and verdict.score == 0.0
-    assert verdict.reason == "12.25 tokens/s, below min 20"
+    assert verdict.reason == "12.25 tokens/s, not above min 20"
 
 
 def test_missing_metric_fails_and_names_it():
@@ -44,7 +44,12 @@ def test_missing_metric_fails_and_names_it():
     assert verdict.reason.startswith("metrics.tokens_per_second is not set: not a streaming trace")
 
 
-@pytest.mark.parametrize("config", [{}, {"min": 0}, {"min": -1}, {"min": "fast"}, {"min_tps": 5}])
+@pytest.mark.parametrize("config", [{}, {"min": 0}, {"min": -1}, {"min": "fast"}, {"min_tps": 0}, {"min": 5, "min_tps": 5}])
 def test_bad_config_is_rejected_by_the_config_model(config):
     with pytest.raises(ValidationError):
         TokensPerSecondAbove("throughput", "tokens_per_second_above", config)
+
+
+def test_eval_harness_min_tps_is_the_floor():
+    evaluator = TokensPerSecondAbove("throughput", "tokens_per_second_above", {"min_tps": 20})
+    assert evaluator.config.min == 20

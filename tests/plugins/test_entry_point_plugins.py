@@ -99,8 +99,11 @@ def test_plugin_config_is_validated_when_the_eval_loads(tmp_path, plugin_env):
     path.write_text(path.read_text().replace("min_words: 2", "min_word: 2"))
     proc = run_evalh(["run", "--dry-run", str(path)], plugin_env, tmp_path)
     assert proc.returncode == 1
-    assert ("evaluators[0].config.min_word: unknown key for evaluator type 'word_count_at_least' (allowed: min_words)"
-            in " ".join(proc.stderr.split()))
+    text = " ".join(proc.stderr.split())
+    assert ("evaluators[0].config.min_word: unknown key for evaluator type 'word_count_at_least' "
+            "(did you mean 'min_words'?)") in text
+    assert "evaluators[0].config.min_words: required key is missing" in text
+
 
 
 def test_plugin_store_and_enricher_are_used_from_yaml_by_type_name(tmp_path, plugin_env):

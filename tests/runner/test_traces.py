@@ -166,6 +166,6 @@ def test_a_system_that_cannot_start_fails_its_cells_not_the_run(tmp_path):
 """
     stats, traces = _run(tmp_path, system, cases=3)
     assert stats.cells_run == 6
-    assert {t["error"]["type"] for k, t in traces.items() if k.endswith("/base")} == {"adapter_error"}
+    assert {t["error"]["type"] for k, t in traces.items() if k.endswith("/base")} == {"config_error"}  # a system that cannot start: evalh run then exits 1
     assert "no_such_module" in traces["case_0/base"]["error"]["message"]
     assert all(t["error"] is None for k, t in traces.items() if k.endswith("/candidate"))

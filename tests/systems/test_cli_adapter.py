@@ -119,6 +119,28 @@ def test_runaway_stdout_is_killed_and_fails_the_cell(tmp_path, monkeypatch):
     assert time.monotonic() - started < 5
 
 
+def test_eval_harness_stdin_template_forms_render_like_eval_harness(tmp_path):
+    case = EvalCase(id="c7", input={"question": 'say "hi"', "n": 3}, metadata={"lang": "en"})
+    response = run_one(tmp_path, "import sys\nprint(sys.stdin.read())\n", case=case,
+                       stdin_template='{{ input.question }}|{{ input.question | json }}|{{ case_id }}|'
+                                      '{{ case.metadata.lang }}|{{ input.n }}|{{ input.nope }}|{{ input.nope | json }}')
+    assert response.output.final_answer == 'say "hi"|"say \\"hi\\""|c7|en|3||null'
+
+
+def test_parse_stdout_as_json_keeps_the_whole_object_as_structured(tmp_path):
+    response = run_one(tmp_path, "import json\nprint(json.dumps({'final_answer': 'Paris', 'score': 3}))\n",
+                       parse_stdout_as="json")
+    assert response.output.final_answer == "Paris"
+    assert response.output.structured == {"final_answer": "Paris", "score": 3}
+    listed = run_one(tmp_path, "print('[1, 2]')\n", parse_stdout_as="json")
+    assert listed.output.structured == {"value": [1, 2]} and listed.output.final_answer is None
+
+
+def test_parse_stdout_as_text_keeps_leading_space_and_drops_trailing_newlines(tmp_path):
+    response = run_one(tmp_path, "print('  Paris \\n')\n", parse_stdout_as="text")
+    assert response.output.final_answer == "  Paris "
+
+
 def test_without_stdin_template_stdin_is_empty(tmp_path):
     response = run_one(tmp_path, "import sys\nprint(repr(sys.stdin.read()))\n")
     assert response.output.final_answer == "''"
@@ -131,7 +153,7 @@ def test_a_template_path_the_case_lacks_fails_the_cell(tmp_path):
 
 def test_unknown_template_is_a_config_error(tmp_path):
     with pytest.raises(ValidationError, match="unknown template"):
-        adapter(tmp_path, ["prog", "{{ input.question }}"])
+        adapter(tmp_path, ["prog", "{{ inputs.question }}"])
 
 
 def test_non_zero_exit_is_an_adapter_error_with_the_stderr_tail_and_partial_stdout(tmp_path):

@@ -232,7 +232,7 @@ def test_gemini_stream_without_finish_reason_is_not_completed(server):
 def test_json_lines_with_stream_mapping(server):
     r = call({"endpoint": f"{server.url}/jsonl", "stream": True, "stream_format": "json_lines",
               "stream_mapping": GENERIC_MAPPING, "body": {"stream": True}})
-    assert server.requests[-1]["body"] == {"case_id": "c1", "input": CASE.input, "stream": True}
+    assert server.requests[-1]["body"] == {**CASE.input, "stream": True}  # eval-harness: body + input
     assert r.output.final_answer == "Paris" and r.output.thinking == "hmm ok"
     assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [("c1", "lookup", {"q": "fr"})]
     assert (r.metrics.token_input, r.metrics.token_output) == (3, 5)

@@ -1,0 +1,5 @@
+"""Always answers Richmond (for the broken_target compat eval)."""
+
+
+def run(case, variant):
+    return {"final_answer": "Richmond"}
