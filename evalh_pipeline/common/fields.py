@@ -37,7 +37,7 @@ class FieldPath:
         if not text:
             raise ValueError(f"empty field path {path!r}")
         from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-        from jsonpath_ng.ext import parse
+        from jsonpath_ng.ext import parse  # type: ignore[attr-defined]  # re-exported by jsonpath_ng.ext
 
         try:
             self._jsonpath = parse(text)

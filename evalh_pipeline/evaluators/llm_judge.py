@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -117,7 +117,7 @@ class LlmJudgeConfig(JudgeSettings):
     @field_validator("include_in_prompt")
     @classmethod
     def _includes(cls, value: list[str]) -> list[str]:
-        from evalh_pipeline.evaluators.fields import FieldPath
+        from evalh_pipeline.common.fields import FieldPath
 
         for item in value:
             if item in _SECTION_NAMES:

@@ -95,7 +95,7 @@ def section_title(item: str) -> str:
 def _material(item: str, case: EvalCase, trace: Trace) -> str:
     if item not in SECTIONS:
         # eval-harness's form: a JSONPath into the trace, with the case under `case`.
-        from evalh_pipeline.evaluators.fields import FieldPath
+        from evalh_pipeline.common.fields import FieldPath
 
         payload = trace.model_dump(mode="json")
         payload["case"] = case.model_dump(mode="json")

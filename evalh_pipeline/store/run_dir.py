@@ -244,8 +244,9 @@ def _eval_harness_meta(run_dir: RunDirectory) -> dict[str, Any]:
         raise FileNotFoundError(f"{run_dir.path}: eval-harness run with an unreadable config.yaml: {exc}") from None
     if not isinstance(config, dict):
         config = {}
-    eval_info = config.get("eval") if isinstance(config.get("eval"), dict) else {}
-    systems = config.get("systems") if isinstance(config.get("systems"), list) else []
+    found_eval, found_systems = config.get("eval"), config.get("systems")
+    eval_info: dict[str, Any] = found_eval if isinstance(found_eval, dict) else {}
+    systems: list[Any] = found_systems if isinstance(found_systems, list) else []
     return {
         "eval_name": str(eval_info.get("name") or run_dir.run_id.split("_", 1)[-1]),
         "run_id": run_dir.run_id,

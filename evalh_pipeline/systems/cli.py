@@ -98,7 +98,7 @@ class CliSystem(SystemAdapter):
       host environment with ``env`` layered on top. To pass one host variable, write
       ``env: {HOME: "${HOME}"}``: ``${VAR}`` expands when the eval loads and secret-like
       names are masked in the run's config snapshot. Env values never reach the trace.
-    - ``stdin_template``: rendered per case (the templates of :mod:`evalh_pipeline.templating`,
+    - ``stdin_template``: rendered per case (the templates of :mod:`evalh_pipeline.common.templating`,
       eval-harness's ``{{ input.x }}``, ``{{ case_id }}`` and ``| json`` included; a missing
       field renders empty as in eval-harness; ``{{ case_json }}`` is the whole case as JSON)
       and written to stdin, then stdin is closed; without it stdin is /dev/null.

@@ -262,7 +262,7 @@ def test_cost_limit_triggers_from_computed_costs(tmp_path):
 
 def test_an_eval_harness_price_table_keeps_its_meaning(tmp_path):
     from evalh_pipeline.models import TraceMetrics
-    from evalh_pipeline.runner.pricing import apply_prices, load_price_table
+    from evalh_pipeline.common.pricing import apply_prices, load_price_table
 
     path = tmp_path / "prices.yaml"
     path.write_text("table_version: '2026-05-12'\nfreshness_date: 2026-05-12\nmodels:\n"

@@ -22,7 +22,7 @@ import pytest
 from evalh_pipeline.config import ConfigError, load_eval
 from evalh_pipeline.judges.fake_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
-from evalh_pipeline.runner.evaluation import build_evaluators, judge_trace
+from evalh_pipeline.runner.judging import build_evaluators, judge_trace
 from tests.conftest import EVALH, REPO, write_eval
 from tests.evaluators.fs_artifacts import a_trace, make_artifact
 

@@ -16,9 +16,9 @@ import pytest
 
 from evalh_pipeline.config import ConfigError, load_eval
 from evalh_pipeline.config.dataset import iter_dataset, sample_positions, select_cases
-from evalh_pipeline.evaluators.fields import FieldPath
+from evalh_pipeline.common.fields import FieldPath
 from evalh_pipeline.models import EvalCase, ToolCall, Trace
-from evalh_pipeline.runner.evaluation import build_evaluators, judge_trace
+from evalh_pipeline.runner.judging import build_evaluators, judge_trace
 from evalh_pipeline.systems.base import AdapterError, SystemContext
 from evalh_pipeline.systems.replay import ReplaySystem
 from evalh_pipeline.models import RunVariant

@@ -60,7 +60,7 @@ def test_wordllama_without_the_extra_warns_at_load_and_its_results_error_with_th
     import asyncio
 
     from evalh_pipeline.models import EvalCase, Trace
-    from evalh_pipeline.runner.evaluation import build_evaluators, judge_trace
+    from evalh_pipeline.runner.judging import build_evaluators, judge_trace
 
     # A None entry in sys.modules is how Python spells "this module cannot be imported".
     monkeypatch.setitem(sys.modules, "wordllama", None)

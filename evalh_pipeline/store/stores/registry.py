@@ -13,6 +13,6 @@ STORES: Registry[TraceStore] = Registry(
         "sqlite": "evalh_pipeline.store.stores.sqlite:SqliteStore",
         "postgres": "evalh_pipeline.store.stores.postgres:PostgresStore",
         "otel": "evalh_pipeline.store.stores.otel:OtelStore",
-        "webhook": "evalh_pipeline.store.webhook:WebhookStore",
+        "webhook": "evalh_pipeline.runner.webhook:WebhookStore",
     },
 )

@@ -213,7 +213,7 @@ class UserSimulatorSystem(SystemAdapter):
 
     async def _call(self, backend: Any, system: str, prompt: str) -> Any:
         from evalh_pipeline.judges.base import JudgeError
-        from evalh_pipeline.store.masking import mask_text
+        from evalh_pipeline.common.masking import mask_text
 
         try:
             reply = await backend.complete(system, prompt, None)
@@ -239,7 +239,7 @@ def _backend(model: str, cfg: UserSimulatorConfig, max_tokens: int, env: Any) ->
 def _cost(model: str, tokens_in: int | None, tokens_out: int | None, reported: float | None) -> float | None:
     if reported is not None:
         return reported
-    from evalh_pipeline.runner.pricing import builtin_price_table
+    from evalh_pipeline.common.pricing import builtin_price_table
 
     price = builtin_price_table().lookup(model)
     if price is None:

@@ -12,7 +12,7 @@ import yaml
 from evalh_pipeline.config import ConfigError, load_eval
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreContext
-from evalh_pipeline.store.webhook import WebhookConfig, WebhookError, WebhookStore
+from evalh_pipeline.runner.webhook import WebhookConfig, WebhookError, WebhookStore
 from tests.conftest import run_evalh, write_eval
 
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import Field, field_validator, model_validator
 
-from evalh_pipeline.store.masking import mask_text
+from evalh_pipeline.common.masking import mask_text
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
 
