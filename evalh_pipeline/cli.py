@@ -586,9 +586,9 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
 
     directory = _run_directory(run_dir)
     if directory.is_eval_harness_run():
-        err.print(f"[red]error:[/red] {run_dir} was written by eval-harness: evalh reads it (inspect, compare, "
-                  "drift --baseline) but promotes only its own runs; eval-harness's baselines/<eval> link is "
-                  "read by `evalh drift` until you promote an evalh run", highlight=False)
+        error(f"{run_dir} was written by eval-harness: evalh reads it (inspect, compare, drift --baseline) "
+              "but promotes only its own runs; eval-harness's baselines/<eval> link is read by `evalh drift` "
+              "until you promote an evalh run")
         sys.exit(EXIT_CONFIG)
     spec = _spec_for_run(directory, None)
     runs_root = Path(spec.runs_root)
