@@ -439,15 +439,19 @@ def _num(value: float | None, fmt: str, signed: bool = False) -> str:
 @click.argument("run_b", type=_RunLocation())
 @click.option("--exit-nonzero-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in RUN_A does not pass in RUN_B.")
+@click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+              metavar="ALPHA",
+              help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
+                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @_store_options
-def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: bool, store: str | None,
-            namespace: tuple[str, ...]) -> None:
+def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, alpha: float | None, as_json: bool,
+            store: str | None, namespace: tuple[str, ...]) -> None:
     """Compare RUN_B with RUN_A (the baseline): flips per case and deltas per variant (read-only)."""
     from evalh_pipeline.queries.compare import compare_runs
 
     a, b = _run_directory(run_a, store, namespace), _run_directory(run_b, store, namespace)
-    _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json, (a, b))
+    _report_comparison(lambda: compare_runs(a, b), "baseline", exit_nonzero_on_regression, as_json, (a, b), alpha)
 
 
 @main.command()
@@ -457,10 +461,14 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, as_json: b
 @click.option("--exit-nonzero-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in the baseline does not pass in RUN_DIR, or RUN_DIR "
                    "has no cells (the CI gate).")
+@click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+              metavar="ALPHA",
+              help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
+                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
 @_store_options
-def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, as_json: bool,
-          store: str | None, namespace: tuple[str, ...]) -> None:
+def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, alpha: float | None,
+          as_json: bool, store: str | None, namespace: tuple[str, ...]) -> None:
     """Compare RUN_DIR with its eval's promoted baseline run (read-only)."""
     from evalh_pipeline.queries.drift import drift_report
     from evalh_pipeline.store.baselines import current_baseline
@@ -478,7 +486,7 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
         baseline_dir = str(promoted.locate(current.path.parent))
     baseline = _run_directory(baseline_dir, store, namespace)
     _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
-                       exit_nonzero_on_regression, as_json, (baseline, current))
+                       exit_nonzero_on_regression, as_json, (baseline, current), alpha)
 
 
 def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | None) -> str:
@@ -503,8 +511,9 @@ def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | Non
 
 
 def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool,
-                       runs: tuple[RunDirectory, RunDirectory] | None = None) -> None:
-    """Print a RunComparison as a table (or JSON) and apply the regression gate.
+                       runs: tuple[RunDirectory, RunDirectory] | None = None, alpha: float | None = None) -> None:
+    """Print a RunComparison as a table (or JSON) and apply the regression gate (any regressed
+    case, or with ``alpha`` a significant regression).
 
     Plain text, not rich: this is the whole output of `compare` and `drift`, and rich would
     double their start-up time. Names from the runs are escaped all the same.
@@ -557,9 +566,12 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
                 lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
+        lines += [f"{d.variant}: {d.significance.verdict}" for d in report.comparison.deltas if d.significance]
         click.echo(escape_control("\n".join(lines)))
-    if exit_nonzero_on_regression and report.has_regressions:
-        sys.exit(1)
+    if exit_nonzero_on_regression:
+        failed = report.has_significant_regression(alpha) if alpha is not None else report.has_regressions
+        if failed:
+            sys.exit(1)
 
 
 @main.command()

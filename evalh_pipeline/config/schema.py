@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalh_pipeline.config.cron import parse_cron
 
@@ -98,20 +98,50 @@ class RunConfig(_Strict):
     executor: dict[str, Any] = Field(default_factory=dict)
 
 
+class SignificanceGateConfig(_Strict):
+    """``gates.no_significant_regression``: fail only on a regression McNemar's exact test
+    finds significant at ``alpha`` (p < alpha, more cases worse than better)."""
+
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+
 class GatesConfig(_Strict):
     """Release gates, checked as Dagster asset checks on each run's summary (an evalh extension).
 
     A failed gate is a failed (red) check; the run still completes, drift included. With
     ``blocking: true`` (opt-in) a failed gate also fails the Dagster run, and a failed gate on
     the summary stops the run's drift.
+    With ``no_significant_regression`` the count-based regression gates (any regressed case
+    fails) default to off, since they would fail on the noise the significance gate lets
+    through; set them explicitly to keep both.
     """
 
     no_regressions_vs_baseline_variant: bool = True
     # Checked on each run's `drift` asset; passes (saying so) while no run is promoted.
     no_regressions_vs_promoted_baseline: bool = True
+    # On the summary (vs the baseline variant) and on drift (vs the promoted baseline).
+    no_significant_regression: SignificanceGateConfig | None = None
     pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
     max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
     blocking: bool = False
+
+    @field_validator("no_significant_regression", mode="before")
+    @classmethod
+    def _flag_form(cls, value: Any) -> Any:
+        # `no_significant_regression: true` means the default alpha; `false` means off.
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
+
+    @model_validator(mode="after")
+    def _significance_replaces_counts(self) -> GatesConfig:
+        if self.no_significant_regression is not None:
+            for key in ("no_regressions_vs_baseline_variant", "no_regressions_vs_promoted_baseline"):
+                if key not in self.model_fields_set:
+                    setattr(self, key, False)
+        return self
 
 
 class ScheduleConfig(_Strict):

@@ -10,6 +10,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
 
 
+class RepeatStats(BaseModel):
+    """A variant's figures over several samples per case (``run.samples_per_case`` > 1).
+
+    ``pass_at_k`` / ``pass_hat_k`` are the unbiased estimators (stats/repeats.py) at each
+    reported k; ``case_pass_fractions`` counts cases by "passed/samples"; a flaky case's
+    samples disagree.
+    """
+
+    samples_per_case: int
+    pass_at_k: dict[int, float]
+    pass_hat_k: dict[int, float]
+    case_pass_fractions: dict[str, int]
+    flaky_cases: list[str] = Field(default_factory=list)
+
+
 class VariantSummary(BaseModel):
     """Per-variant figures of one run."""
 
@@ -27,6 +42,7 @@ class VariantSummary(BaseModel):
     samples_total: int | None = None
     samples_passed: int | None = None
     samples_errored: int | None = None
+    repeats: RepeatStats | None = None
 
 
 class EvaluatorVariantRollup(BaseModel):
@@ -46,14 +62,39 @@ class EvaluatorRollup(BaseModel):
     by_variant: dict[str, EvaluatorVariantRollup]
 
 
+class PairedStats(BaseModel):
+    """How much to believe a pass-rate change (stats/paired.py ``PairedComparison``).
+
+    Over the cases both sides have: ``pass_rate_delta`` is the mean per-case change of the
+    pass fraction, ``delta_ci95`` its paired-bootstrap 95% interval, ``mcnemar_p_value``
+    the exact McNemar (sign) test on the cases that got worse / better; ``significant`` is
+    judged at ``alpha`` and ``verdict`` says it in words.
+    """
+
+    cases_compared: int
+    cases_worse: int
+    cases_better: int
+    pass_rate_delta: float
+    delta_ci95: list[float] | None = None
+    mcnemar_p_value: float | None = None
+    alpha: float = 0.05
+    significant: bool = False
+    verdict: str = ""
+
+
 class VariantDelta(BaseModel):
-    """How one variant moved against the baseline: positive deltas mean higher than baseline."""
+    """How one variant moved against the baseline: positive deltas mean higher than baseline.
+
+    A case regressed when its pass fraction went down (with one sample: passed, then not).
+    """
 
     variant: str
     pass_rate_delta: float
     avg_latency_delta_ms: float
     regressions: list[str] = Field(default_factory=list)
     improvements: list[str] = Field(default_factory=list)
+    significance: PairedStats | None = None
+    by_evaluator: dict[str, PairedStats] = Field(default_factory=dict)
 
 
 class ComparisonReport(BaseModel):

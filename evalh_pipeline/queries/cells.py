@@ -2,7 +2,12 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails).
+evaluator counts as failed; a cell without results fails). ``evaluator_verdicts`` keeps
+each evaluator's own verdict on the cell, for the per-evaluator paired statistics.
+
+A case's pass fraction on a variant is the share of its samples (cells) that passed; with
+one sample per case it is 0 or 1. Comparisons pair cases by their pass fractions
+(:data:`PASS_FRACTIONS_SQL`, :data:`EVALUATOR_FRACTIONS_SQL`).
 
 This module imports neither pydantic nor the config loader: ``evalh compare`` and
 ``evalh drift`` are whole processes that must start fast.
@@ -51,11 +56,12 @@ verdicts AS (
            count(*) AS n_results,
            bool_and(ok) AS all_ok,
            count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
-           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
+           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok,
+           list(struct_pack(evaluator := evaluator, ok := ok)) AS evaluator_verdicts
     FROM results
     GROUP BY ALL
 )
-SELECT t.*,
+SELECT t.*, v.evaluator_verdicts,
        -- An errored cell never passes, whatever its evaluators made of a partial answer.
        t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
@@ -92,6 +98,24 @@ SELECT c.variant_name,
        count(*) FILTER (WHERE c.error_type IS NOT NULL) AS samples_errored,
        any_value(v.max_samples) AS max_samples
 FROM {cells} c JOIN per_variant v ON v.variant_name = c.variant_name GROUP BY c.variant_name
+"""
+
+
+# Per (variant, case): samples, passing samples and the pass fraction.
+PASS_FRACTIONS_SQL = """
+SELECT variant_name, case_id, count(*) AS samples,
+       count(*) FILTER (WHERE coalesce(passed, false)) AS passed_samples,
+       avg(CASE WHEN coalesce(passed, false) THEN 1.0 ELSE 0.0 END) AS fraction
+FROM {cells} GROUP BY variant_name, case_id
+"""
+
+# Per (evaluator, variant, case): the share of the case's samples that evaluator passed
+# (cells without a result from it do not count).
+EVALUATOR_FRACTIONS_SQL = """
+SELECT v.evaluator, variant_name, case_id,
+       avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
+FROM (SELECT variant_name, case_id, unnest(evaluator_verdicts) AS v FROM {cells})
+GROUP BY ALL
 """
 
 

@@ -1,10 +1,13 @@
 """Compare two runs A (the baseline) and B: per (variant, case) flips and per-variant deltas.
 
 Each run is judged by its own ``pass_criteria`` (from its config.yaml snapshot) through the
-shared cell verdict of :mod:`evalh_pipeline.queries.summary`. A case passes on a variant
-when all of its samples passed; flips are counted on the (variant, case) pairs both runs
-have. Pass rates, latency, cost and tokens are each run's own per-variant figures (as in
-its summary), and every delta is B minus A.
+shared cell verdict of :mod:`evalh_pipeline.queries.cells`. Each (variant, case) has a
+pass fraction (the share of its samples that passed: 0 or 1 with one sample per case);
+flips are counted on the (variant, case) pairs both runs have: a regression is a case whose
+fraction went down, an improvement one whose fraction went up. The same pairs give the
+paired statistics (McNemar's exact test, bootstrap CI of the delta), overall and per
+evaluator. Pass rates, latency, cost and tokens are each run's own per-variant figures (as
+in its summary), and every delta is B minus A.
 """
 
 from __future__ import annotations
@@ -13,27 +16,45 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells, run_pass_criteria
+from evalh_pipeline.queries.cells import (
+    EVALUATOR_FRACTIONS_SQL,
+    PASS_FRACTIONS_SQL,
+    VARIANTS_SQL,
+    load_cells,
+    run_pass_criteria,
+)
+from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.stats.paired import PairedComparison
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import ComparisonReport
 
-PER_CASE_SQL = """
-CREATE TEMP TABLE {per_case} AS
-SELECT variant_name, case_id, bool_and(coalesce(passed, false)) AS passed
-FROM {cells} GROUP BY variant_name, case_id
-"""
+PER_CASE_SQL = "CREATE TEMP TABLE {per_case} AS " + PASS_FRACTIONS_SQL
+
+PER_EVALUATOR_SQL = "CREATE TEMP TABLE {per_evaluator} AS " + EVALUATOR_FRACTIONS_SQL
 
 FLIPS_SQL = """
 SELECT coalesce(a.variant_name, b.variant_name) AS variant_name,
        count(*) FILTER (WHERE a.case_id IS NOT NULL AND b.case_id IS NOT NULL) AS shared,
        count(*) FILTER (WHERE b.case_id IS NULL) AS only_in_a,
        count(*) FILTER (WHERE a.case_id IS NULL) AS only_in_b,
-       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.passed AND NOT b.passed), []) AS regressions,
-       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE NOT a.passed AND b.passed), []) AS improvements
+       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.fraction > b.fraction), []) AS regressions,
+       coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.fraction < b.fraction), []) AS improvements
 FROM per_case_a a FULL OUTER JOIN per_case_b b USING (variant_name, case_id)
+GROUP BY ALL
+"""
+
+PAIRED_SQL = f"""
+SELECT variant_name, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+FROM per_case_a a JOIN per_case_b b USING (variant_name, case_id)
+GROUP BY ALL
+"""
+
+EVALUATOR_PAIRED_SQL = f"""
+SELECT variant_name, evaluator, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
 GROUP BY ALL
 """
 
@@ -90,6 +111,8 @@ class Flips:
     avg_latency_delta_ms: float
     regressions: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
+    significance: PairedComparison | None = None
+    by_evaluator: dict[str, PairedComparison] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,6 +174,11 @@ class RunComparison:
         """Run B has no cell at all: there is nothing the gate could have checked."""
         return self.cells_b == 0
 
+    def has_significant_regression(self, alpha: float) -> bool:
+        """Whether some variant regressed significantly at ``alpha`` (McNemar's exact test)."""
+        return any(d.significance is not None and d.significance.regression_at(alpha)
+                   for d in self.comparison.deltas)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -179,9 +207,14 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         for suffix, run in (("_a", run_a), ("_b", run_b)):
             load_cells(con, run, run_pass_criteria(run), suffix=suffix, cached=True)
             con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
+            con.execute(PER_EVALUATOR_SQL.format(per_evaluator=f"per_evaluator{suffix}", cells=f"cells{suffix}"))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
+        significance = paired_by_group(con.execute(PAIRED_SQL).fetchall())
+        per_evaluator: dict[str, dict[str, PairedComparison]] = {}
+        for (variant, evaluator), paired in sorted(paired_by_group(con.execute(EVALUATOR_PAIRED_SQL).fetchall()).items()):
+            per_evaluator.setdefault(variant, {})[evaluator] = paired
     finally:
         con.close()
 
@@ -205,6 +238,8 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             avg_latency_delta_ms=b.avg_latency_ms - a.avg_latency_ms,
             regressions=list(regressions),
             improvements=list(improvements),
+            significance=significance.get(name),
+            by_evaluator=per_evaluator.get(name, {}),
         )
         deltas.append(delta)
         variants.append(VariantComparison(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from evalh_pipeline.stats.paired import format_p_value
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import RunSummary
@@ -47,6 +49,48 @@ def evaluators_table(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
+def pp(delta: float) -> str:
+    """A pass-rate delta in percentage points: ``-4.0 pp``."""
+    return f"{round(delta * 100, 1) + 0.0:+.1f} pp"
+
+
+def ci_text(stats: Any) -> str:
+    """A PairedStats' 95% interval as ``-6.1 to -1.9 pp`` (``–`` without one)."""
+    if stats is None or stats.delta_ci95 is None:
+        return "–"
+    low, high = stats.delta_ci95
+    return f"{round(low * 100, 1) + 0.0:.1f} to {round(high * 100, 1) + 0.0:.1f} pp"
+
+
+def _p(stats: Any) -> str:
+    if stats is None or stats.mcnemar_p_value is None:
+        return "–"
+    return format_p_value(stats.mcnemar_p_value).removeprefix("p = ")
+
+
+def significance_lines(deltas: list[Any], baseline: str) -> list[str]:
+    """Each variant's verdict in words, then a per-evaluator table of the same statistics.
+
+    ``deltas`` are VariantDelta models or compare's Flips (the same attribute names)."""
+    lines: list[str] = []
+    for d in deltas:
+        if d.significance is not None:
+            lines.append(f"- `{d.variant}` vs `{baseline}`: {d.significance.verdict}")
+    rows = [(d.variant, name, stats) for d in deltas for name, stats in d.by_evaluator.items()]
+    if rows:
+        lines += ["", "Per evaluator (paired over the cases both sides have):", "",
+                  "| variant | evaluator | cases | worse | better | delta | 95% CI | McNemar p | verdict |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        for variant, name, stats in rows:
+            lines.append(f"| {variant} | {name} | {stats.cases_compared} | {stats.cases_worse} | {stats.cases_better} | "
+                         f"{pp(stats.pass_rate_delta)} | {ci_text(stats)} | {_p(stats)} | {_words(stats.verdict)} |")
+    return lines
+
+
+def _words(verdict: str) -> str:
+    return verdict.rsplit(": ", 1)[-1]
+
+
 def comparison_section(summary: RunSummary, baseline_variant: str | None = None) -> str:
     """The baseline-variant comparison; without one, why there is none (never guessed)."""
     comp = summary.comparison
@@ -56,17 +100,45 @@ def comparison_section(summary: RunSummary, baseline_variant: str | None = None)
         return (f"No comparison: the baseline variant `{baseline_variant}` has no traces in this run "
                 f"({completeness_line(summary)}).")
     lines = [f"Baseline: `{comp.baseline}` ({comp.kind})", ""]
-    lines += ["| variant | pass-rate delta | latency delta (ms) | regressions | improvements |",
-              "|---|---:|---:|---:|---:|"]
+    lines += ["| variant | pass-rate delta | 95% CI | McNemar p | latency delta (ms) | regressions | improvements |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for d in comp.deltas:
-        lines.append(f"| {d.variant} | {d.pass_rate_delta:+.1%} | {d.avg_latency_delta_ms:+.1f} | "
-                     f"{len(d.regressions)} | {len(d.improvements)} |")
+        lines.append(f"| {d.variant} | {pp(d.pass_rate_delta)} | {ci_text(d.significance)} | {_p(d.significance)} | "
+                     f"{d.avg_latency_delta_ms:+.1f} | {len(d.regressions)} | {len(d.improvements)} |")
+    significance = significance_lines(comp.deltas, comp.baseline)
+    if significance:
+        lines += ["", *significance]
     for d in comp.deltas:
         for label, ids in (("Regressions", d.regressions), ("Improvements", d.improvements)):
             if ids:
                 shown = ", ".join(f"`{i}`" for i in ids[:MAX_LISTED_CASES])
                 more = f" … and {len(ids) - MAX_LISTED_CASES} more" if len(ids) > MAX_LISTED_CASES else ""
                 lines += ["", f"**{label} in `{d.variant}`** ({len(ids)}): {shown}{more}"]
+    return "\n".join(lines)
+
+
+def repeats_section(summary: RunSummary) -> str:
+    """pass@k, pass^k and flaky cases per variant (runs with several samples per case), or ""."""
+    repeated = [v for v in summary.variants if v.repeats is not None]
+    if not repeated:
+        return ""
+    ks = sorted({k for v in repeated for k in v.repeats.pass_at_k})
+    lines = [f"{max(v.repeats.samples_per_case for v in repeated)} samples per case. pass@k: the chance that at "
+             "least one of k samples passes; pass^k: that all k pass (unbiased estimators). A flaky case's samples "
+             "disagree.", "",
+             "| variant | " + " | ".join(f"pass@{k}" for k in ks) + " | " + " | ".join(f"pass^{k}" for k in ks)
+             + " | flaky cases |",
+             "|---|" + "---:|" * (2 * len(ks) + 1)]
+    for v in repeated:
+        r = v.repeats
+        cells = [f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "–" for k in ks]
+        cells += [f"{r.pass_hat_k[k]:.1%}" if k in r.pass_hat_k else "–" for k in ks]
+        lines.append(f"| {v.name} | " + " | ".join(cells) + f" | {len(r.flaky_cases)} |")
+    for v in repeated:
+        fractions = ", ".join(f"{key}: {count}" for key, count in v.repeats.case_pass_fractions.items())
+        lines += ["", f"Cases of `{v.name}` by samples passed: {fractions}"]
+        if v.repeats.flaky_cases:
+            lines.append(_listed(v.name, v.repeats.flaky_cases).replace("- ", "Flaky in ", 1))
     return "\n".join(lines)
 
 
@@ -98,6 +170,7 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
         "",
         evaluators_table(summary),
         "",
+        *(["## Repeats", "", repeats, ""] if (repeats := repeats_section(summary)) else []),
     ])
 
 
@@ -112,11 +185,14 @@ def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None) ->
     lines += ["## Regressions", ""]
     regressed = [d for d in comp.deltas if d.regressions]
     lines += [_listed(d.variant, d.regressions) for d in regressed] or ["None."]
+    significance = significance_lines(comp.deltas, comp.baseline_run_id or report.run_a)
+    if significance:
+        lines += ["", "## Significance", "", *significance]
     lines += ["", "## Variants", "",
               "| variant | pass rate baseline → run | pass-rate delta | latency delta (ms) | regressions | improvements |",
               "|---|---:|---:|---:|---:|---:|"]
     for v in report.variants:
-        lines.append(f"| {v.variant} | {v.a.pass_rate:.1%} → {v.b.pass_rate:.1%} | {v.pass_rate_delta:+.1%} | "
+        lines.append(f"| {v.variant} | {v.a.pass_rate:.1%} → {v.b.pass_rate:.1%} | {pp(v.pass_rate_delta)} | "
                      f"{v.avg_latency_delta_ms:+.1f} | {v.regressions} | {v.improvements} |")
     for label, names in (("only in the baseline", report.variants_only_in_a), ("only in this run", report.variants_only_in_b)):
         if names:

@@ -1,11 +1,16 @@
 """The run summary as DuckDB SQL over traces.jsonl and results.jsonl.
 
-Cells and their verdicts come from :mod:`evalh_pipeline.queries.cells`. For the baseline
-comparison a case passes on a variant when all of its samples passed.
+Cells and their verdicts come from :mod:`evalh_pipeline.queries.cells`. The baseline
+comparison pairs each case's pass fraction on a variant with its fraction on the baseline
+variant: a case regressed when its fraction went down (with one sample per case: it passed
+on the baseline and not on the variant), and the paired statistics (McNemar's exact test,
+bootstrap CI of the delta) are computed overall and per evaluator. With several samples
+per case each variant also gets pass@k, pass^k and its flaky cases.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -14,12 +19,22 @@ from evalh_pipeline.models import (
     ComparisonReport,
     EvaluatorRollup,
     EvaluatorVariantRollup,
+    PairedStats,
+    RepeatStats,
     RunSummary,
     VariantDelta,
     VariantSummary,
 )
-from evalh_pipeline.queries.cells import VARIANTS_SQL, load_cells, save_cells_cache
+from evalh_pipeline.queries.cells import (
+    EVALUATOR_FRACTIONS_SQL,
+    PASS_FRACTIONS_SQL,
+    VARIANTS_SQL,
+    load_cells,
+    save_cells_cache,
+)
+from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.stats.repeats import repeat_figures
 from evalh_pipeline.store.run_dir import RunDirectory
 
 EVALUATORS_SQL = """
@@ -30,20 +45,68 @@ SELECT evaluator, variant_name,
 FROM result_rows GROUP BY evaluator, variant_name
 """
 
-FLIPS_SQL = """
-WITH per_case AS (
-    SELECT case_id, variant_name, bool_and(passed) AS passed FROM cells GROUP BY case_id, variant_name
-),
-base AS (SELECT case_id, passed FROM per_case WHERE variant_name = $baseline)
+FLIPS_SQL = f"""
+WITH per_case AS ({PASS_FRACTIONS_SQL.format(cells="cells")}),
+base AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $baseline)
 SELECT v.variant_name,
-       list(DISTINCT c.case_id ORDER BY c.case_id) FILTER (WHERE b.passed AND NOT coalesce(p.passed, false)) AS regressions,
-       list(DISTINCT c.case_id ORDER BY c.case_id) FILTER (WHERE NOT coalesce(b.passed, false) AND p.passed) AS improvements
+       list(DISTINCT c.case_id ORDER BY c.case_id)
+           FILTER (WHERE coalesce(b.fraction, 0) > coalesce(p.fraction, 0)) AS regressions,
+       list(DISTINCT c.case_id ORDER BY c.case_id)
+           FILTER (WHERE p.fraction IS NOT NULL AND p.fraction > coalesce(b.fraction, 0)) AS improvements
 FROM (SELECT DISTINCT variant_name FROM cells WHERE variant_name <> $baseline) v
 CROSS JOIN (SELECT DISTINCT case_id FROM cells) c
 LEFT JOIN base b ON b.case_id = c.case_id
 LEFT JOIN per_case p ON p.case_id = c.case_id AND p.variant_name = v.variant_name
 GROUP BY v.variant_name
 """
+
+# (variant, difference, cases): each variant's cases paired with the baseline variant's.
+PAIRED_SQL = f"""
+WITH f AS ({PASS_FRACTIONS_SQL.format(cells="cells")})
+SELECT p.variant_name, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
+FROM f p JOIN f b ON b.case_id = p.case_id AND b.variant_name = $baseline
+WHERE p.variant_name <> $baseline
+GROUP BY ALL
+"""
+
+EVALUATOR_PAIRED_SQL = f"""
+WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(cells="cells")})
+SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
+FROM f p JOIN f b ON b.evaluator = p.evaluator AND b.case_id = p.case_id AND b.variant_name = $baseline
+WHERE p.variant_name <> $baseline
+GROUP BY ALL
+"""
+
+REPEATS_SQL = f"""
+SELECT variant_name, case_id, samples, passed_samples
+FROM ({PASS_FRACTIONS_SQL.format(cells="cells")})
+ORDER BY variant_name, case_id
+"""
+
+
+def repeat_stats(con: Any) -> dict[str, RepeatStats]:
+    """Variant -> pass@k, pass^k, case pass fractions and flaky cases, when some case has
+    several samples (``samples_per_case`` is the most samples any case has)."""
+    (samples_per_case,) = con.execute(
+        "SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM cells GROUP BY variant_name, case_id)"
+    ).fetchone()
+    if samples_per_case <= 1:
+        return {}
+    by_variant: dict[str, list[tuple[str, int, int]]] = {}
+    for variant, case_id, samples, passed in con.execute(REPEATS_SQL).fetchall():
+        by_variant.setdefault(variant, []).append((case_id, samples, passed))
+    return {variant: RepeatStats.model_validate(asdict(repeat_figures(cases, samples_per_case)))
+            for variant, cases in by_variant.items()}
+
+
+def paired_stats(con: Any, baseline: str) -> tuple[dict[str, PairedStats], dict[str, dict[str, PairedStats]]]:
+    """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same."""
+    overall = paired_by_group(con.execute(PAIRED_SQL, {"baseline": baseline}).fetchall())
+    per_evaluator: dict[str, dict[str, PairedStats]] = {}
+    rows = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline}).fetchall()
+    for (variant, evaluator), stats in sorted(paired_by_group(rows).items()):
+        per_evaluator.setdefault(variant, {})[evaluator] = PairedStats.model_validate(asdict(stats))
+    return ({v: PairedStats.model_validate(asdict(stats)) for v, stats in overall.items()}, per_evaluator)
 
 
 def variant_summary(row: tuple) -> VariantSummary:
@@ -84,6 +147,8 @@ def summarize_run(
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
+    repeats = repeat_stats(con)
+    variants = [v.model_copy(update={"repeats": repeats.get(v.name)}) for v in variants]
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
     for evaluator, variant, rate, score, errored in con.execute(EVALUATORS_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(
@@ -94,6 +159,7 @@ def summarize_run(
         by_name = {v.name: v for v in variants}
         flips = {r[0]: r for r in con.execute(FLIPS_SQL, {"baseline": baseline_variant}).fetchall()}
         base = by_name[baseline_variant]
+        significance, per_evaluator = paired_stats(con, baseline_variant)
         deltas = [
             VariantDelta(
                 variant=v.name,
@@ -101,6 +167,8 @@ def summarize_run(
                 avg_latency_delta_ms=v.avg_latency_ms - base.avg_latency_ms,
                 regressions=(flips.get(v.name) or (None, [], []))[1] or [],
                 improvements=(flips.get(v.name) or (None, [], []))[2] or [],
+                significance=significance.get(v.name),
+                by_evaluator=per_evaluator.get(v.name, {}),
             )
             for v in variants if v.name != baseline_variant
         ]

@@ -46,6 +46,18 @@ def test_promote_then_drift_gates_on_regressions_against_the_baseline(setup):
     assert report["kind"] == "drift" and report["baseline_run_id"] == "r1_good"
     (candidate,) = [d for d in report["deltas"] if d["variant"] == "candidate"]
     assert candidate["regressions"] == ["case_0", "case_3", "case_6"]
+    assert candidate["significance"]["mcnemar_p_value"] == 0.25  # 3 worse, 0 better
+    assert candidate["significance"]["verdict"].endswith(
+        "p = 0.25: not distinguishable from noise (only 3 case(s) changed)")
+
+    # Three flipped cases out of seven are not a significant regression: the significance gate lets them through.
+    noise = _evalh(env, "drift", broken, "--exit-nonzero-on-regression", "--significance", "0.05")
+    assert noise.returncode == 0, noise.stderr
+    assert "candidate: -42.9 pp, 95% CI" in noise.stdout and "not distinguishable from noise" in noise.stdout
+    loose = _evalh(env, "drift", broken, "--exit-nonzero-on-regression", "--significance", "0.3")
+    assert loose.returncode == 1
+    bad = _evalh(env, "drift", broken, "--significance", "5")
+    assert bad.returncode == 2 and "--significance" in bad.stderr
 
     assert _evalh(env, "drift", good, "--exit-nonzero-on-regression").returncode == 0
 

@@ -57,3 +57,35 @@ def test_gates_block_only_when_the_eval_opts_in(tmp_path):
         assert graph.get_check_spec(key).blocking is expected
         complete = dg.AssetCheckKey(dg.AssetKey([name, "summary"]), "complete")
         assert graph.get_check_spec(complete).blocking is False
+
+
+def _significance_checks(instance, eval_name, asset, name):
+    return instance.event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey([eval_name, asset]), name), limit=5)
+
+
+def test_significance_gate_lets_noise_through_and_replaces_the_count_gate(tmp_path, instance):
+    # 6 cases, every third broken on `new`: 2 regressions, 0 improvements -> p = 0.5.
+    path = write_eval(tmp_path / "toy", cases=6, extra_yaml="gates: {no_significant_regression: {alpha: 0.05}}\n")
+    outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
+    assert outcome.summary.comparison.regressions_count == 2
+    assert outcome.failed_checks == []
+    (record,) = _significance_checks(instance, "toy", "summary", "no_significant_regression_vs_baseline_variant")
+    evaluation = record.event.dagster_event.event_specific_data
+    assert evaluation.passed is True and evaluation.metadata["alpha"].value == 0.05
+    verdicts = [m.value for k, m in evaluation.metadata.items() if k.startswith("verdict/")]
+    assert verdicts and all("not distinguishable from noise" in v or "no case changed" in v for v in verdicts)
+    # Nothing promoted yet: the drift side passes and says so.
+    (drift_record,) = _significance_checks(instance, "toy", "drift", "no_significant_regression_vs_promoted_baseline")
+    assert drift_record.event.dagster_event.event_specific_data.passed is True
+
+
+def test_significance_gate_fails_on_a_real_regression(tmp_path, instance):
+    # 30 cases: 10 regressions, 0 improvements -> p = 0.002.
+    path = write_eval(tmp_path / "toy", cases=30, extra_yaml="gates: {no_significant_regression: true}\n")
+    outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
+    assert outcome.failed_checks == ["toy/summary: no_significant_regression_vs_baseline_variant"]
+    (record,) = _significance_checks(instance, "toy", "summary", "no_significant_regression_vs_baseline_variant")
+    evaluation = record.event.dagster_event.event_specific_data
+    assert evaluation.passed is False
+    assert "p = 0.002: a real regression" in evaluation.description

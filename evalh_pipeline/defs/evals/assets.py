@@ -17,7 +17,13 @@ import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
-from evalh_pipeline.defs.evals.metadata import results_metadata, run_dir_metadata, traces_metadata
+from evalh_pipeline.defs.evals.metadata import (
+    repeats_metadata,
+    results_metadata,
+    run_dir_metadata,
+    significance_metadata,
+    traces_metadata,
+)
 from evalh_pipeline.defs.evals.names import BASELINES_GROUP, judge_job, promote_job, run_job
 from evalh_pipeline.defs.evals.runs import live_spec, resolve_run_id, valid_run_id
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
@@ -214,6 +220,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "variants": dg.MetadataValue.md(variants_table(result)),
             "evaluators": dg.MetadataValue.md(evaluators_table(result)),
             "comparison": dg.MetadataValue.md(comparison_section(result, stage.live.config.run.baseline_variant)),
+            **significance_metadata(comp.deltas if comp else []),
+            **repeats_metadata(result),
         })
 
     @dg.asset(
@@ -234,6 +242,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "regressions_count": result.regressions_count,
             "improvements_count": result.improvements_count,
             **{f"pass_rate_delta/{v}": dg.MetadataValue.float(d) for v, d in result.pass_rate_deltas().items()},
+            **significance_metadata(result.comparison.comparison.deltas if result.comparison else []),
             "report": dg.MetadataValue.md(result.markdown),
         })
 

@@ -2,7 +2,8 @@
 
 On ``summary``: ``complete`` (every expected cell has a trace), and the gates
 ``no_regressions_vs_baseline_variant``, ``pass_rate_floor``, ``errored_cells_under_threshold``;
-on ``drift``: ``no_regressions_vs_promoted_baseline``. A gate that fails is a failed (red)
+``no_significant_regression_vs_baseline_variant``; on ``drift``:
+``no_regressions_vs_promoted_baseline``, ``no_significant_regression_vs_promoted_baseline``. A gate that fails is a failed (red)
 check whose metadata lists the regressed case ids; the run still completes and drift is
 still computed. Only ``gates.blocking: true`` makes the gates blocking (a failed gate then
 fails the Dagster run, and a failed summary gate stops the drift).
@@ -100,6 +101,9 @@ def build_summary_checks(spec: EvalSpec, summary: dg.AssetsDefinition) -> list[d
                gated(_pass_rate_floor), blocking),
         _check(spec, summary, "errored_cells_under_threshold",
                "At most gates.max_errored_fraction of each variant's cells errored.", gated(_errored_under), blocking),
+        _check(spec, summary, "no_significant_regression_vs_baseline_variant",
+               "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
+               "p < gates.no_significant_regression.alpha).", gated(_no_significant_regression), blocking),
     ]
 
 
@@ -119,9 +123,27 @@ def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.As
         return _regressions_result(regressed, f"against the promoted baseline {record['baseline_run_id']}",
                                    {"baseline_run_id": record["baseline_run_id"]})
 
+    def no_significant_drift(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
+        gate = live.config.gates.no_significant_regression
+        if gate is None:
+            return _off("no gates.no_significant_regression in eval.yaml")
+        if not _has_cells(load_summary(run_dir)):
+            return _empty_run()
+        record = load_drift(run_dir)
+        if not record.get("baseline_run_id"):
+            return dg.AssetCheckResult(passed=True, description="no promoted baseline yet (evalh promote)",
+                                       metadata={"has_baseline": False})
+        deltas = ((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or []
+        return _significance_result({d["variant"]: d["significance"] for d in deltas if d.get("significance")},
+                                    gate.alpha)
+
     return [_check(spec, drift, "no_regressions_vs_promoted_baseline",
                    "No case that passed in the eval's promoted baseline run fails in this run "
-                   "(passes while no run is promoted).", no_drift_regressions, spec.config.gates.blocking)]
+                   "(passes while no run is promoted).", no_drift_regressions, spec.config.gates.blocking),
+            _check(spec, drift, "no_significant_regression_vs_promoted_baseline",
+                   "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
+                   "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
+                   no_significant_drift, spec.config.gates.blocking)]
 
 
 def _regressed_cases(deltas: list[Any]) -> dict[str, list[str]]:
@@ -166,6 +188,37 @@ def _no_regressions(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> 
             metadata={"baseline_variant": baseline})
     return _regressions_result(_regressed_cases(summary.comparison.deltas), f"against {summary.comparison.baseline}",
                                {"baseline_variant": summary.comparison.baseline})
+
+
+def _no_significant_regression(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> dg.AssetCheckResult:
+    gate = gates.no_significant_regression
+    if gate is None:
+        return _off("no gates.no_significant_regression in eval.yaml")
+    if live.config.run.baseline_variant is None or summary.comparison is None:
+        return _off("no comparison with a baseline variant in this run: nothing to test")
+    return _significance_result({d.variant: d.significance.model_dump() for d in summary.comparison.deltas
+                                 if d.significance is not None}, gate.alpha)
+
+
+def _significance_result(by_variant: dict[str, dict[str, Any]], alpha: float) -> dg.AssetCheckResult:
+    """Fails when some variant has more worse than better cases with McNemar p < ``alpha``."""
+    regressed = {
+        variant: stats for variant, stats in by_variant.items()
+        if stats.get("mcnemar_p_value") is not None and stats["mcnemar_p_value"] < alpha
+        and stats["cases_worse"] > stats["cases_better"]
+    }
+    metadata: dict[str, Any] = {"alpha": alpha}
+    for variant, stats in by_variant.items():
+        if stats.get("mcnemar_p_value") is not None:
+            metadata[f"mcnemar_p_value/{variant}"] = dg.MetadataValue.float(stats["mcnemar_p_value"])
+        metadata[f"verdict/{variant}"] = stats.get("verdict", "")
+    return dg.AssetCheckResult(
+        passed=not regressed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=metadata,
+        description="; ".join(f"{variant}: {stats['verdict']}" for variant, stats in regressed.items())
+        or f"no regression significant at alpha {alpha}",
+    )
 
 
 def _pass_rate_floor(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> dg.AssetCheckResult:

@@ -4,6 +4,8 @@ from typing import Any
 
 import dagster as dg
 
+from evalh_pipeline.models import RunSummary
+from evalh_pipeline.queries.report import ci_text, repeats_section
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.traces import TraceStats
 from evalh_pipeline.store.fixtures import recorded_fixtures
@@ -76,3 +78,35 @@ def results_metadata(stats: EvaluationStats, run_dir: RunDirectory) -> dict[str,
         "verdicts": dg.MetadataValue.md("\n".join(rows)),
         **run_dir_metadata(run_dir),
     }
+
+
+def significance_metadata(deltas: list[Any]) -> dict[str, Any]:
+    """Per variant: McNemar p-value (a number the UI plots), the delta's 95% CI and the verdict
+    in words. ``deltas`` are VariantDelta models or compare's Flips (same attribute names)."""
+    metadata: dict[str, Any] = {}
+    for d in deltas:
+        stats = d.significance
+        if stats is None:
+            continue
+        if stats.mcnemar_p_value is not None:
+            metadata[f"mcnemar_p_value/{d.variant}"] = dg.MetadataValue.float(stats.mcnemar_p_value)
+        if stats.delta_ci95 is not None:
+            metadata[f"delta_ci95/{d.variant}"] = ci_text(stats)
+        metadata[f"verdict/{d.variant}"] = stats.verdict
+    return metadata
+
+
+def repeats_metadata(summary: RunSummary) -> dict[str, Any]:
+    """With several samples per case: pass@k / pass^k per variant, flaky-case counts and the report section."""
+    repeated = [v for v in summary.variants if v.repeats is not None]
+    if not repeated:
+        return {}
+    metadata: dict[str, Any] = {}
+    for v in repeated:
+        k = v.repeats.samples_per_case
+        if k in v.repeats.pass_at_k:
+            metadata[f"pass_at_{k}/{v.name}"] = dg.MetadataValue.float(v.repeats.pass_at_k[k])
+            metadata[f"pass_hat_{k}/{v.name}"] = dg.MetadataValue.float(v.repeats.pass_hat_k[k])
+        metadata[f"flaky_cases/{v.name}"] = len(v.repeats.flaky_cases)
+    metadata["repeats"] = dg.MetadataValue.md(repeats_section(summary))
+    return metadata

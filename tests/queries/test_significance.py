@@ -1,0 +1,128 @@
+"""Paired statistics in the summary (variant vs baseline variant) and in compare/drift
+(run vs run), overall and per evaluator, and the repeat figures of several samples per case."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from evalh_pipeline.config.schema import PassCriteria
+from evalh_pipeline.queries.compare import compare_runs
+from evalh_pipeline.queries.report import drift_markdown, render_report
+from evalh_pipeline.queries.summary import summarize_run
+from evalh_pipeline.store.run_dir import RunDirectory
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc).isoformat()
+
+
+def _write(run_dir: RunDirectory, verdicts: dict[tuple[str, str, int], dict[str, bool]]) -> RunDirectory:
+    """verdicts: (case, variant, sample) -> evaluator -> passed."""
+    run_dir.path.mkdir(parents=True)
+    with run_dir.traces.open("w") as traces, run_dir.results.open("w") as results:
+        for (case, variant, sample), by_evaluator in verdicts.items():
+            cell = {"schema_version": "1.0", "run_id": run_dir.run_id, "case_id": case, "variant_name": variant,
+                    "sample": sample, "started_at": T0, "finished_at": T0}
+            traces.write(json.dumps({**cell, "latency_ms": 10, "input": {}, "output": {}, "metrics": {},
+                                     "error": None}) + "\n")
+            for evaluator, passed in by_evaluator.items():
+                results.write(json.dumps({**cell, "evaluator": evaluator, "evaluator_type": "t", "passed": passed,
+                                          "score": float(passed), "reason": "", "latency_ms": 0, "error": None}) + "\n")
+    return run_dir
+
+
+def _summary(run_dir: RunDirectory):
+    return summarize_run(run_dir, variant_order=["base", "new"], pass_criteria=PassCriteria(),
+                         baseline_variant="base", config_path="eval.yaml", config_hash="h", cases_total=0)
+
+
+def _two_variants(worse: int, better: int, same: int) -> dict:
+    """Cases where ``new`` loses (on evaluator x), wins (on x) and ties with ``base``;
+    evaluator y always passes."""
+    verdicts = {}
+    for i in range(worse + better + same):
+        case = f"c{i:04d}"
+        before, after = (True, False) if i < worse else (False, True) if i < worse + better else (True, True)
+        verdicts[(case, "base", 0)] = {"x": before, "y": True}
+        verdicts[(case, "new", 0)] = {"x": after, "y": True}
+    return verdicts
+
+
+def test_summary_reports_a_significant_regression_with_its_interval(tmp_path):
+    summary = _summary(_write(RunDirectory(tmp_path / "r1"), _two_variants(worse=20, better=4, same=176)))
+    (delta,) = summary.comparison.deltas
+    stats = delta.significance
+    assert (stats.cases_compared, stats.cases_worse, stats.cases_better) == (200, 20, 4)
+    assert stats.pass_rate_delta == pytest.approx(-0.08)
+    assert stats.mcnemar_p_value == pytest.approx(0.001543879508972168, rel=1e-9)  # scipy binomtest(4, 24)
+    low, high = stats.delta_ci95
+    assert low < -0.08 < high < 0
+    assert stats.significant and stats.verdict.startswith("-8.0 pp, 95% CI ")
+    assert stats.verdict.endswith(", p = 0.0015: a real regression")
+    # Per evaluator: x carries the regression, y never moved.
+    assert delta.by_evaluator["x"].mcnemar_p_value == stats.mcnemar_p_value
+    assert delta.by_evaluator["y"].verdict.endswith("no case changed")
+    dumped = summary.model_dump(mode="json")["comparison"]["deltas"][0]
+    assert set(dumped["significance"]) >= {"mcnemar_p_value", "delta_ci95", "verdict", "significant"}
+
+
+def test_summary_calls_a_small_difference_noise(tmp_path):
+    summary = _summary(_write(RunDirectory(tmp_path / "r1"), _two_variants(worse=6, better=3, same=91)))
+    stats = summary.comparison.deltas[0].significance
+    assert stats.mcnemar_p_value == pytest.approx(0.5078125)  # scipy binomtest(3, 9)
+    assert not stats.significant
+    assert stats.verdict.endswith("p = 0.51: not distinguishable from noise (only 9 case(s) changed)")
+    report = render_report(summary, "toy")
+    assert "- `new` vs `base`: -3.0 pp, 95% CI" in report
+    assert "| new | x | 100 | 6 | 3 | -3.0 pp |" in report
+
+
+def test_repeats_give_pass_at_k_flaky_cases_and_fraction_based_flips(tmp_path):
+    verdicts = {}
+    # base: c0 passes 3/3, c1 1/3 (flaky), c2 0/3; new: c0 2/3 (flaky, worse), c1 3/3 (better), c2 0/3.
+    for case, base, new in (("c0", 3, 2), ("c1", 1, 3), ("c2", 0, 0)):
+        for s in range(3):
+            verdicts[(case, "base", s)] = {"x": s < base}
+            verdicts[(case, "new", s)] = {"x": s < new}
+    summary = _summary(_write(RunDirectory(tmp_path / "r1"), verdicts))
+    base, new = summary.variants
+    assert base.repeats.samples_per_case == 3 and base.repeats.flaky_cases == ["c1"]
+    assert new.repeats.flaky_cases == ["c0"]
+    assert base.repeats.case_pass_fractions == {"3/3": 1, "1/3": 1, "0/3": 1}
+    assert base.repeats.pass_at_k[1] == pytest.approx(4 / 9)
+    assert base.repeats.pass_at_k[3] == pytest.approx(2 / 3)
+    assert base.repeats.pass_hat_k[3] == pytest.approx(1 / 3)
+    (delta,) = summary.comparison.deltas
+    # Fractions, not "all samples passed": c0 went 3/3 -> 2/3, c1 1/3 -> 3/3.
+    assert (delta.regressions, delta.improvements) == (["c0"], ["c1"])
+    assert delta.significance.pass_rate_delta == pytest.approx((-1 / 3 + 2 / 3) / 3)
+    report = render_report(summary, "toy")
+    assert "## Repeats" in report and "| base | 44.4% | " in report and "Flaky in `new` (1): `c0`" in report
+
+
+def test_one_sample_per_case_has_no_repeat_figures(tmp_path):
+    summary = _summary(_write(RunDirectory(tmp_path / "r1"), _two_variants(1, 1, 1)))
+    assert all(v.repeats is None for v in summary.variants)
+    assert "## Repeats" not in render_report(summary, "toy")
+
+
+def test_compare_pairs_runs_case_by_case(tmp_path):
+    before = {(f"c{i}", "new", 0): {"x": True, "y": i < 200 or i % 2 == 0} for i in range(300)}
+    after = {key: {"x": int(key[0][1:]) >= 30, "y": value["y"]} for key, value in before.items()}
+    a = _write(RunDirectory(tmp_path / "a"), before)
+    b = _write(RunDirectory(tmp_path / "b"), after)
+    report = compare_runs(a, b)
+    (delta,) = report.comparison.deltas
+    assert delta.significance.cases_worse == 30 and delta.significance.cases_better == 0
+    assert delta.significance.mcnemar_p_value == pytest.approx(2 * 0.5**30)
+    assert delta.significance.verdict.startswith("-10.0 pp, 95% CI -13.")
+    assert delta.by_evaluator["y"].cases_worse == 0
+    assert report.has_significant_regression(0.05) and not report.has_significant_regression(1e-12)
+    as_json = json.loads(report.to_json())
+    assert as_json["comparison"]["deltas"][0]["significance"]["mcnemar_p_value"] == pytest.approx(2 * 0.5**30)
+    assert as_json["comparison"]["deltas"][0]["by_evaluator"]["x"]["delta_ci95"][1] < 0
+    # The JSON mirrors the DataModel's ComparisonReport, field for field.
+    assert report.comparison.to_report().deltas[0].significance.cases_worse == 30
+    text = drift_markdown("toy", "b", report)
+    assert "## Significance" in text and "a real regression" in text
