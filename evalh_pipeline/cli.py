@@ -142,6 +142,8 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
         for d in summary.comparison.deltas:
             say(f"{d.variant} vs {summary.comparison.baseline}: pass rate {percentage_points(d.pass_rate_delta)}, "
                 f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
+            if d.significance is not None:
+                say(f"  {d.significance.verdict}")
     errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:

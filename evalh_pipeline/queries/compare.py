@@ -87,6 +87,8 @@ class VariantFigures:
     samples_total: int | None = None
     samples_passed: int | None = None
     samples_errored: int | None = None
+    # pass@k, flaky cases: the summary's (models.RepeatStats); compare does not compute them.
+    repeats: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: tuple) -> VariantFigures:
