@@ -103,6 +103,8 @@ class ArtifactFiles:
 
 
 def _copy_local(source: Path, dest: Path) -> int:
+    from evalh_pipeline.workspaces.copying import copy_file
+
     if not source.is_dir():
         raise FileNotFoundError(f"artifact has no after/ folder at {source.parent}")
     copied = 0
@@ -110,7 +112,7 @@ def _copy_local(source: Path, dest: Path) -> int:
     def count(src: str, dst: str) -> str:
         nonlocal copied
         copied += 1
-        return shutil.copy2(src, dst)
+        return copy_file(src, dst)  # sparse files stay sparse
 
     # Links stay links: following one could copy files from outside the workspace.
     shutil.copytree(source, dest, symlinks=True, copy_function=count, dirs_exist_ok=True)

@@ -23,7 +23,6 @@ import errno
 import hashlib
 import os
 import re
-import shutil
 import stat
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
+from evalh_pipeline.workspaces.copying import copy_tree
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 _MAX_PART = 150
@@ -231,7 +231,7 @@ def _publish_local(local: Path, destination: Path, move: bool) -> Transfer:
             # Another device, or a folder the system made read-only: copy instead.
             if exc.errno not in (errno.EXDEV, errno.EACCES, errno.EPERM, errno.ENOTEMPTY, errno.EEXIST):
                 raise
-    shutil.copytree(local, destination, symlinks=True)
+    copy_tree(local, destination)
     return Transfer(copied_bytes=tree_bytes(destination))
 
 

@@ -21,7 +21,6 @@ Subclasses implement :meth:`_seed` and may add after-state steps (:meth:`_after_
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import threading
 from abc import ABC, abstractmethod
@@ -41,6 +40,7 @@ from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_by
 from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
+from evalh_pipeline.workspaces.copying import copy_tree
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -310,5 +310,5 @@ def _move_or_copy(tree: Path, destination: Path) -> bool:
         os.rename(tree, destination)
         return True
     except OSError:
-        shutil.copytree(tree, destination, symlinks=True)
+        copy_tree(tree, destination)
         return False

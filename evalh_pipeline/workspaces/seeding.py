@@ -3,7 +3,7 @@
 Hard links would let the system under test change the fixture through the workspace,
 so they are never used. GNU ``cp --reflink=auto -a`` clones (copy-on-write) on btrfs,
 XFS and friends and copies elsewhere; macOS ``cp -c`` clones on APFS; anything else
-(or a failing ``cp``) falls back to Python copies (``copy_file_range``/``sendfile``).
+(or a failing ``cp``) falls back to Python copies that keep sparse files sparse.
 Symlinks are copied as links, never followed.
 """
 
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from evalh_pipeline.common.trees import remove_tree
+from evalh_pipeline.workspaces.copying import copy_tree
 
 
 class SeedError(RuntimeError):
@@ -38,7 +39,7 @@ def seed_tree(source: Path, destination: Path) -> str:
         # A half copy must not mix with the fallback's copy.
         _empty_folder(destination)
     try:
-        shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
+        copy_tree(source, destination, dirs_exist_ok=True)
     except (OSError, shutil.Error) as exc:
         raise SeedError(f"cannot copy fixture {source} into the workspace: {exc}") from exc
     return "python-copy"
