@@ -103,7 +103,7 @@ class ArtifactFiles:
 
 
 def _copy_local(source: Path, dest: Path) -> int:
-    from evalh_pipeline.workspaces.copying import copy_file
+    from evalh_pipeline.common.copying import copy_file
 
     if not source.is_dir():
         raise FileNotFoundError(f"artifact has no after/ folder at {source.parent}")

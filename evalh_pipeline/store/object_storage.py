@@ -33,7 +33,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
-from evalh_pipeline.workspaces.copying import copy_tree
+from evalh_pipeline.common.copying import copy_tree
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 _MAX_PART = 150

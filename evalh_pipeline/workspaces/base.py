@@ -40,7 +40,7 @@ from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_by
 from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
-from evalh_pipeline.workspaces.copying import copy_tree
+from evalh_pipeline.common.copying import copy_tree
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from evalh_pipeline.common.trees import remove_tree
-from evalh_pipeline.workspaces.copying import copy_tree
+from evalh_pipeline.common.copying import copy_tree
 
 
 class SeedError(RuntimeError):

@@ -22,7 +22,7 @@ def copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, follo
     """``shutil.copy2`` that keeps holes (same signature, so it can be ``copytree``'s copy_function)."""
     st = os.stat(src, follow_symlinks=follow_symlinks)
     if not _has_holes(st) or not hasattr(os, "SEEK_DATA"):
-        return shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
+        return os.fspath(shutil.copy2(src, dst, follow_symlinks=follow_symlinks))
     if os.path.isdir(dst):
         dst = os.path.join(dst, os.path.basename(src))
     with open(src, "rb") as source, open(dst, "wb") as target:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from evalh_pipeline.workspaces.copying import copy_file, copy_tree
+from evalh_pipeline.common.copying import copy_file, copy_tree
 
 SIZE = 256 << 20
 
