@@ -80,14 +80,21 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         err.line(f"interrupted. {on_interrupt}".rstrip())
         sys.exit(EXIT_INTERRUPTED)
     except ConfigError as exc:
-        error(f"invalid eval input\n{exc}")
+        error(f"invalid eval input\n{_masked(exc, spec)}")
         sys.exit(EXIT_CONFIG)
     except InfrastructureError as exc:
-        error(str(exc))
+        error(_masked(exc, spec))
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
-        error(f"{type(exc).__name__}: {exc}")
+        error(f"{type(exc).__name__}: {_masked(exc, spec)}")
         sys.exit(EXIT_INFRA)
+
+
+def _masked(exc: BaseException, spec: EvalSpec) -> str:
+    """An error's text with the eval's secrets and URL credentials masked: it reaches the terminal and CI logs."""
+    from evalh_pipeline.common.masking import mask_text
+
+    return mask_text(str(exc), spec.secret_values)
 
 
 def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:

@@ -1,8 +1,14 @@
-"""Mask credentials before a config touches disk."""
+"""Mask credentials before anything touches disk: the config snapshot, traces, results, errors.
+
+Which values are secrets is decided in one place, ``config/env.py`` (:func:`secret_values`
+there); an ``EvalSpec`` carries the set and every writer masks it here.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from typing import Any
 
 MASK = "***MASKED***"
@@ -42,10 +48,67 @@ def mask_config(value: Any, secret_values: frozenset[str] = frozenset()) -> Any:
 
 def mask_text(text: str, secret_values: frozenset[str] = frozenset()) -> str:
     """Mask credentials inside URLs and any occurrence of a known secret value."""
-    # Longest first, so a secret that contains another is masked whole.
-    for secret in sorted(secret_values, key=len, reverse=True):
-        if secret and secret in text:
-            text = text.replace(secret, MASK)
+    text = mask_known(text, secret_values)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
     text = _KEYWORD_PASSWORD.sub(lambda m: f"{m.group('name')}{MASK}", text)
     return _URL_SECRET_PARAM.sub(lambda m: f"{m.group('name')}{MASK}", text)
+
+
+def mask_known(text: str, secret_values: frozenset[str]) -> str:
+    """``text`` with every occurrence of a known secret value masked (and nothing else changed)."""
+    for secret in _longest_first(secret_values):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def mask_json_text(document: str, secret_values: frozenset[str]) -> str:
+    """One JSON document (a trace or result line) with known secrets masked in its string values.
+
+    Returns ``document`` itself when no secret occurs in it (the common case costs one
+    substring search per secret). Keys are left alone: masking one could merge two.
+    """
+    if not secret_values or not any(needle in document for needle in _json_needles(secret_values)):
+        return document
+    masked = _mask_values(json.loads(document), secret_values)
+    return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+
+
+def mask_json_line(line: bytes, secret_values: frozenset[str]) -> bytes:
+    """:func:`mask_json_text` for one encoded JSON line (``\\n``-terminated or not), searched as bytes."""
+    if not secret_values or not any(needle in line for needle in _json_byte_needles(secret_values)):
+        return line
+    ending = b"\n" if line.endswith(b"\n") else b""
+    return mask_json_text(line.decode(), secret_values).encode() + ending
+
+
+def _mask_values(value: Any, secret_values: frozenset[str]) -> Any:
+    if isinstance(value, str):
+        return mask_known(value, secret_values)
+    if isinstance(value, dict):
+        return {k: _mask_values(v, secret_values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_values(v, secret_values) for v in value]
+    return value
+
+
+@lru_cache(maxsize=32)
+def _longest_first(secret_values: frozenset[str]) -> tuple[str, ...]:
+    # Longest first, so a secret that contains another is masked whole.
+    return tuple(sorted((s for s in secret_values if s), key=len, reverse=True))
+
+
+@lru_cache(maxsize=32)
+def _json_byte_needles(secret_values: frozenset[str]) -> tuple[bytes, ...]:
+    return tuple(needle.encode() for needle in _json_needles(secret_values))
+
+
+@lru_cache(maxsize=32)
+def _json_needles(secret_values: frozenset[str]) -> tuple[str, ...]:
+    """Each secret as it can appear inside a JSON string (escaped, with or without \\u escapes)."""
+    needles = set()
+    for secret in secret_values:
+        if secret:
+            needles.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+            needles.add(json.dumps(secret)[1:-1])
+    return tuple(needles)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import re
 import typing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from evalh_pipeline.config.env import MissingEnvVar, expand_env
+from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig
@@ -18,13 +19,13 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
+from evalh_pipeline.common.masking import MASK
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
 DATASET_TYPES = ("fixture", "jsonl", "yaml")
 # Keys of systems[] that are not the adapter's (eval-harness's pool is warned about in
 # _executor_warnings; enrich_trace_from has its own check).
 _VARIANT_KEYS = {"name", "adapter", "metadata", "pool", "enrich_trace_from"}
-_SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)", re.IGNORECASE)
 
 
 def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *, strict: bool = False) -> EvalSpec:
@@ -36,7 +37,18 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
     """
     eval_path = Path(path).resolve()
-    where, config, used_env = _parse(eval_path, env)
+    where, raw, substitutions = _expand(eval_path, env)
+    secrets = secret_values(substitutions, os.environ if env is None else env)
+    try:
+        return _validated(eval_path, where, raw, secrets, strict)
+    except ConfigError as exc:
+        # An error never echoes an expanded value: it names the variable instead.
+        raise ConfigError([_unexpanded(issue, substitutions, secrets) for issue in exc.issues]) from None
+
+
+def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[str], strict: bool) -> EvalSpec:
+    """The EvalSpec of the expanded config ``raw``, after every check."""
+    config = _validate(where, raw)
     eval_dir = eval_path.parent
     variants = [_variant(system) for system in config.systems]
     plugin_issues, warnings = _check_plugins(where, config, variants, eval_dir)
@@ -52,7 +64,6 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *
     if issues:
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
 
-    secrets = frozenset(v for k, v in used_env.items() if v and _SECRET_VAR.search(k))
     # Secrets by use: a webhook's URL is its credential, whatever the variable is called.
     secrets |= frozenset(str((output.model_extra or {})[key]) for output in config.output if output.type == "webhook"
                          for key in ("url", "api_key") if (output.model_extra or {}).get(key))
@@ -76,23 +87,27 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *
     )
 
 
-def _parse(eval_path: Path, env: dict[str, str] | None) -> tuple[_Locator, EvalConfig, dict[str, str]]:
-    """The YAML with ``${VARS}`` expanded, validated as an :class:`EvalConfig`; the variables it used."""
+def _expand(eval_path: Path, env: dict[str, str] | None) -> tuple[_Locator, Any, list[Substitution]]:
+    """The YAML with ``${VARS}`` expanded, and every substitution made."""
     doc = load_yaml(eval_path)
     where = _Locator(doc)
     if not isinstance(doc.data, dict):
         raise ConfigError([where.issue((), "an eval file must be a mapping with eval, dataset, systems, ...")])
     try:
-        raw, used_env = expand_env(doc.data, env)
+        raw, substitutions = expand_env(doc.data, env)
     except MissingEnvVar as exc:
         raise ConfigError([where.issue(exc.key_path, f"environment variable {exc.name!r} is not set "
                                                      f"(set it, or write ${{{exc.name}:-default}})")]) from None
+    return where, raw, substitutions
+
+
+def _validate(where: _Locator, raw: Any) -> EvalConfig:
+    """``raw`` as an :class:`EvalConfig`; schema problems with their lines."""
     try:
-        config = EvalConfig.model_validate(raw)
+        return EvalConfig.model_validate(raw)
     except ValidationError as exc:
         issues = [where.issue(tuple(err["loc"]), _pydantic_message(err, EvalConfig)) for err in exc.errors()]
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
-    return where, config, used_env
 
 
 def _check_names(where: _Locator, config: EvalConfig, eval_path: Path) -> list[ConfigIssue]:
@@ -176,6 +191,31 @@ def _check_metrics(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple
         return None, []
     price_table_path, problem = _check_price_table(config.metrics.price_table_path, eval_dir)
     return price_table_path, [where.issue(("metrics", "price_table_path"), problem)] if problem else []
+
+
+def _unexpanded(issue: ConfigIssue, substitutions: list[Substitution], secrets: frozenset[str]) -> ConfigIssue:
+    """``issue`` with each expanded value written back as its ``${VAR}``.
+
+    Secrets are replaced wherever they appear, other values of 4+ characters where they
+    stand as a word, shorter ones only where the message quotes them whole (``got 'x'``),
+    so that "at least 1" stays readable. Case is ignored: validators may have changed it.
+    """
+    message = issue.message
+    for sub in sorted(substitutions, key=lambda s: len(s.value), reverse=True):
+        value, name = re.escape(sub.value), f"${{{sub.name}}}"
+        if not sub.value:
+            continue
+        if sub.value in secrets:
+            pattern = value
+        elif len(sub.value) >= 4:
+            pattern = rf"(?<!\w){value}(?!\w)"
+        else:
+            pattern = rf"(?<=['\"]){value}(?=['\"])"
+        message = re.sub(pattern, lambda _, name=name: name, message, flags=re.IGNORECASE)
+    for secret in sorted(secrets, key=len, reverse=True):
+        # A secret from the host, or the part of a value that is one.
+        message = re.sub(re.escape(secret), lambda _: MASK, message, flags=re.IGNORECASE)
+    return replace(issue, message=message) if message != issue.message else issue
 
 
 def _check_workspace(
@@ -415,7 +455,8 @@ def _pydantic_message(err: Any, root: type[BaseModel], owner: str | None = None)
     if kind == "missing":
         return "required key is missing"
     if kind == "literal_error":
-        return f"{err['msg'].lower()}; got {err.get('input')!r}"
+        msg = err["msg"]
+        return f"{msg[:1].lower()}{msg[1:]}; got {err.get('input')!r}"
     return err["msg"].removeprefix("Value error, ")
 
 

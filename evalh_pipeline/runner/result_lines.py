@@ -14,6 +14,7 @@ from datetime import datetime
 
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.models import EvaluationResult, Trace, TraceError
+from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.records import RESULTS
 
 
@@ -57,7 +58,10 @@ def build_result(trace: Trace, judged: Judged) -> EvaluationResult:
 
 
 def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
-    """``build_result(trace, j).model_dump_json()`` of each of ``judged``, one line each, as bytes, but faster."""
+    """``build_result(trace, j).model_dump_json()`` of each of ``judged``, one line each, as bytes, but faster.
+
+    Known secrets (the evaluators' ``context.secret_values``) are masked in the lines.
+    """
     lines = []
     for j in judged:
         verdict = j.verdict
@@ -87,4 +91,7 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
             "finished_at": j.finished,
             "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
         }))
+    secrets = frozenset().union(*(getattr(getattr(j.evaluator, "context", None), "secret_values", ()) for j in judged))
+    if secrets:
+        lines = [mask_json_line(line, secrets) for line in lines]
     return b"".join(lines)

@@ -26,6 +26,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.common.masking import mask_json_text
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
 from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse, Workspace
@@ -124,7 +125,12 @@ async def produce_traces(
             await enrich_trace(enrichers.get(cell.variant.name, ()), cell.case, trace)
             apply_capture(trace, capture)
             annotate_trace(stores, trace)
-            out.write(trace.model_dump_json())
+            line = trace.model_dump_json()
+            masked = mask_json_text(line, spec.secret_values)
+            if masked is not line:
+                # Judged as stored, so re-evaluation gives the same verdicts.
+                line, trace = masked, Trace.model_validate_json(masked)
+            out.write(line)
             if inline is not None:
                 await inline.judge(cell.case, trace, artifact)
             stats.count(trace)

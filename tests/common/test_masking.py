@@ -85,3 +85,32 @@ class _ShortestFirst(frozenset):
 def test_a_secret_containing_another_secret_is_fully_masked():
     secrets = _ShortestFirst({"abc123", "abc123-longer-secret"})
     assert "longer-secret" not in mask_text("key=abc123-longer-secret", secrets)
+
+
+def test_mask_json_text_masks_string_values_escaped_or_not_and_leaves_keys():
+    import json
+
+    from evalh_pipeline.common.masking import mask_json_text
+
+    document = json.dumps({"sk-1": "keep the key", "answer": 'said "sk-1" and caf\u00e9-\u00e9t\u00e9',
+                           "nested": [{"x": "sk-1sk-1"}], "n": 3}, ensure_ascii=True)
+    masked = json.loads(mask_json_text(document, frozenset({"sk-1", "caf\u00e9-\u00e9t\u00e9"})))
+    assert masked == {"sk-1": "keep the key", "answer": f'said "{MASK}" and {MASK}',
+                      "nested": [{"x": MASK + MASK}], "n": 3}
+
+
+def test_mask_json_text_returns_the_same_text_when_no_secret_occurs():
+    from evalh_pipeline.common.masking import mask_json_text
+
+    document = '{"answer":"nothing to hide"}'
+    assert mask_json_text(document, frozenset({"sk-1"})) is document
+    assert mask_json_text(document, frozenset()) is document
+
+
+def test_mask_json_line_keeps_the_line_ending_and_returns_clean_lines_unchanged():
+    from evalh_pipeline.common.masking import mask_json_line
+
+    line = b'{"reason":"saw sk-1"}\n'
+    assert mask_json_line(line, frozenset({"sk-1"})) == b'{"reason":"saw ' + MASK.encode() + b'"}\n'
+    clean = b'{"reason":"fine"}\n'
+    assert mask_json_line(clean, frozenset({"sk-1"})) is clean

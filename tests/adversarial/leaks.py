@@ -1,0 +1,62 @@
+"""Helpers for the secrets tests: a loopback server that echoes what it was sent, and a
+search for secret values in every file a run leaves behind."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    """Answers every POST with the request's headers, path and query, as a careless API
+    that reflects its input (or logs it into its answer) would."""
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def do_POST(self):  # noqa: N802 - the http.server spelling
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length).decode("utf-8", "replace")
+        echo = {"path": self.path, "headers": dict(self.headers.items()), "body": body}
+        answer = {
+            "final_answer": f"you sent {json.dumps(echo)}",
+            "structured": echo,
+            "metrics": {"token_input": 3, "token_output": 4},
+        }
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def echo_server() -> Iterator[str]:
+    """``http://127.0.0.1:<ephemeral port>`` of a running echo server (stopped on exit)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def files_containing(roots: list[Path], secret: str) -> list[str]:
+    """Every file under ``roots`` whose bytes contain ``secret`` (raw or JSON-escaped)."""
+    needles = {secret.encode(), json.dumps(secret)[1:-1].encode()}
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if any(needle in data for needle in needles):
+                    found.append(str(path))
+    return found
