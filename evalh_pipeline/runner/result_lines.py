@@ -12,6 +12,8 @@ import traceback
 from dataclasses import dataclass
 from datetime import datetime
 
+from pydantic_core import PydanticSerializationError
+
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.models import EvaluationResult, Trace, TraceError
 from evalh_pipeline.common.masking import mask_json_line
@@ -74,24 +76,40 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
             and (score is None or type(score) is float)
         ):
             # Values the model would coerce (an int score, a truthy passed) or reject: let it.
-            lines.append(RESULTS.encode(build_result(trace, j)))
+            lines.append(_safe_line(trace, j))
             continue
-        lines.append(RESULTS.encode_values({
-            "run_id": trace.run_id,
-            "case_id": trace.case_id,
-            "variant_name": trace.variant_name,
-            "sample": trace.sample,
-            "evaluator": j.evaluator.name,
-            "evaluator_type": j.evaluator.type_name,
-            "passed": verdict.passed,
-            "score": score,
-            "reason": verdict.reason,
-            "detail": verdict.detail,
-            "started_at": j.started,
-            "finished_at": j.finished,
-            "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
-        }))
+        try:
+            line = RESULTS.encode_values({
+                "run_id": trace.run_id,
+                "case_id": trace.case_id,
+                "variant_name": trace.variant_name,
+                "sample": trace.sample,
+                "evaluator": j.evaluator.name,
+                "evaluator_type": j.evaluator.type_name,
+                "passed": verdict.passed,
+                "score": score,
+                "reason": verdict.reason,
+                "detail": verdict.detail,
+                "started_at": j.started,
+                "finished_at": j.finished,
+                "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
+            })
+        except (PydanticSerializationError, ValueError, TypeError, RecursionError):
+            # A file name that is not UTF-8 in a reason, an object in detail: see recording.py.
+            line = _safe_line(trace, j)
+        lines.append(line)
     secrets = frozenset().union(*(getattr(getattr(j.evaluator, "context", None), "secret_values", ()) for j in judged))
     if secrets:
         lines = [mask_json_line(line, secrets) for line in lines]
     return b"".join(lines)
+
+
+def _safe_line(trace: Trace, judged: Judged) -> bytes:
+    """The line of a result whose values may not serialize as they are (escaped, capped)."""
+    from evalh_pipeline.runner.recording import result_line
+
+    result = build_result(trace, judged)
+    try:
+        return RESULTS.encode(result)
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError):
+        return result_line(result).encode() + b"\n"

@@ -22,6 +22,7 @@ from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
+from evalh_pipeline.runner.recording import trace_line
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
@@ -29,7 +30,9 @@ from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.common.masking import mask_json_text
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
-from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemContext, SystemResponse, Workspace
+from evalh_pipeline.systems.base import (
+    AdapterError, RaisedBySystem, SystemAdapter, SystemContext, SystemResponse, Workspace,
+)
 from evalh_pipeline.systems.registry import SYSTEMS
 from evalh_pipeline.workspaces.accounting import WorkspaceAccountingError
 from evalh_pipeline.workspaces.base import WorkspaceAdapter, WorkspaceContext
@@ -125,7 +128,8 @@ async def produce_traces(
             await enrich_trace(enrichers.get(cell.variant.name, ()), cell.case, trace)
             apply_capture(trace, capture)
             annotate_trace(stores, trace)
-            line = trace.model_dump_json()
+            # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
+            line, trace = trace_line(trace)
             masked = mask_json_text(line, spec.secret_values)
             if masked is not line:
                 # Judged as stored, so re-evaluation gives the same verdicts.
@@ -250,7 +254,11 @@ async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemA
         return adapter
     except AdapterError as exc:
         return AdapterError(str(exc), type=START_ERROR)
-    except Exception as exc:  # noqa: BLE001
+    except asyncio.CancelledError as exc:
+        if _cancelled_from_outside():
+            raise
+        return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
+    except BaseException as exc:  # noqa: BLE001 - an import that calls sys.exit() fails its variant only
         return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
 
 
@@ -325,8 +333,24 @@ async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None)
     except TimeoutError:
         return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
     except AdapterError as exc:
-        return exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc))
-    except Exception as exc:  # noqa: BLE001 - the system under test may raise anything
-        return SystemResponse(), TraceError(
-            type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20)
-        )
+        return exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc), stack=exc.stack)
+    except RaisedBySystem as exc:
+        return SystemResponse(), _raised(exc.original)
+    except asyncio.CancelledError as exc:
+        if _cancelled_from_outside():
+            raise  # the run itself is being stopped (Ctrl-C): not the cell's doing
+        return SystemResponse(), _raised(exc)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... raised by the system are its errors
+        return SystemResponse(), _raised(exc)
+
+
+def _raised(exc: BaseException) -> TraceError:
+    stack = "".join(traceback.format_exception(exc, limit=20))
+    return TraceError(type="exception", message=f"{type(exc).__name__}: {exc}", stack=stack)
+
+
+def _cancelled_from_outside() -> bool:
+    """True when this task was asked to stop (the run is cancelled), rather than the system
+    under test raising CancelledError itself."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -35,10 +35,22 @@ class AdapterError(Exception):
     ``partial`` carries whatever the adapter captured before failing; it lands in the trace.
     """
 
-    def __init__(self, message: str, *, type: str = "adapter_error", partial: SystemResponse | None = None):
+    def __init__(self, message: str, *, type: str = "adapter_error", partial: SystemResponse | None = None,
+                 stack: str | None = None):
         super().__init__(message)
         self.type = type
         self.partial = partial
+        self.stack = stack  # a traceback from another process (python_function workers)
+
+
+class RaisedBySystem(Exception):
+    """Carries a BaseException (SystemExit, KeyboardInterrupt, GeneratorExit, ...) the system
+    under test raised, across thread and task boundaries that would otherwise act on it
+    (stop the event loop, end the process): it is the cell's error, nothing more."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
 
 
 @dataclass(frozen=True)

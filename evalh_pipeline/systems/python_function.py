@@ -1,4 +1,16 @@
-"""``python_function``: call ``module:callable`` in-process, once per cell."""
+"""``python_function``: call ``module:callable`` once per cell, in-process or in worker processes.
+
+``isolation: thread`` (the default) calls the target in this process: async targets on an
+event loop of their own (a daemon thread, so one that blocks it with ``time.sleep`` stalls
+only its own calls, which the runner still times out), sync ones on daemon threads. A call
+that never returns is abandoned when its cell times out: its thread cannot be stopped, but
+it never keeps the process alive. A blocked loop also stalls the calls in flight on it
+(they time out too); later calls get a fresh loop. ``isolation: process`` calls it in worker processes
+(:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
+(its whole session), so nothing the target started survives its cell, and an async target
+that blocks its event loop (``time.sleep``) cannot stall the run. Figures for both in
+benchmarks/README.md.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +19,21 @@ import functools
 import importlib
 import inspect
 import json
+import os
+import queue
+import signal
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pydantic import ConfigDict, Field
 
 from evalh_pipeline.models import EvalCase
 from evalh_pipeline.systems.base import (
     AdapterError,
+    RaisedBySystem,
     SystemAdapter,
     SystemConfigModel,
     SystemResponse,
@@ -31,10 +48,14 @@ class PythonFunctionConfig(SystemConfigModel):
 
     target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     init_kwargs: dict[str, Any] | None = None
+    # thread: in this process (fast); process: in worker processes, killed when a cell times out.
+    isolation: Literal["thread", "process"] = "thread"
+    # Worker processes with isolation: process (default: the run's concurrency, at most the CPUs).
+    workers: int | None = Field(default=None, ge=1)
 
 
 class PythonFunctionSystem(SystemAdapter):
-    """Calls ``target(case: dict, variant: dict)``; sync targets run in a worker thread.
+    """Calls ``target(case: dict, variant: dict)``; see the module doc for ``isolation``.
 
     The eval's folder and the working directory are importable. With a workspace,
     ``variant["_workspace_path"]`` holds its path, as eval-harness does.
@@ -42,54 +63,89 @@ class PythonFunctionSystem(SystemAdapter):
 
     Config = PythonFunctionConfig
 
+    @property
+    def stops_on_timeout(self) -> bool:
+        """True when a timed-out call is certainly over (its worker killed) when ``run`` returns."""
+        return self.config.isolation == "process"
+
     async def start(self) -> None:
-        self._fn = self._resolve_target()
-        self._is_async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
-            getattr(self._fn, "__call__", None)  # noqa: B004 - a callable object with an async __call__
-        )
-        # Sync targets must not block the event loop; size the pool like the concurrency knob.
-        self._pool = None if self._is_async else ThreadPoolExecutor(
-            max_workers=self.context.max_concurrency, thread_name_prefix=f"evalh-{self.variant.name}"
-        )
         # Each cell gets its own copy (targets may mutate it); parsing JSON is the cheap deep copy.
         self._variant_json = self.variant.model_dump_json(exclude={"timeout_seconds"})
+        self._workers: WorkerPool | None = None
+        if self.config.isolation == "process":
+            size = self.config.workers or max(1, min(self.context.max_concurrency, os.cpu_count() or 1))
+            self._workers = WorkerPool(self.config.target, self.context.eval_dir, self.config.init_kwargs, size)
+            await self._workers.start()
+            return
+        self._fn = resolve_target(self.config.target, self.context.eval_dir, self.config.init_kwargs)
+        self._is_async = is_async_callable(self._fn)
+        # Sync targets must not block the event loop, nor keep the process alive when stuck.
+        self._threads = None if self._is_async else DaemonThreads(f"evalh-{self.variant.name}")
+        # Async targets run on their own loop (a daemon thread): one that blocks it (time.sleep)
+        # stalls only its own calls, which the runner's loop still times out.
+        self._loop = SystemLoop(f"evalh-{self.variant.name}-loop") if self._is_async else None
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
         variant_dict = json.loads(self._variant_json)
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
-        if self._is_async:
-            value = await self._fn(case_dict, variant_dict)
-        else:
-            loop = asyncio.get_running_loop()
-            value = await loop.run_in_executor(self._pool, functools.partial(self._fn, case_dict, variant_dict))
+        if self._workers is not None:
+            return await self._workers.call(case_dict, variant_dict)
+        try:
+            if self._is_async:
+                loop = self._loop
+                try:
+                    value = await loop.call(self._fn(case_dict, variant_dict))
+                except asyncio.CancelledError:
+                    if loop is self._loop and await asyncio.shield(loop.blocked()):
+                        # Timed out on a loop the target blocked: later calls get a fresh loop.
+                        self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
+                    raise
+            else:
+                value = await asyncio.wrap_future(self._threads.submit(functools.partial(self._fn, case_dict, variant_dict)))
             if inspect.isawaitable(value):
                 value = await value
+        except (Exception, asyncio.CancelledError):
+            raise  # the runner tells a cancelled run from a target that raised CancelledError
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... are the cell's
+            raise RaisedBySystem(exc) from None
         return response_from_dict(value)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._workers is not None:
+            await self._workers.close()
+        elif self._loop is not None:
+            self._loop.stop()
 
-    def _resolve_target(self) -> Callable[..., Any]:
-        module_name, _, attr = self.config.target.partition(":")
-        eval_dir = self.context.eval_dir.resolve()
-        for folder in (".", str(eval_dir)):  # the eval's folder ends up first
-            if folder in sys.path:
-                sys.path.remove(folder)
-            sys.path.insert(0, folder)
-        _forget_if_shadowed(module_name, eval_dir)
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:  # noqa: BLE001 - any import failure is the user's target
-            raise AdapterError(f"cannot import module {module_name!r} for target {self.config.target!r}: {exc}") from exc
-        fn = getattr(module, attr, None)
-        if fn is None or not callable(fn):
-            raise AdapterError(f"{module_name!r} has no callable {attr!r}")
-        if self.config.init_kwargs is not None:
-            fn = fn(**self.config.init_kwargs)
-        return fn
+
+def is_async_callable(fn: Any) -> bool:
+    """True for an async function, or a callable object with an async ``__call__``."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - a callable object with an async __call__
+    )
+
+
+def resolve_target(target: str, eval_dir: Path | str, init_kwargs: dict[str, Any] | None) -> Callable[..., Any]:
+    """Import ``module:callable`` with the eval's folder (then the working directory) importable."""
+    module_name, _, attr = target.partition(":")
+    eval_dir = Path(eval_dir).resolve()
+    for folder in (".", str(eval_dir)):  # the eval's folder ends up first
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+    _forget_if_shadowed(module_name, eval_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # noqa: BLE001 - any import failure (even sys.exit) is the user's target
+        raise AdapterError(f"cannot import module {module_name!r} for target {target!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+    fn = getattr(module, attr, None)
+    if fn is None or not callable(fn):
+        raise AdapterError(f"{module_name!r} has no callable {attr!r}")
+    if init_kwargs is not None:
+        fn = fn(**init_kwargs)
+    return fn
 
 
 def _forget_if_shadowed(module_name: str, eval_dir: Path) -> None:
@@ -106,3 +162,240 @@ def _forget_if_shadowed(module_name: str, eval_dir: Path) -> None:
         return
     for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
         del sys.modules[name]
+
+
+class DaemonThreads:
+    """A thread pool of daemon threads that grows past stuck calls.
+
+    concurrent.futures' pool joins its threads at interpreter exit, so one target that
+    never returns would keep ``evalh`` alive forever; and a stuck thread would hold a
+    slot that later cells wait for. Here an idle thread takes the next call, a new one is
+    started when none is idle, and a thread idle for a while ends.
+    """
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._calls.put((future, fn))
+        if start:
+            threading.Thread(target=self._serve, daemon=True, name=self._name).start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                future, fn = self._calls.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and self._calls.empty():
+                        self._idle -= 1
+                        return
+                continue
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001 - SystemExit etc. from the target are the cell's
+                    future.set_exception(exc if isinstance(exc, Exception) else RaisedBySystem(exc))
+            with self._lock:
+                self._idle += 1
+
+
+class SystemLoop:
+    """An event loop on a daemon thread for the async target's calls."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True, name=name).start()
+
+    async def call(self, coroutine: Any) -> Any:
+        """Await ``coroutine`` on this loop; cancelling the caller cancels it there."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._wrapped(coroutine), self._loop))
+
+    @staticmethod
+    async def _wrapped(coroutine: Any) -> Any:
+        try:
+            return await coroutine
+        except (Exception, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a KeyboardInterrupt here would stop this loop
+            raise RaisedBySystem(exc) from None
+
+    async def blocked(self, within: float = 0.5) -> bool:
+        """True when the loop does not run a callback within ``within`` seconds."""
+        ran = asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop)
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(ran), within)
+            return False
+        except TimeoutError:
+            ran.cancel()
+            self.stop()  # once it unblocks, if ever
+            return True
+
+    def stop(self) -> None:
+        """Stop the loop once its pending callbacks ran (a blocked loop is left to the daemon thread)."""
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+class WorkerLost(Exception):
+    """The worker serving a call was killed because another cell on it timed out."""
+
+
+class _Worker:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.killed = False
+        self.reader: asyncio.Task[None] | None = None
+
+
+class WorkerPool:
+    """Worker processes for one variant; each serves many calls at once."""
+
+    def __init__(self, target: str, eval_dir: Path, init_kwargs: dict[str, Any] | None, size: int) -> None:
+        self._argv = [sys.executable, "-m", "evalh_pipeline.systems.python_worker", str(Path(eval_dir).resolve()),
+                      target, json.dumps(init_kwargs)]
+        self._size = size
+        self._workers: list[_Worker] = []
+        self._spawning: list[asyncio.Task[None]] = []
+        self._next_id = 0
+
+    async def start(self) -> None:
+        self._workers = list(await asyncio.gather(*(self._spawn() for _ in range(self._size))))
+
+    async def _spawn(self) -> _Worker:
+        # Its own session: a timeout kills the worker and everything the target started.
+        process = await asyncio.create_subprocess_exec(
+            *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, start_new_session=True,
+            limit=2**20,
+        )
+        worker = _Worker(process)
+        hello = await _read_frame(process.stdout)
+        if hello is None or "start_error" in hello:
+            await _kill(worker)
+            raise AdapterError((hello or {}).get("start_error") or "python_function worker exited at start")
+        worker.reader = asyncio.create_task(self._read(worker))
+        return worker
+
+    async def _read(self, worker: _Worker) -> None:
+        stream = worker.process.stdout
+        while True:
+            try:
+                reply = await _read_frame(stream)
+            except (OSError, ValueError):
+                reply = None
+            if reply is None:
+                break
+            future = worker.pending.pop(reply.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+        code = await worker.process.wait()
+        for future in worker.pending.values():
+            if not future.done():
+                future.set_exception(WorkerLost() if worker.killed else AdapterError(
+                    f"the python_function worker process died (exit code {code}) during this call"))
+        worker.pending.clear()
+
+    async def call(self, case: dict[str, Any], variant: dict[str, Any]) -> SystemResponse:
+        while True:
+            worker = await self._pick()
+            self._next_id += 1
+            ident = self._next_id
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            worker.pending[ident] = future
+            try:
+                _write_frame(worker.process.stdin, {"id": ident, "case": case, "variant": variant})
+                await worker.process.stdin.drain()
+                reply = await future
+            except WorkerLost:
+                continue  # another cell's timeout killed this worker: start over on a fresh one
+            except (ConnectionError, BrokenPipeError):
+                continue
+            except asyncio.CancelledError:
+                # This cell timed out (or the run stops): end its call for certain.
+                await asyncio.shield(self._retire(worker))
+                raise
+            finally:
+                worker.pending.pop(ident, None)
+            return _response(reply)
+
+    async def _pick(self) -> _Worker:
+        """The least busy live worker; replacements for killed ones start in the background
+        (a worker takes a moment to start: a call waits for one only when none is live)."""
+        self._workers = [w for w in self._workers if not w.killed and w.process.returncode is None]
+        self._spawning = [t for t in self._spawning if not t.done()]
+        for _ in range(self._size - len(self._workers) - len(self._spawning)):
+            self._spawning.append(asyncio.create_task(self._replace()))
+        while not self._workers:
+            await asyncio.wait(self._spawning, return_when=asyncio.FIRST_COMPLETED)
+            for task in [t for t in self._spawning if t.done()]:
+                task.result()  # a worker that cannot start fails the call (AdapterError)
+            self._spawning = [t for t in self._spawning if not t.done()]
+            self._workers = [w for w in self._workers if not w.killed and w.process.returncode is None]
+        return min(self._workers, key=lambda w: len(w.pending))
+
+    async def _replace(self) -> None:
+        self._workers.append(await self._spawn())
+
+    async def _retire(self, worker: _Worker) -> None:
+        worker.killed = True
+        await _kill(worker)
+
+    async def close(self) -> None:
+        for task in self._spawning:
+            task.cancel()
+        await asyncio.gather(*self._spawning, return_exceptions=True)
+        for worker in self._workers:
+            worker.killed = True
+        await asyncio.gather(*(_kill(w) for w in self._workers), return_exceptions=True)
+
+
+def _response(reply: dict[str, Any]) -> SystemResponse:
+    if "error" in reply:
+        error = reply["error"]
+        raise AdapterError(error["message"], type=error["type"], stack=error.get("stack"))
+    response = SystemResponse.model_validate(reply["response"])
+    if reply.get("unserializable"):
+        fields = ", ".join(reply["unserializable"][:10])
+        raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {fields}",
+                           type="unserializable_output", partial=response)
+    return response
+
+
+async def _kill(worker: _Worker) -> None:
+    process = worker.process
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        await process.wait()
+    if worker.reader is not None and not worker.reader.done():
+        await asyncio.wait([worker.reader], timeout=5)
+
+
+def _write_frame(stream: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+    from evalh_pipeline.systems.python_worker import HEADER
+
+    data = json.dumps(message, ensure_ascii=True).encode("ascii")
+    stream.write(HEADER.pack(len(data)) + data)
+
+
+async def _read_frame(stream: asyncio.StreamReader) -> dict[str, Any] | None:
+    from evalh_pipeline.systems.python_worker import HEADER
+
+    try:
+        header = await stream.readexactly(HEADER.size)
+        return json.loads(await stream.readexactly(HEADER.unpack(header)[0]))
+    except asyncio.IncompleteReadError:
+        return None
