@@ -6,6 +6,7 @@ Order of operations only; what a system is, and how it is called, lives in ``sys
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import traceback
 from collections.abc import Awaitable, Callable
@@ -212,7 +213,10 @@ async def _run_in_workspace(
         trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, workspace, reset)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
-            artifact = await asyncio.to_thread(workspaces.collect_artifacts, workspace)
+            # A timed-out system that could not be stopped may still write: freeze a copy first.
+            may_run = trace.error is not None and trace.error.type == "timeout" and not adapter.stops_on_timeout
+            artifact = await asyncio.to_thread(
+                functools.partial(workspaces.collect_artifacts, workspace, system_may_run=may_run))
         except Exception as exc:  # noqa: BLE001
             message = f"artifacts not collected: {type(exc).__name__}: {exc}"
             if trace.error is None:

@@ -92,6 +92,12 @@ class SystemAdapter(ABC):
 
     Config: ClassVar[type[SystemConfigModel]] = SystemConfigModel
 
+    @property
+    def stops_on_timeout(self) -> bool:
+        """True when a call that timed out has certainly stopped (its process killed) by the
+        time the runner sees the timeout; False when it may still run and touch its workspace."""
+        return True
+
     def __init__(self, variant: RunVariant, context: SystemContext) -> None:
         self.variant = variant
         self.context = context

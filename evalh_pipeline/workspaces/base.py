@@ -98,6 +98,7 @@ class PreparedWorkspace(Workspace):
     accounting: WorkspaceAccounting = field(default_factory=WorkspaceAccounting)
     tree_moved: bool = False
     measured: bool = False  # the after snapshot sized the final tree
+    attempt: int = 0
 
 
 class WorkspaceError(RuntimeError):
@@ -169,11 +170,21 @@ class WorkspaceAdapter(ABC):
         ...
 
     def reset(self, workspace: PreparedWorkspace) -> None:
-        """Throw away what an attempt changed and seed again (before a retry)."""
-        discarded = remove_tree(workspace.path)
+        """Throw away what an attempt changed and seed again (before a retry).
+
+        The next attempt gets a tree at a new path: a timed-out attempt that is still running
+        (a python_function thread cannot be stopped) keeps writing where it was, not into
+        the retry's tree.
+        """
+        try:
+            discarded = remove_tree(workspace.path)
+        except OSError:  # still being written to: whatever is left goes with the container
+            discarded = 0
         # The discarded tree is one more tree disposed of: it must balance like the last one.
         workspace.accounting.deleted_bytes += discarded
         workspace.accounting.final_bytes += discarded
+        workspace.attempt += 1
+        workspace.path = workspace.container / f"tree-{workspace.attempt}"
         workspace.path.mkdir()
         workspace.metadata.clear()
         self._seed(workspace)
@@ -182,10 +193,20 @@ class WorkspaceAdapter(ABC):
 
     # -- collect -----------------------------------------------------------------
 
-    def collect_artifacts(self, workspace: PreparedWorkspace) -> FilesystemArtifact:
-        """Snapshot the after-state, diff it, write and publish the artifacts folder."""
+    def collect_artifacts(self, workspace: PreparedWorkspace, *, system_may_run: bool = False) -> FilesystemArtifact:
+        """Snapshot the after-state, diff it, write and publish the artifacts folder.
+
+        ``system_may_run``: the system timed out and could not be stopped (a python_function
+        thread). The tree is then first copied to a private folder that nothing else holds,
+        and that copy is what is snapshotted and stored, so the artifact always equals its
+        manifest; the live tree is removed at cleanup.
+        """
         if workspace.before is None:
             raise WorkspaceError("the workspace has no before snapshot (prepare failed)")
+        if system_may_run:
+            frozen = workspace.container / "frozen"
+            _copy_tolerant(workspace.path, frozen)
+            workspace.path = frozen
         tree = workspace.path
         extra = self._after_state(workspace)
         after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
@@ -302,6 +323,15 @@ def _read_regular(path: Path) -> bytes | None:
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
+
+
+def _copy_tolerant(tree: Path, destination: Path) -> None:
+    """Copy a tree that may be changing: files that vanish or cannot be read are left out
+    (the snapshot of the copy is what gets recorded)."""
+    try:
+        shutil.copytree(tree, destination, symlinks=True)
+    except shutil.Error:
+        pass  # partial: some entries changed under the copy
 
 
 def _move_or_copy(tree: Path, destination: Path) -> bool:
