@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -244,7 +245,8 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
         run_id = new_run_id(spec.name)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
-    outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True)
+    with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
+        outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True)
     _print_outcome(outcome)
     _print_ui_visibility(spec)
     if fail_on_gate and outcome.failed_checks:
@@ -273,6 +275,26 @@ def _require_eval_file(eval_path: str) -> None:
     hint = f"; eval files there: {', '.join(str(p) for p in candidates)}" if candidates else ""
     error(f"{eval_path} is a folder: give the eval's YAML file (evalh run path/to/eval.yaml){hint}")
     sys.exit(EXIT_CONFIG)
+
+
+@contextmanager
+def _holding(run_dir: Path | None, command: str):
+    """Hold the run directory's writer lock for the command; refuse if another process has it."""
+    from evalh_pipeline.store.locking import RunDirectoryBusy, hold_run_directory
+
+    if run_dir is None:
+        yield
+        return
+    try:
+        lease = hold_run_directory(run_dir, command)
+        lease.__enter__()
+    except RunDirectoryBusy as exc:
+        error(str(exc))
+        sys.exit(EXIT_INFRA)
+    try:
+        yield
+    finally:
+        lease.__exit__(None, None, None)
 
 
 def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> EvalSpec:
@@ -349,7 +371,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True)
+    with _holding(directory.path, "evalh re-evaluate"):
+        outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True)
     _print_outcome(outcome)
 
 
@@ -365,10 +388,11 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
 
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, None)
-    retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
-    say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
-    resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
-    outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
+    with _holding(directory.path, "evalh retry-failed"):
+        retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
+        say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
+        resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
+        outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
     _print_outcome(outcome)
     say(f"retried {plural(retried, 'cell')}")
 

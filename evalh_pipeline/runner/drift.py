@@ -15,6 +15,7 @@ from evalh_pipeline.queries.compare import RunComparison
 from evalh_pipeline.queries.drift import drift_report
 from evalh_pipeline.queries.report import drift_markdown
 from evalh_pipeline.store.baselines import current_baseline
+from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
 
@@ -51,6 +52,11 @@ class RunDrift:
 def write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None = None) -> RunDrift:
     """Compare ``run_dir`` with the promoted baseline of ``eval_name`` (under ``runs_root``, by
     default the run's own folder) and write drift.yaml and drift.md."""
+    with locked(run_dir.lock):
+        return _write_drift(eval_name, run_dir, runs_root)
+
+
+def _write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None) -> RunDrift:
     drift = compute_drift(eval_name, run_dir, runs_root)
     record: dict[str, Any] = {
         "run_id": drift.run_id,

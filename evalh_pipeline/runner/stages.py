@@ -17,6 +17,7 @@ from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
 from evalh_pipeline.workspaces.ledger import read_accounting
@@ -84,6 +85,11 @@ def completeness(run_dir: RunDirectory, summary: RunSummary, cases: int, spec: E
 
 def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     """Aggregate traces + results into summary.yaml and report.md (atomically)."""
+    with locked(run_dir.lock):  # never from a traces/results file another writer is changing
+        return _write_summary(spec, run_dir)
+
+
+def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     variants = run_variants(run_dir, spec)
     cases = count_cases(run_dir.cases)
     summary = summarize_run(
