@@ -45,18 +45,36 @@ class TraceOutput(BaseModel):
     structured: dict[str, Any] | None = None
 
 
-class TraceMetrics(BaseModel):
-    """Tokens, cost and streaming figures; ``custom`` holds free-form overflow."""
+# Counts above 2**53 are not exact in JSON readers (DuckDB sums them as doubles, JavaScript
+# reads them as doubles); no real system reports that many tokens.
+MAX_COUNT = 2**53
 
-    token_input: int | None = None
-    token_output: int | None = None
-    token_thinking: int | None = None
-    cost_usd: float | None = None
-    cost_thinking_usd: float | None = None
-    latency_first_token_ms: int | None = None
-    latency_last_token_ms: int | None = None
-    tokens_per_second: float | None = None
-    stream_chunks: int | None = None
+
+def _count() -> Any:
+    return Field(default=None, ge=0, le=MAX_COUNT)
+
+
+def _amount() -> Any:
+    return Field(default=None, ge=0, allow_inf_nan=False)
+
+
+class TraceMetrics(BaseModel):
+    """Tokens, cost and streaming figures; ``custom`` holds free-form overflow.
+
+    Validated where a system's report enters (a count between 0 and 2**53, a finite
+    non-negative cost or rate): a system that reports ``token_input: 10**30`` errors its
+    own cell instead of making the run unreadable.
+    """
+
+    token_input: int | None = _count()
+    token_output: int | None = _count()
+    token_thinking: int | None = _count()
+    cost_usd: float | None = _amount()
+    cost_thinking_usd: float | None = _amount()
+    latency_first_token_ms: int | None = _count()
+    latency_last_token_ms: int | None = _count()
+    tokens_per_second: float | None = _amount()
+    stream_chunks: int | None = _count()
     stream_completed: bool | None = None
     custom: dict[str, Any] = Field(default_factory=dict)
 
