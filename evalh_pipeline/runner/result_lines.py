@@ -106,7 +106,7 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
 
 def _safe_line(trace: Trace, judged: Judged) -> bytes:
     """The line of a result whose values may not serialize as they are (escaped, capped)."""
-    from evalh_pipeline.runner.recording import result_line
+    from evalh_pipeline.store.recording import result_line
 
     result = build_result(trace, judged)
     try:

@@ -23,7 +23,7 @@ from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
-from evalh_pipeline.runner.recording import trace_line
+from evalh_pipeline.store.recording import trace_line
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views

@@ -43,7 +43,7 @@ def _read_exactly(handle: BinaryIO, size: int) -> bytes | None:
 
 def _reply(value: Any) -> dict[str, Any]:
     """The target's return value as a reply: the response, or why it is not one."""
-    from evalh_pipeline.runner.recording import json_safe
+    from evalh_pipeline.store.recording import json_safe
     from evalh_pipeline.systems.base import AdapterError
     from evalh_pipeline.systems.response import response_from_dict
 

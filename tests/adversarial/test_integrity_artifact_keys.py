@@ -54,7 +54,7 @@ def run(case, variant):
 '''
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_empty_and_nul_case_ids_keep_their_own_artifacts(tmp_path: Path, env: dict[str, str]) -> None:
     folder = tmp_path / "ids"
     (folder / "seed").mkdir(parents=True)

@@ -14,7 +14,7 @@ def _only_run(folder: Path) -> Path:
     return run_dir
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_a_filter_matching_nothing_fails_the_gates_and_drift(tmp_path: Path, env: dict[str, str]) -> None:
     path = write_eval(tmp_path / "empty", cases=4, extra_yaml="gates: {pass_rate_floor: 0.5}\n")
     full = run_evalh(["run", str(path)], env, tmp_path)
@@ -37,7 +37,7 @@ def test_a_filter_matching_nothing_fails_the_gates_and_drift(tmp_path: Path, env
     assert run_evalh(["drift", str(run_dir)], env, tmp_path).returncode == 0
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_an_empty_dataset_fails_the_default_gates(tmp_path: Path, env: dict[str, str]) -> None:
     path = write_eval(tmp_path / "nothing", cases=0)
     done = run_evalh(["run", str(path)], env, tmp_path)

@@ -19,7 +19,7 @@ sys.exit(3)                    # ...then the tool crashes
 """
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_crashing_cli_variant_passes_nothing(tmp_path: Path, env: dict[str, str]) -> None:
     folder = tmp_path / "crash"
     folder.mkdir()

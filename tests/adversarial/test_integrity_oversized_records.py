@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES
-from evalh_pipeline.runner.recording import MAX_TEXT_CHARS, MAX_TRACE_BYTES
+from evalh_pipeline.store.recording import MAX_TEXT_CHARS, MAX_TRACE_BYTES
 from tests.conftest import run_evalh
 
 BIG = 20 * 1024 * 1024  # over the 16 MiB a reader accepts for one record
@@ -28,7 +28,7 @@ def run(case, variant):
 '''
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_oversized_records_keep_the_run_readable(tmp_path: Path, env: dict[str, str]) -> None:
     folder = tmp_path / "oversized"
     folder.mkdir()

@@ -16,7 +16,7 @@ def _runs(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.exists() else []
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_resume_finishes_the_named_directory_without_recalling_cells(tmp_path: Path, env: dict[str, str]) -> None:
     path = write_eval(tmp_path / "toy", cases=4)
     done = run_evalh(["run", str(path)], env, tmp_path)
@@ -45,7 +45,7 @@ def test_resume_finishes_the_named_directory_without_recalling_cells(tmp_path: P
     assert str(moved) in resumed.stdout.replace("\n", "")  # rich wraps long paths
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_reevaluate_of_a_moved_run_writes_results_there(tmp_path: Path, env: dict[str, str]) -> None:
     path = write_eval(tmp_path / "toy", cases=3)
     assert run_evalh(["run", str(path)], env, tmp_path).returncode == 0

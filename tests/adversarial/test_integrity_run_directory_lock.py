@@ -15,7 +15,7 @@ from tests.conftest import EVALH, STEADY_SYSTEMS, run_evalh, write_eval
 SLOW = STEADY_SYSTEMS.replace("target: stub_agent:run", "target: stub_agent:run\n    delay: 0.5")
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_reevaluate_during_resume_is_refused(tmp_path: Path, env: dict[str, str]) -> None:
     path = write_eval(tmp_path / "busy", cases=8)
     assert run_evalh(["run", str(path)], env, tmp_path).returncode == 0

@@ -30,7 +30,7 @@ def _digest(path: Path) -> str:
     return hash_bytes(path.read_bytes())  # the manifest's algorithm (blake3 when installed)
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_artifact_equals_its_manifest_after_a_timeout(tmp_path: Path, env: dict[str, str], isolation: str) -> None:
     folder = tmp_path / f"writer_{isolation}"

@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 
 from evalh_pipeline.models import Trace
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, connect, load_table
-from evalh_pipeline.runner.recording import MAX_TRACE_BYTES, trace_line
+from evalh_pipeline.store.recording import MAX_TRACE_BYTES, trace_line
 from tests.conftest import EVALH, run_evalh
 
 AGENT = '''
@@ -68,7 +68,7 @@ def _summary(folder: Path) -> tuple[Path, dict]:
     return run_dir, yaml.safe_load((run_dir / "summary.yaml").read_text())
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_unserializable_outputs_error_their_cell_and_the_run_finishes(tmp_path: Path, env: dict[str, str]) -> None:
     path = _eval(tmp_path / "bad_outputs", ["object", "surrogate", "plain"], workspace=False)
     done = run_evalh(["run", str(path)], env, tmp_path)
@@ -86,7 +86,7 @@ def test_unserializable_outputs_error_their_cell_and_the_run_finishes(tmp_path: 
     assert run_evalh(["inspect", str(run_dir), "--limit", "0"], env, tmp_path).returncode == 0
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_a_non_utf8_file_name_in_a_workspace_does_not_stop_the_run(tmp_path: Path, env: dict[str, str]) -> None:
     path = _eval(tmp_path / "bytes_names", ["bytes_name", "plain"], workspace=True)
     done = run_evalh(["run", str(path)], env, tmp_path)

@@ -39,7 +39,7 @@ async def run_async(case, variant):
 KINDS = ["exit", "interrupt", "cancelled", "custom", "generator_exit", "fine"]
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_base_exceptions_from_the_system_are_cell_errors(tmp_path: Path, env: dict[str, str]) -> None:
     folder = tmp_path / "raising"
     folder.mkdir()
@@ -71,7 +71,7 @@ output: [{{type: local_files, path: {folder / "runs"}}}]
     assert errors[("sync", "fine")] is None
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_a_target_whose_import_exits_fails_its_variant_only(tmp_path: Path, env: dict[str, str]) -> None:
     folder = tmp_path / "import_exit"
     folder.mkdir()

@@ -68,7 +68,7 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_stuck_systems_time_out_and_evalh_exits(tmp_path: Path, env: dict[str, str], isolation: str) -> None:
     path = _eval(tmp_path / f"stuck_{isolation}", isolation)

@@ -96,8 +96,9 @@ def result_line(result: EvaluationResult) -> str:
                          "message": "the evaluator's result held values JSON cannot hold: "
                                     + ", ".join(problems.unserializable[:10])}
     if problems.truncated or problems.escaped:
-        detail = data.get("detail") if isinstance(data.get("detail"), dict) else {}
-        notes = {"truncated": problems.truncated} if problems.truncated else {}
+        found = data.get("detail")
+        detail: dict[str, Any] = found if isinstance(found, dict) else {}
+        notes: dict[str, Any] = {"truncated": problems.truncated} if problems.truncated else {}
         if problems.escaped:
             notes["escaped"] = problems.escaped[:10]
         data["detail"] = {**detail, **notes}
