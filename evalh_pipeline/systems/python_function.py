@@ -115,7 +115,12 @@ class PythonFunctionSystem(SystemAdapter):
     async def close(self) -> None:
         if self._workers is not None:
             await self._workers.close()
-        elif self._loop is not None:
+            return
+        # Idle threads end now (a process with other threads cannot fork its judging workers);
+        # a thread or loop stuck in a call is left to end with the process.
+        if self._threads is not None:
+            self._threads.shutdown()
+        if self._loop is not None:
             self._loop.stop()
 
 
@@ -177,9 +182,10 @@ class DaemonThreads:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
+        self._closed = False
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         future: Future[Any] = Future()
@@ -192,22 +198,34 @@ class DaemonThreads:
             threading.Thread(target=self._serve, daemon=True, name=self._name).start()
         return future
 
+    def shutdown(self) -> None:
+        """Let every idle thread end; calls still running end their threads when they return."""
+        with self._lock:
+            idle, self._idle, self._closed = self._idle, 0, True
+        for _ in range(idle):
+            self._calls.put(None)
+
     def _serve(self) -> None:
         while True:
             try:
-                future, fn = self._calls.get(timeout=self.IDLE_SECONDS)
+                call = self._calls.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 with self._lock:
                     if self._idle > 0 and self._calls.empty():
                         self._idle -= 1
                         return
                 continue
+            if call is None:  # shutdown
+                return
+            future, fn = call
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn())
                 except BaseException as exc:  # noqa: BLE001 - SystemExit etc. from the target are the cell's
                     future.set_exception(exc if isinstance(exc, Exception) else RaisedBySystem(exc))
             with self._lock:
+                if self._closed:
+                    return
                 self._idle += 1
 
 
