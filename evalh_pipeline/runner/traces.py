@@ -278,7 +278,7 @@ async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemA
         if _cancelled_from_outside():
             raise
         return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
-    except BaseException as exc:  # noqa: BLE001 - an import that calls sys.exit() fails its variant only
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - an import that calls sys.exit() fails its variant only
         return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
 
 
@@ -360,8 +360,11 @@ async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None)
         if _cancelled_from_outside():
             raise  # the run itself is being stopped (Ctrl-C): not the cell's doing
         return SystemResponse(), _raised(exc)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... raised by the system are its errors
+    except Exception as exc:  # noqa: BLE001 - the system under test may raise anything
         return SystemResponse(), _raised(exc)
+    # Any other BaseException (KeyboardInterrupt, Dagster's interrupt) arrived unwrapped, so it
+    # was raised on this thread, not by the system (whose code runs on other threads or in
+    # other processes, and whose BaseExceptions arrive as RaisedBySystem): the run is stopping.
 
 
 def _raised(exc: BaseException) -> TraceError:

@@ -142,7 +142,7 @@ def resolve_target(target: str, eval_dir: Path | str, init_kwargs: dict[str, Any
     _forget_if_shadowed(module_name, eval_dir)
     try:
         module = importlib.import_module(module_name)
-    except BaseException as exc:  # noqa: BLE001 - any import failure (even sys.exit) is the user's target
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure (even sys.exit) is the user's target
         raise AdapterError(f"cannot import module {module_name!r} for target {target!r}: "
                            f"{type(exc).__name__}: {exc}") from None
     fn = getattr(module, attr, None)
