@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.workspaces.manifest import hash_bytes
-from evalh_pipeline.workspaces.storage import artifact_key
+from evalh_pipeline.store.object_storage import artifact_key
 from tests.conftest import run_evalh
 
 AGENT = '''
