@@ -21,6 +21,7 @@ Subclasses implement :meth:`_seed` and may add after-state steps (:meth:`_after_
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import threading
 from abc import ABC, abstractmethod
@@ -329,7 +330,7 @@ def _copy_tolerant(tree: Path, destination: Path) -> None:
     """Copy a tree that may be changing: files that vanish or cannot be read are left out
     (the snapshot of the copy is what gets recorded)."""
     try:
-        shutil.copytree(tree, destination, symlinks=True)
+        copy_tree(tree, destination)
     except shutil.Error:
         pass  # partial: some entries changed under the copy
 
