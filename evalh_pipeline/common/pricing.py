@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalh_pipeline.models import RunVariant, TraceMetrics
+from evalh_pipeline.common.yaml_files import describe_yaml_error, load_yaml_text
 
 logger = logging.getLogger("evalh_pipeline")
 
@@ -159,9 +160,14 @@ def load_price_table(path: str | Path) -> PriceTable:
     if not path.is_file():
         raise PriceTableError(f"price table file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise PriceTableError(f"cannot read price table {path}: {exc}") from None
+    try:
+        data = load_yaml_text(text)
+    except yaml.YAMLError as exc:
+        line, problem = describe_yaml_error(exc, text)
+        raise PriceTableError(f"cannot read price table {path}{f':{line}' if line else ''}: invalid YAML: {problem}") from None
     return parse_price_table(data)
 
 
@@ -169,7 +175,7 @@ def load_price_table(path: str | Path) -> PriceTable:
 def builtin_price_table() -> PriceTable:
     """The table shipped with the package (approximate list prices; see its ``as_of``)."""
     text = resources.files("evalh_pipeline.common").joinpath(BUILTIN_PRICES).read_text(encoding="utf-8")
-    return parse_price_table(yaml.safe_load(text))
+    return parse_price_table(load_yaml_text(text))
 
 
 def apply_prices(metrics: TraceMetrics, model: str | None, table: PriceTable) -> TraceMetrics:

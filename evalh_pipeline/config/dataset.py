@@ -20,9 +20,10 @@ from pydantic import ValidationError
 
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.config.yaml_source import format_key_path, load_yaml
+from evalh_pipeline.config.yaml_source import decode_utf8, format_key_path, load_yaml
 from evalh_pipeline.models import EvalCase
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
+from evalh_pipeline.common.yaml_files import MAX_DEPTH
 
 
 def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = False) -> Iterator[EvalCase]:
@@ -73,7 +74,7 @@ def parse_filter_args(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """
     import yaml
 
-    from evalh_pipeline.config.yaml_source import _Loader
+    from evalh_pipeline.config.yaml_source import parse_yaml_value
 
     rules: dict[str, list[Any]] = {}
     for arg in args:
@@ -84,7 +85,7 @@ def parse_filter_args(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
         allowed = rules.setdefault(key, [])
         candidates: list[Any] = [value]
         try:
-            parsed = yaml.load(value, Loader=_Loader)  # noqa: S506 - a SafeLoader (YAML 1.2 booleans)
+            parsed = parse_yaml_value(value)
         except yaml.YAMLError:
             parsed = value
         if not isinstance(parsed, (dict, list)) and parsed is not None and parsed != value:
@@ -177,14 +178,41 @@ def _matches(case: EvalCase, rules: dict[str, Any]) -> bool:
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, tuple, Any]]:
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = decode_utf8(raw, path.name, number)
             if not line.strip():
                 continue
             try:
-                yield number, (), json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ConfigError.single(path.name, number, "", f"invalid JSON: {exc.msg}") from None
+            except RecursionError:
+                value = _TOO_DEEP
+            # Fewer brackets than the limit cannot nest deeper than it: most lines skip the walk.
+            if value is _TOO_DEEP or (line.count("{") + line.count("[") > MAX_DEPTH and _too_deep(value)):
+                raise ConfigError.single(path.name, number, "", f"nested deeper than {MAX_DEPTH} levels") from None
+            yield number, (), value
+
+
+_TOO_DEEP = object()
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than the YAML limit (iterative: a deep value must not recurse)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _iter_yaml(path: Path) -> Iterator[tuple[int, tuple, Any]]:

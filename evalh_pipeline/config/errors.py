@@ -15,8 +15,11 @@ class ConfigIssue:
     message: str
 
     def __str__(self) -> str:
+        # One line whatever the file held: a key or a quoted value may contain line breaks.
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+        key = self.key if self.key.isprintable() else self.key.encode("unicode_escape").decode("ascii")
+        message = " ".join(self.message.splitlines())
+        return f"{where} {key}: {message}" if key else f"{where}: {message}"
 
 
 @dataclass

@@ -259,6 +259,7 @@ def _check_outputs(where: _Locator, config: EvalConfig) -> tuple[list[ConfigIssu
 
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = []
+    folders = 0
     for i, output in enumerate(config.output):
         entry = output.model_dump(exclude_none=True)
         found, ignored, cleaned = _check_plugin_config(where, STORES, output.type, entry, ("output", i), "type")
@@ -266,8 +267,10 @@ def _check_outputs(where: _Locator, config: EvalConfig) -> tuple[list[ConfigIssu
         warnings += ignored
         if not found and cleaned != entry:
             config.output[i] = type(output).model_validate(cleaned)
+        if output.type == "local_files":
+            folders += 1  # the first folder output is the canonical one
         if not found and output.type == "local_files" and output.path is not None:
-            if (problem := _output_url_problem(output.path)) is not None:
+            if (problem := _output_url_problem(output.path, canonical=folders == 1)) is not None:
                 issues.append(where.issue(("output", i, "path"), problem))
     return issues, warnings
 
@@ -342,8 +345,11 @@ def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
     return path, None
 
 
-def _output_url_problem(value: str) -> str | None:
-    """Why an ``output[].path`` URL cannot be written to (None for a plain folder or a usable URL)."""
+def _output_url_problem(value: str, canonical: bool = False) -> str | None:
+    """Why an ``output[].path`` URL cannot be written to (None for a plain folder or a usable URL).
+
+    The canonical output (the first) must outlive the process: ``memory://`` is refused there.
+    """
     if "://" not in value:
         return None
     import fsspec
@@ -353,9 +359,14 @@ def _output_url_problem(value: str) -> str | None:
         return (f"{value!r}: unknown URL protocol {protocol!r} (use a folder, file://, memory://, "
                 "s3://, gs://, az:// or another fsspec protocol)")
     try:
-        fsspec.get_filesystem_class(protocol)
+        fs_class = fsspec.get_filesystem_class(protocol)
     except ImportError as exc:
         return f"{value!r}: the {protocol}:// backend is not installed ({exc}; see the s3, gcs and azure extras)"
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    if canonical and issubclass(fs_class, MemoryFileSystem):
+        return (f"{value!r}: {protocol}:// keeps runs in this process's memory, gone when it exits; the first "
+                "output is where runs live: use a folder or a persistent URL (file://, s3://, gs://, az://)")
     return None
 
 

@@ -23,11 +23,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# An eval's name is part of every run id and run folder (`<timestamp>_<name>`, staged as
+# `.staging-<run id>-<random>`): short enough that those fit a 255-byte file name.
+MAX_EVAL_NAME = 128
+
+
 class EvalInfo(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str | None = None
     owner: str | None = None
     tags: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _fits_a_file_name(cls, value: str) -> str:
+        if len(value) > MAX_EVAL_NAME:
+            raise ValueError(f"eval name is {len(value)} characters; at most {MAX_EVAL_NAME} "
+                             "(it names the run folders)")
+        return value
 
 
 class DatasetConfig(BaseModel):

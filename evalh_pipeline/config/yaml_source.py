@@ -15,12 +15,14 @@ from typing import Any
 import yaml
 
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
+from evalh_pipeline.common.yaml_files import GuardedComposer, describe_yaml_error
 
 KeyPath = tuple[str | int, ...]
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose booleans are YAML 1.2's: true/false only."""
+class _Loader(GuardedComposer, yaml.SafeLoader):
+    """SafeLoader whose booleans are YAML 1.2's: true/false only, with the limits of
+    ``common/yaml_files.py`` (depth, aliases)."""
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -32,7 +34,7 @@ _Loader.add_implicit_resolver(
 )
 
 
-class _DatasetLoader(yaml.SafeLoader):
+class _DatasetLoader(GuardedComposer, yaml.SafeLoader):
     """PyYAML's SafeLoader as is (YAML 1.1: yes/no/on/off are booleans): eval-harness reads
     dataset files with ``yaml.safe_load``, so a case's ``on``/``yes`` must mean the same here."""
 
@@ -60,40 +62,51 @@ def format_key_path(key_path: KeyPath) -> str:
     for part in key_path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not part or not part.isprintable() or any(c in part for c in ".[] "):
+            out += f"[{part!r}]"  # a key that reads ambiguously (or not at all) as a dotted path
         else:
             out += f".{part}" if out else str(part)
     return out
 
 
+def decode_utf8(data: bytes, file: str, first_line: int = 1) -> str:
+    """``data`` as text; raises ``file:line: not UTF-8`` (the line of the first bad byte)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError.single(file, line, "", f"not UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
+                                                 "save the file as UTF-8") from None
+
+
 def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
-    """Parse one YAML file; syntax errors become a ConfigError with the line.
+    """Parse one YAML file; syntax errors, bad encodings and refused shapes (too deep, alias
+    bombs) become a ConfigError with the line.
 
     Booleans are YAML 1.2's (true/false) unless ``yaml11_booleans`` (datasets, as eval-harness
     reads them). Merge keys (``<<: *base``) are applied.
     """
     loader_class = _DatasetLoader if yaml11_booleans else _Loader
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError.single(str(path), None, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError.single(str(path), None, "", f"cannot read file: {exc}") from None
+    except OSError as exc:
+        raise ConfigError.single(str(path), None, "", f"cannot read file: {exc.strerror or exc}") from None
+    text = decode_utf8(data, path.name)
     try:
         node = yaml.compose(text, Loader=loader_class)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
+        line, problem = describe_yaml_error(exc, text)
+        raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
     duplicates: list[tuple[KeyPath, int]] = []
     try:
         data = _construct(node, (), lines, loader_class(""), duplicates) if node is not None else None
-    except yaml.YAMLError as exc:  # e.g. a merge key whose value is not a mapping
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError.single(str(path), line, "", f"invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:  # an unknown tag (!!python/object), a bad !!binary or timestamp, a bad merge
+        line, problem = describe_yaml_error(exc, text)
+        raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
     if duplicates:
         # PyYAML keeps the last of two equal keys; an authored file must say what it means.
         raise ConfigError([
@@ -117,6 +130,10 @@ def _construct(
         out: dict[Any, Any] = {}
         own: set[Any] = set()
         for index, (key_node, value_node) in enumerate(node.value):
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a plain value (text or a number), not a mapping or a list",
+                    key_node.start_mark)
             key = loader.construct_object(key_node, deep=True)
             child = (*key_path, key if isinstance(key, (str, int)) else str(key))
             if index >= first_explicit:
@@ -129,3 +146,13 @@ def _construct(
     if isinstance(node, yaml.SequenceNode):
         return [_construct(item, (*key_path, i), lines, loader, duplicates) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
+
+
+def parse_yaml_value(text: str) -> Any:
+    """One YAML value from a short text (a CLI option), read like an authored file:
+    YAML 1.2 booleans and the same limits; raises ``yaml.YAMLError``."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

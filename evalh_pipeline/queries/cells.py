@@ -225,7 +225,7 @@ def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:
 
     The snapshot was validated when the run was made; only its shape is checked here.
     """
-    from evalh_pipeline.store.yaml_files import load_yaml_text
+    from evalh_pipeline.common.yaml_files import load_yaml_text
 
     if not run_dir.config_yaml.exists():
         return SnapshotPassCriteria()

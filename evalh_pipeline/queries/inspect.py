@@ -92,9 +92,9 @@ def inspect_run(
 
 def _artifact_reader(run_dir: RunDirectory) -> Callable[[Key], dict[str, Any] | None] | None:
     """Reads a cell's artifact.json from where the run put it; None when the run had no workspace."""
-    import yaml
+    from evalh_pipeline.common.yaml_files import load_yaml_text
 
-    config = yaml.safe_load(run_dir.config_yaml.read_text(encoding="utf-8")) if run_dir.config_yaml.exists() else {}
+    config = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) if run_dir.config_yaml.exists() else {}
     workspace = (config or {}).get("workspace")
     if not isinstance(workspace, dict):
         return None

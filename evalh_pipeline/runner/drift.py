@@ -17,7 +17,7 @@ from evalh_pipeline.queries.report import drift_markdown
 from evalh_pipeline.store.baselines import current_baseline
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
-from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
+from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
 
 COMPARED = "compared"
 NO_BASELINE = "no_baseline"

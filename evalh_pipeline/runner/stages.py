@@ -18,7 +18,7 @@ from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.locking import locked
-from evalh_pipeline.store.yaml_files import dump_yaml, load_yaml_text
+from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
 from evalh_pipeline.workspaces.ledger import read_accounting
 

@@ -287,7 +287,7 @@ def write_run_header(run_dir: RunDirectory, spec: EvalSpec, run_id: str) -> str:
     the run starts from: the lineage every materialization of the run shows.
     """
     from evalh_pipeline.store.fixtures import fixture_fingerprint
-    from evalh_pipeline.store.yaml_files import dump_yaml
+    from evalh_pipeline.common.yaml_files import dump_yaml
 
     masked = mask_config(spec.raw, spec.secret_values)
     digest = config_hash(masked)

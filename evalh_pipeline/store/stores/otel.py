@@ -262,7 +262,7 @@ class OtelStore(TraceStore):
 
 def _variant_models(run_dir: RunDirectory) -> dict[str, str]:
     """variant name -> ``metadata.model`` from the run's config snapshot."""
-    from evalh_pipeline.store.yaml_files import load_yaml_text
+    from evalh_pipeline.common.yaml_files import load_yaml_text
 
     if not run_dir.config_yaml.exists():
         return {}

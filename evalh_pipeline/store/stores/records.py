@@ -89,7 +89,7 @@ def summary_payload(run_dir: RunDirectory) -> Row | None:
     """summary.yaml as a JSON document (what another tool querying the store reads)."""
     if not run_dir.summary.is_file():
         return None
-    from evalh_pipeline.store.yaml_files import load_yaml_text
+    from evalh_pipeline.common.yaml_files import load_yaml_text
 
     summary = load_yaml_text(run_dir.summary.read_text(encoding="utf-8")) or {}
     text = json.dumps(summary, sort_keys=True, default=str)
