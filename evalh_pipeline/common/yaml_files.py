@@ -17,6 +17,7 @@ stream first (:func:`check_shape`, cheap) and then loads with libyaml.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -54,6 +55,9 @@ def repeat_budget(composed_nodes: int) -> int:
 class YamlLimitError(ComposerError):
     """A document refused for its shape (depth, aliases); ``problem_mark`` has its line."""
 
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(None, None, problem, mark)
+
     def __str__(self) -> str:
         mark = self.problem_mark
         return f"{self.problem} (line {mark.line + 1})" if mark is not None else str(self.problem)
@@ -74,7 +78,7 @@ class _ShapeGuard:
         if isinstance(event, _COLLECTION_STARTS):
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise YamlLimitError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+                raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
             self.open.append((event.anchor, self.composed + self.repeated))
         else:
             self.composed += 1
@@ -91,21 +95,23 @@ class _ShapeGuard:
             self.sizes[anchor] = self.composed + self.repeated - before
 
     def alias(self, event: AliasEvent) -> None:
-        size = self.sizes.get(event.anchor)
+        size = self.sizes.get(event.anchor) if event.anchor is not None else None
         if size is None:
             if any(anchor == event.anchor for anchor, _ in self.open):
-                raise YamlLimitError(None, None, f"alias *{event.anchor} is inside the node it names "
+                raise YamlLimitError(f"alias *{event.anchor} is inside the node it names "
                                      "(recursive aliases are not allowed)", event.start_mark)
             return  # an undefined alias: the composer reports it
         self.repeated += size
         budget = repeat_budget(self.composed)
         if self.repeated > budget:
-            raise YamlLimitError(None, None, f"aliases repeat more than {budget:,} nodes (an alias bomb?); "
+            raise YamlLimitError(f"aliases repeat more than {budget:,} nodes (an alias bomb?); "
                                  "write the repeated parts out or use fewer aliases", event.start_mark)
 
 
 class GuardedComposer(Composer):
     """PyYAML's composer with the limits of this module, checked while composing (one pass)."""
+
+    peek_event: Callable[[], Any]  # the parser's, in the loader this is mixed into
 
     def compose_document(self) -> Any:
         self._guard = _ShapeGuard()

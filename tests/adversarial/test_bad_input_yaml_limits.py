@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 
 import pytest
 import yaml
