@@ -60,3 +60,10 @@ def files_containing(roots: list[Path], secret: str) -> list[str]:
                 if any(needle in data for needle in needles):
                     found.append(str(path))
     return found
+
+
+def error_text(stderr: str) -> str:
+    """What ``evalh`` printed after its ``error:`` heading, lines joined (progress lines before it skipped)."""
+    lines = stderr.strip().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("error:"))
+    return " ".join(line.strip() for line in lines[start + 1:])

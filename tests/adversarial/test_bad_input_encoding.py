@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from tests.adversarial.leaks import error_text
 from tests.conftest import run_evalh
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ def folder(tmp_path):
 def problem(proc) -> str:
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
-    return " ".join(line.strip() for line in proc.stderr.strip().splitlines()[1:])
+    return error_text(proc.stderr)
 
 
 @pytest.mark.parametrize("args", [["run", "--dry-run", "eval.yaml"], ["run", "eval.yaml"]], ids=["dry-run", "run"])

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tests.adversarial.leaks import error_text
 from tests.conftest import run_evalh
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,7 @@ def test_a_240_character_eval_name_is_refused_at_load(tmp_path, env, args):
     write(tmp_path, "e" * 240)
     proc = run_evalh(args, env, tmp_path)
     assert proc.returncode == 1, proc.stderr
-    message = " ".join(line.strip() for line in proc.stderr.strip().splitlines()[1:])
+    message = error_text(proc.stderr)
     assert message == f"eval.yaml:2 eval.name: eval name is 240 characters; at most {MAX_EVAL_NAME} (it names the run folders)"
     assert not (tmp_path / "runs").exists()
 

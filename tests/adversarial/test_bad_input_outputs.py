@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tests.adversarial.leaks import error_text
 from tests.conftest import run_evalh
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,7 @@ def test_a_memory_url_canonical_output_is_refused(tmp_path, env, args):
 
     assert proc.returncode == 1, proc.stderr
     assert "published to" not in proc.stdout
-    message = " ".join(line.strip() for line in proc.stderr.strip().splitlines()[1:])
+    message = error_text(proc.stderr)
     assert message.startswith("eval.yaml:6 output[0].path: 'memory://bucket/runs': memory:// keeps runs in this "
                               "process's memory, gone when it exits"), message
     assert not (tmp_path / "cache").exists() and not (tmp_path / "runs").exists()

@@ -14,6 +14,7 @@ import re
 import pytest
 import yaml
 
+from tests.adversarial.leaks import error_text
 from tests.conftest import run_evalh
 
 pytestmark = pytest.mark.integration
@@ -43,9 +44,8 @@ def one_error_line(proc) -> str:
     """The single problem line of a config error (after the ``error:`` heading), unwrapped."""
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert lines[0].startswith("error:"), proc.stderr
-    return " ".join(line.strip() for line in lines[1:])
+    assert "error:" in proc.stderr, proc.stderr
+    return error_text(proc.stderr)
 
 
 @pytest.fixture
