@@ -238,9 +238,12 @@ def _eval_harness_meta(run_dir: RunDirectory) -> dict[str, Any]:
     """run.json's fields for an eval-harness run folder, read from its config.yaml snapshot."""
     import yaml
 
+    from evalh_pipeline.common.yaml_files import load_yaml_text
+
     try:
-        config = yaml.safe_load(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        # The shape limits of every YAML the tool reads (a hostile folder is still input).
+        config = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise FileNotFoundError(f"{run_dir.path}: eval-harness run with an unreadable config.yaml: {exc}") from None
     if not isinstance(config, dict):
         config = {}
