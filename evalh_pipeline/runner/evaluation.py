@@ -32,7 +32,7 @@ from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.result_lines import result_lines
 from evalh_pipeline.store.case_index import CaseIndex
-from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.results_file import replace_results
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -42,6 +42,7 @@ from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 __all__ = ["EvaluationStats", "build_evaluators", "evaluate_traces", "evaluators_fingerprint", "judge_trace"]
 
 
+@under_run_lock
 async def evaluate_traces(
     spec: EvalSpec,
     run_dir: RunDirectory,
@@ -57,22 +58,6 @@ async def evaluate_traces(
     ``processes`` caps the worker processes used when every evaluator is synchronous
     (default: one per CPU, fewer for a small traces file; 1 judges in this process only).
     """
-    # One writer of a run directory at a time (store/locking.py); re-entrant in this process.
-    with locked(run_dir.lock):
-        return await _evaluate_traces(spec, run_dir, variant_names, evaluator_names=evaluator_names,
-                                      max_concurrency=max_concurrency, progress=progress, processes=processes)
-
-
-async def _evaluate_traces(
-    spec: EvalSpec,
-    run_dir: RunDirectory,
-    variant_names: list[str] | None = None,
-    *,
-    evaluator_names: list[str] | None = None,
-    max_concurrency: int | None = None,
-    progress: Progress | None = None,
-    processes: int | None = None,
-) -> EvaluationStats:
     progress = progress or NoProgress()
     evaluators = build_evaluators(spec, evaluator_names)
     variants = set(variant_names if variant_names is not None else spec.variant_names)

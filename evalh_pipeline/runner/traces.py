@@ -29,7 +29,7 @@ from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.common.masking import mask_json_text
-from evalh_pipeline.store.locking import locked
+from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
 from evalh_pipeline.systems.base import (
@@ -68,6 +68,7 @@ class TraceStats:
             self.errors_by_type[trace.error.type] = self.errors_by_type.get(trace.error.type, 0) + 1
 
 
+@under_run_lock
 async def produce_traces(
     spec: EvalSpec,
     run_dir: RunDirectory,
@@ -82,21 +83,6 @@ async def produce_traces(
     With ``judge_inline``, a fresh pass also judges each trace right after persisting it,
     staged for :func:`evaluate_traces` to adopt.
     """
-    # One writer of a run directory at a time (store/locking.py); re-entrant in this process.
-    with locked(run_dir.lock):
-        return await _produce_traces(spec, run_dir, variant_names, max_concurrency=max_concurrency,
-                                     progress=progress, judge_inline=judge_inline)
-
-
-async def _produce_traces(
-    spec: EvalSpec,
-    run_dir: RunDirectory,
-    variant_names: list[str] | None = None,
-    *,
-    max_concurrency: int | None = None,
-    progress: Progress | None = None,
-    judge_inline: bool = True,
-) -> TraceStats:
     progress = progress or NoProgress()
     variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
     run_cfg = spec.config.run

@@ -20,16 +20,21 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+import functools
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
 
 _OWNER_SUFFIX = ".owner"
 _locks: dict[str, FileLock] = {}
 _guard = threading.Lock()
+
+
+R = TypeVar("R")
 
 
 class RunDirectoryBusy(RuntimeError):
@@ -97,3 +102,15 @@ def _owner(path: Path) -> str:
         return f"pid {owner['pid']}: {owner['command']}, since {owner['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "pid unknown"
+
+
+def under_run_lock(stage: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """An async stage ``stage(spec, run_dir, ...)`` that runs holding ``run_dir``'s lock
+    (:func:`locked`: one writer of a run directory at a time, re-entrant in this process)."""
+
+    @functools.wraps(stage)
+    async def holding(spec: Any, run_dir: Any, *args: Any, **kwargs: Any) -> R:
+        with locked(run_dir.lock):
+            return await stage(spec, run_dir, *args, **kwargs)
+
+    return holding
