@@ -173,12 +173,10 @@ class LineProgress:
     def __init__(self, stream: Stream = err) -> None:
         self._stream = stream
         self._started: dict[str, float] = {}
-        self._totals: dict[str, int | None] = {}
         self._done: dict[str, int] = {}
 
     def start(self, phase: str, total: int | None) -> None:
         self._started[phase] = time.monotonic()
-        self._totals[phase] = total
         self._done[phase] = 0
         self._stream.line(f"{phase}: started" + (f" ({total} to do)" if total is not None else ""))
 
@@ -219,9 +217,9 @@ def progress_bars() -> RichProgress:
     )
 
 
-def plural(count: int, word: str, plural_word: str | None = None) -> str:
+def plural(count: int, word: str) -> str:
     """``1 sample``, ``2 samples``."""
-    return f"{count} {word if count == 1 else (plural_word or word + 's')}"
+    return f"{count} {word if count == 1 else word + 's'}"
 
 
 def percentage_points(delta: float) -> str:
