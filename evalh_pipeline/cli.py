@@ -46,7 +46,8 @@ def _load(eval_path: str, strict: bool = False) -> EvalSpec:
 
 
 def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
-                 engine_first: bool = False):
+                 engine_first: bool = False, reuse_from: str | None = None,
+                 rejudge_all: bool = False):
     """Run ``action`` (a defs.launch materialization) and map its failures to exit codes.
 
     With ``engine_first`` the action is ``defs.overlap.run_overlapped``: it starts the run's
@@ -70,10 +71,12 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         if err.is_terminal:
             # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
             with progress_bars() as bars:
-                outcome = launch(RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency))
+                outcome = launch(RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency,
+                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
         else:
             # A CI log gets one line per phase start and end instead of bars.
-            outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency))
+            outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency,
+                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
         return outcome
@@ -208,6 +211,9 @@ def main() -> None:
 @click.argument("eval_path", type=click.Path())
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
               help="Finish a killed run: only cells without a trace are run.")
+@click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
+              help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
+                   "only new or changed cells call the system.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--dry-run", is_flag=True,
               help="Validate the config and every dataset row, print the plan; write nothing.")
@@ -219,7 +225,7 @@ def main() -> None:
               help="Exit 1 when a gate or the completeness check fails (for CI); the run is still complete.")
 @click.option("--strict", is_flag=True,
               help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
-def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry_run: bool,
+def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concurrency: int | None, dry_run: bool,
         limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
     _require_eval_file(eval_path)
@@ -230,6 +236,16 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
     from evalh_pipeline.defs.overlap import run_overlapped
 
     selecting = bool(filters) or limit is not None
+    if resume_dir and reuse_dir:
+        error("--resume finishes a run, --reuse starts one: give one of them")
+        sys.exit(EXIT_CONFIG)
+    reuse_from = None
+    if reuse_dir:
+        previous = RunDirectory(Path(reuse_dir).resolve())
+        if not previous.exists():
+            error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
+            sys.exit(EXIT_CONFIG)
+        reuse_from = str(previous.path)
     if resume_dir:
         if selecting:
             error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
@@ -246,11 +262,24 @@ def run(eval_path: str, resume_dir: str | None, max_concurrency: int | None, dry
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
-        outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True)
+        outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True,
+                               reuse_from=reuse_from)
     _print_outcome(outcome)
+    if reuse_from:
+        _print_reuse(outcome, reuse_from)
     _print_ui_visibility(spec)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
+
+
+def _print_reuse(outcome, reuse_from: str) -> None:
+    """Say how many cells a ``--reuse`` run copied and how many called the system."""
+    from evalh_pipeline.runner.reuse import recorded_reuse
+
+    reused = (recorded_reuse(outcome.run_dir) or {}).get("reused", 0)
+    done = outcome.summary.completeness
+    cells = done.present_cells if done else sum(v.cases_total for v in outcome.summary.variants)
+    say(f"reused {reused} of {cells} cell(s) from {Path(reuse_from).name}; {cells - reused} called the system")
 
 
 def _print_ui_visibility(spec: EvalSpec) -> None:
@@ -358,8 +387,13 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 @click.option("--config", "eval_path", type=click.Path(dir_okay=False, exists=True),
               help="The eval.yaml whose evaluators to apply (default: the one the run was made from).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
-def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None) -> None:
-    """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system)."""
+@click.option("--all", "rejudge_all", is_flag=True,
+              help="Re-judge every result, not only those of evaluators whose config changed and of new traces.")
+def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool) -> None:
+    """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system).
+
+    Only results whose evaluator config changed (or whose trace is new) are judged again;
+    the others are kept as they are. --all re-judges everything."""
     from evalh_pipeline.defs.overlap import reevaluate_overlapped
 
     if "://" in run_dir:
@@ -372,8 +406,16 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     with _holding(directory.path, "evalh re-evaluate"):
-        outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True)
+        outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True,
+                               rejudge_all=rejudge_all)
     _print_outcome(outcome)
+    from evalh_pipeline.runner.evaluation import last_evaluation
+
+    counts = last_evaluation(directory)
+    if counts is not None:
+        changed = ", ".join(counts["evaluators_rejudged"]) or "none"
+        say(f"re-judged {counts['results']} result(s) (changed evaluators: {changed}; "
+            f"{counts['traces_appended']} new trace(s)); kept {counts['results_kept']} unchanged")
 
 
 @main.command("retry-failed")

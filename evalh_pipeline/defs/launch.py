@@ -19,7 +19,15 @@ from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at
 
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
-from evalh_pipeline.defs.evals.names import RUN_ID_TAG, TRIGGER_TAG, judge_job, promote_job, run_job
+from evalh_pipeline.defs.evals.names import (
+    REJUDGE_TAG,
+    REUSE_FROM_TAG,
+    RUN_ID_TAG,
+    TRIGGER_TAG,
+    judge_job,
+    promote_job,
+    run_job,
+)
 from evalh_pipeline.defs.overlap import Prestarted
 from evalh_pipeline.defs.resources import EvalhRuntime, Session
 from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
@@ -123,10 +131,14 @@ def _materialize(
 ) -> RunOutcome:
     # Dagster's object graph is large and outlives the run; keep the cyclic GC from
     # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
+    tags = {RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}
+    if runtime is not None and runtime.reuse_from:
+        tags[REUSE_FROM_TAG] = runtime.reuse_from
+    if runtime is not None and runtime.rejudge_all:
+        tags[REJUDGE_TAG] = "all"
     gc.freeze()
     try:
-        dagster_run_id, failed = _execute(job_name, instance, spec, runtime,
-                                          tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}, prestarted=prestarted)
+        dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted)
     finally:
         gc.unfreeze()
     run_dir = run_directory(spec, run_id)

@@ -18,11 +18,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
 from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
+from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
@@ -52,9 +54,11 @@ def _engine(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted
         handle.traces.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
         raise
     handle.cases.set_result(info)
+    reuse = RunDirectory(Path(options.reuse_from)) if options.reuse_from else None
     try:
         stats = asyncio.run(produce_traces(spec, info.run_dir, run_variants(info.run_dir, spec),
-                                           max_concurrency=options.max_concurrency, progress=options.progress))
+                                           max_concurrency=options.max_concurrency, progress=options.progress,
+                                           reuse_from=reuse))
     except BaseException as exc:
         handle.traces.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
         raise
@@ -62,13 +66,12 @@ def _engine(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted
 
 
 def _judge(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted) -> None:
-    from evalh_pipeline.store.run_dir import run_directory
-
     assert handle.results is not None
     run_dir = run_directory(spec, run_id)
     try:
         stats = asyncio.run(evaluate_traces(spec, run_dir, run_variants(run_dir, spec),
-                                            max_concurrency=options.max_concurrency, progress=options.progress))
+                                            max_concurrency=options.max_concurrency, progress=options.progress,
+                                            incremental=not options.rejudge_all))
     except BaseException as exc:
         handle.results.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
         raise

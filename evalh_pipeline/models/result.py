@@ -11,7 +11,11 @@ from evalh_pipeline.models.trace import CellRecord, TraceError
 
 
 class EvaluationResult(CellRecord):
-    """The single result shape every evaluator produces, so rollups never branch on type."""
+    """The single result shape every evaluator produces, so rollups never branch on type.
+
+    ``evaluator_hash`` (runner/hashes.py) is the hash of the evaluator's config when it
+    judged: re-evaluation re-judges a result only when it changed (None: unknown, re-judged).
+    """
 
     evaluator: str
     evaluator_type: str
@@ -23,3 +27,4 @@ class EvaluationResult(CellRecord):
     finished_at: datetime
     latency_ms: int
     error: TraceError | None = None
+    evaluator_hash: str | None = None

@@ -163,3 +163,7 @@ class RunSummary(BaseModel):
     workspace: dict[str, Any] | None = None
     # Expected cells (from the run's snapshot) against traces present; None for old summaries.
     completeness: Completeness | None = None
+    # `evalh run --reuse`: traces copied from earlier runs instead of calling the system, and
+    # the runs they were first made in.
+    reused_traces: int = 0
+    reused_from: list[str] = Field(default_factory=list)

@@ -108,6 +108,10 @@ class Trace(CellRecord):
 
     Invariants (enforced by the runner, not the adapters): timestamps are always set,
     ``latency_ms`` is computed from them, and ``error`` is set iff the adapter raised.
+
+    ``case_hash``, ``variant_hash`` and ``fixture_hash`` (runner/hashes.py) say what the
+    trace was made from; a later run reuses it (``reused_from``: the run it was first made
+    in) only while all three are unchanged. None in traces written before they existed.
     """
 
     started_at: datetime
@@ -124,3 +128,8 @@ class Trace(CellRecord):
     metrics: TraceMetrics = Field(default_factory=TraceMetrics)
     error: TraceError | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    case_hash: str | None = None
+    variant_hash: str | None = None
+    fixture_hash: str | None = None
+    reused_from: str | None = None

@@ -156,7 +156,9 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
         *([f"**INCOMPLETE RUN** — {completeness_line(summary)}. Figures cover only the cells that have a trace; "
            "finish it with `evalh run <eval.yaml> --resume <run_dir>`.", ""] if incomplete else []),
         f"{summary.cases_total} cases · started {summary.started_at:%Y-%m-%d %H:%M:%S} UTC · "
-        f"config `{summary.config_hash[:12]}`",
+        f"config `{summary.config_hash[:12]}`"
+        + (f" · {summary.reused_traces} trace(s) reused from {', '.join(f'`{r}`' for r in summary.reused_from)}"
+           if summary.reused_traces else ""),
         "",
         "## Comparison",
         "",

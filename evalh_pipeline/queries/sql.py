@@ -27,6 +27,7 @@ TRACE_COLUMNS = {
     "latency_ms": "DOUBLE",
     "metrics": "STRUCT(token_input BIGINT, token_output BIGINT, token_thinking BIGINT, cost_usd DOUBLE)",
     "error": "STRUCT(type VARCHAR)",
+    "reused_from": "VARCHAR",
 }
 
 RESULT_COLUMNS = {

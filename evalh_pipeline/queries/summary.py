@@ -179,6 +179,10 @@ def summarize_run(
             regressions_count=sum(len(d.regressions) for d in deltas),
             improvements_count=sum(len(d.improvements) for d in deltas),
         )
+    reused, origins = con.execute(
+        "SELECT count(reused_from), coalesce(list(DISTINCT reused_from ORDER BY reused_from) "
+        "FILTER (WHERE reused_from IS NOT NULL), []) FROM trace_rows"
+    ).fetchone()
     starts = [rows[n][8] for n in order if rows[n][8]]
     ends = [rows[n][9] for n in order if rows[n][9]]
     now = datetime.now(timezone.utc)
@@ -194,4 +198,6 @@ def summarize_run(
         by_evaluator=[EvaluatorRollup(evaluator=name, by_variant=by) for name, by in rollups.items()],
         comparison=comparison,
         metadata=metadata or {},
+        reused_traces=reused,
+        reused_from=list(origins),
     )

@@ -12,8 +12,17 @@ from dataclasses import asdict
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
-from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, evaluators_fingerprint, judge_all, slices_of
+from evalh_pipeline.runner.judging import (
+    EvaluationStats,
+    build_evaluators,
+    count_judged,
+    evaluators_fingerprint,
+    judge_all,
+    judgements_of,
+    slices_of,
+)
 from evalh_pipeline.runner.result_lines import result_lines
+from evalh_pipeline.store.result_slices import traces_identity
 from evalh_pipeline.store.results_file import replace_results
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
@@ -50,7 +59,8 @@ class InlineResults:
         write_atomic(self.run_dir.inline_results(self._slice)[1], json.dumps(meta))
 
 
-def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint: str, stats: EvaluationStats) -> bool:
+def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint: str, stats: EvaluationStats,
+                         hashes: dict[str, str] | None = None) -> bool:
     """Move staged inline results into results.jsonl if they match this evaluation exactly."""
     staged, meta_path = run_dir.inline_results(variants)
     if not meta_path.exists():
@@ -61,10 +71,12 @@ def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint
     if (meta.get("fingerprint"), meta.get("variants"), meta.get("traces_bytes")) != (fingerprint, variants, traces_bytes):
         _discard_inline(run_dir, variants)
         return False
-    replace_results(run_dir, staged, set(variants), None, slices_of(meta["stats"]["by_variant"]))
-    _discard_inline(run_dir, variants)
     for key, value in meta["stats"].items():
         setattr(stats, key, value)
+    identity = traces_identity(run_dir.traces)
+    judged = judgements_of(stats, hashes or {}, identity) if identity is not None else None
+    replace_results(run_dir, staged, set(variants), None, slices_of(meta["stats"]["by_variant"]), judged)
+    _discard_inline(run_dir, variants)
     return True
 
 

@@ -85,6 +85,19 @@ def judge_in_processes(
     return parts
 
 
+def judge_one_span(
+    plan: SpanPlan, run_dir: RunDirectory, span: LineSpan, stats: EvaluationStats, progress: Progress
+) -> list[Path]:
+    """Judge only ``span`` of the traces file (traces appended since) in this process; its part file."""
+    part = run_dir.temp_file("results")
+    try:
+        _judge_span(plan, span, part, stats, progress)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return [part]
+
+
 def process_context(plan: SpanPlan) -> BaseContext | None:
     """fork when this process has no other threads (cheap), else spawn; None: this process only.
 

@@ -17,8 +17,9 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace
+from evalh_pipeline.runner.hashes import evaluator_hash
 from evalh_pipeline.runner.result_lines import Judged, build_result, raised
-from evalh_pipeline.store.result_slices import Slice
+from evalh_pipeline.store.result_slices import Judgement, Slice
 from evalh_pipeline.store.run_dir import runs_cache_dir
 
 # Cells the runner never started have nothing to judge.
@@ -32,6 +33,11 @@ class EvaluationStats:
     evaluator_errors: int = 0
     # variant -> evaluator -> [passed, judged]
     by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # Incremental re-evaluation: result lines kept as they were, evaluators re-judged on
+    # every trace, and traces judged only because they were appended since.
+    results_kept: int = 0
+    evaluators_rejudged: list[str] = field(default_factory=list)
+    traces_appended: int = 0
 
     def count(self, result: EvaluationResult) -> None:
         self.tally(result.variant_name, result.evaluator, result.passed, result.error is not None)
@@ -70,7 +76,19 @@ def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Eval
     if missing:
         raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
     context = evaluator_context(spec)
-    return [EVALUATORS.get(e.type)(e.name, e.type, e.config, context) for e in selected]
+    hashes = evaluator_hashes(spec)
+    evaluators = []
+    for e in selected:
+        evaluator = EVALUATORS.get(e.type)(e.name, e.type, e.config, context)
+        # Recorded in each result (evaluator_hash): re-evaluation re-judges only what changed.
+        evaluator.config_hash = hashes[e.name]
+        evaluators.append(evaluator)
+    return evaluators
+
+
+def evaluator_hashes(spec: EvalSpec) -> dict[str, str]:
+    """Evaluator name -> the hash of its config (runner/hashes.py)."""
+    return {e.name: evaluator_hash(e.name, e.type, e.config, spec.secret_values) for e in spec.config.evaluators}
 
 
 def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
@@ -90,6 +108,13 @@ def count_judged(stats: EvaluationStats, trace: Trace, judged: list[Judged]) -> 
         stats.tally(trace.variant_name, j.evaluator.name, j.verdict.passed and j.error is None, j.error is not None)
     stats.traces += 1
 
+
+
+def judgements_of(stats: EvaluationStats, hashes: dict[str, str], traces: tuple[int, int]) -> dict[Slice, Judgement]:
+    """How the slices ``stats`` counted were judged (by evaluators of known hash), against the
+    traces file of identity ``traces``."""
+    return {(variant, name): Judgement(hashes[name], traces[0], traces[1], judged)
+            for variant, by in stats.by_variant.items() for name, (_, judged) in by.items() if name in hashes}
 
 
 def slices_of(by_variant: dict[str, dict[str, Any]]) -> set[Slice]:

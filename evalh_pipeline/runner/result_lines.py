@@ -56,6 +56,7 @@ def build_result(trace: Trace, judged: Judged) -> EvaluationResult:
         finished_at=judged.finished,
         latency_ms=round((judged.finished - judged.started).total_seconds() * 1000),
         error=error,
+        evaluator_hash=getattr(judged.evaluator, "config_hash", None),
     )
 
 
@@ -93,6 +94,7 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
                 "started_at": j.started,
                 "finished_at": j.finished,
                 "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
+                "evaluator_hash": getattr(j.evaluator, "config_hash", None),
             })
         except (PydanticSerializationError, ValueError, TypeError, RecursionError):
             # A file name that is not UTF-8 in a reason, an object in detail: see recording.py.

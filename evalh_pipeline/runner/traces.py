@@ -19,11 +19,13 @@ from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
 from evalh_pipeline.runner.inline_results import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
+from evalh_pipeline.runner.hashes import CellHashes
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
 from evalh_pipeline.store.recording import trace_line
+from evalh_pipeline.runner.reuse import reuse_traces
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
@@ -50,6 +52,7 @@ class TraceStats:
     cells_skipped: int = 0
     cells_run: int = 0
     cells_errored: int = 0
+    cells_reused: int = 0  # of cells_skipped: traces copied from the run given to --reuse
     errors_by_type: dict[str, int] = field(default_factory=dict)
     # variant -> {"run": n, "errored": n}, for this pass only
     by_variant: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -77,20 +80,25 @@ async def produce_traces(
     max_concurrency: int | None = None,
     progress: Progress | None = None,
     judge_inline: bool = True,
+    reuse_from: RunDirectory | None = None,
 ) -> TraceStats:
     """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes).
 
     With ``judge_inline``, a fresh pass also judges each trace right after persisting it,
-    staged for :func:`evaluate_traces` to adopt.
+    staged for :func:`evaluate_traces` to adopt. With ``reuse_from``, the unchanged traces
+    of that earlier run are copied in first (runner/reuse.py), so only new or changed cells
+    call the system.
     """
     progress = progress or NoProgress()
     variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
     run_cfg = spec.config.run
     concurrency = max_concurrency or run_cfg.max_concurrency
     samples = run_cfg.samples_per_case
+    reused = reuse_traces(spec, run_dir, reuse_from) if reuse_from is not None else None
     done = completed_cells(run_dir.traces, {v.name for v in variants})
     stats = TraceStats(cells_total=count_cases(run_dir.cases) * len(variants) * samples)
     stats.cells_skipped = len(done)
+    stats.cells_reused = sum(reused.by_variant.get(v.name, 0) for v in variants) if reused else 0
     progress.start("traces", stats.cells_total)
     progress.advance("traces", len(done))
 
@@ -114,11 +122,16 @@ async def produce_traces(
     stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
     capture = spec.config.trace.capture if spec.config.trace is not None else []
 
+    hashes = CellHashes.for_run(spec, run_dir, variants)
+
     async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
         adapter = adapters[cell.variant.name]
         if workspaces is None or isinstance(adapter, AdapterError):
-            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer), None
-        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces)
+            trace, artifact = await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer), None
+        else:
+            trace, artifact = await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces)
+        hashes.stamp(trace, cell)
+        return trace, artifact
 
     with JsonlAppender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:

@@ -5,17 +5,34 @@ reading the whole file (a quarter of a gigabyte at 500,000 results). When the ma
 says every old line belongs to the slice being replaced, that read is skipped. The
 manifest names the exact file it describes (inode, size, mtime in ns); any other writer
 of results.jsonl changes those, and a stale manifest is simply ignored.
+
+It also records, per slice, how it was judged: the evaluator's config hash and the traces
+file it judged (inode and size). Re-evaluation then re-judges only slices whose evaluator
+changed, and only the traces appended since for the others (runner/evaluation.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalh_pipeline.store.run_dir import RunDirectory
 
 Slice = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """How one slice was judged: the evaluator's config hash, and the traces file it read
+    (inode, and the size it had: every trace line before that offset was judged)."""
+
+    evaluator_hash: str
+    traces_inode: int
+    traces_size: int
+    results: int = 0  # result lines of the slice
 
 
 def _identity(path: Path) -> list[int] | None:
@@ -26,25 +43,57 @@ def _identity(path: Path) -> list[int] | None:
     return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
-def recorded_slices(run_dir: RunDirectory) -> set[Slice] | None:
-    """The slices of the run's results as recorded, or None when unknown (no manifest, or a stale one)."""
-    results, manifest = run_dir.results, run_dir.results_slices
+def _manifest(run_dir: RunDirectory) -> dict[str, Any] | None:
+    """The manifest when it describes the run's current results file, else None."""
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = json.loads(run_dir.results_slices.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("file") != _identity(results):
+    if not isinstance(data, dict) or data.get("file") != _identity(run_dir.results):
+        return None
+    return data
+
+
+def recorded_slices(run_dir: RunDirectory) -> set[Slice] | None:
+    """The slices of the run's results as recorded, or None when unknown (no manifest, or a stale one)."""
+    data = _manifest(run_dir)
+    if data is None:
         return None
     return {(variant, evaluator) for variant, evaluator in data["slices"]}
 
 
-def record_slices(run_dir: RunDirectory, slices: set[Slice] | None) -> None:
-    """Remember the slices the run's results now hold (``None``: forget, they are unknown)."""
+def recorded_judgements(run_dir: RunDirectory) -> dict[Slice, Judgement] | None:
+    """Slice -> how it was judged, as recorded (None when the manifest is missing or stale;
+    a slice without a record is absent)."""
+    data = _manifest(run_dir)
+    if data is None:
+        return None
+    judged = {}
+    for variant, evaluator, digest, inode, size, count in data.get("judged", []):
+        judged[(variant, evaluator)] = Judgement(digest, inode, size, count)
+    return judged
+
+
+def traces_identity(traces: Path) -> tuple[int, int] | None:
+    """(inode, size) of the traces file: appended to, the inode stays; rewritten, it changes."""
+    try:
+        stat = traces.stat()
+    except FileNotFoundError:
+        return None
+    return (stat.st_ino, stat.st_size)
+
+
+def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
+                  judged: dict[Slice, Judgement] | None = None) -> None:
+    """Remember the slices the run's results now hold (``None``: forget, they are unknown) and
+    how each was judged (slices missing from ``judged`` are re-judged in full next time)."""
     manifest = run_dir.results_slices
     identity = _identity(run_dir.results)
     if slices is None or identity is None:
         manifest.unlink(missing_ok=True)
         return
+    rows = sorted([v, e, j.evaluator_hash, j.traces_inode, j.traces_size, j.results]
+                  for (v, e), j in (judged or {}).items() if (v, e) in slices)
     tmp = run_dir.temp_file("results.slices")
-    tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices)}), encoding="utf-8")
+    tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices), "judged": rows}), encoding="utf-8")
     os.replace(tmp, manifest)

@@ -14,18 +14,19 @@ from typing import Any
 
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import RESULTS
-from evalh_pipeline.store.result_slices import Slice, record_slices, recorded_slices
+from evalh_pipeline.store.result_slices import Judgement, Slice, record_slices, recorded_slices
 from evalh_pipeline.store.run_dir import RunDirectory
 
 
 def replace_results(
     run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None,
-    new_slices: set[Slice] | None = None,
+    new_slices: set[Slice] | None = None, judged: dict[Slice, Judgement] | None = None,
 ) -> None:
     """results.jsonl := (old lines outside the re-judged slice) + new lines (``new``, in order), atomically.
 
     ``new_slices`` are the (variant, evaluator) pairs of the new lines, recorded so the next
-    replacement can skip reading old lines that are all in its slice (None: not known).
+    replacement can skip reading old lines that are all in its slice (None: not known);
+    ``judged`` says how each slice was judged (store/result_slices.py).
     """
     parts = [new] if isinstance(new, Path) else list(new)
     with locked(run_dir.lock):
@@ -36,7 +37,7 @@ def replace_results(
                 kept: set[Slice] = set()  # every old line is re-judged: nothing to read
             else:
                 with merged_path.open("wb", buffering=1 << 20) as merged:
-                    kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators)
+                    kept = _copy_outside_slice(run_dir.results, merged, variants, evaluators, old)
             if kept or not parts:
                 target = merged_path
             else:
@@ -49,18 +50,23 @@ def replace_results(
                     with part.open("rb") as fresh:
                         shutil.copyfileobj(fresh, out, 1 << 22)
             os.replace(target, run_dir.results)
-            record_slices(run_dir, None if new_slices is None else kept | new_slices)
+            record_slices(run_dir, None if new_slices is None else kept | new_slices, judged)
         except BaseException:
             merged_path.unlink(missing_ok=True)
             raise
 
 
-def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None) -> set[Slice]:
+def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None,
+                        known: set[Slice] | None = None) -> set[Slice]:
     """Copy the complete lines of ``path`` that are not in the slice to ``out``; their slices.
 
     A regex drops the lines in the slice chunk by chunk (a per-line Python loop was half a
     second per 500,000 results); what it leaves — lines of other slices, other layouts,
     blank lines — is checked line by line. A torn last line is dropped, as readers do.
+    With ``known`` (the file's slices, from a manifest that matches it: the file is ours,
+    every line in the codec's layout, which the regex matches), what the regex leaves is
+    copied as it is: an incremental re-evaluation keeps most lines, and checking each one
+    cost more than judging.
     """
     kept: set[Slice] = set()
     if not path.exists():
@@ -73,11 +79,17 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
             cut = data.rfind(b"\n") + 1
             data, pending = data[:cut], data[cut:]
             # Each match takes a line with the newline before it, so the rest stays whole lines.
-            for raw in in_slice.sub(b"", b"\n" + data)[1:].split(b"\n")[:-1]:
+            rest = in_slice.sub(b"", b"\n" + data)[1:]
+            if known is not None:
+                out.write(rest)
+                continue
+            for raw in rest.split(b"\n")[:-1]:
                 if not raw.strip():
                     continue
                 variant, evaluator = RESULTS.read_fields(raw, "variant_name", "evaluator")
                 if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                     out.write(raw + b"\n")
                     kept.add((variant, evaluator))
+    if known is not None:
+        kept = {(v, e) for v, e in known if not (v in variants and (evaluators is None or e in evaluators))}
     return kept

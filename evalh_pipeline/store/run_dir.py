@@ -150,6 +150,11 @@ class RunDirectory:
     def publish_log(self) -> Path:
         return self.path / "publish.jsonl"
 
+    @property
+    def reuse_record(self) -> Path:
+        """Where the run's traces were reused from (``evalh run --reuse``, runner/reuse.py)."""
+        return self.path / "reuse.json"
+
     # Hidden files: the engine's own bookkeeping.
 
     @property
@@ -159,6 +164,11 @@ class RunDirectory:
     @property
     def results_slices(self) -> Path:
         return self.path / ".results.slices.json"
+
+    @property
+    def last_evaluation(self) -> Path:
+        """The counts of the run's last evaluation (judged, kept), for `evalh re-evaluate`."""
+        return self.path / ".evaluation.json"
 
     @property
     def publish_state(self) -> Path:

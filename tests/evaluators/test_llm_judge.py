@@ -208,14 +208,14 @@ def test_re_evaluation_with_a_cached_judge_makes_no_calls_and_gives_identical_re
     spec = load_eval(write_eval(tmp_path / "toy", evaluators=evaluators), env={})
     run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
     asyncio.run(produce_traces(spec, run_dir))
-    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     first = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
     calls = server.calls
     # 8 distinct prompts (the variants agree on 4 of 6 answers); a repeat is a call or a hit, by timing.
     assert calls == sum(not r["detail"]["cached"] for r in first) and 8 <= calls <= 12
     assert sum(r["passed"] for r in first) == 10  # the candidate answers "wrong" every 3rd case
 
-    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     again = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
     assert server.calls == calls
 

@@ -107,7 +107,14 @@ def test_the_judged_eval_runs_through_evalh_and_re_evaluates_from_the_cache(judg
     leak = by_cell[("advisor_terse", "carlton_ghi789", "thinking_keeps_instructions")]
     assert leak["detail"]["judge"]["judge_backend"] == "anthropic"
 
+    # Nothing changed: re-evaluate keeps every result as it is.
+    kept = run_dir.joinpath("results.jsonl").read_bytes()
     proc = run_evalh(["re-evaluate", str(run_dir)], env, tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "re-judged 0 result(s) (changed evaluators: none; 0 new trace(s))" in proc.stdout
+    assert run_dir.joinpath("results.jsonl").read_bytes() == kept
+
+    proc = run_evalh(["re-evaluate", "--all", str(run_dir)], env, tmp_path, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert _get(f"{judge_url}/stats")["calls"] == calls  # every verdict came from the cache
 

@@ -52,7 +52,7 @@ def _results(run_dir):
 
 def test_an_evaluator_that_raises_fails_only_its_own_result(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    stats = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     assert stats.evaluator_errors == 2  # case_1 on both variants
     results = {(r["case_id"], r["variant_name"], r["evaluator"]): r for r in _results(run_dir)}
     broken = results[("case_1", "base", "explodes_on_case_1")]
@@ -64,9 +64,9 @@ def test_an_evaluator_that_raises_fails_only_its_own_result(tmp_path):
 
 def test_reevaluating_one_variant_replaces_only_that_slice(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     before = {(r["case_id"], r["variant_name"], r["evaluator"]): r["finished_at"] for r in _results(run_dir)}
-    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"]))
+    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], incremental=False))
     after = {(r["case_id"], r["variant_name"], r["evaluator"]): r["finished_at"] for r in _results(run_dir)}
     assert before.keys() == after.keys()
     assert all(after[k] == before[k] for k in after if k[1] == "base")
@@ -75,8 +75,8 @@ def test_reevaluating_one_variant_replaces_only_that_slice(tmp_path):
 
 def test_reevaluating_one_evaluator_keeps_the_others(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir))
-    asyncio.run(evaluate_traces(spec, run_dir, evaluator_names=["mentions_paris"]))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
+    asyncio.run(evaluate_traces(spec, run_dir, evaluator_names=["mentions_paris"], incremental=False))
     keys = [(r["case_id"], r["variant_name"], r["evaluator"]) for r in _results(run_dir)]
     assert len(keys) == len(set(keys)) == 12
 
@@ -87,7 +87,7 @@ def test_cost_limited_cells_are_not_judged(tmp_path):
     first = json.loads(lines[0])
     first["error"] = {"type": "cost_limit", "message": "limit reached"}
     run_dir.traces.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     judged = {(r["case_id"], r["variant_name"]) for r in _results(run_dir)}
     assert (first["case_id"], first["variant_name"]) not in judged
     assert len(judged) == 5
@@ -97,7 +97,7 @@ def test_fresh_run_results_are_judged_inline_and_adopted_when_config_is_unchange
     spec, run_dir = _prepared(tmp_path)
     staged = list(run_dir.path.glob(".results.inline.*"))
     assert len(staged) == 2  # results + their meta, waiting for the results stage
-    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    stats = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     assert stats.results == 12 and stats.evaluator_errors == 2
     assert len(_results(run_dir)) == 12
     assert not list(run_dir.path.glob(".results.inline.*"))
@@ -109,14 +109,14 @@ def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path
     spec, run_dir = _prepared(tmp_path)
     changed = replace(spec, raw={**spec.raw, "evaluators": spec.raw["evaluators"][:1]})
     changed = replace(changed, config=changed.config.model_copy(update={"evaluators": spec.config.evaluators[:1]}))
-    asyncio.run(evaluate_traces(changed, run_dir))
+    asyncio.run(evaluate_traces(changed, run_dir, incremental=False))
     assert {r["evaluator"] for r in _results(run_dir)} == {"explodes_on_case_1"}
     assert not list(run_dir.path.glob(".results.inline.*"))
 
 
 def test_adopting_inline_results_leaves_no_temporary_files(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     # .lock and the slice manifest (store/result_slices.py) are kept on purpose.
     kept = {".lock", ".results.slices.json"}
     assert not [p.name for p in run_dir.path.iterdir() if p.name.startswith(".") and p.name not in kept]

@@ -57,9 +57,9 @@ def _untimed(run_dir):
 
 def test_two_worker_processes_write_the_same_results_as_one(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    single = asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    single = asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     one = _untimed(run_dir)
-    double = asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    double = asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
     assert _untimed(run_dir) == one  # same lines, same order
     assert len(one) == 40 * 2 * 5
     assert (double.traces, double.results, double.by_variant) == (single.traces, single.results, single.by_variant)
@@ -78,10 +78,10 @@ class _AsyncYes(Evaluator):
 
 def test_the_fast_path_writes_what_the_async_path_writes(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     fast = _untimed(run_dir)
     mixed = load_eval(write_eval(tmp_path / "mixed", cases=40, evaluators=FIVE + "  - name: yes\n    type: async_yes\n"))
-    asyncio.run(evaluate_traces(mixed, run_dir))
+    asyncio.run(evaluate_traces(mixed, run_dir, incremental=False))
     assert [line for line in _untimed(run_dir) if '"evaluator":"yes"' not in line] == fast
 
 
@@ -91,7 +91,7 @@ def test_a_corrupt_trace_in_a_workers_span_is_reported_with_its_line(tmp_path):
     lines[-3] = "{not json\n"
     run_dir.traces.write_text("".join(lines))
     with pytest.raises(CorruptRecordError, match=rf"traces.jsonl:{len(lines) - 2}: not JSON"):
-        asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+        asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
     assert not [p.name for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -112,7 +112,7 @@ def _test_evaluators(registered):
 
 def test_a_raising_sync_evaluator_fails_only_its_own_result_in_every_process(tmp_path):
     spec, run_dir = _prepared(tmp_path, evaluators=FIVE + "  - name: raises\n    type: raising_sync\n")
-    stats = asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+    stats = asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
     results = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
     broken = [r for r in results if r["error"]]
     assert stats.evaluator_errors == len(broken) == 2  # case_2 of both variants
@@ -167,7 +167,7 @@ def test_rejudging_keeps_other_slices_and_odd_lines_and_drops_a_torn_tail(tmp_pa
         json.dumps(escaped, separators=(",", ":")),  # escaped name, not in the slice: kept
         '{"schema_version":"1.0","run_id":"r","case_id":"torn"',  # torn tail: dropped
     ]))
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     records = [json.loads(line) for _, line in iter_lines(run_dir.results)]
     assert [r["variant_name"] for r in records[:2]] == ["gone", "q\"uote"]
     assert len(records) == 2 + 4 * 2 * 5
@@ -201,20 +201,20 @@ def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_
     from evalh_pipeline.store.result_slices import recorded_slices
 
     spec, run_dir = _prepared(tmp_path, cases=4)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     assert recorded_slices(run_dir) == {(v, e) for v in ("base", "candidate") for e in
                                                 ("mentions_paris", "used_lookup", "exact_answer", "says_answer", "fast")}
     reads = []
     original = results_file._copy_outside_slice
     monkeypatch.setattr(results_file, "_copy_outside_slice", lambda *a: reads.append(1) or original(*a))
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     assert reads == []  # every old line was in the re-judged slice
-    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], processes=1, incremental=False))
     assert reads == [1]  # base's lines had to be kept
     with run_dir.results.open("a") as handle:  # another writer: the manifest no longer describes the file
         handle.write(json.dumps({"variant_name": "other", "evaluator": "e"}) + "\n")
     assert recorded_slices(run_dir) is None
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     assert reads == [1, 1]
     assert sum('"variant_name": "other"' in line for line in run_dir.results.read_text().splitlines()) == 1
     assert len(run_dir.results.read_text().splitlines()) == 1 + 4 * 2 * 5
@@ -228,7 +228,7 @@ def test_with_another_thread_alive_workers_are_spawned_and_write_the_same_result
     from evalh_pipeline.runner import judge_workers
 
     spec, run_dir = _prepared(tmp_path, cases=10)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     one = _untimed(run_dir)
     methods = []
     original = judge_workers.process_context
@@ -238,7 +238,7 @@ def test_with_another_thread_alive_workers_are_spawned_and_write_the_same_result
     other = threading.Thread(target=stop.wait, daemon=True)  # e.g. a progress bar's refresh thread
     other.start()
     try:
-        asyncio.run(evaluate_traces(spec, run_dir, processes=2))
+        asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
     finally:
         stop.set()
         other.join()

@@ -25,7 +25,7 @@ from evalh_pipeline.defs.evals.metadata import (
     traces_metadata,
 )
 from evalh_pipeline.defs.evals.names import BASELINES_GROUP, judge_job, promote_job, run_job
-from evalh_pipeline.defs.evals.runs import live_spec, resolve_run_id, valid_run_id
+from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, resolve_run_id, reuse_source, valid_run_id
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, completeness_line, evaluators_table, variants_table
@@ -168,13 +168,17 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         else:
             stats = asyncio.run(produce_traces(stage.live, stage.run_dir, variants,
                                                max_concurrency=stage.runtime.max_concurrency,
-                                               progress=stage.runtime.progress))
-        context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces")
+                                               progress=stage.runtime.progress,
+                                               reuse_from=reuse_source(context, stage.live)))
+        context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
+                         + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stage.result(traces_metadata(stats, stage.run_dir))
 
     @dg.asset(
         key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
-        description="Evaluator verdicts on the run's persisted traces. Never calls the system; replaced whole.",
+        description=("Evaluator verdicts on the run's persisted traces. Never calls the system; re-judges only "
+                     "evaluators whose config changed and traces appended since (tag evalh/rejudge=all: every "
+                     "result); the other results are kept byte for byte."),
     )
     def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "results")
@@ -187,7 +191,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         else:
             stats = asyncio.run(evaluate_traces(stage.live, stage.run_dir, variants,
                                                 max_concurrency=stage.runtime.max_concurrency,
-                                                progress=stage.runtime.progress))
+                                                progress=stage.runtime.progress,
+                                                incremental=not rejudge_all(context)))
         return stage.result(results_metadata(stats, stage.run_dir))
 
     @dg.asset(

@@ -7,6 +7,7 @@ import dagster as dg
 from evalh_pipeline.models import RunSummary
 from evalh_pipeline.queries.report import ci_text, repeats_section
 from evalh_pipeline.runner.evaluation import EvaluationStats
+from evalh_pipeline.runner.reuse import recorded_reuse
 from evalh_pipeline.runner.traces import TraceStats
 from evalh_pipeline.store.fixtures import recorded_fixtures
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -35,13 +36,27 @@ def traces_metadata(stats: TraceStats, run_dir: RunDirectory) -> dict[str, Any]:
     return {
         "cells": stats.cells_total,
         "cells_run": stats.cells_run,
-        "cells_resumed": stats.cells_skipped,
+        "cells_resumed": stats.cells_skipped - stats.cells_reused,
+        "cells_reused": stats.cells_reused,
         "cells_errored": stats.cells_errored,
         **{f"errored/{v}": c["errored"] for v, c in sorted(stats.by_variant.items())},
         "errors_by_type": dg.MetadataValue.json(stats.errors_by_type),
         "cells_by_variant": dg.MetadataValue.md("\n".join(rows)),
+        **_reuse_metadata(run_dir),
         **_workspace_metadata(stats),
         **run_dir_metadata(run_dir),
+    }
+
+
+def _reuse_metadata(run_dir: RunDirectory) -> dict[str, Any]:
+    """Lineage of a run that copied unchanged traces from an earlier run (runner/reuse.py)."""
+    record = recorded_reuse(run_dir)
+    if record is None:
+        return {}
+    return {
+        "reused_from_run_id": record["from_run_id"],
+        "reused_from": dg.MetadataValue.path(record["from_path"]),
+        "cells_changed_since": record.get("changed", 0),
     }
 
 
@@ -73,6 +88,9 @@ def results_metadata(stats: EvaluationStats, run_dir: RunDirectory) -> dict[str,
     return {
         "traces_judged": stats.traces,
         "results": stats.results,
+        "results_kept": stats.results_kept,
+        "evaluators_rejudged": dg.MetadataValue.json(stats.evaluators_rejudged),
+        "traces_appended": stats.traces_appended,
         "evaluator_errors": stats.evaluator_errors,
         **dict(sorted(rates.items())),
         "verdicts": dg.MetadataValue.md("\n".join(rows)),

@@ -15,6 +15,11 @@ TRIGGER_TAG = "evalh/trigger"  # cli | fixtures | schedule (absent: launched fro
 FIXTURE_COMMIT_TAG = "evalh/fixture_commit"
 FIXTURE_KEY_TAG = "evalh/fixture_key"
 DRIFT_TICK_TAG = "evalh/drift_tick"
+# The earlier run whose unchanged traces a run copies (a run directory, or a run id in the
+# eval's runs folder): `evalh run --reuse`, or the fixture sensor with
+# `automation.reuse_unchanged_traces`.
+REUSE_FROM_TAG = "evalh/reuse_from"
+REJUDGE_TAG = "evalh/rejudge"  # "all": re-judge every result (`evalh re-evaluate --all`)
 
 
 def run_job(eval_name: str) -> str:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec, load_eval
-from evalh_pipeline.defs.evals.names import RUN_ID_TAG, STAGES, judge_job, run_job
+from evalh_pipeline.defs.evals.names import REJUDGE_TAG, REUSE_FROM_TAG, RUN_ID_TAG, STAGES, judge_job, run_job
 from evalh_pipeline.defs.resources import RUNTIME_KEY
-from evalh_pipeline.store.run_dir import new_run_id
+from evalh_pipeline.store.run_dir import RunDirectory, new_run_id, run_directory
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 RELOAD = "reload the code location (Deployment → Reload, or restart `dagster dev`)"
@@ -107,3 +108,23 @@ def resolve_run_id(context: dg.OpExecutionContext | dg.AssetCheckExecutionContex
         _RESOLVED.clear()
     _RESOLVED[context.run.run_id] = run_id
     return run_id
+
+
+def reuse_source(context: dg.OpExecutionContext, live: EvalSpec) -> RunDirectory | None:
+    """The earlier run whose unchanged traces this run copies (tag ``evalh/reuse_from``), if any.
+
+    The tag names a run directory, or a run id in the eval's runs folder (the fixture sensor's
+    choice); one that is not a run is a Failure, not a silent full run.
+    """
+    tagged = context.run.tags.get(REUSE_FROM_TAG)
+    if not tagged:
+        return None
+    source = RunDirectory(Path(tagged)) if "/" in tagged else run_directory(live, valid_run_id(tagged))
+    if not source.exists():
+        raise dg.Failure(f"tag {REUSE_FROM_TAG}={tagged!r}: {source.path} is not a run directory (no run.json)")
+    return source
+
+
+def rejudge_all(context: dg.OpExecutionContext) -> bool:
+    """Whether this run re-judges every result (tag ``evalh/rejudge=all``), not only what changed."""
+    return context.run.tags.get(REJUDGE_TAG) == "all"

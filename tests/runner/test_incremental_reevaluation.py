@@ -1,0 +1,130 @@
+"""Re-evaluation judges only what changed: evaluators whose config hash changed, traces
+appended since; every other result line is kept byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+FIVE = """
+  - name: mentions_paris
+    type: contains_text
+  - name: used_lookup
+    type: tool_called
+    config: {tool_name: lookup}
+  - name: says_answer
+    type: regex_match
+    config: {pattern: "answer"}
+  - name: fast
+    type: latency_under
+    config: {max_ms: 60000}
+  - name: case_sensitive_paris
+    type: contains_text
+    config: {case_sensitive: true}
+"""
+
+
+def _spec(tmp_path, evaluators=FIVE, cases=6):
+    return load_eval(write_eval(tmp_path / "toy", cases=cases, evaluators=evaluators))
+
+
+def _run(spec):
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    asyncio.run(evaluate_traces(spec, info.run_dir))  # adopts the inline results
+    return info.run_dir
+
+
+def _lines(run_dir):
+    return run_dir.results.read_bytes().splitlines()
+
+
+def _by_evaluator(lines):
+    out = {}
+    for line in lines:
+        out.setdefault(json.loads(line)["evaluator"], []).append(line)
+    return out
+
+
+def test_every_result_records_its_evaluator_hash_and_every_trace_its_cell_hashes(tmp_path):
+    run_dir = _run(_spec(tmp_path))
+    results = [json.loads(line) for line in _lines(run_dir)]
+    hashes = {r["evaluator"]: r["evaluator_hash"] for r in results}
+    assert len(hashes) == 5 and len(set(hashes.values())) == 5 and all(len(h) == 16 for h in hashes.values())
+    traces = [json.loads(line) for line in run_dir.traces.read_text().splitlines()]
+    assert all(t["case_hash"] and t["variant_hash"] and t["fixture_hash"] for t in traces)
+    assert len({t["case_hash"] for t in traces}) == 6  # one per case, the same for both variants
+    assert len({t["variant_hash"] for t in traces}) == 2
+
+
+def test_an_unchanged_config_rejudges_nothing_and_leaves_the_file_untouched(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    before = run_dir.results.read_bytes()
+    stat = os.stat(run_dir.results)
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.results == 0 and stats.results_kept == 6 * 2 * 5 and stats.evaluators_rejudged == []
+    assert run_dir.results.read_bytes() == before and os.stat(run_dir.results).st_mtime_ns == stat.st_mtime_ns
+
+
+def test_changing_one_evaluator_rejudges_exactly_its_results(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    before = _by_evaluator(_lines(run_dir))
+    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    stats = asyncio.run(evaluate_traces(changed, run_dir))
+    assert stats.evaluators_rejudged == ["says_answer"]
+    assert stats.results == 12 and stats.results_kept == 48
+    after = _by_evaluator(_lines(run_dir))
+    for name in before:
+        if name == "says_answer":
+            assert all(a != b for a, b in zip(sorted(after[name]), sorted(before[name])))
+        else:
+            assert after[name] == before[name]  # byte for byte, in order
+    # And again: now nothing changed.
+    again = asyncio.run(evaluate_traces(changed, run_dir))
+    assert again.results == 0 and again.results_kept == 60
+
+
+def test_a_removed_evaluator_loses_its_results_and_a_new_one_is_judged(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    without_fast = FIVE.replace("  - name: fast\n    type: latency_under\n    config: {max_ms: 60000}\n", "")
+    stats = asyncio.run(evaluate_traces(_spec(tmp_path, without_fast + "  - name: exact\n    type: exact_match\n"
+                                                        "    config: {expected: x}\n"), run_dir))
+    assert stats.evaluators_rejudged == ["exact"] and stats.results == 12
+    assert set(_by_evaluator(_lines(run_dir))) == {"mentions_paris", "used_lookup", "says_answer", "case_sensitive_paris", "exact"}
+
+
+def test_traces_appended_since_are_judged_by_the_unchanged_evaluators_only(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    before = _lines(run_dir)
+    # A resumed run: a cell's trace is appended after judging (here: one copied line with a new case id).
+    line = json.loads(run_dir.traces.read_text().splitlines()[0])
+    line["case_id"] = "case_0"
+    line["sample"] = 1
+    with run_dir.traces.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.evaluators_rejudged == [] and stats.traces_appended == 1 and stats.results == 5
+    after = _lines(run_dir)
+    assert after[:len(before)] == before and len(after) == len(before) + 5
+
+
+def test_results_written_by_another_tool_are_rejudged_in_full(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    with run_dir.results.open("ab") as f:
+        f.write(b"\n")  # any other writer makes the manifest stale
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.results == 60 and stats.evaluators_rejudged == sorted(
+        ["mentions_paris", "used_lookup", "says_answer", "fast", "case_sensitive_paris"])
