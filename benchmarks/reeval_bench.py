@@ -105,7 +105,7 @@ def engine_main(eval_yaml: str, run_dir: str) -> None:
     spec = load_eval(eval_yaml)
     directory = RunDirectory(Path(run_dir))
     imported = time.perf_counter()
-    stats = asyncio.run(evaluate_traces(spec, directory))
+    stats = asyncio.run(evaluate_traces(spec, directory, incremental=False))
     evaluated = time.perf_counter()
     write_summary(spec, directory)
     summarized = time.perf_counter()
@@ -121,7 +121,8 @@ def count_results(run_dir: Path) -> int:
 def timed_cli(scenario: str, tool: bench.Tool, fixture: Path, run_dir: Path, env: dict, n: int,
               timeout_s: float, rep: int) -> bench.Measurement:
     log = bench.LOGS / f"{scenario}-{tool.name}-{rep}.log"
-    cmd = [str(tool.evalh), "re-evaluate", str(run_dir)]
+    # --all: every timed pass re-judges everything (an unchanged config would re-judge nothing).
+    cmd = [str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)]
     wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
     m = bench.Measurement(scenario, tool.name, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
                           "" if code == 0 else f"exit {code}")
@@ -172,7 +173,8 @@ def scenario(name: str, n_cases: int, five: bool, tools: list[bench.Tool], root:
             run_dir = bench.find_run_dir(fixture)
             print(f"  {tool.name}: its run took {time.perf_counter() - started:.1f} s (untimed): {run_dir}", flush=True)
         # Warm-up (untimed): page cache, and every timed pass replaces existing results.
-        subprocess.run([str(tool.evalh), "re-evaluate", str(run_dir)], cwd=fixture, env=env,
+        subprocess.run([str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)],
+                       cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)
         prepared.append((tool, fixture, run_dir, env))
     measurements = []

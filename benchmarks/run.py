@@ -285,7 +285,9 @@ def scenario_reeval(tools: list[Tool], runs: list[Measurement], timeout_s: float
             continue
         fixture, run_dir = Path(run.extra["fixture"]), Path(run.extra["run_dir"])
         env = {**os.environ, **run.extra["env"]}  # same Dagster instance / PYTHONPATH as the run
-        m = measure_tool("reeval", tool, ["re-evaluate", str(run_dir)], fixture, run.n, run.latency_s, timeout_s, env)
+        # --all: a full re-judge (without it, an unchanged config re-judges nothing; see incremental_bench.py).
+        args = ["re-evaluate", "--all", str(run_dir)] if tool.name == OURS else ["re-evaluate", str(run_dir)]
+        m = measure_tool("reeval", tool, args, fixture, run.n, run.latency_s, timeout_s, env)
         results.append(m)
         if tool.name == OURS:
             results.append(measure_engine_reeval(tool, fixture, run_dir, run.n, timeout_s))
@@ -323,7 +325,7 @@ def engine_reeval(eval_yaml: str, run_dir: str) -> None:
     spec = load_eval(eval_yaml)
     directory = RunDirectory(Path(run_dir))
     imported = time.perf_counter()
-    asyncio.run(evaluate_traces(spec, directory))
+    asyncio.run(evaluate_traces(spec, directory, incremental=False))
     evaluated = time.perf_counter()
     write_summary(spec, directory)
     summarized = time.perf_counter()

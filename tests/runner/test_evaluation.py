@@ -117,6 +117,6 @@ def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path
 def test_adopting_inline_results_leaves_no_temporary_files(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
-    # .lock and the slice manifest (store/result_slices.py) are kept on purpose.
-    kept = {".lock", ".results.slices.json"}
+    # .lock, the slice manifest (store/result_slices.py) and the last evaluation's counts are kept on purpose.
+    kept = {".lock", ".results.slices.json", ".evaluation.json"}
     assert not [p.name for p in run_dir.path.iterdir() if p.name.startswith(".") and p.name not in kept]

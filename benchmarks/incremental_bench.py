@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Incremental re-evaluation benchmark (issue 16): change one of five evaluators on 100,000
+traces and re-evaluate; the target is <= 1/4 of the cost of a full re-evaluation.
+
+    python benchmarks/incremental_bench.py              # N=50000 x 2 variants = 100,000 traces
+    python benchmarks/incremental_bench.py --quick      # 10,000 traces
+    python benchmarks/incremental_bench.py --repeat 3   # best of 3 per measurement
+
+The fixture is reeval_bench.py's reeval5: make_fixture.py N x 2 variants, LAT=0, with five
+deterministic evaluators (500,000 results). Traces are produced and judged once, untimed.
+Then, alternating, each repeat times:
+
+- full:        the whole results file re-judged (`evalh re-evaluate --all`, and the engine
+               alone: `evaluate_traces(incremental=False)`);
+- incremental: `fast_enough`'s `max_ms` is changed in eval.yaml (1000 <-> 2000) and the run
+               re-evaluated (`evalh re-evaluate`, and `evaluate_traces()`): 100,000 results
+               re-judged, 400,000 kept byte for byte.
+
+Each is timed as a whole process (wall to exit, like run.py) and, for the engine, also
+in-process (evaluate_traces alone, and with write_summary). Ratios are incremental / full;
+results in benchmarks/out/incremental_results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reeval_bench  # noqa: E402
+import run as bench  # noqa: E402
+
+TARGET_RATIO = 0.25
+CHANGED = "fast_enough"
+
+
+def set_max_ms(eval_yaml: Path, value: int) -> None:
+    text = eval_yaml.read_text()
+    for old in ("max_ms: 1000}", "max_ms: 2000}"):
+        text = text.replace(old, f"max_ms: {value}}}")
+    eval_yaml.write_text(text)
+
+
+def engine_main(eval_yaml: str, run_dir: str, mode: str) -> None:
+    """Child entry point: evaluate_traces (full or incremental) then write_summary, timed; JSON out."""
+    import asyncio
+
+    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.evaluation import evaluate_traces
+    from evalh_pipeline.runner.stages import write_summary
+    from evalh_pipeline.store.run_dir import RunDirectory
+
+    spec = load_eval(eval_yaml)
+    directory = RunDirectory(Path(run_dir))
+    started = time.perf_counter()
+    stats = asyncio.run(evaluate_traces(spec, directory, incremental=mode == "incremental"))
+    evaluated = time.perf_counter()
+    write_summary(spec, directory)
+    summarized = time.perf_counter()
+    print(json.dumps({"evaluate_s": evaluated - started, "summary_s": summarized - evaluated,
+                      "results": stats.results, "results_kept": stats.results_kept,
+                      "evaluators_rejudged": stats.evaluators_rejudged}))
+
+
+def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeout_s: float, rep: int,
+          n: int) -> bench.Measurement:
+    log = bench.LOGS / f"incremental-{kind}-{mode}-{rep}.log"
+    wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
+    m = bench.Measurement(f"{kind}-{mode}", kind, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
+                          "" if code == 0 else f"exit {code}")
+    if code == 0 and kind == "engine":
+        m.extra = json.loads(log.read_text().strip().splitlines()[-1])
+    line = f"  [{mode:<11}] {kind:<6} wall {wall:6.2f} s  peak RSS {rss:5.0f} MB  {'ok' if m.ok else 'FAILED ' + str(log)}"
+    if m.extra:
+        e = m.extra
+        line += (f"\n                       evaluate_traces {e['evaluate_s']:.2f} s ({e['results']:,} judged, "
+                 f"{e['results_kept']:,} kept), write_summary {e['summary_s']:.2f} s")
+    print(line, flush=True)
+    return m
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Incremental re-evaluation: one of five evaluators changed.")
+    parser.add_argument("--quick", action="store_true", help="10,000 traces instead of 100,000")
+    parser.add_argument("--repeat", type=int, default=2, help="timed passes of each kind (default 2)")
+    parser.add_argument("--keep", action="store_true", help="keep the fixture (path printed)")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--engine", nargs=3, metavar=("EVAL_YAML", "RUN_DIR", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.engine:
+        engine_main(*args.engine)
+        return 0
+
+    bench.find_fixture_script()
+    ours = bench.Tool(bench.OURS, bench.find_our_evalh())
+    python = ours.evalh.parent / "python"
+    n_cases = 5_000 if args.quick else 50_000
+    traces = 2 * n_cases
+    print(f"ours: {ours.evalh} (commit {bench.git_commit()})\ncpus: {os.cpu_count()}, load average: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n== {traces:,} traces x 5 evaluators", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="evalh-incremental-bench-"))
+    bench.LOGS.mkdir(parents=True, exist_ok=True)
+    measurements: list[bench.Measurement] = []
+    try:
+        fixture = bench.make_fixture(root / "fixture", n_cases, 0.0)
+        reeval_bench.five_evaluators(fixture)
+        eval_yaml = fixture / "eval.yaml"
+        env = ours.env(fixture)
+        run_dir = reeval_bench.produce(fixture, args.timeout)
+        subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
+                       capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
+        engine_env = {**os.environ, "PYTHONPATH": str(fixture)}
+        value = 1000
+        for rep in range(args.repeat):
+            measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
+                                      fixture, env, args.timeout, rep, traces))
+            value = 3000 - value
+            set_max_ms(eval_yaml, value)
+            measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
+                                      fixture, env, args.timeout, rep, traces))
+            engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
+            measurements.append(timed("engine", "full", [*engine, "full"], fixture, engine_env, args.timeout, rep,
+                                      traces))
+            value = 3000 - value
+            set_max_ms(eval_yaml, value)
+            m = timed("engine", "incremental", [*engine, "incremental"], fixture, engine_env, args.timeout, rep, traces)
+            measurements.append(m)
+            if m.ok and (m.extra["evaluators_rejudged"] != [CHANGED] or m.extra["results"] != traces):
+                print(f"  WARNING: expected {traces} results of {CHANGED} re-judged, got {m.extra}", flush=True)
+    finally:
+        if args.keep:
+            print(f"\nfixture kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def best(scenario: str) -> bench.Measurement | None:
+        return min((m for m in measurements if m.scenario == scenario and m.ok), key=lambda m: m.wall_s, default=None)
+
+    rows = []
+    print("\n== summary (best of the repeats)\n")
+    pairs = [("cli", "whole `evalh re-evaluate` process", lambda m: m.wall_s),
+             ("engine", "engine process (imports, evaluate_traces, write_summary)", lambda m: m.wall_s),
+             ("engine", "evaluate_traces alone", lambda m: m.extra["evaluate_s"])]
+    for kind, label, figure in pairs:
+        full, incremental = best(f"{kind}-full"), best(f"{kind}-incremental")
+        if full is None or incremental is None:
+            continue
+        if figure(full) == 0:
+            continue
+        ratio = figure(incremental) / figure(full)
+        ok = ratio <= TARGET_RATIO
+        print(f"  {label:<58} full {figure(full):6.2f} s  incremental {figure(incremental):6.2f} s  "
+              f"ratio {ratio:.3f}  (target <= {TARGET_RATIO}: {'yes' if ok else 'NO'})")
+        rows.append({"check": f"incremental / full: {label}", "full_s": figure(full),
+                     "incremental_s": figure(incremental), "value": ratio, "target": TARGET_RATIO, "ok": ok})
+    bench.OUT.mkdir(parents=True, exist_ok=True)
+    path = bench.OUT / "incremental_results.json"
+    path.write_text(json.dumps({
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": bench.git_commit(), "cpus": os.cpu_count(),
+        "loadavg_at_end": os.getloadavg(), "quick": args.quick, "repeat": args.repeat, "traces": traces,
+        "measurements": [m.__dict__ for m in measurements], "checks": rows,
+    }, indent=2, default=str) + "\n")
+    print(f"\nJSON: {path}")
+    return 0 if all(m.ok for m in measurements) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
