@@ -89,3 +89,9 @@ def test_significance_gate_fails_on_a_real_regression(tmp_path, instance):
     evaluation = record.event.dagster_event.event_specific_data
     assert evaluation.passed is False
     assert "p = 0.002: a real regression" in evaluation.description
+    # The summary's materialization shows the same statistics.
+    metadata = instance.get_latest_materialization_event(
+        dg.AssetKey(["toy", "summary"])).asset_materialization.metadata
+    assert metadata["mcnemar_p_value/candidate"].value == 0.001953125  # scipy binomtest(0, 10)
+    assert metadata["verdict/candidate"].value.endswith("p = 0.002: a real regression")
+    assert metadata["delta_ci95/candidate"].value.endswith(" pp")
