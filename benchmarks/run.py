@@ -5,7 +5,7 @@
     python benchmarks/run.py --quick         # N=1000 smoke check
     python benchmarks/run.py --only run      # run | reeval | scale
     python benchmarks/run.py --only reeval5 [--repeat 3]   # 100k traces x 5 evaluators (reeval_bench.py)
-    python benchmarks/run.py --only query | workspace | http | store   # query_bench.py, ..., store_bench.py
+    python benchmarks/run.py --only query | workspace | http | store | incremental   # query_bench.py, ...
     python benchmarks/run.py --all           # these scenarios, then every suite above, one after the other
     python benchmarks/run.py --skip-peer     # do not run eval-harness
 
@@ -460,11 +460,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # Benchmarks with a script and options of their own (see each docstring), by --only name.
 SUITES = {"reeval5": "reeval_bench.py", "query": "query_bench.py", "workspace": "workspace_bench.py",
-          "http": "http_bench.py", "store": "store_bench.py", "dagster": "dagster_bench.py"}
+          "http": "http_bench.py", "store": "store_bench.py", "dagster": "dagster_bench.py",
+          "incremental": "incremental_bench.py"}
 # Options passed on by --all to the suites that have them (workspace_bench has no peer).
 SHARED_OPTIONS = {"reeval5": ("--skip-peer", "--keep", "--quick"), "query": ("--skip-peer", "--keep"),
                   "workspace": ("--quick",), "http": ("--skip-peer", "--keep", "--quick"), "store": ("--quick",),
-                  "dagster": ("--quick",)}
+                  "dagster": ("--quick",), "incremental": ("--keep", "--quick")}
 
 
 def run_suite(name: str, args: list[str]) -> int:
