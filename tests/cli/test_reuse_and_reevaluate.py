@@ -22,7 +22,7 @@ def _calls(env):
         return sorted(tuple(json.loads(line)) for line in f)
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_ten_thousand_cases_one_changed_reuse_and_one_evaluator_changed(tmp_path, env):
     folder = tmp_path / "big"
     eval_yaml = write_eval(folder, cases=CASES, systems=STEADY_SYSTEMS)
