@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.models import EvalCase, RunVariant, Trace
@@ -79,3 +80,13 @@ class CellHashes:
         trace.case_hash = case_hash(cell.case)
         trace.variant_hash = self.variants.get(cell.variant.name)
         trace.fixture_hash = self.fixture
+
+
+def file_version(path: Path) -> str:
+    """A version of a run file: the hash of its size, inode and mtime (cheap for a 100 MB
+    file; appended to, rewritten or replaced, it changes; untouched, it stays)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return "missing"
+    return content_hash([stat.st_size, stat.st_ino, stat.st_mtime_ns])

@@ -31,6 +31,7 @@ from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, completeness_line, evaluators_table, variants_table
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
+from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.stages import prepare_cases, run_variants, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
@@ -121,12 +122,17 @@ class _Stage:
                              "longer defines: restore them to finish this run, or start a new run")
         return names
 
-    def result(self, metadata: dict[str, Any]) -> dg.MaterializeResult:
+    def result(self, metadata: dict[str, Any], data_file: Path | None = None) -> dg.MaterializeResult:
+        """The stage's materialization; its data version is the run, the spec version of the
+        stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
+        traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
+        mark everything downstream as changed upstream in the UI; an untouched file does not."""
         _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
+        data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
         return dg.MaterializeResult(
             metadata={"run_id": self.run_id, **metadata, "spec_version": version, **run_dir_metadata(self.run_dir)},
-            data_version=dg.DataVersion(f"{self.run_id}:{version}"),
+            data_version=dg.DataVersion(data),
         )
 
 
@@ -172,7 +178,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                                                reuse_from=reuse_source(context, stage.live)))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
-        return stage.result(traces_metadata(stats, stage.run_dir))
+        return stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
 
     @dg.asset(
         key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
@@ -193,7 +199,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                                                 max_concurrency=stage.runtime.max_concurrency,
                                                 progress=stage.runtime.progress,
                                                 incremental=not rejudge_all(context)))
-        return stage.result(results_metadata(stats, stage.run_dir))
+        return stage.result(results_metadata(stats, stage.run_dir), stage.run_dir.results)
 
     @dg.asset(
         key=[name, "summary"], deps=[results], code_version=versions["summary"], kinds={"evalh", "duckdb"}, **common,

@@ -1,0 +1,76 @@
+"""Data versions: traces and results carry a version of their file, so a changed evaluator
+(which rewrites results.jsonl) or a resume (which appends traces) shows downstream assets as
+changed upstream in the UI, and an unchanged re-evaluation does not.
+
+Dagster shows an asset "stale: upstream data changed" when an upstream's latest data version
+differs from the one the asset's last materialization consumed (its
+``dagster/input_data_version/<upstream>`` tag): that is what these tests compare.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from evalh_pipeline.config import load_eval
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.evals.names import RUN_ID_TAG, judge_job
+from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+
+def _latest(instance, *path: str) -> dg.AssetMaterialization:
+    event = instance.get_latest_materialization_event(dg.AssetKey(list(path)))
+    return event.asset_materialization
+
+
+def _version(instance, *path: str) -> str:
+    return _latest(instance, *path).tags["dagster/data_version"]
+
+
+def _summary_is_stale(instance) -> bool:
+    consumed = _latest(instance, "toy", "summary").tags["dagster/input_data_version/toy/results"]
+    return consumed != _version(instance, "toy", "results")
+
+
+def _materialize_only_results(spec, run_id, instance) -> None:
+    """What the UI's "Materialize selected" on `results` does: that asset alone."""
+    defs, _ = build_definitions([spec])
+    job = defs.resolve_job_def(judge_job(spec.name))
+    job.execute_in_process(instance=instance, tags={RUN_ID_TAG: run_id},
+                           asset_selection=[dg.AssetKey(["toy", "results"])])
+
+
+def test_results_data_version_moves_only_when_an_evaluator_changed(tmp_path, instance):
+    path = write_eval(tmp_path / "toy", cases=3)
+    spec = load_eval(path)
+    run_id = new_run_id(spec.name)
+    materialize_run(spec, run_id, instance=instance)
+    first = _version(instance, "toy", "results")
+    assert not _summary_is_stale(instance)
+
+    _materialize_only_results(load_eval(path), run_id, instance)  # nothing changed: nothing re-judged
+    assert _version(instance, "toy", "results") == first
+    assert not _summary_is_stale(instance)
+
+    path.write_text(path.read_text().replace("type: contains_text", "type: contains_text\n    config: {case_sensitive: true}"))
+    _materialize_only_results(load_eval(path), run_id, instance)
+    assert _version(instance, "toy", "results") != first
+    assert _summary_is_stale(instance)  # the UI marks the summary: upstream data changed
+
+    materialize_reevaluation(load_eval(path), run_id, instance=instance)  # results, summary and drift
+    assert not _summary_is_stale(instance)
+
+
+def test_traces_data_version_moves_when_a_resume_appends_traces(tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=4))
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+    first = _version(instance, "toy", "traces")
+    lines = outcome.run_dir.traces.read_text().splitlines(keepends=True)
+    outcome.run_dir.traces.write_text("".join(lines[:5]))  # a killed run: three cells lost
+
+    materialize_run(spec, run_id, instance=instance)
+
+    assert _version(instance, "toy", "traces") != first
+    assert len(outcome.run_dir.traces.read_text().splitlines()) == 8
