@@ -191,10 +191,14 @@ class AutomationConfig(_Strict):
     ``on_fixture_change: true`` starts ``<eval>__fixtures_changed`` running; a ``drift_cron``
     starts ``<eval>__scheduled_drift`` running on that cron (read in ``schedule.timezone``;
     without it the sensor uses ``schedule.drift_cron`` and is stopped until turned on in the UI).
+    ``reuse_unchanged_traces: true`` makes a fixture-change run start from the traces of the
+    eval's latest complete run whose case, variant and fixture hashes are unchanged (as
+    ``evalh run --reuse``): only new or changed cells call the system.
     """
 
     on_fixture_change: bool = False
     drift_cron: str | None = None
+    reuse_unchanged_traces: bool = False
 
     @field_validator("drift_cron")
     @classmethod

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +49,32 @@ def variant_hash(variant: RunVariant, secrets: Iterable[str] = ()) -> str:
     return content_hash(variant.model_dump(mode="json", exclude={"schema_version"}), secrets)
 
 
-def fixture_hash(fixtures: dict[str, Any]) -> str:
-    """The hash of the fixture a run ran against: the git commit and the workspace version
-    recorded in run.json (the dataset's own hash is left out: each case has its hash)."""
-    return content_hash({"commit": fixtures.get("commit", ""), "workspace": fixtures.get("workspace", "")})
+def fixture_hash(fixtures: dict[str, Any], covered: Iterable[str] = ()) -> str:
+    """The hash of the fixture a run ran against, from the fingerprint recorded in run.json
+    (store/fixtures.py): the versions of the workspace tree and of the files the eval names,
+    except the ``covered`` paths (the eval file and the dataset: the variant and case hashes
+    cover what in them decides a trace). So a commit that changes one case, or an evaluator,
+    leaves the fixture hash as it was. A run recorded without path versions falls back to
+    the commit and workspace version."""
+    paths = fixtures.get("paths")
+    if not isinstance(paths, dict):
+        return content_hash({"commit": fixtures.get("commit", ""), "workspace": fixtures.get("workspace", "")})
+    skip = set(covered)
+    return content_hash({"paths": {rel: version for rel, version in paths.items() if rel not in skip}})
+
+
+def covered_fixture_paths(spec: EvalSpec) -> set[str]:
+    """How a fingerprint names the eval file and the dataset (relative to the git root or to
+    the eval folder; store/fixtures.py): the fixture paths the variant and case hashes cover."""
+    from evalh_pipeline.store.fixtures import git_root
+
+    root = git_root(spec.eval_dir)
+    names = set()
+    for path in (spec.path.resolve(), spec.dataset_path.resolve()):
+        names.add(Path(os.path.relpath(path, spec.eval_dir.resolve())).as_posix())
+        if root is not None and path.is_relative_to(root):
+            names.add(path.relative_to(root).as_posix())
+    return names
 
 
 def evaluator_hash(name: str, type_name: str, config: dict[str, Any], secrets: Iterable[str] = ()) -> str:
@@ -73,7 +96,7 @@ class CellHashes:
 
         meta = run_dir.read_meta() if run_dir.exists() else {}
         return cls(variants={v.name: variant_hash(v, spec.secret_values) for v in variants},
-                   fixture=fixture_hash(recorded_fixtures(meta)))
+                   fixture=fixture_hash(recorded_fixtures(meta), covered_fixture_paths(spec)))
 
     def stamp(self, trace: Trace, cell: Cell) -> None:
         """Record the cell's case, variant and fixture hashes in ``trace``."""

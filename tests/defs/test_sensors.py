@@ -264,3 +264,62 @@ def test_fingerprint_without_a_git_binary(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     fingerprint = fixture_fingerprint(spec)
     assert (fingerprint.commit, fingerprint.status) == ("", "untracked")
+
+
+def test_a_fixture_run_that_opts_in_reuses_the_latest_complete_runs_unchanged_traces(tmp_path, instance, git_repo,
+                                                                                     monkeypatch):
+    import json
+
+    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.store.run_dir import new_run_id
+
+    path = write_eval(git_repo / "toy", cases=4, systems=STEADY_SYSTEMS,
+                      extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
+    _commit(git_repo, "eval and dataset")
+    spec = load_eval(path)
+    defs, _ = build_definitions([spec])
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    previous = new_run_id(spec.name)
+    materialize_run(spec, previous, instance=instance)  # a complete run to start from
+
+    # One case changes in a commit (so the commit and the dataset's version change too).
+    cases = (git_repo / "toy" / "cases.jsonl").read_text().splitlines()
+    cases[2] = cases[2].replace("answer 2 Paris", "answer 2 changed Paris")
+    (git_repo / "toy" / "cases.jsonl").write_text("\n".join(cases) + "\n")
+    _commit(git_repo, "case_2 changed")
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+    request, run_id = _assert_one_whole_run(changed)
+    assert request.tags["evalh/reuse_from"] == previous
+
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(log))
+    result = defs.resolve_job_def(request.job_name).execute_in_process(instance=instance, tags=request.tags)
+
+    assert result.success
+    calls = sorted(tuple(json.loads(line)) for line in log.read_text().splitlines())
+    assert calls == [("case_2", "base"), ("case_2", "candidate")]  # the system only for the changed cells
+    run_dir = RunDirectory(git_repo / "toy" / "runs" / run_id)
+    summary = load_summary(run_dir)
+    assert summary.completeness.complete and summary.reused_traces == 6 and summary.reused_from == [previous]
+    traces = instance.get_latest_materialization_event(dg.AssetKey(["toy", "traces"])).asset_materialization.metadata
+    assert traces["cells_reused"].value == 6 and traces["cells_run"].value == 2
+    assert traces["reused_from_run_id"].value == previous
+
+
+def test_a_fixture_run_reuses_nothing_unless_the_eval_opts_in(tmp_path, instance, git_repo):
+    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.store.run_dir import new_run_id
+
+    path = write_eval(git_repo / "toy", cases=2, systems=STEADY_SYSTEMS,
+                      extra_yaml="automation: {on_fixture_change: true}\n")
+    _commit(git_repo, "eval and dataset")
+    spec = load_eval(path)
+    defs, _ = build_definitions([spec])
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    materialize_run(spec, new_run_id(spec.name), instance=instance)
+    with (git_repo / "toy" / "cases.jsonl").open("a") as f:
+        f.write('{"id": "case_new", "input": {"answer": "Paris"}, "expected": {"answer_should_include": ["Paris"]}}\n')
+    _commit(git_repo, "a new case")
+
+    request, _ = _assert_one_whole_run(_tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor))
+    assert "evalh/reuse_from" not in request.tags

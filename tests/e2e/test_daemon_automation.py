@@ -15,6 +15,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from tests.conftest import run_evalh
 from tests.e2e.conftest import commit
 
 pytestmark = pytest.mark.e2e
@@ -118,6 +119,45 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
     since = time.time()
     _wait(lambda: len(_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120, "another tick", dagster_dev.log)
     assert len(_runs(instance, "fix__run", "fixtures")) == 1
+
+
+def test_a_fixture_commit_reuses_the_unchanged_traces_of_the_last_complete_run(dagster_dev):
+    """``automation.reuse_unchanged_traces``: after a run by hand, a commit changing one case makes
+    a run that copies every other cell's trace and calls the system for that case only."""
+    import os
+
+    instance = dagster_dev.instance()
+    repo = dagster_dev.repo
+    sensor = "reusing__fixtures_changed"
+    _wait(lambda: (s := _sensor_state(instance, sensor)) and s.instigator_data and s.instigator_data.cursor,
+          180, "the reusing eval's first sensor evaluation", dagster_dev.log)
+    eval_yaml = repo / "evals" / "reusing" / "eval.yaml"
+    by_hand = run_evalh(["run", str(eval_yaml)], {**os.environ, "DAGSTER_HOME": str(dagster_dev.home)}, repo,
+                        timeout=240)
+    assert by_hand.returncode == 0, by_hand.stderr
+    previous = next(r for r in instance.get_runs(dg.RunsFilter(job_name="reusing__run"))
+                    if r.tags.get("evalh/trigger") == "cli").tags["evalh/run_id"]
+
+    cases = repo / "evals" / "reusing" / "cases.jsonl"
+    lines = cases.read_text().splitlines()
+    lines[1] = lines[1].replace("answer 1 Paris", "answer 1 changed Paris")
+    cases.write_text("\n".join(lines) + "\n")
+    commit(repo, "reusing: case_1 changed")
+
+    def finished():
+        runs = _runs(instance, "reusing__run", "fixtures")
+        return runs if runs and runs[0].is_finished else None
+
+    (run,) = _wait(finished, LATENCY_LIMIT + 60, "the reusing fixture run to finish", dagster_dev.log)
+    assert run.tags["evalh/reuse_from"] == previous
+    _assert_complete_run(instance, run, "reusing", ["base", "candidate"])
+    traces = next(e.dagster_event.event_specific_data.materialization.metadata
+                  for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                  if e.dagster_event.event_specific_data.materialization.asset_key.path[-1] == "traces")
+    assert traces["cells_reused"].value == 6 and traces["cells_run"].value == 2
+    assert traces["reused_from_run_id"].value == previous
+    written = yaml.safe_load((Path(traces["run_dir"].value) / "summary.yaml").read_text())
+    assert written["reused_traces"] == 6 and written["reused_from"] == [previous]
 
 
 def test_a_drift_cron_tick_makes_a_complete_run(dagster_dev):

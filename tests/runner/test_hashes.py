@@ -28,6 +28,15 @@ def test_variant_and_evaluator_hashes_follow_their_config():
     assert evaluator_hash("e", "contains_text", {}) != evaluator_hash("e", "contains_text", {"case_sensitive": True})
 
 
-def test_fixture_hash_leaves_the_dataset_to_the_case_hashes():
-    assert fixture_hash({"dataset_hash": "a", "commit": "c1"}) == fixture_hash({"dataset_hash": "b", "commit": "c1"})
+def test_fixture_hash_leaves_the_eval_file_and_dataset_to_the_variant_and_case_hashes():
+    def recorded(dataset, tree, commit):
+        return {"dataset_hash": dataset, "commit": commit, "workspace": tree,
+                "paths": {"evals/x/eval.yaml": f"git:{commit}e", "evals/x/cases.jsonl": dataset, "evals/x/tree": tree}}
+
+    covered = {"evals/x/eval.yaml", "evals/x/cases.jsonl"}
+    # A commit that changed one case (and so the commit) keeps the fixture hash...
+    assert fixture_hash(recorded("a", "git:t1", "c1"), covered) == fixture_hash(recorded("b", "git:t1", "c2"), covered)
+    # ...a changed workspace tree does not.
+    assert fixture_hash(recorded("a", "git:t1", "c1"), covered) != fixture_hash(recorded("a", "git:t2", "c1"), covered)
+    # Runs recorded before path versions: the commit and workspace version.
     assert fixture_hash({"commit": "c1"}) != fixture_hash({"commit": "c2"})

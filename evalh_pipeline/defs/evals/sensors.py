@@ -16,6 +16,11 @@ eval.yaml at every evaluation (a new variant, dataset or cron applies without a 
 running by default; the UI's toggle turns either on or off regardless. While a run started
 by either sensor is queued or running, both skip with the reason (at most one automation
 run per eval); a fixture change seen meanwhile is picked up once it is over.
+
+With ``automation.reuse_unchanged_traces: true`` a fixture-change run is tagged
+``evalh/reuse_from`` with the eval's latest complete run: its traces step copies the traces
+whose case, variant and fixture hashes are unchanged (runner/reuse.py) and calls the system
+only for the rest; the run's traces materialization and summary.yaml record where from.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from evalh_pipeline.defs.evals.names import (
     EVAL_TAG,
     FIXTURE_COMMIT_TAG,
     FIXTURE_KEY_TAG,
+    REUSE_FROM_TAG,
     RUN_ID_TAG,
     TRIGGER_TAG,
     drift_sensor,
@@ -41,7 +47,7 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.evals.runs import RELOAD, reload_reason
 from evalh_pipeline.store.fixtures import fixture_fingerprint
-from evalh_pipeline.store.run_dir import new_run_id
+from evalh_pipeline.store.run_dir import new_run_id, run_directory
 
 # A fixture commit reaches a completed summary within a minute: one interval plus the run.
 FIXTURE_INTERVAL_SECONDS = 15
@@ -61,6 +67,23 @@ def automation_run_in_progress(instance: dg.DagsterInstance, eval_name: str) -> 
     for run in instance.get_runs(dg.RunsFilter(job_name=run_job(eval_name), statuses=_ACTIVE), limit=20):
         if run.tags.get(TRIGGER_TAG) in AUTOMATION_TRIGGERS:
             return run.run_id
+    return ""
+
+
+def latest_complete_run(instance: dg.DagsterInstance, live: EvalSpec) -> str:
+    """The run id of the eval's latest run whose summary was complete and whose directory is
+    still in the runs folder ("" if none): what a fixture-change run reuses traces from."""
+    records = instance.fetch_materializations(dg.AssetKey([live.name, "summary"]), limit=20).records
+    for record in records:
+        materialization = record.asset_materialization
+        if materialization is None:
+            continue
+        complete = materialization.metadata.get("complete")
+        run_id = materialization.metadata.get("run_id")
+        if complete is None or complete.value is not True or run_id is None:
+            continue
+        if run_directory(live, str(run_id.value)).exists():
+            return str(run_id.value)
     return ""
 
 
@@ -114,9 +137,11 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
             return dg.SkipReason(f"fixtures changed, but automation run {busy} of {live.name} is in progress: "
                                  "the change starts a run once it is over")
         context.update_cursor(current.key)
+        previous = latest_complete_run(context.instance, live) if live.config.automation.reuse_unchanged_traces else ""
         return _run_request(live, f"fixtures:{current.key}", {
             TRIGGER_TAG: "fixtures", FIXTURE_KEY_TAG: current.key,
             **({FIXTURE_COMMIT_TAG: current.commit} if current.commit else {}),
+            **({REUSE_FROM_TAG: previous} if previous else {}),
         })
 
     return fixtures_changed
