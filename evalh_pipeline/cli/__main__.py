@@ -1,0 +1,5 @@
+"""`python -m evalh_pipeline.cli`: the same as the `evalh` entry point."""
+
+from evalh_pipeline.cli import main
+
+main()

@@ -1,0 +1,71 @@
+"""The `evalh` click group: exit codes, the run-location argument type and the options
+several commands share."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalh_pipeline.terminal import err
+
+
+EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+# `run --fail-on-gate`: a gate failed (like `drift --exit-nonzero-on-regression`).
+EXIT_GATE = 1
+
+
+class _RunLocation(click.ParamType):
+    """A run directory, the URL of a run published through ``output[]``, or a bare run id
+    (looked up in --store, else in the runs folder: $EVALH_RUNS_DIR or ./runs)."""
+
+    name = "run"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from evalh_pipeline.store.run_dir import RUN_ID_PATTERN
+
+        if "://" in str(value):
+            return str(value)
+        if not Path(str(value)).exists() and RUN_ID_PATTERN.match(str(value)):
+            return str(value)
+        return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
+
+
+class _EvalhGroup(click.Group):
+    """click's group with evalh's exit codes: a usage error (bad option, a folder where a
+    file is expected) exits 1 like any other invalid input, not click's 2, which evalh
+    reserves for infrastructure failures."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            exc.show()
+            sys.exit(EXIT_CONFIG)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            err.line("interrupted.")
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(result if isinstance(result, int) else EXIT_OK)
+
+
+@click.group(cls=_EvalhGroup)
+@click.version_option(package_name="evalh-pipeline")
+def main() -> None:
+    """evalh: an evaluation harness for AI systems, orchestrated by Dagster."""
+
+
+def _store_options(command):
+    """``--store URL`` and ``--namespace KEY=VALUE``: read runs by id from a trace store."""
+    command = click.option("--namespace", "namespace", multiple=True, metavar="KEY=VALUE",
+                           help="With --store: only runs filed under this namespace (repeat for several keys).")(command)
+    return click.option("--store", "store", metavar="URL",
+                        help="Read runs by id from a trace store: sqlite:///runs.db or postgresql://…")(command)

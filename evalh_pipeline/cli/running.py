@@ -1,0 +1,344 @@
+"""`evalh run`, `re-evaluate` and `retry-failed`: the commands that produce data, through the
+Dagster assets (or the engine first, then Dagster), and how their outcome is printed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
+from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _spec_for_run
+from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
+from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
+
+if TYPE_CHECKING:
+    from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.models import RunSummary
+
+
+@main.command()
+@click.argument("eval_path", type=click.Path())
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
+              help="Finish a killed run: only cells without a trace are run.")
+@click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
+              help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
+                   "only new or changed cells call the system.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
+@click.option("--dry-run", is_flag=True,
+              help="Validate the config and every dataset row, print the plan; write nothing.")
+@click.option("--limit", type=click.IntRange(min=1), help="Keep the first N selected cases (after filter and sample).")
+@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
+              help="Keep cases whose KEY (metadata.KEY, or a dotted path into the case) equals VALUE. "
+                   "Repeat a key for OR, use several keys for AND; narrows dataset.filter.")
+@click.option("--fail-on-gate", is_flag=True,
+              help="Exit 1 when a gate or the completeness check fails (for CI); the run is still complete.")
+@click.option("--strict", is_flag=True,
+              help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
+def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concurrency: int | None, dry_run: bool,
+        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool) -> None:
+    """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
+    _require_eval_file(eval_path)
+    spec = _select(_load(eval_path, strict), filters, limit)
+    if dry_run:
+        _print_plan(spec, resume_dir, max_concurrency)
+        return
+    from evalh_pipeline.defs.overlap import run_overlapped
+
+    selecting = bool(filters) or limit is not None
+    if resume_dir and reuse_dir:
+        error("--resume finishes a run, --reuse starts one: give one of them")
+        sys.exit(EXIT_CONFIG)
+    reuse_from = None
+    if reuse_dir:
+        previous = RunDirectory(Path(reuse_dir).resolve())
+        if not previous.exists():
+            error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
+            sys.exit(EXIT_CONFIG)
+        reuse_from = str(previous.path)
+    if resume_dir:
+        if selecting:
+            error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
+            sys.exit(EXIT_CONFIG)
+        run_dir = RunDirectory(Path(resume_dir).resolve())
+        meta = run_dir.read_meta() if run_dir.exists() else None
+        if meta is None or meta.get("eval_name") != spec.name:
+            error(f"{resume_dir} is not a run of eval {spec.name!r}")
+            sys.exit(EXIT_CONFIG)
+        run_id = run_dir.run_id
+        spec = _located(spec, run_dir)
+    else:
+        run_id = new_run_id(spec.name)
+    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
+    err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
+    with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
+        outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True,
+                               reuse_from=reuse_from)
+    _print_outcome(outcome)
+    if reuse_from:
+        _print_reuse(outcome, reuse_from)
+    _print_ui_visibility(spec)
+    if fail_on_gate and outcome.failed_checks:
+        sys.exit(EXIT_GATE)
+
+
+def _print_reuse(outcome, reuse_from: str) -> None:
+    """Say how many cells a ``--reuse`` run copied and how many called the system."""
+    from evalh_pipeline.runner.reuse import recorded_reuse
+
+    reused = (recorded_reuse(outcome.run_dir) or {}).get("reused", 0)
+    done = outcome.summary.completeness
+    cells = done.present_cells if done else sum(v.cases_total for v in outcome.summary.variants)
+    say(f"reused {reused} of {cells} cell(s) from {Path(reuse_from).name}; {cells - reused} called the system")
+
+
+def _print_ui_visibility(spec: EvalSpec) -> None:
+    """Say how to see an eval outside the code location's folders in the UI (not as orphan assets)."""
+    import os
+
+    from evalh_pipeline.defs.discovery import EVALS_DIR_ENV, evals_dirs, project_evals_dir, visible_in_ui
+
+    if not visible_in_ui(spec.path):
+        folders = ":".join(str(f) for f in evals_dirs(project_evals_dir()))
+        extra = f":{os.environ[EVALS_DIR_ENV]}" if os.environ.get(EVALS_DIR_ENV) else ""
+        err.line(f"note: {spec.path} is outside the UI's evals folder ({folders}); to see its runs in the UI: "
+                 f"{EVALS_DIR_ENV}={spec.eval_dir}{extra} ./dev ui")
+
+
+def _require_eval_file(eval_path: str) -> None:
+    """A folder given where the eval file belongs: say which file to give (exit 1, a usage error)."""
+    folder = Path(eval_path)
+    if not folder.is_dir():
+        return
+    candidates = sorted(p for p in folder.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+    hint = f"; eval files there: {', '.join(str(p) for p in candidates)}" if candidates else ""
+    error(f"{eval_path} is a folder: give the eval's YAML file (evalh run path/to/eval.yaml){hint}")
+    sys.exit(EXIT_CONFIG)
+
+
+def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> EvalSpec:
+    """``spec`` narrowed by ``--filter`` / ``--limit`` (unchanged without them)."""
+    from evalh_pipeline.config.dataset import parse_filter_args, with_selection
+
+    try:
+        rules = parse_filter_args(filters)
+    except ValueError as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    return with_selection(spec, rules, limit)
+
+
+def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
+    """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.config.dataset import select_cases
+
+    run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
+    try:
+        cases = sum(1 for _ in select_cases(spec, run_id))
+    except ConfigError as exc:
+        error(f"invalid eval input\n{exc}")
+        sys.exit(EXIT_CONFIG)
+    run_cfg = spec.config.run
+    samples = run_cfg.samples_per_case
+    dataset = spec.config.dataset
+    selection = [f"filter {json.dumps(dataset.filter, default=str)}" if dataset.filter else "",
+                 f"sample {dataset.sample}" if dataset.sample is not None else "",
+                 f"limit {spec.case_limit}" if spec.case_limit is not None else ""]
+    lines = [
+        f"dry run of {spec.name} ({spec.path}): nothing is written",
+        f"variants: {len(spec.variants)} ({', '.join(spec.variant_names)})",
+        f"dataset: {spec.dataset_path}" + (f" ({'; '.join(s for s in selection if s)})" if any(selection) else ""),
+        f"cases: {cases}",
+        f"cells: {cases * len(spec.variants) * samples} ({plural(cases, 'case')} × {plural(len(spec.variants), 'variant')}"
+        f" × {plural(samples, 'sample')})",
+        f"concurrency: {max_concurrency or run_cfg.max_concurrency}"
+        + (f" (per variant {run_cfg.per_variant_concurrency})" if run_cfg.per_variant_concurrency else ""),
+        f"evaluators: {', '.join(e.name for e in spec.config.evaluators) or '–'}",
+        f"output folder: {Path(spec.runs_root).resolve()}"
+        + (f" (working copy of {spec.outputs[0]})" if spec.outputs and "://" in spec.outputs[0] else "")
+        + (f"; mirrors: {', '.join(spec.outputs[1:])}" if len(spec.outputs) > 1 else ""),
+    ]
+    if spec.stores:
+        from evalh_pipeline.store.stores.sync import build_stores
+
+        stores = build_stores(spec)
+        lines.append("trace stores: " + ", ".join(
+            store.label + (f" (namespace {', '.join(f'{k}={v}' for k, v in store.namespace.items())})"
+                           if store.namespace else "") for store in stores))
+    if resume_dir:
+        lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
+    for line in lines:
+        say(line)
+
+
+@main.command("re-evaluate")
+@click.argument("run_dir", type=_RunLocation())
+@click.option("--config", "eval_path", type=click.Path(dir_okay=False, exists=True),
+              help="The eval.yaml whose evaluators to apply (default: the one the run was made from).")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
+@click.option("--all", "rejudge_all", is_flag=True,
+              help="Re-judge every result, not only those of evaluators whose config changed and of new traces.")
+def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool) -> None:
+    """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system).
+
+    Only results whose evaluator config changed (or whose trace is new) are judged again;
+    the others are kept as they are. --all re-judges everything."""
+    from evalh_pipeline.defs.overlap import reevaluate_overlapped
+
+    if "://" in run_dir:
+        error("re-evaluate works on a local run directory (or a run id in ./runs)")
+        sys.exit(EXIT_CONFIG)
+    if not Path(run_dir).exists() and eval_path is not None:
+        # A bare run id with --config: the run lives in that eval's runs folder.
+        run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
+    directory = _run_directory(run_dir)
+    spec = _spec_for_run(directory, eval_path)
+    err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
+    with _holding(directory.path, "evalh re-evaluate"):
+        outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True,
+                               rejudge_all=rejudge_all)
+    _print_outcome(outcome)
+    from evalh_pipeline.runner.evaluation import last_evaluation
+
+    counts = last_evaluation(directory)
+    if counts is not None:
+        changed = ", ".join(counts["evaluators_rejudged"]) or "none"
+        say(f"re-judged {counts['results']} result(s) (changed evaluators: {changed}; "
+            f"{counts['traces_appended']} new trace(s)); kept {counts['results_kept']} unchanged")
+
+
+@main.command("retry-failed")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--include-evaluator-failures", is_flag=True,
+              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
+def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
+    """Run the failed cells of RUN_DIR again, replacing their traces and results."""
+    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.runner.retry import prepare_retry
+
+    directory = _run_directory(run_dir)
+    spec = _spec_for_run(directory, None)
+    with _holding(directory.path, "evalh retry-failed"):
+        retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
+        say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
+        resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
+        outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
+    _print_outcome(outcome)
+    say(f"retried {plural(retried, 'cell')}")
+
+
+def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
+                 engine_first: bool = False, reuse_from: str | None = None,
+                 rejudge_all: bool = False):
+    """Run ``action`` (a defs.launch materialization) and map its failures to exit codes.
+
+    With ``engine_first`` the action is ``defs.overlap.run_overlapped``: it starts the run's
+    cells before Dagster is imported, so Dagster is not imported here either.
+    """
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
+    from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
+
+    def launch(runtime: RunOptions):
+        if engine_first:
+            return action(spec, run_id, runtime)
+        from evalh_pipeline.defs.launch import local_instance
+
+        return action(spec, run_id, instance=local_instance(), runtime=runtime)
+
+    started = datetime.now(timezone.utc)
+    try:
+        # The assets use `spec` itself (launch hands it over), so a run named on the command
+        # line is worked on where it is, even outside the eval's output folder.
+        if err.is_terminal:
+            # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
+            with progress_bars() as bars:
+                outcome = launch(RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency,
+                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
+        else:
+            # A CI log gets one line per phase start and end instead of bars.
+            outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency,
+                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
+        if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
+            _print_publishing(spec, outcome.run_dir, started)
+        return outcome
+    except KeyboardInterrupt:
+        err.line(f"interrupted. {on_interrupt}".rstrip())
+        sys.exit(EXIT_INTERRUPTED)
+    except ConfigError as exc:
+        error(f"invalid eval input\n{_masked(exc, spec)}")
+        sys.exit(EXIT_CONFIG)
+    except InfrastructureError as exc:
+        error(_masked(exc, spec))
+        sys.exit(EXIT_INFRA)
+    except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
+        error(f"{type(exc).__name__}: {_masked(exc, spec)}")
+        sys.exit(EXIT_INFRA)
+
+
+def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:
+    """Where the run was published (output[] URLs) and which mirrors failed during this command."""
+    from evalh_pipeline.store.publishing import is_remote, recorded_failures, run_url
+
+    if spec.outputs and is_remote(spec.outputs[0]):
+        # soft_wrap: a URL split over lines cannot be copied.
+        say(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}")
+    for failure in recorded_failures(run_dir, since):
+        if str(failure.get("target", "")).startswith("webhook:"):
+            warning(f"webhook not posted: {failure['error']} (recorded in {run_dir.publish_log})")
+            continue
+        warning(f"mirror {failure['target']} not updated after {failure['stage']}: "
+                f"{failure['error']} (recorded in {run_dir.publish_log})")
+
+
+def _print_outcome(outcome) -> None:
+    _print_summary(outcome.summary, outcome.run_dir)
+    done = outcome.summary.completeness
+    if done is not None and not done.complete:
+        warning(done.describe())
+    if outcome.run_dir.drift.exists():
+        from evalh_pipeline.runner.drift import load_drift
+
+        drift = load_drift(outcome.run_dir)
+        if drift["baseline_run_id"]:
+            say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
+                f"regression(s), {drift['improvements_count']} improvement(s)")
+        else:
+            say("drift: no promoted baseline (evalh promote runs/<run_id>)")
+    for check in outcome.failed_checks:
+        out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
+    if any(v.cases_errored for v in outcome.summary.variants):
+        from evalh_pipeline.runner.traces import start_errors
+
+        broken = start_errors(outcome.run_dir.traces)
+        for variant, message in broken.items():
+            error(f"system {variant!r} could not start: {message}")
+        if broken:
+            # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
+            sys.exit(EXIT_CONFIG)
+
+
+def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
+    table(["variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"],
+          [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
+            f"{v.avg_latency_ms:.1f}", "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
+           for v in summary.variants],
+          title=f"run {summary.run_id}")
+    if summary.comparison is not None:
+        for d in summary.comparison.deltas:
+            say(f"{d.variant} vs {summary.comparison.baseline}: pass rate {percentage_points(d.pass_rate_delta)}, "
+                f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
+            if d.significance is not None:
+                say(f"  {d.significance.verdict}")
+    errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
+    for evaluator, count in errored.items():
+        if count:
+            warning(f"{count} {evaluator} result(s) errored: the evaluator itself failed "
+                    f"(evalh inspect {run_dir.path} --failed shows why)")
+    say(f"run directory: {run_dir.path}")

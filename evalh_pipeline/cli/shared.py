@@ -1,0 +1,132 @@
+"""Helpers several command families share: load an eval, find a run (directory, URL, id in
+a trace store), hold its lock."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA
+from evalh_pipeline.store.run_dir import RunDirectory
+from evalh_pipeline.terminal import error, warning
+
+if TYPE_CHECKING:
+    from evalh_pipeline.config import EvalSpec
+
+
+def _load(eval_path: str, strict: bool = False) -> EvalSpec:
+    from evalh_pipeline.config import ConfigError, load_eval
+
+    try:
+        spec = load_eval(eval_path, strict=strict)
+    except ConfigError as exc:
+        error(f"invalid eval config\n{exc}")
+        sys.exit(EXIT_CONFIG)
+    for problem in spec.warnings:
+        warning(str(problem))
+    return spec
+
+
+def _masked(exc: BaseException, spec: EvalSpec) -> str:
+    """An error's text with the eval's secrets and URL credentials masked: it reaches the terminal and CI logs."""
+    from evalh_pipeline.common.masking import mask_text
+
+    return mask_text(str(exc), spec.secret_values)
+
+
+@contextmanager
+def _holding(run_dir: Path | None, command: str):
+    """Hold the run directory's writer lock for the command; refuse if another process has it."""
+    from evalh_pipeline.store.locking import RunDirectoryBusy, hold_run_directory
+
+    if run_dir is None:
+        yield
+        return
+    try:
+        lease = hold_run_directory(run_dir, command)
+        lease.__enter__()
+    except RunDirectoryBusy as exc:
+        error(str(exc))
+        sys.exit(EXIT_INFRA)
+    try:
+        yield
+    finally:
+        lease.__exit__(None, None, None)
+
+
+def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:
+    from evalh_pipeline.store.stores.base import parse_namespace
+
+    try:
+        return parse_namespace(pairs)
+    except ValueError as exc:
+        error(f"{exc}")
+        sys.exit(EXIT_CONFIG)
+
+
+def _runs_folder() -> Path:
+    import os
+
+    return Path(os.environ.get("EVALH_RUNS_DIR") or "runs").resolve()
+
+
+def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ...] = ()) -> RunDirectory:
+    if store is not None:
+        from evalh_pipeline.store.stores.reading import fetch_from_store
+
+        try:
+            path = str(fetch_from_store(store, path, _namespace(namespace)))
+        except (LookupError, ValueError) as exc:
+            error(f"{str(exc).strip(chr(39))}")
+            sys.exit(EXIT_INFRA)
+        except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
+            error(f"cannot read run {path} from {_safe_store(store)}: "
+                      f"{type(exc).__name__}: {exc}")
+            sys.exit(EXIT_INFRA)
+    elif namespace:
+        error("--namespace filters the runs of a --store")
+        sys.exit(EXIT_CONFIG)
+    elif "://" not in path and not Path(path).exists():
+        path = str(_runs_folder() / path)  # a bare run id: the runs folder of the working directory
+    if "://" in path:
+        # Only the read-only commands take URLs: they read a fresh local copy.
+        from evalh_pipeline.store.publishing import fetch_run
+
+        try:
+            path = str(fetch_run(path))
+        except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
+            error(f"cannot fetch {path}: {type(exc).__name__}: {exc}")
+            sys.exit(EXIT_INFRA)
+    directory = RunDirectory(Path(path).resolve())
+    if not directory.exists():
+        error(f"{path} is not a run directory (no run.json)")
+        sys.exit(EXIT_INFRA)
+    return directory
+
+
+def _safe_store(url: str) -> str:
+    from evalh_pipeline.store.stores.postgres import redact_dsn
+
+    return redact_dsn(url)
+
+
+def _spec_for_run(directory: RunDirectory, eval_path: str | None) -> EvalSpec:
+    """The eval a run was made from (or ``eval_path``), pointed at the folder the run is in."""
+    try:
+        meta = directory.read_meta()
+    except FileNotFoundError as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    return _located(_load(eval_path or meta["config_path"]), directory)
+
+
+def _located(spec: EvalSpec, directory: RunDirectory) -> EvalSpec:
+    """``spec`` pointed at the folder ``directory`` is in: a run named on the command line is
+    worked on where it is, even outside the eval's output folder."""
+    from dataclasses import replace
+
+    if Path(spec.runs_root).resolve() != directory.path.parent:
+        spec = replace(spec, runs_root=str(directory.path.parent))
+    return spec

@@ -1,0 +1,47 @@
+"""`evalh runs`: list the runs in a trace store (read-only)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from evalh_pipeline.cli.group import EXIT_INFRA, main
+from evalh_pipeline.cli.shared import _namespace, _safe_store
+from evalh_pipeline.terminal import error
+
+
+@main.command("runs")
+@click.option("--store", "store", metavar="URL", required=True,
+              help="The trace store: sqlite:///runs.db or postgresql://…")
+@click.option("--namespace", "namespace", multiple=True, metavar="KEY=VALUE",
+              help="Only runs filed under this namespace (repeat for several keys).")
+@click.option("--eval", "eval_name", help="Only runs of this eval.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+def runs(store: str, namespace: tuple[str, ...], eval_name: str | None, as_json: bool) -> None:
+    """List the runs in a trace store (read-only)."""
+    from evalh_pipeline.store.stores.reading import store_from_url
+
+    try:
+        reader = store_from_url(store)
+        try:
+            found = reader.list_runs(_namespace(namespace), eval_name)
+        finally:
+            reader.close()
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
+        error(f"cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_INFRA)
+    if as_json:
+        click.echo(json.dumps([{"run_id": r.run_id, "eval_name": r.eval_name, "namespace": r.namespace,
+                                "created_at": r.created_at, "traces": r.traces, "results": r.results}
+                               for r in found], indent=2))
+        return
+    from evalh_pipeline.queries.report import text_table
+
+    rows = [[r.run_id, r.eval_name or "–", ",".join(f"{k}={v}" for k, v in sorted((r.namespace or {}).items())) or "–",
+             str(r.traces), str(r.results)] for r in found]
+    click.echo("\n".join(text_table(["run", "eval", "namespace", "traces", "results"], rows)))
+    click.echo(f"{len(found)} run(s)")
