@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, _RunLocation, _store_options, main
-from evalh_pipeline.cli.shared import _namespace, _run_directory, _safe_store, _spec_for_run
+from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _spec_for_run
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.terminal import err, error, escape_control, percentage_points, say, warning
 
@@ -75,17 +75,8 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
 
 def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | None) -> str:
     """The run id the store says is the promoted baseline of ``eval_name`` in ``namespace``."""
-    from evalh_pipeline.store.stores.reading import store_from_url
-
-    try:
-        reader = store_from_url(store)
-        try:
-            run_id = reader.current_baseline(eval_name or "", _namespace(namespace))
-        finally:
-            reader.close()
-    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
-        error(f"cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}")
-        sys.exit(EXIT_INFRA)
+    with _opened_store(store, "read") as reader:
+        run_id = reader.current_baseline(eval_name or "", _namespace(namespace))
     if run_id is None:
         error(f"eval {eval_name!r} has no promoted baseline in {_safe_store(store)}"
                   f"{' (' + ', '.join(namespace) + ')' if namespace else ''}: run `evalh promote <run_id> --store …` "
@@ -215,28 +206,17 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
 
 
 def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> None:
-    from evalh_pipeline.store.stores.reading import store_from_url
-
     wanted = _namespace(namespace)
-    try:
-        writer = store_from_url(store)
-        try:
-            found = {r.run_id: r for r in writer.list_runs(wanted)}
-            if run_id not in found:
-                error(f"no run {run_id!r} in {_safe_store(store)}"
-                          f"{' (' + ', '.join(namespace) + ')' if namespace else ''}")
-                sys.exit(EXIT_INFRA)
-            run = found[run_id]
-            # The baseline is filed under the run's own namespace, where `drift --namespace` looks.
-            writer.config.run_namespace = dict(run.namespace or {})
-            previous = writer.current_baseline(run.eval_name or "", run.namespace)
-            writer.record_baseline(run.eval_name or "", run_id, datetime.now(timezone.utc).isoformat())
-        finally:
-            writer.close()
-    except SystemExit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - unreachable or unwritable store
-        error(f"cannot promote in {_safe_store(store)}: {type(exc).__name__}: {exc}")
-        sys.exit(EXIT_INFRA)
+    with _opened_store(store, "promote in") as writer:
+        found = {r.run_id: r for r in writer.list_runs(wanted)}
+        if run_id not in found:
+            error(f"no run {run_id!r} in {_safe_store(store)}"
+                  f"{' (' + ', '.join(namespace) + ')' if namespace else ''}")
+            sys.exit(EXIT_INFRA)
+        run = found[run_id]
+        # The baseline is filed under the run's own namespace, where `drift --namespace` looks.
+        writer.config.run_namespace = dict(run.namespace or {})
+        previous = writer.current_baseline(run.eval_name or "", run.namespace)
+        writer.record_baseline(run.eval_name or "", run_id, datetime.now(timezone.utc).isoformat())
     was = f" (was {previous})" if previous and previous != run_id else ""
     say(f"baseline of {run.eval_name} in {_safe_store(store)} is now {run_id}{was}")

@@ -11,10 +11,7 @@ import click
 
 from evalh_pipeline.terminal import err
 
-
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
 # `run --fail-on-gate`: a gate failed (like `drift --exit-nonzero-on-regression`).
 EXIT_GATE = 1
 

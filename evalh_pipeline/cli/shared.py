@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -14,6 +14,7 @@ from evalh_pipeline.terminal import error, warning
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.store.stores.reading import ReadableStore
 
 
 def _load(eval_path: str, strict: bool = False) -> EvalSpec:
@@ -110,6 +111,24 @@ def _safe_store(url: str) -> str:
     from evalh_pipeline.store.stores.postgres import redact_dsn
 
     return redact_dsn(url)
+
+
+@contextmanager
+def _opened_store(url: str, doing: str) -> Iterator[ReadableStore]:
+    """The trace store at ``url``, closed after use. Failing to open or use it ends the command
+    with one line, ``cannot <doing> <url without password>: <error>`` (exit 2); a command's own
+    ``sys.exit`` inside the block passes through."""
+    from evalh_pipeline.store.stores.reading import store_from_url
+
+    try:
+        store = store_from_url(url)
+        try:
+            yield store
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - unreachable, unreadable or unwritable store
+        error(f"cannot {doing} {_safe_store(url)}: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_INFRA)
 
 
 def _spec_for_run(directory: RunDirectory, eval_path: str | None) -> EvalSpec:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from evalh_pipeline.cli.group import EXIT_INFRA, main
-from evalh_pipeline.cli.shared import _namespace, _safe_store
-from evalh_pipeline.terminal import error
+from evalh_pipeline.cli.group import main
+from evalh_pipeline.cli.shared import _namespace, _opened_store
 
 
 @main.command("runs")
@@ -21,19 +19,8 @@ from evalh_pipeline.terminal import error
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
 def runs(store: str, namespace: tuple[str, ...], eval_name: str | None, as_json: bool) -> None:
     """List the runs in a trace store (read-only)."""
-    from evalh_pipeline.store.stores.reading import store_from_url
-
-    try:
-        reader = store_from_url(store)
-        try:
-            found = reader.list_runs(_namespace(namespace), eval_name)
-        finally:
-            reader.close()
-    except SystemExit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable store
-        error(f"cannot read {_safe_store(store)}: {type(exc).__name__}: {exc}")
-        sys.exit(EXIT_INFRA)
+    with _opened_store(store, "read") as reader:
+        found = reader.list_runs(_namespace(namespace), eval_name)
     if as_json:
         click.echo(json.dumps([{"run_id": r.run_id, "eval_name": r.eval_name, "namespace": r.namespace,
                                 "created_at": r.created_at, "traces": r.traces, "results": r.results}
