@@ -13,7 +13,7 @@ lock), running (run, re-evaluate, retry-failed), comparing (compare, drift, prom
 stores (runs), inspecting (inspect).
 """
 
-from evalh_pipeline.cli.group import main
+from evalh_pipeline.cli.group import console_main, main
 from evalh_pipeline.cli import comparing, inspecting, running, stores  # noqa: F401 - importing registers their commands
 
-__all__ = ["main"]
+__all__ = ["console_main", "main"]

@@ -1,5 +1,5 @@
 """`python -m evalh_pipeline.cli`: the same as the `evalh` entry point."""
 
-from evalh_pipeline.cli import main
+from evalh_pipeline.cli import console_main
 
-main()
+console_main()
