@@ -189,13 +189,18 @@ class LineProgress:
 
 
 class BarProgress:
-    """The runner's Progress protocol drawn as rich progress bars (one per phase)."""
+    """The runner's Progress protocol drawn as rich progress bars (one per phase).
+
+    The bars start drawing with the first phase, not before: until then no refresh thread
+    runs, so ``evalh run`` can still fork its engine process (defs/overlap.py).
+    """
 
     def __init__(self, bars: RichProgress) -> None:
         self.bars = bars
         self.tasks: dict[str, Any] = {}
 
     def start(self, phase: str, total: int | None) -> None:
+        self.bars.start()  # no-op once drawing
         self.tasks[phase] = self.bars.add_task(phase, total=total)
 
     def advance(self, phase: str, n: int = 1) -> None:
@@ -208,10 +213,15 @@ class BarProgress:
 
 def progress_bars() -> RichProgress:
     """Bars on stderr's terminal; the caller uses them as a context manager, which restores the
-    cursor whether the block ends normally, with an error or with Ctrl-C."""
+    cursor whether the block ends normally, with an error or with Ctrl-C. Entering it draws
+    nothing yet: :class:`BarProgress` starts the display with the first phase."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
-    return RichProgress(
+    class _LazyBars(RichProgress):
+        def __enter__(self) -> RichProgress:
+            return self  # stop() on exit is a no-op if nothing was drawn
+
+    return _LazyBars(
         TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err.console, transient=False,
     )

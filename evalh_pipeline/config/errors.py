@@ -31,6 +31,11 @@ class ConfigError(Exception):
     def __str__(self) -> str:
         return "\n".join(str(i) for i in self.issues)
 
+    def __reduce__(self) -> tuple[type["ConfigError"], tuple[list[ConfigIssue]]]:
+        # Exceptions pickle their ``args``, which a dataclass exception leaves empty: the
+        # engine process (defs/overlap.py) sends a bad dataset row's error to the CLI's.
+        return type(self), (self.issues,)
+
     @classmethod
     def single(cls, file: str, line: int | None, key: str, message: str) -> "ConfigError":
         return cls([ConfigIssue(file, line, key, message)])

@@ -1,29 +1,46 @@
 """`evalh run` without paying Dagster's start-up first: the engine starts calling the system at once.
 
-Importing Dagster, opening the instance and building the definitions take seconds. The CLI
-overlaps them with the run itself: the main thread snapshots the cases and runs the cells
-(the engine, no Dagster), while a second thread imports Dagster and materializes the eval's
-``<eval>__run`` job in process. That job's ``cases`` and ``traces`` steps join the work in
-flight (they wait for it and report it) instead of starting it again; ``results``,
-``summary``, ``drift`` and the checks then run as in any other run. It is still one Dagster
-run per eval run, and the UI shows it like any other.
+Importing Dagster, opening the instance and building the definitions take seconds, and
+Dagster's bookkeeping (an event per step, written to its storage) goes on for the whole
+run. The CLI overlaps them with the run itself. On Linux the engine gets a process of its
+own, forked before anything else starts: it snapshots the cases and runs the cells (no
+Dagster), while this process imports Dagster and materializes the eval's ``<eval>__run``
+job. In one process, two threads would share one interpreter lock, and the cell loop
+would wait for Dagster's work as it waits for the system (1.6x the physical limit on the
+standard benchmark, against 1.1x apart; benchmarks/dagster_bench.py). Where forking is
+not safe (another thread already runs, or not Linux) the engine runs on this thread and
+Dagster on a second one.
 
-This module imports Dagster only inside the second thread.
+The job's ``cases`` and ``traces`` steps join the work in flight (they wait for it and
+report it) instead of starting it again; ``results``, ``summary``, ``drift`` and the checks
+then run as in any other run. It is still one Dagster run per eval run, and the UI shows it
+like any other. The engine process reports progress and its stages' outcomes over a pipe;
+this process draws the progress.
+
+This module imports Dagster only once the engine is started.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import pickle
+import signal
+import struct
+import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
+from evalh_pipeline.runner.progress import Progress
 from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
+from evalh_pipeline.store.locking import continue_in_forked_child, held_locks
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 if TYPE_CHECKING:
@@ -81,7 +98,7 @@ def _judge(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted)
 def run_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
     """``materialize_run`` for a new or resumed run, with Dagster's start-up overlapped (see above)."""
     handle = Prestarted(run_id=run_id)
-    return _overlapped(handle, lambda: _engine(spec, run_id, options, handle),
+    return _overlapped(handle, options, lambda progress: _engine(spec, run_id, _with(options, progress), handle),
                        lambda launch, instance: launch.materialize_run(spec, run_id, instance=instance, runtime=options,
                                                                       prestarted=handle))
 
@@ -89,31 +106,53 @@ def run_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutco
 def reevaluate_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
     """``materialize_reevaluation`` with the judging started before Dagster is ready."""
     handle = Prestarted(run_id=run_id, cases=None, traces=None, results=Future())
-    return _overlapped(handle, lambda: _judge(spec, run_id, options, handle),
+    return _overlapped(handle, options, lambda progress: _judge(spec, run_id, _with(options, progress), handle),
                        lambda launch, instance: launch.materialize_reevaluation(
                            spec, run_id, instance=instance, runtime=options, prestarted=handle))
 
 
-def _overlapped(handle: Prestarted, engine: Callable[[], None], materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
+def _with(options: RunOptions, progress: Progress) -> RunOptions:
+    return replace(options, progress=progress)
+
+
+def _overlapped(handle: Prestarted, options: RunOptions, engine: Callable[[Progress], None],
+                materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
+    if _can_fork():
+        return _forked(handle, options.progress, engine, materialize)
+    return _threaded(handle, options.progress, engine, materialize)
+
+
+def _can_fork() -> bool:
+    # Forking copies only the calling thread: another thread's lock (a progress display's,
+    # a logging handler's) would stay held in the child forever.
+    return sys.platform.startswith("linux") and threading.active_count() == 1
+
+
+def _dagster_side(handle: Prestarted, materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome | None:
+    from evalh_pipeline.defs import launch
+
+    instance = launch.local_instance()
+    # A bad dataset row stops everything before a Dagster run exists.
+    if handle.cases is not None and handle.cases.exception() is not None:
+        return None
+    return materialize(launch, instance)
+
+
+def _threaded(handle: Prestarted, progress: Progress, engine: Callable[[Progress], None],
+              materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
     """Run ``engine`` here while a second thread imports Dagster and calls ``materialize``."""
     result: dict[str, Any] = {}
 
     def dagster_side() -> None:
         try:
-            from evalh_pipeline.defs import launch
-
-            instance = launch.local_instance()
-            # A bad dataset row stops everything before a Dagster run exists.
-            if handle.cases is not None and handle.cases.exception() is not None:
-                return
-            result["outcome"] = materialize(launch, instance)
+            result["outcome"] = _dagster_side(handle, materialize)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             result["error"] = exc
 
     thread = threading.Thread(target=dagster_side, name="evalh-dagster", daemon=True)
     thread.start()
     try:
-        engine()
+        engine(progress)
     except (KeyboardInterrupt, asyncio.CancelledError):
         thread.join(timeout=30)
         raise KeyboardInterrupt from None
@@ -124,3 +163,177 @@ def _overlapped(handle: Prestarted, engine: Callable[[], None], materialize: Cal
     if "error" in result:
         raise result["error"]
     return result["outcome"]
+
+
+def _forked(handle: Prestarted, progress: Progress, engine: Callable[[Progress], None],
+            materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
+    """Run ``engine`` in a forked process while this one imports Dagster and calls ``materialize``."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # or the child would print what is buffered a second time
+    read_end, write_end = os.pipe()
+    held = held_locks()
+    pid = os.fork()
+    if pid == 0:  # the engine process; never returns
+        os.close(read_end)
+        _engine_process(handle, engine, write_end, held)
+    os.close(write_end)
+    child = _EngineProcess(pid, read_end, handle, progress)
+    try:
+        outcome = _dagster_side(handle, materialize)
+    except KeyboardInterrupt:
+        child.stop()
+        raise
+    except BaseException:
+        child.stop()
+        raise
+    # The job returned, so every stage it waited for is over; the exit is a formality.
+    code = child.wait()
+    if outcome is None:  # the cases failed before a Dagster run existed
+        assert handle.cases is not None
+        exc = handle.cases.exception()
+        if isinstance(exc, EngineInterrupted):
+            raise KeyboardInterrupt
+        raise exc if exc is not None else RuntimeError(f"the engine process exited with code {code}")
+    return outcome
+
+
+# -- the engine process ---------------------------------------------------------------------
+
+_HEADER = struct.Struct("!I")
+
+
+def _send(fd: int, message: tuple[Any, ...]) -> None:
+    data = pickle.dumps(message)
+    os.write(fd, _HEADER.pack(len(data)))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _outcome(future: Future[Any]) -> tuple[str, Any]:
+    exc = future.exception()
+    if exc is None:
+        return "result", future.result()
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return "error", exc
+    except Exception:  # noqa: BLE001 - an exception that cannot cross: send its text
+        return "error", RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class _RelayedProgress:
+    """The engine process's Progress: counts go to the CLI's process, at most every 50 ms."""
+
+    INTERVAL = 0.05
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending: dict[str, int] = {}
+        self._sent_at = 0.0
+
+    def start(self, phase: str, total: int | None) -> None:
+        _send(self._fd, ("progress", "start", phase, total))
+
+    def advance(self, phase: str, n: int = 1) -> None:
+        self._pending[phase] = self._pending.get(phase, 0) + n
+        now = time.monotonic()
+        if now - self._sent_at >= self.INTERVAL:
+            self.flush()
+            self._sent_at = now
+
+    def finish(self, phase: str) -> None:
+        self.flush()
+        _send(self._fd, ("progress", "finish", phase, None))
+
+    def flush(self) -> None:
+        for phase, n in self._pending.items():
+            if n:
+                _send(self._fd, ("progress", "advance", phase, n))
+        self._pending.clear()
+
+
+def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: int, held: frozenset[str]) -> None:
+    """The forked child: run ``engine``, sending each stage's outcome as its future completes."""
+    code = 0
+    try:
+        continue_in_forked_child(held)
+        for stage in ("cases", "traces", "results"):
+            future = getattr(handle, stage)
+            if future is not None:
+                future.add_done_callback(lambda f, stage=stage: _send(fd, ("stage", stage, *_outcome(f))))
+        engine(_RelayedProgress(fd))
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # noqa: BLE001 - already sent through the stage's future
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)  # never the parent's atexit handlers, finalizers or Dagster's cleanup
+
+
+class _EngineProcess:
+    """The CLI's side of the engine process: relays its progress and stage outcomes."""
+
+    def __init__(self, pid: int, fd: int, handle: Prestarted, progress: Progress) -> None:
+        self.pid = pid
+        self._fd = fd
+        self._handle = handle
+        self._progress = progress
+        self._code: int | None = None
+        self._reaping = threading.Lock()  # the relay and the caller both wait for the exit
+        self._reader = threading.Thread(target=self._relay, name="evalh-engine-relay", daemon=True)
+        self._reader.start()
+
+    def _relay(self) -> None:
+        with os.fdopen(self._fd, "rb") as pipe:
+            while header := pipe.read(_HEADER.size):
+                message = pickle.loads(pipe.read(_HEADER.unpack(header)[0]))
+                if message[0] == "progress":
+                    _, what, phase, value = message
+                    if what == "start":
+                        self._progress.start(phase, value)
+                    elif what == "advance":
+                        self._progress.advance(phase, value)
+                    else:
+                        self._progress.finish(phase)
+                else:
+                    _, stage, kind, value = message
+                    future = getattr(self._handle, stage)
+                    if kind == "result":
+                        future.set_result(value)
+                    else:
+                        future.set_exception(value)
+        # The pipe closed: the process is gone. A stage it never reported is lost with it.
+        code = self.wait()
+        for stage in ("cases", "traces", "results"):
+            future = getattr(self._handle, stage)
+            if future is not None and not future.done():
+                future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT) else
+                                     RuntimeError(f"the engine process ended (exit code {code}) "
+                                                  f"before its {stage} stage finished"))
+
+    def wait(self) -> int:
+        """The engine process's exit code (negative: killed by that signal)."""
+        with self._reaping:
+            if self._code is None:
+                _, status = os.waitpid(self.pid, 0)
+                self._code = os.waitstatus_to_exitcode(status)
+            return self._code
+
+    def stop(self) -> None:
+        """Interrupt the engine process (if a terminal's Ctrl-C did not reach it) and reap it."""
+        # A Ctrl-C on the terminal reached the engine process too: give it a moment to stop on
+        # its own, so that a second interrupt does not cut into its clean-up.
+        self._reader.join(timeout=1)
+        if self._reader.is_alive():
+            try:
+                os.kill(self.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        self._reader.join(timeout=30)
+        if self._reader.is_alive():
+            os.kill(self.pid, signal.SIGKILL)
+            self._reader.join()

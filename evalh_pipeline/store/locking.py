@@ -32,6 +32,8 @@ from filelock import FileLock, Timeout
 _OWNER_SUFFIX = ".owner"
 _locks: dict[str, FileLock] = {}
 _guard = threading.Lock()
+# Locks a forked child's parent held at the fork (see continue_in_forked_child).
+_held_by_parent: set[str] = set()
 
 
 R = TypeVar("R")
@@ -52,9 +54,31 @@ def _lock_for(path: Path) -> FileLock:
         return lock
 
 
+def held_locks() -> frozenset[str]:
+    """The run directory locks this process holds now (to hand to a child it forks)."""
+    with _guard:
+        return frozenset(key for key, lock in _locks.items() if lock.is_locked)
+
+
+def continue_in_forked_child(held: frozenset[str]) -> None:
+    """Call first thing in a forked child that works for its parent's command, with the
+    parent's :func:`held_locks` from just before the fork.
+
+    Those locks are held for the child too (``flock`` belongs to the open file, which the
+    child shares), so :func:`locked` passes through them; the parent's lock objects are not
+    usable here (filelock resets them in a forked child).
+    """
+    with _guard:
+        _held_by_parent.update(held)
+        _locks.clear()
+
+
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold the run directory lock ``path`` for the block, waiting for another process."""
+    if str(path.resolve()) in _held_by_parent:
+        yield
+        return
     lock = _lock_for(path)
     with lock:
         outermost = lock.lock_counter == 1
