@@ -40,6 +40,7 @@ from evalh_pipeline.systems.base import (
     Workspace,
 )
 from evalh_pipeline.systems.response import response_from_dict
+from evalh_pipeline.systems.system_loop import SystemLoop
 
 
 class PythonFunctionConfig(SystemConfigModel):
@@ -227,42 +228,6 @@ class DaemonThreads:
                 if self._closed:
                     return
                 self._idle += 1
-
-
-class SystemLoop:
-    """An event loop on a daemon thread for the async target's calls."""
-
-    def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, daemon=True, name=name).start()
-
-    async def call(self, coroutine: Any) -> Any:
-        """Await ``coroutine`` on this loop; cancelling the caller cancels it there."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._wrapped(coroutine), self._loop))
-
-    @staticmethod
-    async def _wrapped(coroutine: Any) -> Any:
-        try:
-            return await coroutine
-        except (Exception, asyncio.CancelledError):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - a KeyboardInterrupt here would stop this loop
-            raise RaisedBySystem(exc) from None
-
-    async def blocked(self, within: float = 0.5) -> bool:
-        """True when the loop does not run a callback within ``within`` seconds."""
-        ran = asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop)
-        try:
-            await asyncio.wait_for(asyncio.wrap_future(ran), within)
-            return False
-        except TimeoutError:
-            ran.cancel()
-            self.stop()  # once it unblocks, if ever
-            return True
-
-    def stop(self) -> None:
-        """Stop the loop once its pending callbacks ran (a blocked loop is left to the daemon thread)."""
-        self._loop.call_soon_threadsafe(self._loop.stop)
 
 
 class WorkerLost(Exception):
