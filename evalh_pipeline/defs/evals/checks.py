@@ -14,7 +14,8 @@ passes and says so. The figures come from summary.yaml and drift.yaml, never the
 """
 
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -32,19 +33,39 @@ from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 Judge = Callable[[EvalSpec, RunDirectory], dg.AssetCheckResult]
 
 
-def _check(spec: EvalSpec, asset: dg.AssetsDefinition, name: str, description: str, judge: Judge,
-           blocking: bool) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=asset, name=name, description=description, blocking=blocking,
-                    required_resource_keys={RUNTIME_KEY})
-    def _run(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+@dataclass(frozen=True)
+class _Gate:
+    name: str
+    description: str
+    judge: Judge
+    blocking: bool
+
+
+def _checks(spec: EvalSpec, asset: dg.AssetsDefinition, gates: list[_Gate]) -> dg.AssetChecksDefinition:
+    """The checks of one asset as one step (each check can still run alone: can_subset).
+
+    One step rather than one per check: every step costs the run a handful of events in
+    Dagster's storage, which is most of what a run spends after its cells are done."""
+    (key,) = asset.keys
+    by_key = {dg.AssetCheckKey(key, gate.name): gate for gate in gates}
+
+    @dg.multi_asset_check(
+        specs=[dg.AssetCheckSpec(gate.name, asset=asset, description=gate.description, blocking=gate.blocking)
+               for gate in gates],
+        name=f"{'__'.join(key.path)}__checks".replace("/", "_"), can_subset=True,
+        required_resource_keys={RUNTIME_KEY},
+    )
+    def _run(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
         op = context.op_execution_context
         live = live_spec(op, spec)
         run_dir = run_directory(live, resolve_run_id(op, spec.name))
-        result = judge(live, run_dir)
-        return dg.AssetCheckResult(
-            passed=result.passed, severity=result.severity, description=result.description,
-            metadata={"run_id": run_dir.run_id, **(result.metadata or {})},
-        )
+        for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
+            gate = by_key[check_key]
+            result = gate.judge(live, run_dir)
+            yield dg.AssetCheckResult(
+                asset_key=key, check_name=gate.name, passed=result.passed, severity=result.severity,
+                description=result.description, metadata={"run_id": run_dir.run_id, **(result.metadata or {})},
+            )
 
     return _run
 
@@ -91,20 +112,20 @@ def build_summary_checks(spec: EvalSpec, summary: dg.AssetsDefinition) -> list[d
 
         return run
 
-    return [
-        _check(spec, summary, "complete", "Every expected cell (cases × variants × samples of the run's own "
-               "snapshot) has a trace.", complete, blocking=False),
-        _check(spec, summary, "no_regressions_vs_baseline_variant",
-               "No case that passes on `run.baseline_variant` fails on another variant "
-               "(gates.no_regressions_vs_baseline_variant).", gated(_no_regressions), blocking),
-        _check(spec, summary, "pass_rate_floor", "Every variant passes at least gates.pass_rate_floor of its cells.",
-               gated(_pass_rate_floor), blocking),
-        _check(spec, summary, "errored_cells_under_threshold",
-               "At most gates.max_errored_fraction of each variant's cells errored.", gated(_errored_under), blocking),
-        _check(spec, summary, "no_significant_regression_vs_baseline_variant",
-               "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
-               "p < gates.no_significant_regression.alpha).", gated(_no_significant_regression), blocking),
-    ]
+    return [_checks(spec, summary, [
+        _Gate("complete", "Every expected cell (cases × variants × samples of the run's own snapshot) has a trace.",
+              complete, blocking=False),
+        _Gate("no_regressions_vs_baseline_variant",
+              "No case that passes on `run.baseline_variant` fails on another variant "
+              "(gates.no_regressions_vs_baseline_variant).", gated(_no_regressions), blocking),
+        _Gate("pass_rate_floor", "Every variant passes at least gates.pass_rate_floor of its cells.",
+              gated(_pass_rate_floor), blocking),
+        _Gate("errored_cells_under_threshold",
+              "At most gates.max_errored_fraction of each variant's cells errored.", gated(_errored_under), blocking),
+        _Gate("no_significant_regression_vs_baseline_variant",
+              "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
+              "p < gates.no_significant_regression.alpha).", gated(_no_significant_regression), blocking),
+    ])]
 
 
 def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.AssetChecksDefinition]:
@@ -137,13 +158,16 @@ def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.As
         return _significance_result({d["variant"]: d["significance"] for d in deltas if d.get("significance")},
                                     gate.alpha)
 
-    return [_check(spec, drift, "no_regressions_vs_promoted_baseline",
-                   "No case that passed in the eval's promoted baseline run fails in this run "
-                   "(passes while no run is promoted).", no_drift_regressions, spec.config.gates.blocking),
-            _check(spec, drift, "no_significant_regression_vs_promoted_baseline",
-                   "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
-                   "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
-                   no_significant_drift, spec.config.gates.blocking)]
+    blocking = spec.config.gates.blocking
+    return [_checks(spec, drift, [
+        _Gate("no_regressions_vs_promoted_baseline",
+              "No case that passed in the eval's promoted baseline run fails in this run "
+              "(passes while no run is promoted).", no_drift_regressions, blocking),
+        _Gate("no_significant_regression_vs_promoted_baseline",
+              "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
+              "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
+              no_significant_drift, blocking),
+    ])]
 
 
 def _regressed_cases(deltas: list[Any]) -> dict[str, list[str]]:
