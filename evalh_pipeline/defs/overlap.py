@@ -38,15 +38,20 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
 from evalh_pipeline.runner.progress import Progress
-from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants
+from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants, write_summary
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.locking import continue_in_forked_child, held_locks
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.models import RunSummary
     from evalh_pipeline.defs.launch import RunOutcome
     from evalh_pipeline.defs.run_options import RunOptions
+
+
+# The stages the engine can do ahead of Dagster, in order.
+_STAGES = ("cases", "traces", "results", "summary")
 
 
 class EngineInterrupted(RuntimeError):
@@ -61,43 +66,46 @@ class Prestarted:
     cases: Future[CasesInfo] | None = field(default_factory=Future)
     traces: Future[TraceStats] | None = field(default_factory=Future)
     results: Future[EvaluationStats] | None = None
+    summary: Future[RunSummary] | None = None
+
+
+def _settle(handle: Prestarted, stage: str, work: Callable[[], Any]) -> Any:
+    """``work()``'s value or exception into ``stage``'s future; a failure also settles every
+    later stage's, so no step waits for work that will not come."""
+    try:
+        value = work()
+    except BaseException as exc:
+        failure = exc if isinstance(exc, Exception) else EngineInterrupted("interrupted")
+        for later in _STAGES[_STAGES.index(stage):]:
+            future = getattr(handle, later)
+            if future is not None and not future.done():
+                future.set_exception(failure)
+        raise
+    getattr(handle, stage).set_result(value)
+    return value
 
 
 def _engine(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted) -> None:
-    try:
-        info = prepare_cases(spec, run_id)
-    except BaseException as exc:
-        handle.cases.set_exception(exc)
-        handle.traces.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
-        raise
-    handle.cases.set_result(info)
+    info = _settle(handle, "cases", lambda: prepare_cases(spec, run_id))
     reuse = RunDirectory(Path(options.reuse_from)) if options.reuse_from else None
-    try:
-        stats = asyncio.run(produce_traces(spec, info.run_dir, run_variants(info.run_dir, spec),
-                                           max_concurrency=options.max_concurrency, progress=options.progress,
-                                           reuse_from=reuse))
-    except BaseException as exc:
-        handle.traces.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
-        raise
-    handle.traces.set_result(stats)
+    _settle(handle, "traces", lambda: asyncio.run(produce_traces(
+        spec, info.run_dir, run_variants(info.run_dir, spec), max_concurrency=options.max_concurrency,
+        progress=options.progress, reuse_from=reuse)))
+    _judge(spec, run_id, options, handle)
 
 
 def _judge(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted) -> None:
-    assert handle.results is not None
+    """Judge (a fresh run's results, staged as it ran, are only adopted), then summarize."""
     run_dir = run_directory(spec, run_id)
-    try:
-        stats = asyncio.run(evaluate_traces(spec, run_dir, run_variants(run_dir, spec),
-                                            max_concurrency=options.max_concurrency, progress=options.progress,
-                                            incremental=not options.rejudge_all))
-    except BaseException as exc:
-        handle.results.set_exception(exc if isinstance(exc, Exception) else EngineInterrupted("interrupted"))
-        raise
-    handle.results.set_result(stats)
+    _settle(handle, "results", lambda: asyncio.run(evaluate_traces(
+        spec, run_dir, run_variants(run_dir, spec), max_concurrency=options.max_concurrency,
+        progress=options.progress, incremental=not options.rejudge_all)))
+    _settle(handle, "summary", lambda: write_summary(spec, run_dir))
 
 
 def run_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
     """``materialize_run`` for a new or resumed run, with Dagster's start-up overlapped (see above)."""
-    handle = Prestarted(run_id=run_id)
+    handle = Prestarted(run_id=run_id, results=Future(), summary=Future())
     return _overlapped(handle, options, lambda progress: _engine(spec, run_id, _with(options, progress), handle),
                        lambda launch, instance: launch.materialize_run(spec, run_id, instance=instance, runtime=options,
                                                                       prestarted=handle))
@@ -105,7 +113,7 @@ def run_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutco
 
 def reevaluate_overlapped(spec: EvalSpec, run_id: str, options: RunOptions) -> RunOutcome:
     """``materialize_reevaluation`` with the judging started before Dagster is ready."""
-    handle = Prestarted(run_id=run_id, cases=None, traces=None, results=Future())
+    handle = Prestarted(run_id=run_id, cases=None, traces=None, results=Future(), summary=Future())
     return _overlapped(handle, options, lambda progress: _judge(spec, run_id, _with(options, progress), handle),
                        lambda launch, instance: launch.materialize_reevaluation(
                            spec, run_id, instance=instance, runtime=options, prestarted=handle))
@@ -257,7 +265,7 @@ def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: 
     code = 0
     try:
         continue_in_forked_child(held)
-        for stage in ("cases", "traces", "results"):
+        for stage in _STAGES:
             future = getattr(handle, stage)
             if future is not None:
                 future.add_done_callback(lambda f, stage=stage: _send(fd, ("stage", stage, *_outcome(f))))
@@ -308,7 +316,7 @@ class _EngineProcess:
                         future.set_exception(value)
         # The pipe closed: the process is gone. A stage it never reported is lost with it.
         code = self.wait()
-        for stage in ("cases", "traces", "results"):
+        for stage in _STAGES:
             future = getattr(self._handle, stage)
             if future is not None and not future.done():
                 future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT) else

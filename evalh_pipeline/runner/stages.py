@@ -84,8 +84,13 @@ def completeness(run_dir: RunDirectory, summary: RunSummary, cases: int, spec: E
 
 
 def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
-    """Aggregate traces + results into summary.yaml and report.md (atomically)."""
+    """Aggregate traces + results into summary.yaml and report.md (atomically).
+
+    A new summary makes the run's drift files stale: they are removed (the drift stage
+    writes them again)."""
     with locked(run_dir.lock):  # never from a traces/results file another writer is changing
+        for stale in (run_dir.drift, run_dir.drift_report):
+            stale.unlink(missing_ok=True)
         return _write_summary(spec, run_dir)
 
 
