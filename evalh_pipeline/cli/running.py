@@ -219,7 +219,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
-    from evalh_pipeline.defs.launch import materialize_run
+    from evalh_pipeline.defs.overlap import run_overlapped
     from evalh_pipeline.runner.retry import prepare_retry
 
     directory = _run_directory(run_dir)
@@ -228,7 +228,8 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
         resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
-        outcome = _materialize(materialize_run, spec, directory.run_id, max_concurrency, on_interrupt=resume)
+        outcome = _materialize(run_overlapped, spec, directory.run_id, max_concurrency, on_interrupt=resume,
+                               engine_first=True)
     _print_outcome(outcome)
     say(f"retried {plural(retried, 'cell')}")
 
