@@ -180,10 +180,14 @@ def _forked(handle: Prestarted, progress: Progress, engine: Callable[[Progress],
         stream.flush()  # or the child would print what is buffered a second time
     read_end, write_end = os.pipe()
     held = held_locks()
+    parent = os.getpid()
     pid = os.fork()
-    if pid == 0:  # the engine process; never returns
-        os.close(read_end)
-        _engine_process(handle, engine, write_end, held)
+    if pid == 0:  # the engine process: never returns into the caller's code
+        try:
+            os.close(read_end)
+            _engine_process(handle, engine, write_end, held, parent)
+        finally:
+            os._exit(1)
     os.close(write_end)
     child = _EngineProcess(pid, read_end, handle, progress)
     try:
@@ -260,10 +264,26 @@ class _RelayedProgress:
         self._pending.clear()
 
 
-def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: int, held: frozenset[str]) -> None:
+def _stop_with_parent(parent: int) -> None:
+    """Have the kernel interrupt this process when its parent dies (``kill -9``, a CI
+    timeout): the cells stop as on Ctrl-C, rather than run on with nobody to record them."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGINT))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: int, held: frozenset[str],
+                    parent: int) -> None:
     """The forked child: run ``engine``, sending each stage's outcome as its future completes."""
     code = 0
     try:
+        _stop_with_parent(parent)
         continue_in_forked_child(held)
         for stage in _STAGES:
             future = getattr(handle, stage)
@@ -320,8 +340,8 @@ class _EngineProcess:
             future = getattr(self._handle, stage)
             if future is not None and not future.done():
                 future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT) else
-                                     RuntimeError(f"the engine process ended (exit code {code}) "
-                                                  f"before its {stage} stage finished"))
+                                     RuntimeError(f"the engine process ended (exit code {code}) before its {stage} "
+                                                  "stage finished: did the system under test end its process?"))
 
     def wait(self) -> int:
         """The engine process's exit code (negative: killed by that signal)."""
