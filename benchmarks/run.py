@@ -19,9 +19,10 @@ Scenarios (fixtures come from benchmarks/make_fixture.py):
           RSS(100k) / RSS(10k) <= 1.3.
 
 Each tool runs as a whole process. Wall time is measured from just before the process is
-started until it has exited. Peak RSS is measured by polling the process tree with psutil
-every 50 ms and summing the RSS of the process and all of its descendants (the maximum of
-those sums is reported). Every `evalh` of ours gets a fresh DAGSTER_HOME with telemetry off, its storage created before timing.
+started until it has exited. Peak memory ("peak RSS" in the tables) is measured by polling
+the process tree with psutil every 50 ms and summing the PSS of the process and all of its
+descendants (the maximum of those sums is reported): PSS counts a page that a forked child
+shares with its parent once, where summed RSS would count it twice. Every `evalh` of ours gets a fresh DAGSTER_HOME with telemetry off, its storage created before timing.
 
 Uses only the standard library and psutil. Results are printed as a table and written to
 benchmarks/out/results.json; each process's output goes to benchmarks/out/logs/.
@@ -172,7 +173,13 @@ def find_run_dir(fixture: Path) -> Path | None:
 
 
 def tree_rss_bytes(pid: int) -> int:
-    """RSS of a process plus all its descendants (0 if it is already gone)."""
+    """Memory of a process plus all its descendants: the sum of their PSS (0 if it is gone).
+
+    PSS (proportional set size) charges each page shared by several processes to each of
+    them in part, so the sum over a tree counts every page once. Summing RSS instead would
+    count twice the pages a forked child shares with its parent (evalh's engine process,
+    the judging workers). Where the system reports no PSS, RSS is used.
+    """
     try:
         root = psutil.Process(pid)
         processes = [root, *root.children(recursive=True)]
@@ -181,6 +188,9 @@ def tree_rss_bytes(pid: int) -> int:
     total = 0
     for process in processes:
         try:
+            info = process.memory_full_info()
+            total += getattr(info, "pss", info.rss)
+        except psutil.AccessDenied:
             total += process.memory_info().rss
         except psutil.Error:
             pass  # exited between listing and sampling
@@ -399,7 +409,7 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 
 def print_report(measurements: list[Measurement], comps: list[dict], checks: list[dict], quick: bool) -> None:
-    print("\n== results (wall: process start to exit; peak RSS: psutil, process tree summed, 50 ms poll)\n")
+    print("\n== results (wall: process start to exit; peak RSS: psutil, PSS of the process tree summed, 50 ms poll)\n")
     print_table(
         ["scenario", "tool", "N", "LAT s", "wall s", "peak RSS MB", "status"],
         [[m.scenario, m.tool, str(m.n), f"{m.latency_s:g}", f"{m.wall_s:.2f}", f"{m.peak_rss_mb:.0f}",
@@ -435,7 +445,7 @@ def write_json(measurements, comps, checks, args, sizes: dict) -> Path:
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": git_commit(), "cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg(),
         "quick": args.quick, "only": args.only, "sizes": sizes,
-        "rss_method": "psutil: sum of RSS of the process and its descendants, max over 50 ms samples",
+        "rss_method": "psutil: sum of PSS of the process and its descendants, max over 50 ms samples",
         "wall_method": "time.perf_counter from just before Popen to os.wait4 reaping the process",
         "measurements": [asdict(m) for m in measurements],
         "comparisons": comps, "targets": checks,
