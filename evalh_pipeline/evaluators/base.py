@@ -49,6 +49,15 @@ class Evaluator(ABC):
     """
 
     Config: ClassVar[type[EvaluatorConfigModel]] = EvaluatorConfigModel
+    #: The Trace fields :meth:`evaluate` reads, for an evaluator that reads a few (None: any).
+    #: Re-evaluation then validates only these fields of each trace (plus the cell's identity
+    #: and ``error``) when every evaluator it runs declares its own: an evaluator changed in a
+    #: large run is re-judged without decoding whole traces. Reading an undeclared field
+    #: raises AttributeError there, so declare every field read, nested ones by their top.
+    trace_fields: ClassVar[frozenset[str] | None] = None
+    #: False when :meth:`evaluate` never reads the case: re-evaluation then skips looking it up
+    #: and passes an empty one.
+    reads_case: ClassVar[bool] = True
 
     def __init__(
         self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None

@@ -20,6 +20,8 @@ class CostUnder(SyncEvaluator):
     """
 
     Config = CostUnderConfig
+    trace_fields = frozenset({"metrics"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_usd = self.config.max_usd

@@ -20,6 +20,8 @@ class LatencyFirstTokenUnder(SyncEvaluator):
     """
 
     Config = LatencyFirstTokenUnderConfig
+    trace_fields = frozenset({"metrics"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_ms = self.config.max_ms

@@ -27,6 +27,8 @@ class LatencyUnder(SyncEvaluator):
     """
 
     Config = LatencyUnderConfig
+    trace_fields = frozenset({"latency_ms"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         max_ms = self.config.max_ms

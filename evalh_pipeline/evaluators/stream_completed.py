@@ -15,6 +15,8 @@ class StreamCompleted(SyncEvaluator):
     """
 
     Config = EvaluatorConfigModel  # no options
+    trace_fields = frozenset({"metrics"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         completed = trace.metrics.stream_completed

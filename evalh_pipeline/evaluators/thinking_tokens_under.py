@@ -21,6 +21,8 @@ class ThinkingTokensUnder(SyncEvaluator):
     """
 
     Config = ThinkingTokensUnderConfig
+    trace_fields = frozenset({"metrics"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         limit = self.config.max_tokens

@@ -32,6 +32,8 @@ class TokensPerSecondAbove(SyncEvaluator):
     """
 
     Config = TokensPerSecondAboveConfig
+    trace_fields = frozenset({"metrics"})
+    reads_case = False
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         floor = self.config.min

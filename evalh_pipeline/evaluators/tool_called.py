@@ -38,6 +38,7 @@ class ToolCalled(SyncEvaluator):
     """
 
     Config = ToolCalledConfig
+    trace_fields = frozenset({"tool_calls", "tool_results"})
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config

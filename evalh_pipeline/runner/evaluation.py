@@ -12,6 +12,8 @@ staged during a fresh run are adopted when they still apply (runner/inline_resul
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.jsonl import LineSpan
 from evalh_pipeline.store.result_slices import Judgement, Slice, recorded_judgements, traces_identity
-from evalh_pipeline.store.results_file import replace_results
+from evalh_pipeline.store.results_file import KeptLines, copy_kept_results, replace_results
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
@@ -114,16 +116,20 @@ async def _evaluate(
     cases = CaseIndex(run_dir.cases)
     artifacts = ArtifactLoader(spec, run_dir)
     parts: list[Path] = []
+    # The old lines kept are copied while the traces are judged (neither reads what the other
+    # writes, and the run's lock is held throughout): with one evaluator of five changed, the
+    # copy is as long as the judging.
+    keeping = _Background(lambda: copy_kept_results(run_dir, variants, plan.drop))
     progress.start("results", None)
     try:
         full_stats = EvaluationStats()
         if plan.full:
             parts += await _judge(plan.full, None, cases, artifacts, run_dir, variants, concurrency, processes,
-                                  full_stats, progress)
+                                  full_stats, progress, keeping.start)
         tail_stats = EvaluationStats()
         if plan.tail:
             parts += await _judge(plan.tail, plan.tail_span, cases, artifacts, run_dir, variants, concurrency,
-                                  processes, tail_stats, progress)
+                                  processes, tail_stats, progress, keeping.start)
         for part_stats in (full_stats, tail_stats):
             stats.merge(part_stats)
         stats.traces = max(full_stats.traces, tail_stats.traces)
@@ -137,8 +143,9 @@ async def _evaluate(
                     previous = (recorded or {}).get((variant, evaluator.name)) if evaluator in plan.tail else None
                     judged[(variant, evaluator.name)] = Judgement(
                         evaluator.config_hash, before[0], before[1], count + (previous.results if previous else 0))
-        replace_results(run_dir, parts, variants, plan.drop, slices_of(stats.by_variant), judged)
+        replace_results(run_dir, parts, variants, plan.drop, slices_of(stats.by_variant), judged, keeping.result())
     finally:
+        keeping.discard()
         for part in parts:
             part.unlink(missing_ok=True)
         cases.close()
@@ -214,17 +221,58 @@ def _line_number_at(path: Path, offset: int) -> int:
     return count + 1
 
 
+class _Background:
+    """``work`` run once in a thread: started on demand, its result (or exception) on :meth:`result`."""
+
+    def __init__(self, work: Callable[[], KeptLines]) -> None:
+        self._work = work
+        self._outcome: list[Any] = []
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="evalh-keep-results", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._outcome.append(self._work())
+        except BaseException as exc:  # noqa: BLE001 - raised again by result()
+            self._outcome.append(exc)
+
+    def result(self) -> KeptLines:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+        outcome = self._outcome.pop()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def discard(self) -> None:
+        """Wait for the work if it started and remove what it left behind (the run failed)."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        if self._outcome and isinstance(self._outcome[0], KeptLines) and self._outcome[0].path is not None:
+            self._outcome[0].path.unlink(missing_ok=True)
+
+
 async def _judge(
     evaluators: list[Evaluator], span: LineSpan | None, cases: CaseIndex, artifacts: ArtifactLoader,
     run_dir: RunDirectory, variants: set[str], concurrency: int, processes: int | None, stats: EvaluationStats,
-    progress: Progress,
+    progress: Progress, alongside: Callable[[], None],
 ) -> list[Path]:
-    """Judge the traces (of ``span``, or all) with ``evaluators`` into part files, in order."""
+    """Judge the traces (of ``span``, or all) with ``evaluators`` into part files, in order;
+    ``alongside`` is started once it is safe to start a thread (see judge_in_processes)."""
     if all(isinstance(e, SyncEvaluator) for e in evaluators):
         plan = SpanPlan(evaluators, cases, run_dir.traces, variants, artifacts)
         if span is None:
-            return judge_in_processes(plan, run_dir, process_count(run_dir.traces, processes), stats, progress)
+            return judge_in_processes(plan, run_dir, process_count(run_dir.traces, processes), stats, progress,
+                                      alongside)
+        alongside()
         return judge_one_span(plan, run_dir, span, stats, progress)
+    alongside()
     part = run_dir.temp_file("results")
     try:
         await _judge_async(evaluators, cases, artifacts, run_dir.traces, variants, part, concurrency, stats, progress,

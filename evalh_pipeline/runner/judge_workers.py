@@ -14,12 +14,14 @@ import pickle
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
+from evalh_pipeline.models import EvalCase, Trace
 from evalh_pipeline.runner.judging import UNJUDGED_ERRORS, EvaluationStats
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.result_lines import Judged, raised, result_lines
@@ -56,9 +58,15 @@ def process_count(traces: Path, requested: int | None) -> int:
 
 
 def judge_in_processes(
-    plan: SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress
+    plan: SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress,
+    alongside: Callable[[], None] | None = None,
 ) -> list[Path]:
-    """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order."""
+    """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order.
+
+    ``alongside`` starts other work in a thread (runner/evaluation.py: copying the results
+    kept); it is called once the worker processes exist, since forking a process with
+    more than one thread is not safe and spawning workers costs a second.
+    """
     spans: list[LineSpan | None] = list(split_lines(plan.traces, processes)) if processes > 1 else [None]
     context = process_context(plan) if len(spans) > 1 else None
     if context is None:
@@ -66,10 +74,14 @@ def judge_in_processes(
     parts = [run_dir.temp_file("results") for _ in spans]
     try:
         if len(spans) == 1:
+            if alongside is not None:
+                alongside()
             _judge_span(plan, spans[0], parts[0], stats, progress)
             return parts
         with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=context) as pool:
             futures = [pool.submit(_judge_span_in_worker, plan, span, part) for span, part in zip(spans[1:], parts[1:])]
+            if alongside is not None:
+                alongside()
             _judge_span(plan, spans[0], parts[0], stats, progress)  # this process takes the first span meanwhile
             for future in futures:
                 try:
@@ -120,6 +132,22 @@ def process_context(plan: SpanPlan) -> BaseContext | None:
     return multiprocessing.get_context("spawn")
 
 
+# Passed to evaluators that declare they never read the case (Evaluator.reads_case).
+NO_CASE = EvalCase(id="", input={})
+# What re-evaluation reads of every trace besides what the evaluators declare.
+_IDENTITY_FIELDS = frozenset({"run_id", "case_id", "variant_name", "sample", "error"})
+
+
+def trace_decoder(evaluators: Sequence[Evaluator]) -> Callable[[bytes | str, Path, int], Trace]:
+    """How to decode the traces ``evaluators`` judge: only the fields they read when every one
+    declares them (Evaluator.trace_fields), so re-judging one cheap evaluator on a large run
+    does not validate whole traces; else whole traces."""
+    declared = [e.trace_fields for e in evaluators]
+    if not declared or any(fields is None for fields in declared):
+        return TRACES.decode
+    return TRACES.projection(_IDENTITY_FIELDS.union(*declared))  # type: ignore[arg-type]
+
+
 def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, part: Path) -> EvaluationStats:
     """A worker's task: judge ``span`` into ``part``; its stats go back to the parent."""
     try:
@@ -139,19 +167,24 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: Ev
     """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators into ``out_path``."""
     evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
     variants, cases, traces_path = plan.variants, plan.cases, plan.traces
+    decode = trace_decoder(evaluators)
+    # A projection decodes no faster than the variant is read off the line: no pre-check then.
+    skim = decode == TRACES.decode
+    reads_case = any(e.reads_case for e in evaluators)
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
     with out_path.open("wb", buffering=1 << 20) as out:
         for number, line in iter_raw_lines(traces_path, span):
             # The variant read off the line skips other variants' traces without parsing them.
-            leading = TRACES.leading(line, "variant_name")
-            if leading is not None and leading[0] not in variants:
-                continue
-            trace = TRACES.decode(line, traces_path, number)
+            if skim:
+                leading = TRACES.leading(line, "variant_name")
+                if leading is not None and leading[0] not in variants:
+                    continue
+            trace = decode(line, traces_path, number)
             if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
                 continue
-            case = cases.get(trace.case_id)
+            case = cases.get(trace.case_id) if reads_case else NO_CASE
             artifact = plan.artifacts.get(trace.case_id, trace.variant_name, trace.sample)
             judged = []
             started = now(utc)

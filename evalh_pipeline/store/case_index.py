@@ -23,16 +23,23 @@ class CaseIndex:
     def __init__(self, path: Path, cache_size: int = 4096, *, offsets: dict[str, int] | None = None) -> None:
         self.path = path
         self._cache_size = cache_size
-        self._offsets = offsets if offsets is not None else _scan(path)
+        # Scanned at the first lookup: judging evaluators that never read the case needs none.
+        self._scanned = offsets
         self._cache: OrderedDict[str, EvalCase] = OrderedDict()
         self._handle = path.open("rb")
 
+    @property
+    def _offsets(self) -> dict[str, int]:
+        if self._scanned is None:
+            self._scanned = _scan(self.path)
+        return self._scanned
+
     def reopened(self) -> "CaseIndex":
         """The same index with its own file handle and cache (e.g. in a forked process)."""
-        return CaseIndex(self.path, self._cache_size, offsets=self._offsets)
+        return CaseIndex(self.path, self._cache_size, offsets=self._scanned)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "cache_size": self._cache_size, "offsets": self._offsets}
+        return {"path": self.path, "cache_size": self._cache_size, "offsets": self._scanned}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         CaseIndex.__init__(self, state["path"], state["cache_size"], offsets=state["offsets"])

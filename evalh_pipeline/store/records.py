@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 import re
 import types
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, Union, get_args, get_origin
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic_core import to_json
 
 from evalh_pipeline.models import EvalCase, EvaluationResult, Trace
+from evalh_pipeline.models.versioning import SCHEMA_VERSION
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, parse_record
 
 M = TypeVar("M", bound=BaseModel)
@@ -46,6 +47,7 @@ class RecordCodec(Generic[M]):
         self.fields: tuple[str, ...] = tuple(model.model_fields)
         self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
         self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
+        self._views: dict[tuple[str, ...], type[BaseModel]] = {}  # projection models, by their fields
         self._all_str: set[tuple[str, ...]] = set()  # the names of patterns that read only str fields
         # Every field in order, with its default when that is a plain value; the others
         # (required, or made by a factory) are filled in by encode_values.
@@ -94,6 +96,41 @@ class RecordCodec(Generic[M]):
         """The validated records of a JSONL file (or of ``span`` of it); a torn tail is skipped."""
         for number, line in iter_raw_lines(path, span):
             yield self.decode(line, path, number)
+
+    def projection(self, fields: Collection[str]) -> Callable[[bytes | str, Path, int], M]:
+        """A decoder of lines into records that hold only ``fields``, each validated as the
+        model validates it; for readers that need a few fields of large records.
+
+        What it returns stands in for the model (``cast``): it has exactly those fields, and
+        reading another one raises AttributeError. A line of an older schema version, or one
+        the projection cannot read, is decoded whole (with :meth:`decode`'s errors) and
+        projected.
+        """
+        key = tuple(sorted(fields))
+        view = self._views.get(key)
+        if view is None:
+            unknown = set(key) - set(self.fields)
+            if unknown:
+                raise KeyError(f"{self.model.__name__} has no field {', '.join(sorted(unknown))}")
+            view = create_model(  # type: ignore[call-overload]
+                f"{self.model.__name__}Projection", __config__=ConfigDict(extra="ignore"),
+                **{name: (self.model.model_fields[name].annotation, self.model.model_fields[name]) for name in key},
+            )
+            self._views[key] = view
+        current = b'{"schema_version":' + to_json(SCHEMA_VERSION) + b","
+        validate_json = view.model_validate_json
+
+        def decode(line: bytes | str, path: Path, number: int) -> M:
+            raw = line.encode("utf-8") if isinstance(line, str) else line
+            if raw.startswith(current):
+                try:
+                    return cast(M, validate_json(raw))
+                except ValueError:
+                    pass  # decoded whole below, for its migration or its error
+            whole = self.decode(line, path, number)
+            return cast(M, view.model_validate({name: getattr(whole, name) for name in key}))
+
+        return decode
 
     def leading(self, line: bytes, *names: str) -> tuple[Any, ...] | None:
         """The values of the str/int fields ``names`` read off the start of ``line``, or None.

@@ -128,3 +128,20 @@ def test_results_written_by_another_tool_are_rejudged_in_full(tmp_path):
     stats = asyncio.run(evaluate_traces(spec, run_dir))
     assert stats.results == 60 and stats.evaluators_rejudged == sorted(
         ["mentions_paris", "used_lookup", "says_answer", "fast", "case_sensitive_paris"])
+
+
+def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_judging(tmp_path):
+    # latency_under declares the one trace field it reads: re-judged alone, it decodes only that.
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    strict = _spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1"))
+    assert asyncio.run(evaluate_traces(strict, run_dir)).evaluators_rejudged == ["fast"]
+    incremental = _by_evaluator(_lines(run_dir))
+    asyncio.run(evaluate_traces(strict, run_dir, incremental=False, processes=1))
+    full = _by_evaluator(_lines(run_dir))
+
+    def verdicts(lines):
+        keep = ("case_id", "variant_name", "sample", "passed", "score", "reason", "detail", "evaluator_hash")
+        return sorted(tuple(json.dumps(json.loads(line)[k]) for k in keep) for line in lines)
+
+    assert len(incremental["fast"]) == 12 and verdicts(incremental["fast"]) == verdicts(full["fast"])

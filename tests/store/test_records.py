@@ -124,3 +124,33 @@ def test_iter_file_reads_back_what_encode_wrote(tmp_path: Path):
     cases = [EvalCase(id=f"c{i}", input={"q": i}) for i in range(3)]
     path.write_bytes(b"".join(CASES.encode(c) for c in cases))
     assert list(CASES.iter_file(path)) == cases
+
+
+def _trace_line(**overrides: Any) -> bytes:
+    trace = Trace(run_id="r", case_id="c1", variant_name="base", sample=1, started_at=T0, finished_at=T0,
+                  latency_ms=42, output={"final_answer": "Paris"}, metrics={"cost_usd": 0.5}, **overrides)
+    return TRACES.encode(trace).rstrip(b"\n")
+
+
+def test_a_projection_holds_the_fields_asked_as_the_whole_record_has_them(tmp_path: Path):
+    decode = TRACES.projection({"case_id", "variant_name", "latency_ms", "metrics", "error"})
+    line = _trace_line(error=TraceError(type="timeout", message="slow"))
+    whole = TRACES.decode(line, tmp_path / "traces.jsonl", 1)
+    projected = decode(line, tmp_path / "traces.jsonl", 1)
+    for name in ("case_id", "variant_name", "latency_ms", "metrics", "error"):
+        assert getattr(projected, name) == getattr(whole, name)
+    with pytest.raises(AttributeError):
+        projected.output  # noqa: B018 - not asked for: absent, never silently empty
+
+
+def test_a_projection_migrates_older_lines_and_reports_corrupt_ones_like_decode(tmp_path: Path):
+    from evalh_pipeline.store.jsonl import CorruptRecordError
+
+    decode = TRACES.projection({"case_id", "latency_ms"})
+    older = json.loads(_trace_line())
+    del older["schema_version"]  # a 1.0 line written before the version was recorded
+    assert decode(json.dumps(older).encode(), tmp_path / "t.jsonl", 1).latency_ms == 42
+    with pytest.raises(CorruptRecordError, match=r"t.jsonl:7: not JSON"):
+        decode(b'{"schema_version":"1.0", torn', tmp_path / "t.jsonl", 7)
+    with pytest.raises(KeyError, match="no field nonsense"):
+        TRACES.projection({"nonsense"})
