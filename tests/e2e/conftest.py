@@ -89,6 +89,7 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
     write_eval(evals / "drifting", cases=3, systems=STEADY_SYSTEMS,
                extra_yaml='automation: {drift_cron: "* * * * *"}\n')
     write_eval(evals / "quick", cases=4)
+    write_eval(evals / "versioned", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
     (repo / "README.md").write_text("fixtures for the e2e tests\n")

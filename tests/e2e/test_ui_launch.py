@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dagster as dg
@@ -84,6 +85,49 @@ def test_the_readme_route_launches_a_whole_run_and_the_summary_shows_every_varia
                 body = page.inner_text("body")
                 assert re.search(rf"pass_rate/{variant}\s+.*?\s+{re.escape(_shown(rate))}", body, re.S), body[:3000]
             assert "complete: 8/8 cells have a trace" in page.inner_text("body")
+        finally:
+            browser.close()
+
+
+def test_the_summary_page_shows_unsynced_once_results_were_rejudged_after_an_evaluator_changed(dagster_dev):
+    """Data versions: results carry the version of results.jsonl, so the summary that read the old
+    results shows "Unsynced" in the UI once they were re-judged with a changed evaluator."""
+    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.defs.definitions import build_definitions
+    from tests.conftest import run_evalh
+
+    sync_playwright = _browser_or_skip()
+    instance = dagster_dev.instance()
+    eval_yaml = dagster_dev.repo / "evals" / "versioned" / "eval.yaml"
+    made = run_evalh(["run", str(eval_yaml)], {**os.environ, "DAGSTER_HOME": str(dagster_dev.home)},
+                     dagster_dev.repo, timeout=240)
+    assert made.returncode == 0, made.stderr
+    (run,) = instance.get_runs(dg.RunsFilter(job_name="versioned__run"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(60_000)
+            page.add_locator_handler(page.get_by_text("Join the Dagster community"),
+                                     lambda: page.get_by_role("button", name="Skip").click())
+            page.goto(f"{dagster_dev.url}/assets/versioned/summary")
+            page.get_by_text("pass_rate/base", exact=True).first.wait_for()
+            assert "Unsynced" not in page.inner_text("body")
+
+            # An evaluator changes; only `results` is rematerialized (as "Materialize selected" would).
+            eval_yaml.write_text(eval_yaml.read_text().replace(
+                "type: contains_text", "type: contains_text\n    config: {case_sensitive: true}"))
+            defs, _ = build_definitions([load_eval(eval_yaml)])
+            job = defs.resolve_job_def("versioned__judge")
+            # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(job.execute_in_process, instance=instance, tags={"evalh/run_id": run.tags["evalh/run_id"]},
+                            asset_selection=[dg.AssetKey(["versioned", "results"])]).result()
+
+            page.reload()
+            page.get_by_text("Unsynced").first.hover()  # the tag's popover says why
+            page.get_by_text("has a new data version").first.wait_for()
+            assert "versioned / results" in page.inner_text("body")
         finally:
             browser.close()
 
