@@ -52,7 +52,7 @@ def engine_main(eval_yaml: str, run_dir: str, mode: str) -> None:
     """Child entry point: evaluate_traces (full or incremental) then write_summary, timed; JSON out."""
     import asyncio
 
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runner.evaluation import evaluate_traces
     from evalh_pipeline.runner.stages import write_summary
     from evalh_pipeline.store.run_dir import RunDirectory

@@ -81,7 +81,7 @@ def produce_main(eval_yaml: str) -> None:
     import asyncio
 
     sys.path.insert(0, str(Path(eval_yaml).resolve().parent))
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runner.stages import prepare_cases
     from evalh_pipeline.runner.traces import produce_traces
     from evalh_pipeline.store.run_dir import new_run_id
@@ -97,7 +97,7 @@ def engine_main(eval_yaml: str, run_dir: str) -> None:
     import asyncio
 
     started = time.perf_counter()
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runner.evaluation import evaluate_traces
     from evalh_pipeline.runner.stages import write_summary
     from evalh_pipeline.store.run_dir import RunDirectory

@@ -327,7 +327,7 @@ def engine_reeval(eval_yaml: str, run_dir: str) -> None:
     import asyncio
 
     started = time.perf_counter()
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runner.evaluation import evaluate_traces
     from evalh_pipeline.runner.stages import write_summary
     from evalh_pipeline.store.run_dir import RunDirectory

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.terminal import err
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -90,8 +91,11 @@ def _leave(code: Any) -> None:
 
 @click.group(cls=_EvalhGroup)
 @click.version_option(package_name="evalh-pipeline")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """evalh: an evaluation harness for AI systems, orchestrated by Dagster."""
+    # The environment is read here, once per command; what runs below gets it as an argument.
+    ctx.obj = Settings.from_environment()
 
 
 def _store_options(command):

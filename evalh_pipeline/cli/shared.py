@@ -8,7 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+import click
+
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA
+from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.terminal import error, warning
 
@@ -17,11 +20,19 @@ if TYPE_CHECKING:
     from evalh_pipeline.store.stores.reading import ReadableStore
 
 
+def _settings() -> Settings:
+    """The command's settings: the environment as the group read it when the command started."""
+    settings = click.get_current_context().find_root().obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
 def _load(eval_path: str, strict: bool = False) -> EvalSpec:
-    from evalh_pipeline.config import ConfigError, load_eval
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.runner.loading import load_eval
 
     try:
-        spec = load_eval(eval_path, strict=strict)
+        spec = load_eval(eval_path, strict=strict, settings=_settings())
     except ConfigError as exc:
         error(f"invalid eval config\n{exc}")
         sys.exit(EXIT_CONFIG)
@@ -68,9 +79,7 @@ def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def _runs_folder() -> Path:
-    import os
-
-    return Path(os.environ.get("EVALH_RUNS_DIR") or "runs").resolve()
+    return _settings().runs_dir or Path("runs").resolve()
 
 
 def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ...] = ()) -> RunDirectory:
@@ -78,7 +87,7 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
         from evalh_pipeline.store.stores.reading import fetch_from_store
 
         try:
-            path = str(fetch_from_store(store, path, _namespace(namespace)))
+            path = str(fetch_from_store(store, path, _namespace(namespace), _settings().cache))
         except (LookupError, ValueError) as exc:
             error(f"{str(exc).strip(chr(39))}")
             sys.exit(EXIT_INFRA)
@@ -96,7 +105,7 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
         from evalh_pipeline.store.publishing import fetch_run
 
         try:
-            path = str(fetch_run(path))
+            path = str(fetch_run(path, _settings().cache))
         except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
             error(f"cannot fetch {path}: {type(exc).__name__}: {exc}")
             sys.exit(EXIT_INFRA)

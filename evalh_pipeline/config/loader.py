@@ -1,11 +1,17 @@
-"""Load eval.yaml into an EvalSpec, collecting every problem with its file, line and key."""
+"""Load eval.yaml into an EvalSpec, collecting every problem with its file, line and key.
+
+Plugin entries (systems, evaluators, the workspace, enrichers, output stores) are checked
+against registries handed in by the layer above that knows them (:class:`PluginRegistries`,
+filled by runner/loading.py): config imports no plugin family.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import typing
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,7 @@ from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.common.masking import MASK
+from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
 DATASET_TYPES = ("fixture", "jsonl", "yaml")
@@ -28,8 +35,25 @@ DATASET_TYPES = ("fixture", "jsonl", "yaml")
 _VARIANT_KEYS = {"name", "adapter", "metadata", "pool", "enrich_trace_from"}
 
 
-def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *, strict: bool = False) -> EvalSpec:
+@dataclass(frozen=True)
+class PluginRegistries:
+    """The registries each plugin entry of an eval is checked against (its type's config model)."""
+
+    systems: Registry[Any]
+    evaluators: Registry[Any]
+    workspaces: Registry[Any]
+    enrichers: Registry[Any]
+    stores: Registry[Any]
+
+
+def read_eval(
+    path: str | os.PathLike[str], plugins: PluginRegistries, settings: Settings,
+    env: Mapping[str, str] | None = None, *, strict: bool = False,
+) -> EvalSpec:
     """Parse and validate one eval.yaml. Raises :class:`ConfigError` listing every problem.
+
+    ``${VARS}`` expand from ``env`` (default ``settings.env``). ``runs_root`` of the result is
+    the canonical output as written (a URL stays a URL): the layer above names its working copy.
 
     Keys eval-harness tolerates but evalh does not use (an unknown key of a system, an
     evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
@@ -37,22 +61,24 @@ def load_eval(path: str | os.PathLike[str], env: dict[str, str] | None = None, *
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
     """
     eval_path = Path(path).resolve()
+    env = settings.env if env is None else env
     where, raw, substitutions = _expand(eval_path, env)
-    secrets = secret_values(substitutions, os.environ if env is None else env)
+    secrets = secret_values(substitutions, env)
     try:
-        return _validated(eval_path, where, raw, secrets, strict)
+        return _validated(eval_path, where, raw, secrets, strict, plugins, settings)
     except ConfigError as exc:
         # An error never echoes an expanded value: it names the variable instead.
         raise ConfigError([_unexpanded(issue, substitutions, secrets) for issue in exc.issues]) from None
 
 
-def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[str], strict: bool) -> EvalSpec:
+def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[str], strict: bool,
+               plugins: PluginRegistries, settings: Settings) -> EvalSpec:
     """The EvalSpec of the expanded config ``raw``, after every check."""
     config = _validate(where, raw)
     eval_dir = eval_path.parent
     variants = [_variant(system) for system in config.systems]
-    plugin_issues, warnings = _check_plugins(where, config, variants, eval_dir)
-    output_issues, output_warnings = _check_outputs(where, config)
+    plugin_issues, warnings = _check_plugins(where, config, variants, eval_dir, plugins)
+    output_issues, output_warnings = _check_outputs(where, config, plugins.stores)
     issues = [*_check_names(where, config, eval_path), *plugin_issues, *output_issues]
     warnings += output_warnings + _eval_harness_warnings(where, config)
     dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
@@ -68,7 +94,7 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
     secrets |= frozenset(str((output.model_extra or {})[key]) for output in config.output if output.type == "webhook"
                          for key in ("url", "api_key") if (output.model_extra or {}).get(key))
     folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
-    outputs = tuple(resolve_output_path(output.path or "runs", eval_dir) for output in folders)
+    outputs = tuple(resolve_output_path(output.path or "runs", eval_dir, settings.runs_dir) for output in folders)
     stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
     assert dataset_path is not None  # a missing one is an issue above
     return EvalSpec(
@@ -76,7 +102,7 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
         config=config,
         variants=variants,
         dataset_path=dataset_path,
-        runs_root=_working_root(outputs[0]),
+        runs_root=outputs[0],
         outputs=outputs,
         stores=stores,
         enrichers={s.name: tuple(s.enrich_trace_from) for s in config.systems if s.enrich_trace_from},
@@ -84,10 +110,11 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
         secret_values=secrets,
         price_table_path=price_table_path,
         warnings=tuple(sorted(warnings, key=lambda issue: issue.line or 0)),
+        settings=settings,
     )
 
 
-def _expand(eval_path: Path, env: dict[str, str] | None) -> tuple[_Locator, Any, list[Substitution]]:
+def _expand(eval_path: Path, env: Mapping[str, str]) -> tuple[_Locator, Any, list[Substitution]]:
     """The YAML with ``${VARS}`` expanded, and every substitution made."""
     doc = load_yaml(eval_path)
     where = _Locator(doc)
@@ -143,31 +170,28 @@ def _variant(system: Any) -> RunVariant:
 
 
 def _check_plugins(
-    where: _Locator, config: EvalConfig, variants: list[RunVariant], eval_dir: Path,
+    where: _Locator, config: EvalConfig, variants: list[RunVariant], eval_dir: Path, plugins: PluginRegistries,
 ) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
     """(errors, warnings) of each system (and its enrichers), evaluator and workspace config, by
     its type's own config model. Keys dropped with a warning are removed from the config used."""
-    from evalh_pipeline.evaluators.registry import EVALUATORS
-    from evalh_pipeline.systems.registry import SYSTEMS
-
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = []
     for i, (system, variant) in enumerate(zip(config.systems, variants)):
-        found, ignored, cleaned = _check_plugin_config(where, SYSTEMS, variant.adapter, variant.config,
+        found, ignored, cleaned = _check_plugin_config(where, plugins.systems, variant.adapter, variant.config,
                                                        ("systems", i), "adapter")
         issues += found
         warnings += ignored
         variant.config = cleaned
-        issues += _check_enrichers(where, i, system.enrich_trace_from)
+        issues += _check_enrichers(where, i, system.enrich_trace_from, plugins.enrichers)
     for i, evaluator in enumerate(config.evaluators):
-        found, ignored, cleaned = _check_plugin_config(where, EVALUATORS, evaluator.type, evaluator.config,
+        found, ignored, cleaned = _check_plugin_config(where, plugins.evaluators, evaluator.type, evaluator.config,
                                                        ("evaluators", i), "type", config_key="config")
         issues += found
         warnings += ignored
         if cleaned != evaluator.config:
             config.evaluators[i] = evaluator.model_copy(update={"config": cleaned})
     if config.workspace is not None:
-        found, ignored, cleaned = _check_workspace(where, config.workspace.model_dump(), eval_dir)
+        found, ignored, cleaned = _check_workspace(where, config.workspace.model_dump(), eval_dir, plugins.workspaces)
         issues += found
         warnings += ignored
         if not found:
@@ -219,50 +243,48 @@ def _unexpanded(issue: ConfigIssue, substitutions: list[Substitution], secrets: 
 
 
 def _check_workspace(
-    where: _Locator, workspace: dict[str, Any], eval_dir: Path,
+    where: _Locator, workspace: dict[str, Any], eval_dir: Path, workspaces: Registry[Any],
 ) -> tuple[list[ConfigIssue], list[ConfigIssue], dict[str, Any]]:
     """Validate ``workspace:`` with its type's config model, then the folders it names."""
-    from evalh_pipeline.workspaces.registry import WORKSPACES
-
-    issues, warnings, cleaned = _check_plugin_config(where, WORKSPACES, workspace["type"], workspace,
+    issues, warnings, cleaned = _check_plugin_config(where, workspaces, workspace["type"], workspace,
                                                      ("workspace",), "type")
     if issues:
         return issues, warnings, cleaned
-    cls = WORKSPACES.get(workspace["type"])
+    cls = workspaces.get(workspace["type"])
     model = cls.Config.model_validate(cleaned)
     issues = [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
     return issues, warnings, cleaned
 
 
-def _check_enrichers(where: _Locator, index: int, entries: list[dict[str, Any]]) -> list[ConfigIssue]:
+def _check_enrichers(
+    where: _Locator, index: int, entries: list[dict[str, Any]], enrichers: Registry[Any],
+) -> list[ConfigIssue]:
     """``systems[i].enrich_trace_from[j]`` against its enricher type's config model."""
-    from evalh_pipeline.enrichers.registry import ENRICHERS
-
     issues: list[ConfigIssue] = []
     for j, entry in enumerate(entries):
         at = ("systems", index, "enrich_trace_from", j)
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
-            issues.append(where.issue(at, f"an enricher is a mapping with a type (known: {', '.join(ENRICHERS.names())})"))
+            issues.append(where.issue(at, f"an enricher is a mapping with a type (known: {', '.join(enrichers.names())})"))
             continue
-        found, unknown, _ = _check_plugin_config(where, ENRICHERS, entry["type"], entry, at, "type")
+        found, unknown, _ = _check_plugin_config(where, enrichers, entry["type"], entry, at, "type")
         # Enrichers stay strict: their config is rebuilt from the YAML at run time.
         issues += found + [ConfigIssue(w.file, w.line, w.key, w.message.replace(", ignored as eval-harness does", ""))
                            for w in unknown]
     return issues
 
 
-def _check_outputs(where: _Locator, config: EvalConfig) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
+def _check_outputs(
+    where: _Locator, config: EvalConfig, stores: Registry[Any],
+) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
     """(errors, warnings) of each ``output[]`` entry against its type's config model; folder
     URLs must be writable. Unknown keys of a store are dropped with a warning, as eval-harness
     ignores them."""
-    from evalh_pipeline.store.stores.registry import STORES
-
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = []
     folders = 0
     for i, output in enumerate(config.output):
         entry = output.model_dump(exclude_none=True)
-        found, ignored, cleaned = _check_plugin_config(where, STORES, output.type, entry, ("output", i), "type")
+        found, ignored, cleaned = _check_plugin_config(where, stores, output.type, entry, ("output", i), "type")
         issues += found
         warnings += ignored
         if not found and cleaned != entry:
@@ -370,20 +392,15 @@ def _output_url_problem(value: str, canonical: bool = False) -> str | None:
     return None
 
 
-def _working_root(canonical: str) -> str:
-    """Where the engine writes runs: the canonical folder, or the local working copy of a URL."""
-    from evalh_pipeline.store.publishing import is_remote, working_root
+def resolve_output_path(value: str, eval_dir: Path, runs_dir: Path | None = None) -> str:
+    """A URL (``file://`` too) stays a URL; a relative folder resolves like an input path (eval folder first).
 
-    return str(working_root(canonical)) if is_remote(canonical) else canonical
-
-
-def resolve_output_path(value: str, eval_dir: Path) -> str:
-    """A URL (``file://`` too) stays a URL; a relative folder resolves like an input path (eval folder first)."""
+    ``runs_dir`` ($EVALH_RUNS_DIR, from :class:`Settings`) replaces the default output ``runs``.
+    """
     if "://" in value:
         return value
-    env_root = os.environ.get("EVALH_RUNS_DIR")
-    if env_root and value == "runs":
-        return str(Path(env_root).resolve())
+    if runs_dir is not None and value == "runs":
+        return str(runs_dir)
     path = Path(value).expanduser()
     if path.is_absolute():
         return str(path)

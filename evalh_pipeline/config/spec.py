@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.config.errors import ConfigIssue
 from evalh_pipeline.config.schema import EvalConfig
 from evalh_pipeline.models import RunVariant
@@ -40,6 +41,9 @@ class EvalSpec:
     enrichers: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     # Keys eval-harness tolerates that evalh ignores (file, line, key, closest known key).
     warnings: tuple[ConfigIssue, ...] = ()
+    # The settings (host environment, runs and cache folders) the eval was loaded with: what
+    # the stages after loading use (the evaluators' context), so nothing below reads os.environ.
+    settings: Settings = field(default_factory=Settings, repr=False, compare=False)
 
     @property
     def name(self) -> str:

@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalh_pipeline.config import ConfigError, EvalSpec, load_eval
+from evalh_pipeline.common.settings import Settings
+from evalh_pipeline.config import ConfigError, EvalSpec
+from evalh_pipeline.runner.loading import load_eval
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +77,23 @@ class Discovery:
     broken: dict[Path, ConfigError]
 
 
-def discover_evals(folders: list[Path] | None = None) -> Discovery:
+def discover_evals(folders: list[Path] | None = None, settings: Settings | None = None) -> Discovery:
     """Load every eval file below the folders. A broken eval is reported, not fatal,
-    so one typo does not take the other evals out of the UI."""
+    so one typo does not take the other evals out of the UI.
+
+    ``settings`` default to the environment, read once here: the Dagster layer's edge (each
+    spec carries them on to the sensors and runs that reload it)."""
     if folders is None:
         folders = evals_dirs()
+    if settings is None:
+        settings = Settings.from_environment()
     specs: list[EvalSpec] = []
     broken: dict[Path, ConfigError] = {}
     names: set[str] = set()
     for folder in folders:
         for path in eval_files(folder):
             try:
-                spec = load_eval(path)
+                spec = load_eval(path, settings=settings)
             except ConfigError as exc:
                 log.warning("skipping %s:\n%s", path, exc)
                 broken[path] = exc

@@ -15,12 +15,13 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     eval_path, run_dir, previous = argv
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.common.settings import Settings
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.store.baselines import baseline_folder
     from evalh_pipeline.store.locking import locked
 
     directory = Path(run_dir)
-    spec = replace(load_eval(eval_path), runs_root=str(directory.parent))
+    spec = replace(load_eval(eval_path, settings=Settings.from_environment()), runs_root=str(directory.parent))
     # Promotions in quick succession are recorded one at a time, in the order they were
     # made (the lock is taken before the slow Dagster import), and a fresh instance's
     # storage is never created twice at once.

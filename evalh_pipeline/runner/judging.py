@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -95,7 +94,7 @@ def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
     """The context every evaluator of ``spec`` is built with."""
     return EvaluatorContext(
         eval_dir=spec.eval_dir,
-        env=dict(os.environ),
+        env=dict(spec.settings.env),
         secret_values=spec.secret_values,
         cache_dir=runs_cache_dir(spec.runs_root) if "://" not in str(spec.runs_root) else None,
         max_concurrency=spec.config.run.max_concurrency,

@@ -50,19 +50,20 @@ def is_remote(target: str) -> bool:
     return "://" in target
 
 
-def working_root(url: str) -> Path:
+def working_root(url: str, cache_dir: Path) -> Path:
     """The local folder holding working copies of runs whose canonical output is ``url``.
 
-    ``$EVALH_CACHE_DIR/runs/<hash>`` (default ``~/.cache/evalh``); the hash of the URL keeps
-    evals with different outputs apart and is the same in every process (CLI, Dagster).
+    ``<cache_dir>/runs/<hash>`` (``cache_dir``: ``Settings.cache_dir``, $EVALH_CACHE_DIR or
+    ``~/.cache/evalh``); the hash of the URL keeps evals with different outputs apart and is
+    the same in every process (CLI, Dagster).
     """
-    return _cache_base() / "runs" / _url_hash(url)
+    return cache_dir / "runs" / _url_hash(url)
 
 
-def fetch_run(url: str) -> Path:
+def fetch_run(url: str, cache_dir: Path) -> Path:
     """A fresh local copy of the published run at ``url``, for the read-only commands.
 
-    Fetched into ``$EVALH_CACHE_DIR/fetched/<hash>/<run_id>`` (never into a working copy the
+    Fetched into ``<cache_dir>/fetched/<hash>/<run_id>`` (never into a working copy the
     engine may be writing), replacing an earlier fetch of the same URL.
     """
     import shutil
@@ -74,7 +75,7 @@ def fetch_run(url: str) -> Path:
     root = root.rstrip("/")
     if not fs.exists(f"{root}/run.json"):
         raise FileNotFoundError(f"{url} is not a run directory (no run.json)")
-    base = _cache_base() / "fetched" / _url_hash(url)
+    base = cache_dir / "fetched" / _url_hash(url)
     base.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=base))
     final: Path = base / root.rsplit("/", 1)[-1]
@@ -215,10 +216,6 @@ def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> l
         if since is None or datetime.fromisoformat(record["at"]) >= since:
             records.append(record)
     return records
-
-
-def _cache_base() -> Path:
-    return Path(os.environ.get("EVALH_CACHE_DIR") or Path.home() / ".cache" / "evalh").expanduser().resolve()
 
 
 def _url_hash(url: str) -> str:

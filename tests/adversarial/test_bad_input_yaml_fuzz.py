@@ -18,7 +18,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalh_pipeline.config import ConfigError, EvalSpec, load_eval
+from evalh_pipeline.config import ConfigError, EvalSpec
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.dataset import iter_dataset
 
 BUDGET = settings(max_examples=250, derandomize=True, database=None, deadline=None,

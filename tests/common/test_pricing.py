@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.models import RunVariant, TraceMetrics, TraceOutput
 from evalh_pipeline.common.pricing import (
     PriceTableError, apply_prices, builtin_price_table, load_price_table, parse_price_table, variant_model,

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import BENCH_FIXTURE

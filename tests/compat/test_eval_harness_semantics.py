@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.dataset import iter_dataset, sample_positions, select_cases
 from evalh_pipeline.common.fields import FieldPath
 from evalh_pipeline.models import EvalCase, ToolCall, Trace

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 
 
 def write(folder: Path, *, dataset_path: str = "cases.jsonl", extra: str = "", output: str = "",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 
 # Line numbers matter: `adapter` is on line 8, as in the README example.
 BASE = """\

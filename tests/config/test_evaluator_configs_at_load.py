@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from tests.conftest import write_eval
 
 BROKEN = """

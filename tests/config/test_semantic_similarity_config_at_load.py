@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from tests.conftest import write_eval
 
 

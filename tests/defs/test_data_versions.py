@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import RUN_ID_TAG, judge_job
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import new_run_id

@@ -6,7 +6,7 @@ import json
 
 import dagster as dg
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.discovery import discover_evals
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run

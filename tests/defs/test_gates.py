@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs import overlap
 from evalh_pipeline.defs.run_options import RunOptions
 from evalh_pipeline.store.run_dir import new_run_id

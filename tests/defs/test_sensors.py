@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import dagster as dg
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.sensors import build_drift_sensor
 from evalh_pipeline.runner.stages import load_summary

@@ -92,7 +92,7 @@ def test_the_readme_route_launches_a_whole_run_and_the_summary_shows_every_varia
 def test_the_summary_page_shows_unsynced_once_results_were_rejudged_after_an_evaluator_changed(dagster_dev):
     """Data versions: results carry the version of results.jsonl, so the summary that read the old
     results shows "Unsynced" in the UI once they were re-judged with a changed evaluator."""
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.defs.definitions import build_definitions
     from tests.conftest import run_evalh
 

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.evaluators.base import EvaluatorContext
 from evalh_pipeline.evaluators.llm_judge import LlmJudge, assertions_pass
 from evalh_pipeline.judges.fake_server import FakeJudgeServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.queries.compare import compare_runs
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary

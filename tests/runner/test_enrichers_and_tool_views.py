@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.enrichers.registry import ENRICHERS
 from evalh_pipeline.runner.stages import prepare_cases

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator, Verdict
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import Trace, TraceError

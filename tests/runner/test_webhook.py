@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreContext
 from evalh_pipeline.runner.webhook import WebhookConfig, WebhookError, WebhookStore

@@ -12,7 +12,7 @@ import textwrap
 import fsspec
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.runner.evaluation import evaluate_traces

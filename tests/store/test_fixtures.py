@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import replace
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.schema import WorkspaceConfig
 from evalh_pipeline.store.fixtures import fixture_fingerprint, tree_sha256, workspace_version
 from tests.conftest import write_eval

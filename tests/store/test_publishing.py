@@ -13,7 +13,8 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.common.settings import Settings
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
@@ -27,10 +28,10 @@ RUN_FILES = {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "trace
              "summary.yaml", "report.md"}
 
 
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+@pytest.fixture
+def cache_dir(tmp_path) -> Path:
+    """The cache folder (Settings.cache_dir, what $EVALH_CACHE_DIR names) these tests hand in."""
+    return (tmp_path / "cache").resolve()
 
 
 def eval_with_outputs(folder: Path, *outputs: str) -> Path:
@@ -43,26 +44,27 @@ def eval_with_outputs(folder: Path, *outputs: str) -> Path:
     return path
 
 
-def load_spec(eval_path: Path):
+def load_spec(eval_path: Path, cache_dir: Path):
     """``load_eval``, but a ``memory://`` canonical output is allowed.
 
     load_eval refuses one (it does not outlive the process); these tests use it in-process
     to exercise publishing to a non-local fsspec file system, so the eval is loaded with a
     stand-in folder and given the memory URL afterwards.
     """
+    settings = dataclasses.replace(Settings.from_environment(), cache_dir=cache_dir)
     text = eval_path.read_text()
     memory = re.search(r"path: (memory://\S+)", text)
     if memory is None:
-        return load_eval(eval_path)
+        return load_eval(eval_path, settings=settings)
     url = memory.group(1)
     eval_path.write_text(text.replace(url, str(eval_path.parent / "stand-in"), 1))
-    spec = load_eval(eval_path)
-    return dataclasses.replace(spec, outputs=(url, *spec.outputs[1:]), runs_root=str(working_root(url)))
+    spec = load_eval(eval_path, settings=settings)
+    return dataclasses.replace(spec, outputs=(url, *spec.outputs[1:]), runs_root=str(working_root(url, cache_dir)))
 
 
-def run_all_stages(eval_path: Path):
+def run_all_stages(eval_path: Path, cache_dir: Path):
     """The stages as the assets call them, publishing after each one."""
-    spec = load_spec(eval_path)
+    spec = load_spec(eval_path, cache_dir)
     info = prepare_cases(spec, new_run_id(spec.name))
     reports = [publish_run(spec, info.run_dir, "cases")]
     asyncio.run(produce_traces(spec, info.run_dir))
@@ -87,9 +89,9 @@ def local_files(folder: Path) -> dict[str, bytes]:
 
 def test_memory_url_canonical_gets_every_run_file_while_the_engine_works_in_the_cache(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"
-    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
 
-    assert run_dir.path.parent == working_root(url) and working_root(url).is_relative_to(cache_dir.resolve())
+    assert run_dir.path.parent == working_root(url, cache_dir) and working_root(url, cache_dir).is_relative_to(cache_dir)
     published = remote_files(f"{url}/{run_dir.run_id}")
     assert RUN_FILES <= set(published)
     assert published == local_files(run_dir.path)
@@ -98,18 +100,18 @@ def test_memory_url_canonical_gets_every_run_file_while_the_engine_works_in_the_
     assert reports[-1].uploaded[url] == 2  # only summary.yaml and report.md changed in the last stage
 
 
-def test_file_url_canonical_on_another_folder_mirrors_the_run_directory(tmp_path):
+def test_file_url_canonical_on_another_folder_mirrors_the_run_directory(tmp_path, cache_dir):
     remote = tmp_path / "bucket" / "runs"
-    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", f"file://{remote}"))
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", f"file://{remote}"), cache_dir)
 
     assert not run_dir.path.is_relative_to(remote)
     assert local_files(remote / run_dir.run_id) == local_files(run_dir.path)
     assert RUN_FILES <= set(local_files(remote / run_dir.run_id))
 
 
-def test_unchanged_files_are_skipped_changed_ones_uploaded_and_deleted_ones_removed(tmp_path):
+def test_unchanged_files_are_skipped_changed_ones_uploaded_and_deleted_ones_removed(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"
-    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
     publisher = RunPublisher.for_spec(spec)
 
     assert publisher.publish(run_dir, "again").uploaded == {}
@@ -121,9 +123,9 @@ def test_unchanged_files_are_skipped_changed_ones_uploaded_and_deleted_ones_remo
     assert "report.md" not in remote_files(f"{url}/{run_dir.run_id}")
 
 
-def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path):
+def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"
-    spec = load_spec(eval_with_outputs(tmp_path / "toy", url))
+    spec = load_spec(eval_with_outputs(tmp_path / "toy", url), cache_dir)
     run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
     (run_dir.path / ".lock").write_text("")
     (run_dir.path / ".staging-x").mkdir()
@@ -140,12 +142,12 @@ def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path):
     assert (run_dir.publish_state).exists()
 
 
-def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp_path):
+def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the mirror wants a folder\n")
     mirror = f"file://{blocker}/runs"
-    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url, mirror))
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url, mirror), cache_dir)
 
     assert [len(r.failures) for r in reports] == [1, 1, 1, 1]
     assert reports[0].failures[0].target == mirror
@@ -157,19 +159,19 @@ def test_a_failing_mirror_is_recorded_and_the_canonical_copy_still_completes(tmp
     assert published[run_dir.publish_log.name] == (run_dir.publish_log).read_bytes()
 
 
-def test_a_working_mirror_folder_gets_the_same_files_as_a_local_canonical(tmp_path):
+def test_a_working_mirror_folder_gets_the_same_files_as_a_local_canonical(tmp_path, cache_dir):
     mirror = tmp_path / "mirror"
-    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", str(tmp_path / "runs"), str(mirror)))
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", str(tmp_path / "runs"), str(mirror)), cache_dir)
 
     assert run_dir.path.parent == tmp_path / "runs"
     assert local_files(mirror / run_dir.run_id) == local_files(run_dir.path)
     assert all(not r.failures for r in reports)
 
 
-def test_a_failing_canonical_output_fails_the_stage_with_the_url_in_the_message(tmp_path):
+def test_a_failing_canonical_output_fails_the_stage_with_the_url_in_the_message(tmp_path, cache_dir):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x\n")
-    spec = load_eval(eval_with_outputs(tmp_path / "toy", f"file://{blocker}/runs"))
+    spec = load_spec(eval_with_outputs(tmp_path / "toy", f"file://{blocker}/runs"), cache_dir)
     run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
 
     with pytest.raises(PublishError, match=rf"canonical output file://{blocker}/runs/{run_dir.run_id} after cases"):
@@ -190,14 +192,14 @@ def test_a_local_only_eval_publishes_nothing(tmp_path):
 
 def test_fetch_run_copies_a_published_run_into_the_cache_and_refreshes_it(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"
-    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url))
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
     run_url = f"{url}/{run_dir.run_id}"
 
-    fetched = fetch_run(run_url)
+    fetched = fetch_run(run_url, cache_dir)
 
-    assert fetched.name == run_dir.run_id and fetched.is_relative_to(cache_dir.resolve() / "fetched")
+    assert fetched.name == run_dir.run_id and fetched.is_relative_to(cache_dir / "fetched")
     assert local_files(fetched) == local_files(run_dir.path)
     fsspec.core.url_to_fs(run_url)[0].pipe_file(f"{run_url}/report.md".removeprefix("memory://"), b"# new\n")
-    assert (fetch_run(run_url) / "report.md").read_bytes() == b"# new\n"
+    assert (fetch_run(run_url, cache_dir) / "report.md").read_bytes() == b"# new\n"
     with pytest.raises(FileNotFoundError, match="no run.json"):
-        fetch_run(f"{url}/no-such-run")
+        fetch_run(f"{url}/no-such-run", cache_dir)

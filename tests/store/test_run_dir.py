@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.common.masking import MASK
 from evalh_pipeline.store.run_dir import (
     RUN_ID_PATTERN,
@@ -114,7 +114,7 @@ def test_run_header_masks_secrets_and_hashes_the_masked_config(toy_eval, tmp_pat
 def test_a_run_leaves_only_files_its_run_directory_names(toy_eval):
     import asyncio
 
-    from evalh_pipeline.config import load_eval
+    from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runner.evaluation import evaluate_traces
     from evalh_pipeline.runner.stages import prepare_cases, write_summary
     from evalh_pipeline.runner.traces import produce_traces

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import ValidationError
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse

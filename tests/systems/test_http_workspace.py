@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.errors import ConfigError
 
 EVAL = """\

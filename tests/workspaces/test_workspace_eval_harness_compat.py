@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalh_pipeline.config import load_eval
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.fixtures import copy_from_path
 from evalh_pipeline.workspaces.git import GitWorkspaceConfig
 from tests.conftest import write_eval

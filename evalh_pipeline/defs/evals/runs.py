@@ -24,9 +24,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from evalh_pipeline.config import EvalSpec, load_eval
+from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.names import REJUDGE_TAG, REUSE_FROM_TAG, RUN_ID_TAG, STAGES, judge_job, run_job
 from evalh_pipeline.defs.resources import RUNTIME_KEY
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id, run_directory
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
@@ -54,7 +55,7 @@ def live_spec(context: dg.OpExecutionContext | dg.AssetCheckExecutionContext, lo
     if key in _LIVE:
         return _LIVE[key]
     runtime = getattr(context.resources, RUNTIME_KEY, None)
-    spec = (runtime.spec_for(loaded.path) if runtime is not None else None) or load_eval(loaded.path)
+    spec = (runtime.spec_for(loaded.path) if runtime is not None else None) or load_eval(loaded.path, settings=loaded.settings)
     reason = reload_reason(loaded, spec)
     if reason:
         raise dg.Failure(f"{loaded.path}: {reason}; {RELOAD}")

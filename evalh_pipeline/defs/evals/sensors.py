@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from evalh_pipeline.config import ConfigError, load_eval
+from evalh_pipeline.config import ConfigError
 from evalh_pipeline.config.cron import parse_cron
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.defs.evals.names import (
@@ -46,6 +46,7 @@ from evalh_pipeline.defs.evals.names import (
     run_job,
 )
 from evalh_pipeline.defs.evals.runs import RELOAD, reload_reason
+from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.fixtures import fixture_fingerprint
 from evalh_pipeline.store.run_dir import new_run_id, run_directory
 
@@ -89,7 +90,7 @@ def latest_complete_run(instance: dg.DagsterInstance, live: EvalSpec) -> str:
 
 def _live(spec: EvalSpec) -> EvalSpec | dg.SkipReason:
     try:
-        live = load_eval(spec.path)
+        live = load_eval(spec.path, settings=spec.settings)
     except ConfigError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return dg.SkipReason(f"{spec.path} does not load: {first}")

@@ -3,7 +3,7 @@
 A store URL is ``sqlite:///relative/runs.db`` (``sqlite:////abs/runs.db``), or a
 ``postgresql://`` / ``postgres://`` DSN, with ``#schema=NAME`` when the store's ``schema:``
 is not ``public``. The run is written into a fresh local folder under
-``$EVALH_CACHE_DIR/stores/`` (never into a run directory the engine may be writing), and the
+``<cache_dir>/stores/`` ($EVALH_CACHE_DIR, read by the CLI; never into a run directory the engine may be writing), and the
 commands read that folder as they read any run directory.
 """
 
@@ -48,7 +48,7 @@ def store_from_url(url: str) -> ReadableStore:
                      "(a runs folder is read by passing runs/<run_id>)")
 
 
-def fetch_from_store(url: str, run_id: str, namespace: Mapping[str, str] | None = None) -> Path:
+def fetch_from_store(url: str, run_id: str, namespace: Mapping[str, str] | None, cache_dir: Path) -> Path:
     """A fresh local run directory of ``run_id`` read from the store at ``url``.
 
     Raises LookupError when the store has no such run (in ``namespace``).
@@ -60,7 +60,7 @@ def fetch_from_store(url: str, run_id: str, namespace: Mapping[str, str] | None 
     store = store_from_url(url)
     try:
         scope = "&".join(f"{k}={v}" for k, v in sorted((namespace or {}).items()))
-        base = _cache_base() / "stores" / hashlib.sha256(f"{url}?{scope}".encode()).hexdigest()[:16]
+        base = cache_dir / "stores" / hashlib.sha256(f"{url}?{scope}".encode()).hexdigest()[:16]
         base.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=base))
         final = base / run_id
@@ -73,7 +73,3 @@ def fetch_from_store(url: str, run_id: str, namespace: Mapping[str, str] | None 
         return final
     finally:
         store.close()
-
-
-def _cache_base() -> Path:
-    return Path(os.environ.get("EVALH_CACHE_DIR") or Path.home() / ".cache" / "evalh").expanduser().resolve()
