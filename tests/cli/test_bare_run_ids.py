@@ -28,3 +28,19 @@ def test_a_bare_run_id_is_found_in_the_runs_folder_of_the_working_directory(tmp_
     assert shown.returncode == 0 and json.loads(shown.stdout)["comparison"]["regressions_count"] == 0
     missing = run_evalh(["re-evaluate", "2026-01-01T00-00-00-000000_nope"], env, tmp_path / "toy")
     assert missing.returncode != 0 and "not a run directory" in missing.stderr
+
+
+def test_evalh_runs_dir_holds_the_default_output_and_the_runs_named_by_a_bare_id(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=2)
+    path.write_text(path.read_text().replace(f"path: {tmp_path / 'toy' / 'runs'}", "path: runs"))
+    runs = tmp_path / "elsewhere"
+    env = {**env, "EVALH_RUNS_DIR": str(runs)}
+
+    ran = run_evalh(["run", str(path)], env, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    (run_dir,) = [p for p in runs.iterdir() if (p / "run.json").exists()]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "toy" / "runs").exists()
+
+    shown = run_evalh(["inspect", run_dir.name, "--limit", "1"], env, tmp_path)  # no ./runs here
+    assert shown.returncode == 0, shown.stderr
+    assert f"in {run_dir.name}" in shown.stdout.replace("\n", "")
