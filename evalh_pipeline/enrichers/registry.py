@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from evalh_pipeline.enrichers.base import TraceEnricher
+from typing import TYPE_CHECKING
+
 from evalh_pipeline.registry import Registry
+
+if TYPE_CHECKING:  # the classes load on first use: loading an eval imports only the names
+    from evalh_pipeline.enrichers.base import TraceEnricher
 
 ENRICHERS: Registry[TraceEnricher] = Registry(
     "enricher",

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evalh_pipeline.registry import Registry
-from evalh_pipeline.store.stores.base import TraceStore
+
+if TYPE_CHECKING:  # the classes load on first use: loading an eval imports only the names
+    from evalh_pipeline.store.stores.base import TraceStore
 
 STORES: Registry[TraceStore] = Registry(
     "output type",
