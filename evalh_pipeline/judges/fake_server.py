@@ -119,7 +119,7 @@ class FakeJudgeServer:
             self._script.extend(modes)
 
     def start(self) -> "FakeJudgeServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="fake-judge", daemon=True)
         self._thread.start()
         return self

@@ -39,7 +39,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
 def echo_server() -> Iterator[str]:
     """``http://127.0.0.1:<ephemeral port>`` of a running echo server (stopped on exit)."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

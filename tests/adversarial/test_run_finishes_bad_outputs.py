@@ -117,9 +117,17 @@ JSONISH = st.recursive(
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
+@pytest.fixture(scope="module")
+def duck():
+    """One DuckDB for every example (a connection costs more than reading one line)."""
+    con = connect()
+    yield con
+    con.close()
+
+
 @given(answer=ANY_TEXT | st.none(), structured=st.dictionaries(ANY_TEXT, JSONISH, max_size=4) | st.none(),
        extra=st.dictionaries(ANY_TEXT, JSONISH, max_size=3))
-def test_any_answer_is_recorded_as_one_readable_line(tmp_path_factory, answer, structured, extra) -> None:
+def test_any_answer_is_recorded_as_one_readable_line(tmp_path_factory, duck, answer, structured, extra) -> None:
     trace = Trace(run_id="r", case_id="c", variant_name="v", started_at=T0, finished_at=T0, latency_ms=0,
                   output={"final_answer": answer, "structured": structured}, extra=extra)
     line, recorded = trace_line(trace)
@@ -133,7 +141,6 @@ def test_any_answer_is_recorded_as_one_readable_line(tmp_path_factory, answer, s
     # DuckDB, which the summary, compare and drift use, reads it back.
     folder = tmp_path_factory.mktemp("line")
     (folder / "traces.jsonl").write_bytes(raw + b"\n")
-    con = connect()
-    assert load_table(con, "t", folder / "traces.jsonl", TRACE_COLUMNS, "traces") == 1
-    con.close()
+    assert load_table(duck, "t", folder / "traces.jsonl", TRACE_COLUMNS, "traces") == 1
+    duck.execute("DROP TABLE t")
     assert RESULT_COLUMNS  # the results side is covered by the run above

@@ -77,7 +77,7 @@ class _Agent(BaseHTTPRequestHandler):
 def test_listing_price_example_gives_the_same_verdicts_and_regressions(tmp_path, env):
     shutil.copytree(Path(SDIST) / "examples", tmp_path / "examples")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Agent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     try:
         path = tmp_path / "examples" / "listing_price" / "eval.yaml"
         text = path.read_text().replace("http://localhost:8000/chat",

@@ -60,7 +60,7 @@ class FakeEmbeddingsServer:
 @contextmanager
 def fake_embeddings_server():
     server = FakeEmbeddingsServer()
-    thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield server

@@ -179,7 +179,7 @@ def server():
     backend = Backend()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(backend))
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     backend.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:

@@ -142,7 +142,7 @@ def server():
     seen: list[dict] = []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(seen))
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
 
     class Server:
