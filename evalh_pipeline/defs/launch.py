@@ -8,7 +8,6 @@ directory. Re-evaluation is one run of ``<eval>__judge``; promotion one of ``<ev
 
 from __future__ import annotations
 
-import gc
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -129,18 +128,15 @@ def _materialize(
     spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None, job_name: str,
     prestarted: Prestarted | None = None,
 ) -> RunOutcome:
-    # Dagster's object graph is large and outlives the run; keep the cyclic GC from
-    # re-walking it on every collection the cell loop's allocations trigger (~20% of a run).
     tags = {RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}
     if runtime is not None and runtime.reuse_from:
         tags[REUSE_FROM_TAG] = runtime.reuse_from
     if runtime is not None and runtime.rejudge_all:
         tags[REJUDGE_TAG] = "all"
-    gc.freeze()
-    try:
-        dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted)
-    finally:
-        gc.unfreeze()
+    # No gc.freeze() around this (there was one): with the cells started before Dagster
+    # (defs/overlap.py) it saves nothing measurable. N=10,000 x 2 cells, median CPU s of 3-4
+    # alternated runs, with/without: forked engine 5.97/5.75, threaded fallback 6.61/6.47.
+    dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted)
     run_dir = run_directory(spec, run_id)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
                       failed_checks=failed)
