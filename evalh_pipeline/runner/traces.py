@@ -102,7 +102,8 @@ async def produce_traces(
     progress.start("traces", stats.cells_total)
     progress.advance("traces", len(done))
 
-    context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values)
+    context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
+                            env=spec.settings.env)
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     for variant in variants:
         adapters[variant.name] = await _start_adapter(variant, context)

@@ -121,8 +121,6 @@ class UserSimulatorSystem(SystemAdapter):
     Config = UserSimulatorConfig
 
     async def start(self) -> None:
-        import os
-
         from evalh_pipeline.systems.registry import SYSTEMS
 
         cfg: UserSimulatorConfig = self.config
@@ -131,9 +129,9 @@ class UserSimulatorSystem(SystemAdapter):
                                    metadata=self.variant.metadata, timeout_seconds=self.variant.timeout_seconds)
         self._inner = SYSTEMS.get(cfg.inner_system["adapter"])(inner_variant, self.context)
         await self._inner.start()
-        self._user = _backend(cfg.user_model, cfg, cfg.user_max_tokens, os.environ)
+        self._user = _backend(cfg.user_model, cfg, cfg.user_max_tokens, self.context.host_env)
         stop = cfg.stopping_criterion
-        self._judge = _backend(stop.model or "", cfg, 32, os.environ) if stop.type == "judge" else None
+        self._judge = _backend(stop.model or "", cfg, 32, self.context.host_env) if stop.type == "judge" else None
         self._secrets = self.context.secret_values | frozenset(
             key for key in (self._user.settings.api_key, self._judge.settings.api_key if self._judge else None) if key)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -61,6 +63,14 @@ class SystemContext:
     max_concurrency: int = 4
     # Values expanded from secret-looking ${VARS}: adapters mask them in anything they record.
     secret_values: frozenset[str] = frozenset()
+    # The host environment the eval was loaded with (Settings.env; the runner hands it in).
+    # None, for an adapter built directly (tests, scripts): this process's environment.
+    env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def host_env(self) -> Mapping[str, str]:
+        """``env``, or this process's environment when none was handed in."""
+        return os.environ if self.env is None else self.env
 
 
 @dataclass

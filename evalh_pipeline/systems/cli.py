@@ -123,10 +123,11 @@ class CliSystem(SystemAdapter):
 
     async def start(self) -> None:
         cfg = self.config
+        host = self.context.host_env
         if cfg.inherit_env:
-            env = dict(os.environ)
+            env = dict(host)
         else:
-            env = {"PATH": os.environ.get("PATH", os.defpath)}
+            env = {"PATH": host.get("PATH", os.defpath)}
         env.update(cfg.env)
         self._env = env
         cwd = Path(cfg.cwd).expanduser() if cfg.cwd is not None else Path(".")

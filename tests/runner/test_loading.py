@@ -1,5 +1,8 @@
 """load_eval: plugin entries checked from above config, with the settings the caller hands in."""
 
+import asyncio
+import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -8,6 +11,9 @@ from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.judging import evaluator_context
 from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
 
 
@@ -44,3 +50,25 @@ def test_an_unknown_plugin_type_is_still_one_line_with_file_line_key_and_allowed
         load_eval(path, settings=Settings.from_environment({}))
     (line,) = [line for line in str(caught.value).splitlines() if "no_such_evaluator" in line]
     assert line.startswith("eval.yaml:") and "evaluators[0].type" in line and "contains_text" in line
+
+
+
+def test_a_system_that_inherits_the_environment_gets_the_settings_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONLY_HERE", "from the process")
+    path = write_eval(tmp_path / "toy", cases=1, systems="""
+  - name: base
+    adapter: cli
+    command: [sh, -c, 'echo "seen: $ONLY_HERE"']
+    inherit_env: true
+""", evaluators="""
+  - name: mentions_paris
+    type: contains_text
+""")
+    settings = replace(Settings.from_environment(), env={**os.environ, "ONLY_HERE": "from the settings"})
+    spec = load_eval(path, settings=settings)
+    info = prepare_cases(spec, new_run_id(spec.name))
+
+    asyncio.run(produce_traces(spec, info.run_dir))
+
+    (line,) = info.run_dir.traces.read_text().splitlines()
+    assert json.loads(line)["output"]["final_answer"].strip() == "seen: from the settings"
