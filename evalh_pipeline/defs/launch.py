@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at the top level
+from filelock import FileLock
 
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
@@ -57,14 +60,32 @@ def local_instance() -> dg.DagsterInstance:
     The environment is only read: the instance is opened from its folder, so nothing
     else in the process sees a DAGSTER_HOME it did not set.
     """
-    if os.environ.get("DAGSTER_HOME"):
-        return dg.DagsterInstance.get()
-    path = Path(DEFAULT_HOME).resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    config = path / "dagster.yaml"
-    if not config.exists():
-        config.write_text(_INSTANCE_YAML)
-    return dg.DagsterInstance.from_config(str(path))
+    home = os.environ.get("DAGSTER_HOME")
+    path = Path(home) if home else Path(DEFAULT_HOME).resolve()
+    if not home:
+        path.mkdir(parents=True, exist_ok=True)
+        config = path / "dagster.yaml"
+        if not config.exists():
+            config.write_text(_INSTANCE_YAML)
+    with _opening(path):
+        return dg.DagsterInstance.get() if home else dg.DagsterInstance.from_config(str(path))
+
+
+@contextmanager
+def _opening(home: Path) -> Iterator[None]:
+    """One process at a time opens the instance: two `evalh` commands opening a new one at
+    once would both create its SQLite tables, and one would fail ("table runs already
+    exists"). A home where no lock file can be made (read-only, missing) is opened as is."""
+    try:
+        lock = FileLock(str(home / ".evalh-instance.lock"))
+        lock.acquire(timeout=120)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def materialize_run(
