@@ -385,7 +385,10 @@ class HttpSystem(SystemAdapter):
         params = dict(cfg.query_params)
         if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
             params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
-        kwargs: dict[str, Any] = {"params": params or None}
+        # httpx's params= replaces the endpoint's own query string (?api-version=…, ?key=…):
+        # merge into it instead, the cell's params winning on a shared name.
+        url = httpx.URL(cfg.endpoint).copy_merge_params(params) if params else cfg.endpoint
+        kwargs: dict[str, Any] = {}
         if workspace is not None:
             # Filesystem.md: an adapter never skips the workspace handle. A service that takes
             # a path finds it here even when no template names {{ workspace.path }}.
@@ -397,7 +400,7 @@ class HttpSystem(SystemAdapter):
         fmt = cfg.stream_format or "sse"
         try:
             started = time.monotonic()
-            async with next(self._next_client).stream(cfg.method, cfg.endpoint, **kwargs) as resp:
+            async with next(self._next_client).stream(cfg.method, url, **kwargs) as resp:
                 status = resp.status_code
                 content_type = resp.headers.get("content-type", "")
                 if cfg.stream and 200 <= status < 300 and (

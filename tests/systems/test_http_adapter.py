@@ -229,6 +229,12 @@ def test_default_body_headers_query_params_and_method(server):
     assert sent["body"] == CASE.input  # eval-harness: the static body (none here) with the input on top
 
 
+def test_query_params_add_to_the_endpoints_own_query_string(server):
+    call({"endpoint": f"{server.url}/echo?api-version=2024-06-01&mode=slow",
+          "query_params": {"mode": "fast", "k": 2}, "response_mapping": {"final_answer": "$.answer"}})
+    assert server.requests[-1]["query"] == "api-version=2024-06-01&mode=fast&k=2"
+
+
 def test_without_template_the_static_body_is_merged_with_the_case_input(server):
     call({"endpoint": f"{server.url}/echo", "body": {"mode": "eval", "n": 0},
           "response_mapping": {"final_answer": "$.answer"}})
