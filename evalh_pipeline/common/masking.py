@@ -63,10 +63,12 @@ def mask_known(text: str, secret_values: frozenset[str]) -> str:
 
 
 def mask_json_text(document: str, secret_values: frozenset[str]) -> str:
-    """One JSON document (a trace or result line) with known secrets masked in its string values.
+    """One JSON document (a trace or result line) with known secrets masked in its strings,
+    keys included (a tool call's arguments may be keyed by what the system was given).
 
     Returns ``document`` itself when no secret occurs in it (the common case costs one
-    substring search per secret). Keys are left alone: masking one could merge two.
+    substring search per secret). Two keys that mask alike are told apart by a suffix
+    (``***MASKED*** (2)``), so no value is lost.
     """
     if not secret_values or not any(needle in document for needle in _json_needles(secret_values)):
         return document
@@ -86,7 +88,15 @@ def _mask_values(value: Any, secret_values: frozenset[str]) -> Any:
     if isinstance(value, str):
         return mask_known(value, secret_values)
     if isinstance(value, dict):
-        return {k: _mask_values(v, secret_values) for k, v in value.items()}
+        masked: dict[str, Any] = {}
+        for key, item in value.items():
+            new_key = mask_known(key, secret_values)
+            if new_key != key:
+                base, n = new_key, 2
+                while new_key in value or new_key in masked:
+                    new_key, n = f"{base} ({n})", n + 1
+            masked[new_key] = _mask_values(item, secret_values)
+        return masked
     if isinstance(value, list):
         return [_mask_values(v, secret_values) for v in value]
     return value

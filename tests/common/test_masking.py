@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evalh_pipeline.common.masking import MASK, is_secret_key, mask_config, mask_text
@@ -87,7 +89,7 @@ def test_a_secret_containing_another_secret_is_fully_masked():
     assert "longer-secret" not in mask_text("key=abc123-longer-secret", secrets)
 
 
-def test_mask_json_text_masks_string_values_escaped_or_not_and_leaves_keys():
+def test_mask_json_text_masks_strings_escaped_or_not_keys_included():
     import json
 
     from evalh_pipeline.common.masking import mask_json_text
@@ -95,7 +97,7 @@ def test_mask_json_text_masks_string_values_escaped_or_not_and_leaves_keys():
     document = json.dumps({"sk-1": "keep the key", "answer": 'said "sk-1" and caf\u00e9-\u00e9t\u00e9',
                            "nested": [{"x": "sk-1sk-1"}], "n": 3}, ensure_ascii=True)
     masked = json.loads(mask_json_text(document, frozenset({"sk-1", "caf\u00e9-\u00e9t\u00e9"})))
-    assert masked == {"sk-1": "keep the key", "answer": f'said "{MASK}" and {MASK}',
+    assert masked == {MASK: "keep the key", "answer": f'said "{MASK}" and {MASK}',
                       "nested": [{"x": MASK + MASK}], "n": 3}
 
 
@@ -114,3 +116,14 @@ def test_mask_json_line_keeps_the_line_ending_and_returns_clean_lines_unchanged(
     assert mask_json_line(line, frozenset({"sk-1"})) == b'{"reason":"saw ' + MASK.encode() + b'"}\n'
     clean = b'{"reason":"fine"}\n'
     assert mask_json_line(clean, frozenset({"sk-1"})) is clean
+
+
+def test_a_secret_used_as_a_json_key_is_masked_and_no_value_is_lost():
+    from evalh_pipeline.common.masking import mask_json_text
+
+    document = json.dumps({"tool_calls": [{"arguments": {"sk-live-1": "a", "x-sk-live-1": "b", "***MASKED***": "c"}}]})
+    masked = json.loads(mask_json_text(document, frozenset({"sk-live-1"})))
+    arguments = masked["tool_calls"][0]["arguments"]
+    assert "sk-live-1" not in json.dumps(masked)
+    assert sorted(arguments.values()) == ["a", "b", "c"]
+    assert arguments["x-***MASKED***"] == "b" and arguments["***MASKED***"] == "c"
