@@ -42,6 +42,7 @@ from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
+from evalh_pipeline.common.masking import MASK
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -85,6 +86,8 @@ class WorkspaceContext:
     runs_root: str
     run_dir: Path
     run_id: str
+    # The eval's secrets: a file the system writes with one in it is stored masked.
+    secret_values: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -209,15 +212,23 @@ class WorkspaceAdapter(ABC):
             _copy_tolerant(workspace.path, frozen)
             workspace.path = frozen
         tree = workspace.path
-        extra = self._after_state(workspace)
-        after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
-        workspace.accounting.final_bytes += after.total_bytes
-        workspace.measured = True
         before_manifest = workspace.before.manifest
+        after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
         diff, notes = build_file_diff(
             before_manifest, after.manifest, lambda key: self._original(workspace, key),
             lambda key: _read_regular(key_to_path(tree, key)), self.limits,
         )
+        # What the system wrote is stored, hashed, committed and diffed masked, never as written.
+        masked = _mask_secrets(tree, [*diff.added, *diff.modified], self.context.secret_values)
+        extra = self._after_state(workspace)
+        if masked:
+            after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
+            diff, notes = build_file_diff(
+                before_manifest, after.manifest, lambda key: self._original(workspace, key),
+                lambda key: _read_regular(key_to_path(tree, key)), self.limits,
+            )
+        workspace.accounting.final_bytes += after.total_bytes
+        workspace.measured = True
         staging = workspace.container / "artifact"
         staging.mkdir()
         written = 0
@@ -315,6 +326,26 @@ class WorkspaceAdapter(ABC):
         with self._totals_lock:
             self.totals.add(accounting)
         return accounting
+
+
+def _mask_secrets(tree: Path, keys: list[str], secret_values: frozenset[str]) -> bool:
+    """Rewrite each regular file among ``keys`` that holds a secret, masked; True if any was."""
+    needles = [(s.encode("utf-8"), MASK.encode("utf-8")) for s in sorted(secret_values, key=len, reverse=True) if s]
+    if not needles:
+        return False
+    changed = False
+    for key in keys:
+        path = key_to_path(tree, key)
+        data = _read_regular(path)
+        if data is None or not any(needle in data for needle, _ in needles):
+            continue
+        for needle, mask in needles:
+            data = data.replace(needle, mask)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _O_NOFOLLOW)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        changed = True
+    return changed
 
 
 def _read_regular(path: Path) -> bytes | None:
