@@ -9,9 +9,10 @@ manager; the seam where a stage's output goes to more stores is ``_publish``.
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import dagster as dg
 
@@ -38,6 +39,8 @@ from evalh_pipeline.store.baselines import baseline_folder, current_baseline, pr
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stores.sync import record_baseline
+
+T = TypeVar("T")
 
 
 class PromoteConfig(dg.Config):
@@ -122,6 +125,13 @@ class _Stage:
                              "longer defines: restore them to finish this run, or start a new run")
         return names
 
+    def engine_work(self, compute: Callable[[], T]) -> T:
+        """This stage's work: joined when the CLI's engine process is already doing it
+        (defs/overlap.py: it started before Dagster was ready), else ``compute()`` here."""
+        prestarted = self.runtime.prestarted_for(self.run_id)
+        future = getattr(prestarted, self.stage, None) if prestarted is not None else None
+        return future.result() if future is not None else compute()
+
     def result(self, metadata: dict[str, Any], data_file: Path | None = None) -> dg.MaterializeResult:
         """The stage's materialization; its data version is the run, the spec version of the
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
@@ -149,10 +159,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "cases")
-        prestarted = stage.runtime.prestarted_for(stage.run_id)
-        # `evalh run` snapshots the cases itself while Dagster starts (defs/overlap.py).
-        info = (prestarted.cases.result() if prestarted and prestarted.cases
-                else prepare_cases(stage.live, stage.run_id))
+        info = stage.engine_work(lambda: prepare_cases(stage.live, stage.run_id))
         return stage.result({
             "cases": info.cases, "variants": dg.MetadataValue.json(run_variants(info.run_dir, stage.live)),
             "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
@@ -167,15 +174,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         variants = stage.variants()
-        prestarted = stage.runtime.prestarted_for(stage.run_id)
-        if prestarted is not None and prestarted.traces is not None:
-            # The CLI's cell loop has been running since before Dagster was ready: join it.
-            stats = prestarted.traces.result()
-        else:
-            stats = asyncio.run(produce_traces(stage.live, stage.run_dir, variants,
-                                               max_concurrency=stage.runtime.max_concurrency,
-                                               progress=stage.runtime.progress,
-                                               reuse_from=reuse_source(context, stage.live)))
+        stats = stage.engine_work(lambda: asyncio.run(produce_traces(
+            stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
+            progress=stage.runtime.progress, reuse_from=reuse_source(context, stage.live))))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
@@ -190,15 +191,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "results")
         stage.require_run()
         variants = stage.variants()
-        prestarted = stage.runtime.prestarted_for(stage.run_id)
-        if prestarted is not None and prestarted.results is not None:
-            # `evalh re-evaluate` has been judging since before Dagster was ready: join it.
-            stats = prestarted.results.result()
-        else:
-            stats = asyncio.run(evaluate_traces(stage.live, stage.run_dir, variants,
-                                                max_concurrency=stage.runtime.max_concurrency,
-                                                progress=stage.runtime.progress,
-                                                incremental=not rejudge_all(context)))
+        stats = stage.engine_work(lambda: asyncio.run(evaluate_traces(
+            stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
+            progress=stage.runtime.progress, incremental=not rejudge_all(context))))
         return stage.result(results_metadata(stats, stage.run_dir), stage.run_dir.results)
 
     @dg.asset(
@@ -209,12 +204,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "summary")
         stage.require_run()
-        prestarted = stage.runtime.prestarted_for(stage.run_id)
-        if prestarted is not None and prestarted.summary is not None:
-            # The CLI's engine process summarized as soon as it had judged: join it.
-            result = prestarted.summary.result()
-        else:
-            result = write_summary(stage.live, stage.run_dir)
+        result = stage.engine_work(lambda: write_summary(stage.live, stage.run_dir))
         comp = result.comparison
         done = result.completeness
         if done is not None and not done.complete:

@@ -134,27 +134,21 @@ def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.As
     def no_drift_regressions(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
         if not live.config.gates.no_regressions_vs_promoted_baseline:
             return _off("gates.no_regressions_vs_promoted_baseline is false in eval.yaml")
-        if not _has_cells(load_summary(run_dir)):
-            return _empty_run()
-        record = load_drift(run_dir)
-        if not record.get("baseline_run_id"):
-            return dg.AssetCheckResult(passed=True, description="no promoted baseline yet (evalh promote)",
-                                       metadata={"has_baseline": False})
-        regressed = _regressed_cases(((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or [])
-        return _regressions_result(regressed, f"against the promoted baseline {record['baseline_run_id']}",
-                                   {"baseline_run_id": record["baseline_run_id"]})
+        record = _drift_deltas(run_dir)
+        if isinstance(record, dg.AssetCheckResult):
+            return record
+        baseline, deltas = record
+        return _regressions_result(_regressed_cases(deltas), f"against the promoted baseline {baseline}",
+                                   {"baseline_run_id": baseline})
 
     def no_significant_drift(live: EvalSpec, run_dir: RunDirectory) -> dg.AssetCheckResult:
         gate = live.config.gates.no_significant_regression
         if gate is None:
             return _off("no gates.no_significant_regression in eval.yaml")
-        if not _has_cells(load_summary(run_dir)):
-            return _empty_run()
-        record = load_drift(run_dir)
-        if not record.get("baseline_run_id"):
-            return dg.AssetCheckResult(passed=True, description="no promoted baseline yet (evalh promote)",
-                                       metadata={"has_baseline": False})
-        deltas = ((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or []
+        record = _drift_deltas(run_dir)
+        if isinstance(record, dg.AssetCheckResult):
+            return record
+        _, deltas = record
         return _significance_result({d["variant"]: d["significance"] for d in deltas if d.get("significance")},
                                     gate.alpha)
 
@@ -168,6 +162,19 @@ def build_drift_checks(spec: EvalSpec, drift: dg.AssetsDefinition) -> list[dg.As
               "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
               no_significant_drift, blocking),
     ])]
+
+
+def _drift_deltas(run_dir: RunDirectory) -> tuple[str, list[dict[str, Any]]] | dg.AssetCheckResult:
+    """(baseline run id, per-variant deltas) of the run's drift.yaml, or the verdict of a drift
+    gate that has nothing to compare: an empty run fails, no promoted baseline passes."""
+    if not _has_cells(load_summary(run_dir)):
+        return _empty_run()
+    record = load_drift(run_dir)
+    if not record.get("baseline_run_id"):
+        return dg.AssetCheckResult(passed=True, description="no promoted baseline yet (evalh promote)",
+                                   metadata={"has_baseline": False})
+    deltas = ((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or []
+    return str(record["baseline_run_id"]), deltas
 
 
 def _regressed_cases(deltas: list[Any]) -> dict[str, list[str]]:
