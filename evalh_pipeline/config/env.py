@@ -9,7 +9,6 @@ returns. A value is a secret by its name, by the key it is written under, or by 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -58,15 +57,13 @@ class Substitution:
         return self.start + len(self.value)
 
 
-def expand_env(
-    value: Any, env: Mapping[str, str] | None = None, key_path: KeyPath = ()
-) -> tuple[Any, list[Substitution]]:
-    """Expand variables in every string of ``value``.
+def expand_env(value: Any, env: Mapping[str, str], key_path: KeyPath = ()) -> tuple[Any, list[Substitution]]:
+    """Expand variables in every string of ``value`` from ``env`` (the caller's settings: config
+    never reads the process environment itself).
 
     Returns the expanded value and every substitution made from the environment (defaults
     written in the file are not listed: they are in the file already).
     """
-    env = os.environ if env is None else env
     used: list[Substitution] = []
 
     def walk(node: Any, path: KeyPath) -> Any:

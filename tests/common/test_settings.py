@@ -1,7 +1,10 @@
 """Settings: the environment evalh reads, read once and then independent of os.environ."""
 
+import io
+import tokenize
 from pathlib import Path
 
+import evalh_pipeline
 from evalh_pipeline.common.settings import Settings
 
 
@@ -24,3 +27,29 @@ def test_settings_are_a_copy_read_once_and_keep_secrets_out_of_repr(monkeypatch)
     monkeypatch.setenv("EVALH_TEST_SECRET_TOKEN", "changed")
     assert settings.env["EVALH_TEST_SECRET_TOKEN"] == "hunter2-value"
     assert "hunter2-value" not in repr(settings)
+
+
+# The only places below the CLI and the Dagster layer that may read the process environment,
+# each a default for code built directly (tests, scripts, plugin authors), never the path the
+# engine takes: the runner hands every one of them the settings' environment.
+ENVIRONMENT_READERS = {
+    "common/settings.py": "Settings.from_environment: the one reader",
+    "common/context.py": "EvaluatorContext() built without an env",
+    "systems/base.py": "SystemContext.host_env when no env was handed in",
+    "embedders/base.py": "an Embedder built without an env",
+    "workspaces/git.py": "git's own child environment (PATH, HOME), with its config isolated",
+}
+
+
+def _reads_environment(path: Path) -> bool:
+    """Whether the code (not comments or docstrings) of ``path`` names os.environ or os.getenv."""
+    tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+              if t.type in (tokenize.NAME, tokenize.OP)]
+    return any(tokens[i:i + 3] in (["os", ".", "environ"], ["os", ".", "getenv"]) for i in range(len(tokens)))
+
+
+def test_the_engine_reads_the_environment_only_where_listed():
+    root = Path(evalh_pipeline.__file__).parent
+    readers = {path.relative_to(root).as_posix() for path in root.rglob("*.py")
+               if path.relative_to(root).parts[0] not in ("cli", "defs") and _reads_environment(path)}
+    assert readers == set(ENVIRONMENT_READERS)
