@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh_pipeline.defs.run_options import InfrastructureError
 from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
 from evalh_pipeline.runner.progress import Progress
 from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants, write_summary
@@ -125,6 +126,11 @@ def _with(options: RunOptions, progress: Progress) -> RunOptions:
 
 def _overlapped(handle: Prestarted, options: RunOptions, engine: Callable[[Progress], None],
                 materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
+    # Dagster would refuse this only after the engine had run every cell.
+    home = os.environ.get("DAGSTER_HOME")
+    if home and not Path(home).is_dir():
+        raise InfrastructureError(f"$DAGSTER_HOME {home!r} is not a directory: create it, or unset DAGSTER_HOME "
+                                  "to use ./.dagster_home")
     if _can_fork():
         return _forked(handle, options.progress, engine, materialize)
     return _threaded(handle, options.progress, engine, materialize)

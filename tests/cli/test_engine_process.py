@@ -108,3 +108,14 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_dagster_home_that_is_not_a_folder_stops_the_run_before_any_call(tmp_path: Path, env: dict[str, str]) -> None:
+    path = _eval(tmp_path / "home", "ok")
+    not_a_folder = tmp_path / "dagster_home_file"
+    not_a_folder.write_text("")
+    done = run_evalh(["run", str(path)], {**env, "DAGSTER_HOME": str(not_a_folder)}, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "is not a directory" in errors[0], done.stderr
+    assert _reports(tmp_path / "home") == []  # the system was never called
