@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,7 @@ class CellHashes:
 
     variants: dict[str, str]
     fixture: str
+    _recent_cases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def for_run(cls, spec: EvalSpec, run_dir: RunDirectory, variants: Iterable[RunVariant]) -> CellHashes:
@@ -100,7 +101,13 @@ class CellHashes:
 
     def stamp(self, trace: Trace, cell: Cell) -> None:
         """Record the cell's case, variant and fixture hashes in ``trace``."""
-        trace.case_hash = case_hash(cell.case)
+        # Cells of one case (its variants and samples) finish close together: hash it once.
+        recent = self._recent_cases
+        trace.case_hash = recent.get(cell.case.id)
+        if trace.case_hash is None:
+            trace.case_hash = recent[cell.case.id] = case_hash(cell.case)
+            if len(recent) > 1024:
+                del recent[next(iter(recent))]
         trace.variant_hash = self.variants.get(cell.variant.name)
         trace.fixture_hash = self.fixture
 
