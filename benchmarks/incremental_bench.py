@@ -5,6 +5,7 @@ traces and re-evaluate; the target is <= 1/4 of the cost of a full re-evaluation
     python benchmarks/incremental_bench.py              # N=50000 x 2 variants = 100,000 traces
     python benchmarks/incremental_bench.py --quick      # 10,000 traces
     python benchmarks/incremental_bench.py --repeat 3   # best of 3 per measurement
+    python benchmarks/incremental_bench.py --changed answer_shape   # a regex_match evaluator changes
 
 The fixture is reeval_bench.py's reeval5: make_fixture.py N x 2 variants, LAT=0, with five
 deterministic evaluators (500,000 results). Traces are produced and judged once, untimed.
@@ -12,9 +13,10 @@ Then, alternating, each repeat times:
 
 - full:        the whole results file re-judged (`evalh re-evaluate --all`, and the engine
                alone: `evaluate_traces(incremental=False)`);
-- incremental: `fast_enough`'s `max_ms` is changed in eval.yaml (1000 <-> 2000) and the run
-               re-evaluated (`evalh re-evaluate`, and `evaluate_traces()`): 100,000 results
-               re-judged, 400,000 kept byte for byte.
+- incremental: one evaluator's config is changed in eval.yaml (``--changed``; default
+               `fast_enough`'s `max_ms`, 1000 <-> 2000) and the run re-evaluated (`evalh
+               re-evaluate`, and `evaluate_traces()`): 100,000 results re-judged, 400,000 kept
+               byte for byte.
 
 Each is timed as a whole process (wall to exit, like run.py) and, for the engine, also
 in-process (evaluate_traces alone, and with write_summary). Ratios are incremental / full;
@@ -38,13 +40,24 @@ import reeval_bench  # noqa: E402
 import run as bench  # noqa: E402
 
 TARGET_RATIO = 0.25
-CHANGED = "fast_enough"
+# The evaluator whose config each incremental pass changes, and its two configs (alternated):
+# fast_enough (latency_under) declares the one trace field it reads, so it is re-judged on
+# trace projections; answer_shape (regex_match) reads any field, so whole traces are decoded.
+CONFIGS = {
+    "fast_enough": ("max_ms: 1000}", "max_ms: 2000}"),
+    "answer_shape": ("(Richmond|Brunswick|Carlton|Fitzroy)'}", "(Richmond|Brunswick|Carlton|Fitzroy|Carlton)'}"),
+}
 
 
-def set_max_ms(eval_yaml: Path, value: int) -> None:
+def change_config(eval_yaml: Path, evaluator: str) -> None:
+    """Swap ``evaluator``'s config in eval.yaml between its two variants (CONFIGS)."""
+    first, second = CONFIGS[evaluator]
     text = eval_yaml.read_text()
-    for old in ("max_ms: 1000}", "max_ms: 2000}"):
-        text = text.replace(old, f"max_ms: {value}}}")
+    if second in text:
+        text = text.replace(second, first)
+    else:
+        assert first in text, f"{evaluator}'s config not found in {eval_yaml}"
+        text = text.replace(first, second)
     eval_yaml.write_text(text)
 
 
@@ -92,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed passes of each kind (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the fixture (path printed)")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--changed", choices=sorted(CONFIGS), default="fast_enough",
+                        help="the evaluator whose config changes (default fast_enough: judged on trace "
+                             "projections; answer_shape: on whole traces)")
     parser.add_argument("--engine", nargs=3, metavar=("EVAL_YAML", "RUN_DIR", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.engine:
@@ -117,23 +133,20 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
         engine_env = {**os.environ, "PYTHONPATH": str(fixture)}
-        value = 1000
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
-            value = 3000 - value
-            set_max_ms(eval_yaml, value)
+            change_config(eval_yaml, args.changed)
             measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
             engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
             measurements.append(timed("engine", "full", [*engine, "full"], fixture, engine_env, args.timeout, rep,
                                       traces))
-            value = 3000 - value
-            set_max_ms(eval_yaml, value)
+            change_config(eval_yaml, args.changed)
             m = timed("engine", "incremental", [*engine, "incremental"], fixture, engine_env, args.timeout, rep, traces)
             measurements.append(m)
-            if m.ok and (m.extra["evaluators_rejudged"] != [CHANGED] or m.extra["results"] != traces):
-                print(f"  WARNING: expected {traces} results of {CHANGED} re-judged, got {m.extra}", flush=True)
+            if m.ok and (m.extra["evaluators_rejudged"] != [args.changed] or m.extra["results"] != traces):
+                print(f"  WARNING: expected {traces} results of {args.changed} re-judged, got {m.extra}", flush=True)
     finally:
         if args.keep:
             print(f"\nfixture kept in {root}")
@@ -164,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     path = bench.OUT / "incremental_results.json"
     path.write_text(json.dumps({
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": bench.git_commit(), "cpus": os.cpu_count(),
-        "loadavg_at_end": os.getloadavg(), "quick": args.quick, "repeat": args.repeat, "traces": traces,
+        "loadavg_at_end": os.getloadavg(), "quick": args.quick, "changed": args.changed, "repeat": args.repeat, "traces": traces,
         "measurements": [m.__dict__ for m in measurements], "checks": rows,
     }, indent=2, default=str) + "\n")
     print(f"\nJSON: {path}")

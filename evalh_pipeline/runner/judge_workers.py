@@ -24,7 +24,7 @@ from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
 from evalh_pipeline.models import EvalCase, Trace
 from evalh_pipeline.runner.judging import UNJUDGED_ERRORS, EvaluationStats
 from evalh_pipeline.runner.progress import NoProgress, Progress
-from evalh_pipeline.runner.result_lines import Judged, raised, result_lines
+from evalh_pipeline.runner.result_lines import Judged, raised, result_lines, secrets_of
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.records import TRACES
@@ -171,6 +171,7 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: Ev
     # A projection decodes no faster than the variant is read off the line: no pre-check then.
     skim = decode == TRACES.decode
     reads_case = any(e.reads_case for e in evaluators)
+    secrets = secrets_of(evaluators)
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
@@ -197,7 +198,7 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: Ev
                 finished = now(utc)
                 judged.append(Judged(evaluator, verdict, error, started, finished))
                 started = finished
-            out.write(result_lines(trace, judged))
+            out.write(result_lines(trace, judged, secrets))
             rows = tallies.get(trace.variant_name)
             if rows is None:
                 rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]

@@ -9,6 +9,7 @@ builds the model for anything else.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -60,10 +61,16 @@ def build_result(trace: Trace, judged: Judged) -> EvaluationResult:
     )
 
 
-def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
+def secrets_of(evaluators: Iterable[Evaluator]) -> frozenset[str]:
+    """The secret values known to ``evaluators`` (their ``context.secret_values``)."""
+    return frozenset().union(*(getattr(getattr(e, "context", None), "secret_values", ()) for e in evaluators))
+
+
+def result_lines(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None) -> bytes:
     """``build_result(trace, j).model_dump_json()`` of each of ``judged``, one line each, as bytes, but faster.
 
-    Known secrets (the evaluators' ``context.secret_values``) are masked in the lines.
+    Known secrets (the evaluators' ``context.secret_values``, or ``secrets`` when the caller
+    collected them once for many traces: :func:`secrets_of`) are masked in the lines.
     """
     lines = []
     for j in judged:
@@ -100,7 +107,8 @@ def result_lines(trace: Trace, judged: list[Judged]) -> bytes:
             # A file name that is not UTF-8 in a reason, an object in detail: see recording.py.
             line = _safe_line(trace, j)
         lines.append(line)
-    secrets = frozenset().union(*(getattr(getattr(j.evaluator, "context", None), "secret_values", ()) for j in judged))
+    if secrets is None:
+        secrets = secrets_of(j.evaluator for j in judged)
     if secrets:
         lines = [mask_json_line(line, secrets) for line in lines]
     return b"".join(lines)

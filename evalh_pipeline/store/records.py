@@ -118,7 +118,7 @@ class RecordCodec(Generic[M]):
             )
             self._views[key] = view
         current = b'{"schema_version":' + to_json(SCHEMA_VERSION) + b","
-        validate_json = view.model_validate_json
+        validate_json = view.__pydantic_validator__.validate_json  # the model's own, without its wrapper
 
         def decode(line: bytes | str, path: Path, number: int) -> M:
             raw = line.encode("utf-8") if isinstance(line, str) else line
