@@ -45,6 +45,14 @@ class FieldPath:
             raise ValueError(f"invalid field path {path!r}: not a dotted path or JSONPath ({exc})") from None
         self.parts = []
 
+    def model_fields_read(self, model: type[BaseModel]) -> frozenset[str] | None:
+        """The fields of ``model`` that reading this path from one touches: the first step of
+        a dotted path when it is a field of ``model`` (None: a JSONPath, or an extra key,
+        which may read anything)."""
+        if self._jsonpath is not None or not self.parts or not isinstance(self.parts[0], str):
+            return None
+        return frozenset({self.parts[0]}) if self.parts[0] in model.model_fields else None
+
     @property
     def is_jsonpath(self) -> bool:
         """True when the path is evaluated by jsonpath-ng (not a plain dotted path)."""

@@ -54,10 +54,11 @@ class Evaluator(ABC):
     #: and ``error``) when every evaluator it runs declares its own: an evaluator changed in a
     #: large run is re-judged without decoding whole traces. Reading an undeclared field
     #: raises AttributeError there, so declare every field read, nested ones by their top.
-    trace_fields: ClassVar[frozenset[str] | None] = None
+    #: A class declares it, or an instance from its config (the field path it reads).
+    trace_fields: frozenset[str] | None = None
     #: False when :meth:`evaluate` never reads the case: re-evaluation then skips looking it up
     #: and passes an empty one.
-    reads_case: ClassVar[bool] = True
+    reads_case: bool = True
 
     def __init__(
         self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None

@@ -35,6 +35,7 @@ class ContainsText(SyncEvaluator):
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
+        self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config

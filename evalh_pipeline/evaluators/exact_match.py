@@ -40,6 +40,8 @@ class ExactMatch(SyncEvaluator):
         # A literal `expected` wins over `expected_from`, as in eval-harness.
         literal = "expected" in self.config.model_fields_set
         self._source = None if literal else FieldPath(self.config.expected_from or "")
+        self.trace_fields = self._field.model_fields_read(Trace)  # per instance: the field it reads
+        self.reads_case = self._source is not None
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config

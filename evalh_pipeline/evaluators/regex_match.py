@@ -47,6 +47,7 @@ class RegexMatch(SyncEvaluator):
     """
 
     Config = RegexMatchConfig
+    reads_case = False
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
@@ -55,6 +56,7 @@ class RegexMatch(SyncEvaluator):
             flags |= _FLAGS[flag]
         self._regex = re.compile(self.config.pattern, flags)
         self._path = FieldPath(self.config.field)
+        self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config

@@ -39,6 +39,15 @@ TRACES_SEEN = [
 ]
 
 
+# Evaluators that declare the fields of the path in their config (a dotted path into a Trace field).
+BY_PATH = {
+    "contains_text": {"any_of": ["Paris"]},
+    "regex_match": {"pattern": "P.r", "field": "output.final_answer"},
+    "exact_match": {"field": "tool_calls[0].name", "expected": "lookup"},
+    "exact_match ": {"field": "output.final_answer", "expected_from": "city"},
+}
+
+
 def _declaring() -> list[str]:
     return [name for name in EVALUATORS.names() if EVALUATORS.get(name).trace_fields is not None]
 
@@ -47,20 +56,29 @@ def test_every_evaluator_declaring_its_fields_is_checked_here():
     assert sorted(_declaring()) == sorted(CONFIGS)
 
 
-@pytest.mark.parametrize("type_name", sorted(CONFIGS))
+@pytest.mark.parametrize("type_name", sorted(CONFIGS) + sorted(BY_PATH))
 @pytest.mark.parametrize("trace", TRACES_SEEN, ids=["bare", "full", "errored"])
 def test_a_declared_evaluator_judges_a_projection_as_the_whole_trace(type_name, trace, tmp_path: Path):
-    evaluator = EVALUATORS.get(type_name)("e", type_name, CONFIGS[type_name])
+    config = CONFIGS[type_name] if type_name in CONFIGS else BY_PATH[type_name]
+    evaluator = EVALUATORS.get(type_name.strip())("e", type_name.strip(), config)
     decode = trace_decoder([evaluator])
     assert decode != TRACES.decode
     line = TRACES.encode(trace)
     projected = decode(line, tmp_path / "traces.jsonl", 1)
-    case = EvalCase(id="c1", input={}, expected={"must_call_tools": ["lookup"]})
+    case = EvalCase(id="c1", input={}, expected={"must_call_tools": ["lookup"], "answer_should_include": ["Par"],
+                                                  "facts": {"city": "Paris"}})
     judged_case = case if evaluator.reads_case else NO_CASE
     assert evaluator.evaluate_sync(judged_case, projected, None) == evaluator.evaluate_sync(case, trace, None)
 
 
 def test_one_evaluator_without_a_declaration_makes_the_pass_decode_whole_traces():
     declared = EVALUATORS.get("latency_under")("fast", "latency_under", {"max_ms": 10})
-    undeclared = EVALUATORS.get("contains_text")("says", "contains_text", {"any_of": ["Paris"]})
+    undeclared = EVALUATORS.get("contains_text")("says", "contains_text", {"any_of": ["Paris"], "field": "$..final_answer"})
     assert trace_decoder([declared, undeclared]) == TRACES.decode
+
+
+@pytest.mark.parametrize("field", ["$..name", "tool_calls[*].name", "custom_key.value"])
+def test_a_path_that_may_read_anything_declares_nothing(field):
+    # A JSONPath, or a key that is not a Trace field (an extra key of the record): whole traces.
+    evaluator = EVALUATORS.get("regex_match")("e", "regex_match", {"pattern": "x", "field": field})
+    assert evaluator.trace_fields is None and trace_decoder([evaluator]) == TRACES.decode
