@@ -22,7 +22,7 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
 from evalh_pipeline.models import Trace
 from evalh_pipeline.runner.inline_results import adopt_inline_results
-from evalh_pipeline.runner.judge_workers import SpanPlan, judge_in_processes, judge_one_span, process_count
+from evalh_pipeline.runner.judge_workers import Part, SpanPlan, judge_in_processes, judge_one_span, process_count
 from evalh_pipeline.runner.judging import (
     UNJUDGED_ERRORS,
     EvaluationStats,
@@ -115,7 +115,7 @@ async def _evaluate(
         return
     cases = CaseIndex(run_dir.cases)
     artifacts = ArtifactLoader(spec, run_dir)
-    parts: list[Path] = []
+    parts: list[Part] = []
     # The old lines kept are copied while the traces are judged (neither reads what the other
     # writes, and the run's lock is held throughout): with one evaluator of five changed, the
     # copy is as long as the judging.
@@ -146,7 +146,7 @@ async def _evaluate(
         replace_results(run_dir, parts, variants, plan.drop, slices_of(stats.by_variant), judged, keeping.result())
     finally:
         keeping.discard()
-        for part in parts:
+        for _, part in parts:
             part.unlink(missing_ok=True)
         cases.close()
     progress.finish("results")
@@ -262,7 +262,7 @@ async def _judge(
     evaluators: list[Evaluator], span: LineSpan | None, cases: CaseIndex, artifacts: ArtifactLoader,
     run_dir: RunDirectory, variants: set[str], concurrency: int, processes: int | None, stats: EvaluationStats,
     progress: Progress, alongside: Callable[[], None],
-) -> list[Path]:
+) -> list[Part]:
     """Judge the traces (of ``span``, or all) with ``evaluators`` into part files, in order;
     ``alongside`` is started once it is safe to start a thread (see judge_in_processes)."""
     if all(isinstance(e, SyncEvaluator) for e in evaluators):
@@ -280,7 +280,7 @@ async def _judge(
     except BaseException:
         part.unlink(missing_ok=True)
         raise
-    return [part]
+    return [(None, part)]  # every evaluator's lines, trace by trace
 
 
 async def _judge_async(

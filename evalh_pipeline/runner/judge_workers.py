@@ -15,6 +15,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from multiprocessing.context import BaseContext
@@ -24,10 +25,11 @@ from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
 from evalh_pipeline.models import EvalCase, Trace
 from evalh_pipeline.runner.judging import UNJUDGED_ERRORS, EvaluationStats
 from evalh_pipeline.runner.progress import NoProgress, Progress
-from evalh_pipeline.runner.result_lines import Judged, raised, result_lines, secrets_of
+from evalh_pipeline.runner.result_lines import Judged, raised, result_line_list, secrets_of
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.records import TRACES
+from evalh_pipeline.store.results_file import Part
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
@@ -60,8 +62,9 @@ def process_count(traces: Path, requested: int | None) -> int:
 def judge_in_processes(
     plan: SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress,
     alongside: Callable[[], None] | None = None,
-) -> list[Path]:
-    """Judge the traces file in up to ``processes`` processes (this one included); the part files, in order.
+) -> list[Part]:
+    """Judge the traces file in up to ``processes`` processes (this one included); the part
+    files, evaluator by evaluator and in trace order within each.
 
     ``alongside`` starts other work in a thread (runner/evaluation.py: copying the results
     kept); it is called once the worker processes exist, since forking a process with
@@ -71,43 +74,46 @@ def judge_in_processes(
     context = process_context(plan) if len(spans) > 1 else None
     if context is None:
         spans = [None]
-    parts = [run_dir.temp_file("results") for _ in spans]
+    parts = [[run_dir.temp_file("results") for _ in plan.evaluators] for _ in spans]
     try:
         if len(spans) == 1:
             if alongside is not None:
                 alongside()
             _judge_span(plan, spans[0], parts[0], stats, progress)
-            return parts
-        with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=context) as pool:
-            futures = [pool.submit(_judge_span_in_worker, plan, span, part) for span, part in zip(spans[1:], parts[1:])]
-            if alongside is not None:
-                alongside()
-            _judge_span(plan, spans[0], parts[0], stats, progress)  # this process takes the first span meanwhile
-            for future in futures:
-                try:
-                    share = future.result()
-                except BrokenProcessPool as exc:
-                    raise RuntimeError(f"a judging worker process died ({exc})") from None
-                stats.merge(share)
-                progress.advance("results", share.traces)
+        else:
+            with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=context) as pool:
+                futures = [pool.submit(_judge_span_in_worker, plan, span, files)
+                           for span, files in zip(spans[1:], parts[1:])]
+                if alongside is not None:
+                    alongside()
+                _judge_span(plan, spans[0], parts[0], stats, progress)  # this process takes the first span meanwhile
+                for future in futures:
+                    try:
+                        share = future.result()
+                    except BrokenProcessPool as exc:
+                        raise RuntimeError(f"a judging worker process died ({exc})") from None
+                    stats.merge(share)
+                    progress.advance("results", share.traces)
     except BaseException:
-        for part in parts:
-            part.unlink(missing_ok=True)
+        for files in parts:
+            for part in files:
+                part.unlink(missing_ok=True)
         raise
-    return parts
+    return [(evaluator.name, files[e]) for e, evaluator in enumerate(plan.evaluators) for files in parts]
 
 
 def judge_one_span(
     plan: SpanPlan, run_dir: RunDirectory, span: LineSpan, stats: EvaluationStats, progress: Progress
-) -> list[Path]:
-    """Judge only ``span`` of the traces file (traces appended since) in this process; its part file."""
-    part = run_dir.temp_file("results")
+) -> list[Part]:
+    """Judge only ``span`` of the traces file (traces appended since) in this process; its part files."""
+    files = [run_dir.temp_file("results") for _ in plan.evaluators]
     try:
-        _judge_span(plan, span, part, stats, progress)
+        _judge_span(plan, span, files, stats, progress)
     except BaseException:
-        part.unlink(missing_ok=True)
+        for part in files:
+            part.unlink(missing_ok=True)
         raise
-    return [part]
+    return [(evaluator.name, part) for evaluator, part in zip(plan.evaluators, files)]
 
 
 def process_context(plan: SpanPlan) -> BaseContext | None:
@@ -148,12 +154,12 @@ def trace_decoder(evaluators: Sequence[Evaluator]) -> Callable[[bytes | str, Pat
     return TRACES.projection(_IDENTITY_FIELDS.union(*declared))  # type: ignore[arg-type]
 
 
-def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, part: Path) -> EvaluationStats:
-    """A worker's task: judge ``span`` into ``part``; its stats go back to the parent."""
+def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, parts: list[Path]) -> EvaluationStats:
+    """A worker's task: judge ``span`` into ``parts`` (one per evaluator); its stats go back to the parent."""
     try:
         plan.cases = plan.cases.reopened()  # its own file handle and cache
         stats = EvaluationStats()
-        _judge_span(plan, span, part, stats, NoProgress())
+        _judge_span(plan, span, parts, stats, NoProgress())
         return stats
     except Exception as exc:
         try:
@@ -163,8 +169,10 @@ def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, part: Path) -> Evaluat
         raise
 
 
-def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: EvaluationStats, progress: Progress) -> None:
-    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators into ``out_path``."""
+def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], stats: EvaluationStats,
+                progress: Progress) -> None:
+    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators,
+    each evaluator's lines into its own file of ``out_paths``."""
     evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
     variants, cases, traces_path = plan.variants, plan.cases, plan.traces
     decode = trace_decoder(evaluators)
@@ -175,7 +183,8 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: Ev
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
-    with out_path.open("wb", buffering=1 << 20) as out:
+    with ExitStack() as files:
+        outs = [files.enter_context(path.open("wb", buffering=1 << 20)) for path in out_paths]
         for number, line in iter_raw_lines(traces_path, span):
             # The variant read off the line skips other variants' traces without parsing them.
             if skim:
@@ -198,7 +207,8 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_path: Path, stats: Ev
                 finished = now(utc)
                 judged.append(Judged(evaluator, verdict, error, started, finished))
                 started = finished
-            out.write(result_lines(trace, judged, secrets))
+            for out, result in zip(outs, result_line_list(trace, judged, secrets)):
+                out.write(result)
             rows = tallies.get(trace.variant_name)
             if rows is None:
                 rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]

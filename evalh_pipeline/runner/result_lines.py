@@ -72,6 +72,11 @@ def result_lines(trace: Trace, judged: list[Judged], secrets: frozenset[str] | N
     Known secrets (the evaluators' ``context.secret_values``, or ``secrets`` when the caller
     collected them once for many traces: :func:`secrets_of`) are masked in the lines.
     """
+    return b"".join(result_line_list(trace, judged, secrets))
+
+
+def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None) -> list[bytes]:
+    """The lines of :func:`result_lines`, one per judgement, in order."""
     lines = []
     for j in judged:
         verdict = j.verdict
@@ -111,7 +116,7 @@ def result_lines(trace: Trace, judged: list[Judged], secrets: frozenset[str] | N
         secrets = secrets_of(j.evaluator for j in judged)
     if secrets:
         lines = [mask_json_line(line, secrets) for line in lines]
-    return b"".join(lines)
+    return lines
 
 
 def _safe_line(trace: Trace, judged: Judged) -> bytes:

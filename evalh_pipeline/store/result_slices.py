@@ -74,6 +74,19 @@ def recorded_judgements(run_dir: RunDirectory) -> dict[Slice, Judgement] | None:
     return judged
 
 
+# A range of results.jsonl holding only ``evaluator``'s lines of ``variants`` (and all of
+# them for those variants): [evaluator, [variants], start, end].
+Block = tuple[str, tuple[str, ...], int, int]
+
+
+def recorded_blocks(run_dir: RunDirectory) -> list[Block]:
+    """The evaluator blocks of the run's results as recorded (none when unknown)."""
+    data = _manifest(run_dir)
+    if data is None:
+        return []
+    return [(e, tuple(vs), start, end) for e, vs, start, end in data.get("blocks", [])]
+
+
 def traces_identity(traces: Path) -> tuple[int, int] | None:
     """(inode, size) of the traces file: appended to, the inode stays; rewritten, it changes."""
     try:
@@ -84,9 +97,10 @@ def traces_identity(traces: Path) -> tuple[int, int] | None:
 
 
 def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
-                  judged: dict[Slice, Judgement] | None = None) -> None:
-    """Remember the slices the run's results now hold (``None``: forget, they are unknown) and
-    how each was judged (slices missing from ``judged`` are re-judged in full next time)."""
+                  judged: dict[Slice, Judgement] | None = None, blocks: list[Block] | None = None) -> None:
+    """Remember the slices the run's results now hold (``None``: forget, they are unknown),
+    how each was judged (slices missing from ``judged`` are re-judged in full next time) and
+    its evaluator blocks (ranges of one evaluator's lines)."""
     manifest = run_dir.results_slices
     identity = _identity(run_dir.results)
     if slices is None or identity is None:
@@ -95,5 +109,7 @@ def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
     rows = sorted([v, e, j.evaluator_hash, j.traces_inode, j.traces_size, j.results]
                   for (v, e), j in (judged or {}).items() if (v, e) in slices)
     tmp = run_dir.temp_file("results.slices")
-    tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices), "judged": rows}), encoding="utf-8")
+    tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices), "judged": rows,
+                               "blocks": [[e, list(vs), start, end] for e, vs, start, end in blocks or []]}),
+                   encoding="utf-8")
     os.replace(tmp, manifest)

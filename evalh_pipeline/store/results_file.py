@@ -18,26 +18,38 @@ from pydantic_core import to_json
 
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import RESULTS
-from evalh_pipeline.store.result_slices import Judgement, Slice, record_slices, recorded_slices
+from evalh_pipeline.store.result_slices import Block, Judgement, Slice, record_slices, recorded_blocks, recorded_slices
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # How much of results.jsonl is read and filtered at a time.
 CHUNK_BYTES = 1 << 23
+# A part file of new results and the evaluator whose lines it holds (None: every evaluator's,
+# trace by trace). Parts of one evaluator end up side by side in results.jsonl (a block), so
+# a later re-judging of that evaluator drops a range instead of scattered lines.
+Part = tuple[str | None, Path]
 
 
 @dataclass
 class KeptLines:
     """The old lines of results.jsonl outside a re-judged slice, copied to ``path`` (None: the
-    manifest says no old line survives, nothing was read), and their slices."""
+    manifest says no old line survives, nothing was read), their slices, and the evaluator
+    blocks among them (offsets in ``path``)."""
 
     path: Path | None
     slices: set[Slice] = field(default_factory=set)
+    blocks: list[Block] = field(default_factory=list)
 
 
 def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set[str] | None) -> KeptLines:
     """Copy the lines of results.jsonl outside the slice (``variants`` x ``evaluators``, None:
     every evaluator) to a temp file, for :func:`replace_results`. Judging never reads
-    results.jsonl, so re-evaluation runs this while it judges (runner/evaluation.py)."""
+    results.jsonl, so re-evaluation runs this while it judges (runner/evaluation.py).
+
+    Where the manifest knows evaluator blocks (ranges of one evaluator's lines, as a full
+    judging writes them), a block of the slice is skipped and any other block is copied as
+    a range (``copy_file_range``: in the kernel, never read here); only the lines outside
+    blocks are read and filtered.
+    """
     with locked(run_dir.lock):
         old = recorded_slices(run_dir)
         if old is not None and all(v in variants and (evaluators is None or e in evaluators) for v, e in old):
@@ -45,6 +57,10 @@ def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set
         merged_path = run_dir.temp_file("results.merge")
         try:
             with merged_path.open("wb", buffering=1 << 20) as merged:
+                blocks = _usable_blocks(run_dir) if old is not None and evaluators is not None else []
+                if old is not None and evaluators is not None and blocks:
+                    kept_blocks = _copy_by_blocks(run_dir.results, merged, variants, evaluators, blocks)
+                    return KeptLines(merged_path, _outside(old, variants, evaluators), kept_blocks)
                 return KeptLines(merged_path, _copy_outside_slice(run_dir.results, merged, variants, evaluators, old))
         except BaseException:
             merged_path.unlink(missing_ok=True)
@@ -52,43 +68,162 @@ def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set
 
 
 def replace_results(
-    run_dir: RunDirectory, new: Path | Sequence[Path], variants: set[str], evaluators: set[str] | None,
+    run_dir: RunDirectory, new: Path | Sequence[Path | Part], variants: set[str], evaluators: set[str] | None,
     new_slices: set[Slice] | None = None, judged: dict[Slice, Judgement] | None = None,
     kept: KeptLines | None = None,
 ) -> None:
     """results.jsonl := (old lines outside the re-judged slice) + new lines (``new``, in order), atomically.
 
+    ``new`` are part files, each labelled with the evaluator whose lines it holds (a bare path:
+    every evaluator's); side-by-side parts of one evaluator are recorded as its block.
     ``new_slices`` are the (variant, evaluator) pairs of the new lines, recorded so the next
     replacement can skip reading old lines that are all in its slice (None: not known);
     ``judged`` says how each slice was judged (store/result_slices.py). ``kept`` is the
     result of :func:`copy_kept_results` for the same slice when the caller made it already
     (the run's lock held since); its file is consumed.
     """
-    parts = [new] if isinstance(new, Path) else list(new)
+    parts: list[Part] = [(None, new)] if isinstance(new, Path) else [
+        (None, p) if isinstance(p, Path) else p for p in new]
     with locked(run_dir.lock):
         kept = kept if kept is not None else copy_kept_results(run_dir, variants, evaluators)
         try:
+            blocks: list[Block] = []
+            segments: list[tuple[str | None, int, int]] = []  # (label, start, end) of the new lines
             if kept.slices or not parts:
                 target = kept.path
                 if target is None:
                     target = run_dir.temp_file("results.merge")
                     target.touch()
+                blocks = list(kept.blocks)
             else:
                 # Nothing old survives: the first part becomes the file, no copy of it.
-                target = parts[0]
+                label, target = parts[0]
                 parts = parts[1:]
+                segments.append((label, 0, target.stat().st_size))
                 if kept.path is not None:
                     kept.path.unlink()
+            offset = target.stat().st_size
             with target.open("ab") as out:
-                for part in parts:
+                for label, part in parts:
                     with part.open("rb") as fresh:
                         shutil.copyfileobj(fresh, out, 1 << 22)
+                    size = part.stat().st_size
+                    segments.append((label, offset, offset + size))
+                    offset += size
+            blocks += _blocks_of(segments, variants)
             os.replace(target, run_dir.results)
-            record_slices(run_dir, None if new_slices is None else kept.slices | new_slices, judged)
+            record_slices(run_dir, None if new_slices is None else kept.slices | new_slices, judged, blocks)
         except BaseException:
             if kept.path is not None:
                 kept.path.unlink(missing_ok=True)
             raise
+
+
+def _blocks_of(segments: list[tuple[str | None, int, int]], variants: set[str]) -> list[Block]:
+    """Side-by-side segments of one evaluator's lines, merged into blocks."""
+    blocks: list[Block] = []
+    for label, start, end in segments:
+        if label is None or start == end:
+            continue
+        if blocks and blocks[-1][0] == label and blocks[-1][3] == start:
+            blocks[-1] = (label, blocks[-1][1], blocks[-1][2], end)
+        else:
+            blocks.append((label, tuple(sorted(variants)), start, end))
+    return blocks
+
+
+def _usable_blocks(run_dir: RunDirectory) -> list[Block]:
+    """The recorded blocks in file order, if they fit the file (else none: lines are filtered)."""
+    blocks = sorted(recorded_blocks(run_dir), key=lambda b: b[2])
+    size = run_dir.results.stat().st_size if run_dir.results.exists() else 0
+    position = 0
+    for _, _, start, end in blocks:
+        if start < position or end < start or end > size:
+            return []
+        position = end
+    return blocks
+
+
+def _outside(known: set[Slice], variants: set[str], evaluators: set[str] | None) -> set[Slice]:
+    return {(v, e) for v, e in known if not (v in variants and (evaluators is None or e in evaluators))}
+
+
+def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[str], blocks: list[Block]) -> list[Block]:
+    """Copy ``path`` without the slice's lines to ``out`` using its evaluator ``blocks``; the
+    blocks copied whole, at their offsets in ``out``."""
+    in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
+    needles = _needles(evaluators)
+    kept: list[Block] = []
+    written = 0
+    with path.open("rb") as source:
+        size = os.fstat(source.fileno()).st_size
+        position = 0
+        for evaluator, block_variants, start, end in blocks:
+            written += _filter_range(source, position, start, out, in_slice, needles)
+            if evaluator in evaluators and set(block_variants) <= variants:
+                pass  # every line of the block is re-judged: skipped, never read
+            elif evaluator in evaluators:
+                written += _filter_range(source, start, end, out, in_slice, needles)  # partly re-judged
+            else:
+                _copy_range(source, out, start, end)
+                kept.append((evaluator, block_variants, written, written + end - start))
+                written += end - start
+            position = end
+        _filter_range(source, position, size, out, in_slice, needles)
+    return kept
+
+
+def _needles(evaluators: set[str]) -> list[bytes]:
+    # The evaluator key as the writer lays it out (result_lines.py), for finding candidates.
+    return [b',"evaluator":' + to_json(name) + b',"evaluator_type":' for name in sorted(evaluators)]
+
+
+def _filter_range(source: Any, start: int, end: int, out: Any, in_slice: re.Pattern[bytes],
+                  needles: list[bytes]) -> int:
+    """Copy the lines of ``source``'s bytes [start, end) (whole lines) outside the slice; bytes written."""
+    written = 0
+    source.seek(start)
+    remaining = end - start
+    pending = b""
+    while remaining > 0:
+        chunk = source.read(min(CHUNK_BYTES, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:
+            pending += chunk
+            continue
+        block = b"".join((b"\n", pending, memoryview(chunk)[:cut]))
+        pending = chunk[cut:]
+        runs = _runs_outside(block, in_slice, needles)
+        out.writelines(runs)
+        written += sum(len(run) for run in runs)
+    return written
+
+
+def _copy_range(source: Any, out: Any, start: int, end: int) -> None:
+    """Append ``source``'s bytes [start, end) to ``out``: in the kernel where it can, else read and written."""
+    out.flush()  # what was written through the buffer goes first
+    offset, remaining = start, end - start
+    try:
+        while remaining > 0:
+            copied = os.copy_file_range(source.fileno(), out.fileno(), remaining, offset)
+            if copied == 0:
+                raise OSError(f"{source.name}: ended before byte {end}")
+            offset += copied
+            remaining -= copied
+        return
+    except (AttributeError, OSError) as exc:
+        if remaining != end - start and not isinstance(exc, AttributeError):
+            raise  # part of the range went out already: never continue from a guess
+    source.seek(start)
+    while remaining > 0:
+        chunk = source.read(min(CHUNK_BYTES, remaining))
+        if not chunk:
+            raise OSError(f"{source.name}: ended before byte {end}")
+        out.write(chunk)
+        remaining -= len(chunk)
 
 
 def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None,
@@ -107,9 +242,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
     if not path.exists():
         return kept
     in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
-    # The evaluator key as the writer lays it out (result_lines.py), for finding candidates.
-    needles = ([b',"evaluator":' + to_json(name) + b',"evaluator_type":' for name in sorted(evaluators)]
-               if known is not None and evaluators is not None else None)
+    needles = _needles(evaluators) if known is not None and evaluators is not None else None
     pending = b""
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK_BYTES):
@@ -121,7 +254,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
             block = b"".join((b"\n", pending, memoryview(chunk)[:cut]))
             pending = chunk[cut:]
             if needles is not None:
-                out.writelines(_outside(block, in_slice, needles))
+                out.writelines(_runs_outside(block, in_slice, needles))
                 continue
             # Each match takes a line with the newline before it, so the rest stays whole lines.
             rest = in_slice.sub(b"", block)
@@ -136,11 +269,11 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
                     out.write(raw + b"\n")
                     kept.add((variant, evaluator))
     if known is not None:
-        kept = {(v, e) for v, e in known if not (v in variants and (evaluators is None or e in evaluators))}
+        kept = _outside(known, variants, evaluators)
     return kept
 
 
-def _outside(block: bytes, in_slice: re.Pattern[bytes], needles: list[bytes]) -> list[memoryview]:
+def _runs_outside(block: bytes, in_slice: re.Pattern[bytes], needles: list[bytes]) -> list[memoryview]:
     """The runs of ``block`` (``\n`` + whole lines) outside the slice, without the leading ``\n``.
 
     The evaluator names are found with ``bytes.find`` (a scan at memory speed) and each

@@ -7,6 +7,8 @@ import asyncio
 import json
 import os
 
+import pytest
+
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases
@@ -145,3 +147,48 @@ def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_j
         return sorted(tuple(json.dumps(json.loads(line)[k]) for k in keep) for line in lines)
 
     assert len(incremental["fast"]) == 12 and verdicts(incremental["fast"]) == verdicts(full["fast"])
+
+
+def _blocks_hold_their_evaluators_lines(run_dir):
+    from evalh_pipeline.store.result_slices import recorded_blocks
+
+    data = run_dir.results.read_bytes()
+    blocks = recorded_blocks(run_dir)
+    for name, _, start, end in blocks:
+        assert {json.loads(line)["evaluator"] for line in data[start:end].splitlines()} == {name}
+    return [name for name, *_ in blocks]
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_after_a_full_judging_a_changed_evaluator_is_dropped_as_one_block(tmp_path, monkeypatch, kernel_copy):
+    from evalh_pipeline.store import results_file
+
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)  # inline results: trace by trace, no blocks
+    assert _blocks_hold_their_evaluators_lines(run_dir) == []
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))  # evaluator by evaluator
+    order = ["mentions_paris", "used_lookup", "says_answer", "fast", "case_sensitive_paris"]
+    assert _blocks_hold_their_evaluators_lines(run_dir) == order
+    before = _by_evaluator(_lines(run_dir))
+    filtered = []
+    original = results_file._filter_range
+    monkeypatch.setattr(results_file, "_filter_range",
+                        lambda source, start, end, *rest: filtered.append(end - start) or original(source, start, end, *rest))
+    if not kernel_copy:
+        def unsupported(*args):
+            raise OSError(95, "Operation not supported")
+        monkeypatch.setattr(results_file.os, "copy_file_range", unsupported)
+
+    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    stats = asyncio.run(evaluate_traces(changed, run_dir))
+
+    assert stats.evaluators_rejudged == ["says_answer"] and stats.results == 12 and stats.results_kept == 48
+    assert set(filtered) <= {0}  # no line was read to keep the other blocks
+    after = _by_evaluator(_lines(run_dir))
+    assert all(after[name] == before[name] for name in before if name != "says_answer")
+    assert _blocks_hold_their_evaluators_lines(run_dir) == [n for n in order if n != "says_answer"] + ["says_answer"]
+    # Re-judging one variant of a block reads that block only, and keeps its other variant's lines.
+    again = asyncio.run(evaluate_traces(_spec(tmp_path), run_dir, ["base"]))
+    assert again.evaluators_rejudged == ["says_answer"] and again.results == 6
+    assert _by_evaluator(_lines(run_dir))["fast"] == before["fast"]
+    assert len(_by_evaluator(_lines(run_dir))["says_answer"]) == 12
