@@ -224,7 +224,8 @@ def test_re_evaluation_with_a_cached_judge_makes_no_calls_and_gives_identical_re
         return sorted((r["case_id"], r["variant_name"], r["passed"], r["score"], r["reason"],
                        {k: v for k, v in r["detail"].items() if k != "cached"}) for r in results)
     assert verdicts(again) == verdicts(first)
-    assert all(r["detail"]["cached"] for r in again) and not any(r["detail"]["cached"] for r in first)
+    # Every result of the second pass is a hit (the first pass's repeats may have been too).
+    assert all(r["detail"]["cached"] for r in again)
     assert list((tmp_path / "toy" / "runs" / ".cache" / "judge").rglob("*.json"))
 
 
