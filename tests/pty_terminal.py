@@ -48,6 +48,9 @@ class TerminalSession:
 def _controlling_terminal() -> None:
     # Runs in the child after setsid (start_new_session): fd 0 is the pty's slave end.
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # A shell runs a foreground command with Ctrl-C's default action, whatever it inherited
+    # (a test run started in the background of a script ignores SIGINT).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_on_terminal(argv: list[str], *, env: dict[str, str], cwd: Path | str, timeout: float = 180,

@@ -271,17 +271,36 @@ class _RelayedProgress:
 
 
 def _stop_with_parent(parent: int) -> None:
-    """Have the kernel interrupt this process when its parent dies (``kill -9``, a CI
+    """Have the kernel send SIGTERM to this process when its parent dies (``kill -9``, a CI
     timeout): the cells stop as on Ctrl-C, rather than run on with nobody to record them."""
     import ctypes
 
     pr_set_pdeathsig = 1
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGINT))
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
     except (OSError, AttributeError):
         return
     if os.getppid() != parent:  # it died before the request took effect
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _interrupt_once() -> None:
+    """SIGTERM (from the parent, or the kernel when the parent died) stops the engine as
+    Ctrl-C does; the first of the two signals interrupts, a later one is ignored, so a
+    terminal's ^C followed by the parent's SIGTERM does not cut into the clean-up.
+
+    SIGINT is only taken over where it is not ignored: a command started in the background
+    of a script (SIGINT ignored) stays deaf to the terminal's ^C, as its shell wants.
+    """
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, stop)
 
 
 def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: int, held: frozenset[str],
@@ -289,6 +308,7 @@ def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: 
     """The forked child: run ``engine``, sending each stage's outcome as its future completes."""
     code = 0
     try:
+        _interrupt_once()
         _stop_with_parent(parent)
         continue_in_forked_child(held)
         for stage in _STAGES:
@@ -345,7 +365,7 @@ class _EngineProcess:
         for stage in _STAGES:
             future = getattr(self._handle, stage)
             if future is not None and not future.done():
-                future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT) else
+                future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT, -signal.SIGTERM) else
                                      RuntimeError(f"the engine process ended (exit code {code}) before its {stage} "
                                                   "stage finished: did the system under test end its process?"))
 
@@ -364,7 +384,7 @@ class _EngineProcess:
         self._reader.join(timeout=1)
         if self._reader.is_alive():
             try:
-                os.kill(self.pid, signal.SIGINT)
+                os.kill(self.pid, signal.SIGTERM)  # handled as an interrupt there (_interrupt_once)
             except ProcessLookupError:
                 pass
         self._reader.join(timeout=30)

@@ -108,8 +108,10 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, env):
     target: stub_agent:run
     delay: 0.1
 """)
+    # As from an interactive shell: SIGINT's default action, even if this test run ignores it.
     proc = subprocess.Popen([*EVALH, "run", str(path)], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     runs = tmp_path / "toy" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(runs.glob("*/traces.jsonl")):
