@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -37,6 +38,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         elif folder in INTEGRATION_FOLDERS or fixtures & INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_restored() -> Iterator[None]:
+    """Each test leaves SIGTERM's action as it found it. Dagster's in-process execution points
+    SIGTERM at SIGINT's handler when it restores its own; a suite started in the background of
+    a script ignores SIGINT, and every process started after such a test would then ignore
+    SIGTERM (``terminate()`` would hang). evalh's own runs restore it (defs/launch.py); this
+    covers the tests that call Dagster directly."""
+    before = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, before)
 
 
 @pytest.fixture(autouse=True)

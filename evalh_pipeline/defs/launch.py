@@ -9,6 +9,8 @@ directory. Re-evaluation is one run of ``<eval>__judge``; promotion one of ``<ev
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -178,15 +180,8 @@ def _execute(
     run_id = str(uuid.uuid4())
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
-        job.execute_in_process(
-            instance=instance, tags=tags, run_id=run_id,
-            run_config={
-                **(run_config or {}),
-                # The event log keeps every event for the UI; evalh reports failures itself
-                # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
-                "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}},
-            },
-        )
+        with _sigterm_kept():
+            _execute_job(job, instance, tags, run_id, run_config)
     except ConfigError:
         raise
     except dg.DagsterExecutionInterruptedError:
@@ -205,6 +200,37 @@ def _execute(
     finally:
         runtime.close()
     return run_id, _failed_checks(instance, run_id)
+
+
+def _execute_job(job: dg.JobDefinition, instance: dg.DagsterInstance, tags: dict[str, str], run_id: str,
+                 run_config: dict | None) -> None:
+    job.execute_in_process(
+        instance=instance, tags=tags, run_id=run_id,
+        run_config={
+            **(run_config or {}),
+            # The event log keeps every event for the UI; evalh reports failures itself
+            # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
+            "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}},
+        },
+    )
+
+
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """Give SIGTERM back the action it had before the run.
+
+    Dagster's in-process execution points SIGTERM at SIGINT's handler when it restores its
+    interrupt handlers; where SIGINT is ignored (a command started in the background of a
+    script), SIGTERM is then ignored too, by this process and every process it starts
+    after (they inherit it): nothing could stop them with a plain kill."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
