@@ -198,14 +198,17 @@ def _forked(handle: Prestarted, progress: Progress, engine: Callable[[Progress],
     child = _EngineProcess(pid, read_end, handle, progress)
     try:
         outcome = _dagster_side(handle, materialize)
-    except KeyboardInterrupt:
-        child.stop()
-        raise
     except BaseException:
         child.stop()
+        # A Ctrl-C that reached only the engine process (Dagster holds this process's SIGINT
+        # while it executes a step) fails the run's steps: it is still the user's interrupt.
+        if child.interrupted():
+            raise KeyboardInterrupt from None
         raise
     # The job returned, so every stage it waited for is over; the exit is a formality.
     code = child.wait()
+    if child.interrupted():
+        raise KeyboardInterrupt
     if outcome is None:  # the cases failed before a Dagster run existed
         assert handle.cases is not None
         exc = handle.cases.exception()
@@ -218,6 +221,8 @@ def _forked(handle: Prestarted, progress: Progress, engine: Callable[[Progress],
 # -- the engine process ---------------------------------------------------------------------
 
 _HEADER = struct.Struct("!I")
+# Exit codes of an engine process that was interrupted (its own 130, or killed by the signal).
+_INTERRUPTED = (130, -signal.SIGINT, -signal.SIGTERM)
 
 
 def _send(fd: int, message: tuple[Any, ...]) -> None:
@@ -365,9 +370,13 @@ class _EngineProcess:
         for stage in _STAGES:
             future = getattr(self._handle, stage)
             if future is not None and not future.done():
-                future.set_exception(EngineInterrupted("interrupted") if code in (130, -signal.SIGINT, -signal.SIGTERM) else
+                future.set_exception(EngineInterrupted("interrupted") if code in _INTERRUPTED else
                                      RuntimeError(f"the engine process ended (exit code {code}) before its {stage} "
                                                   "stage finished: did the system under test end its process?"))
+
+    def interrupted(self) -> bool:
+        """True once the engine process has ended on an interrupt (Ctrl-C, SIGTERM)."""
+        return self._code is not None and self._code in _INTERRUPTED
 
     def wait(self) -> int:
         """The engine process's exit code (negative: killed by that signal)."""
