@@ -62,6 +62,15 @@ def mask_known(text: str, secret_values: frozenset[str]) -> str:
     return text
 
 
+def mask_known_bytes(data: bytes, secret_values: frozenset[str]) -> bytes:
+    """:func:`mask_known` for raw bytes (a file a system wrote): ``data`` itself when no secret occurs."""
+    for secret in _longest_first(secret_values):
+        needle = secret.encode("utf-8")
+        if needle in data:
+            data = data.replace(needle, MASK.encode("utf-8"))
+    return data
+
+
 def mask_json_text(document: str, secret_values: frozenset[str]) -> str:
     """One JSON document (a trace or result line) with known secrets masked in its strings,
     keys included (a tool call's arguments may be keyed by what the system was given).

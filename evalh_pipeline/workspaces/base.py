@@ -42,7 +42,7 @@ from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
-from evalh_pipeline.common.masking import MASK
+from evalh_pipeline.common.masking import mask_known_bytes
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -330,20 +330,18 @@ class WorkspaceAdapter(ABC):
 
 def _mask_secrets(tree: Path, keys: list[str], secret_values: frozenset[str]) -> bool:
     """Rewrite each regular file among ``keys`` that holds a secret, masked; True if any was."""
-    needles = [(s.encode("utf-8"), MASK.encode("utf-8")) for s in sorted(secret_values, key=len, reverse=True) if s]
-    if not needles:
+    if not secret_values:
         return False
     changed = False
     for key in keys:
         path = key_to_path(tree, key)
         data = _read_regular(path)
-        if data is None or not any(needle in data for needle, _ in needles):
+        masked = None if data is None else mask_known_bytes(data, secret_values)
+        if masked is None or masked is data:
             continue
-        for needle, mask in needles:
-            data = data.replace(needle, mask)
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _O_NOFOLLOW)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.write(masked)
         changed = True
     return changed
 
