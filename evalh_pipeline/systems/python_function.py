@@ -1,11 +1,14 @@
 """``python_function``: call ``module:callable`` once per cell, in-process or in worker processes.
 
-``isolation: thread`` (the default) calls the target in this process: async targets on an
-event loop of their own (a daemon thread, so one that blocks it with ``time.sleep`` stalls
-only its own calls, which the runner still times out), sync ones on daemon threads. A call
-that never returns is abandoned when its cell times out: its thread cannot be stopped, but
-it never keeps the process alive. A blocked loop also stalls the calls in flight on it
-(they time out too); later calls get a fresh loop. ``isolation: process`` calls it in worker processes
+``isolation: thread`` (the default) calls the target in this process: async targets on the
+runner's own event loop, each step watched (:mod:`evalh_pipeline.systems.loop_guard`): a
+target that blocks the loop (``time.sleep`` in an ``async def``) has its step interrupted
+when its cell times out and its later calls moved to an event loop of their own (a daemon
+thread), where blocking stalls only its own calls, which the runner still times out. Sync
+targets run on daemon threads. A call that never returns is abandoned when its cell times
+out: its thread cannot be stopped, but it never keeps the process alive. A blocked loop
+also stalls the calls in flight on it (they time out too); later calls get a fresh loop.
+``isolation: process`` calls it in worker processes
 (:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
 (its whole session), so nothing the target started survives its cell, and an async target
 that blocks its event loop (``time.sleep``) cannot stall the run. Figures for both in
@@ -31,6 +34,7 @@ from typing import Any, Callable, Literal
 from pydantic import ConfigDict, Field
 
 from evalh_pipeline.models import EvalCase
+from evalh_pipeline.systems import loop_guard
 from evalh_pipeline.systems.base import (
     AdapterError,
     RaisedBySystem,
@@ -39,6 +43,7 @@ from evalh_pipeline.systems.base import (
     SystemResponse,
     Workspace,
 )
+from evalh_pipeline.systems.loop_guard import LoopGuard
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.systems.system_loop import SystemLoop
 
@@ -82,9 +87,14 @@ class PythonFunctionSystem(SystemAdapter):
         self._is_async = is_async_callable(self._fn)
         # Sync targets must not block the event loop, nor keep the process alive when stuck.
         self._threads = None if self._is_async else DaemonThreads(f"evalh-{self.variant.name}")
-        # Async targets run on their own loop (a daemon thread): one that blocks it (time.sleep)
-        # stalls only its own calls, which the runner's loop still times out.
-        self._loop = SystemLoop(f"evalh-{self.variant.name}-loop") if self._is_async else None
+        # Async targets run on the runner's loop, watched for steps that block it (loop_guard);
+        # one that blocks it, and any where no guard can watch, on a loop of their own (a daemon
+        # thread), whose blocking stalls only their own calls, which the runner still times out.
+        self._guard: LoopGuard | None = None
+        self._loop: SystemLoop | None = None
+        if self._is_async and loop_guard.available():
+            self._guard = LoopGuard(self.config.target)
+            self._guard.open()
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
@@ -94,7 +104,11 @@ class PythonFunctionSystem(SystemAdapter):
         if self._workers is not None:
             return await self._workers.call(case_dict, variant_dict)
         try:
-            if self._is_async:
+            if self._is_async and self._guard is not None and not self._guard.blocking:
+                value = await self._guard.run(self._fn(case_dict, variant_dict), self.variant.timeout_seconds)
+            elif self._is_async:
+                if self._loop is None:
+                    self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
                 loop = self._loop
                 try:
                     value = await loop.call(self._fn(case_dict, variant_dict))
@@ -123,6 +137,8 @@ class PythonFunctionSystem(SystemAdapter):
             self._threads.shutdown()
         if self._loop is not None:
             self._loop.stop()
+        if self._guard is not None:
+            self._guard.close()
 
 
 def is_async_callable(fn: Any) -> bool:
