@@ -2,31 +2,28 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails). ``evaluator_verdicts`` keeps
-each evaluator's own verdict on the cell, for the per-evaluator paired statistics.
+evaluator counts as failed; a cell without results fails). The ``verdicts`` table keeps
+each evaluator's own verdict on each cell, for the per-evaluator rollups and paired
+statistics.
 
 A case's pass fraction on a variant is the share of its samples (cells) that passed; with
 one sample per case it is 0 or 1. Comparisons pair cases by their pass fractions
 (:data:`PASS_FRACTIONS_SQL`, :data:`EVALUATOR_FRACTIONS_SQL`).
 
+The queries read two tables: ``cell_traces`` (one row per line of traces.jsonl, the columns
+of :data:`CELL_TRACES_SQL`) and ``verdicts`` (one row per line of results.jsonl,
+:data:`VERDICTS_SQL`). They come from the JSONL files, or from the run's cell store
+(queries/cell_store.py: compact Parquet copies in ``.cells/``, which the summary keeps up to
+date and compare and drift read while it matches the files). The JSONL stay the only source
+of truth.
+
 This module imports neither pydantic nor the config loader: ``evalh compare`` and
 ``evalh drift`` are whole processes that must start fast.
-
-The summary also saves its cells table as ``.cells/<key>.parquet`` in the run directory,
-a cache keyed on the size, mtime and inode of traces.jsonl and results.jsonl, the pass criteria
-and this SQL. ``load_cells`` reads it when the key still matches (compare and drift of two
-10k-case runs then skip parsing ~70 MB of JSON) and otherwise computes the cells from the
-JSONL, which stay the only source of truth: the cache is never read when stale, and
-deleting it changes nothing but the time.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
@@ -35,39 +32,43 @@ from evalh_pipeline.store.run_dir import RunDirectory
 if TYPE_CHECKING:
     import duckdb
 
-# Formatted with the table names ({cells}, {traces}, {results}); $all_required /
+# What the queries read of each trace ({raw}: a table of TRACE_COLUMNS), in file order.
+CELL_TRACES_SQL = """
+SELECT case_id, variant_name, coalesce(sample, 0) AS sample, latency_ms,
+       error.type AS error_type, metrics.cost_usd AS cost_usd,
+       metrics.token_input AS token_input, metrics.token_output AS token_output,
+       started_at, finished_at, reused_from
+FROM {raw}
+"""
+
+# What the queries read of each result ({raw}: a table of RESULT_COLUMNS), in file order:
+# ``ok`` is the evaluator's verdict on the cell (an errored evaluator did not pass).
+VERDICTS_SQL = """
+SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
+       coalesce(passed, false) AND error IS NULL AS ok, score, error IS NOT NULL AS errored
+FROM {raw}
+"""
+
+# Formatted with the table names ({cells}, {traces}, {verdicts}); $all_required /
 # $any_required are the run's pass_criteria.
 CELLS_SQL = """
 CREATE TEMP TABLE {cells} AS
-WITH traces AS (
-    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, latency_ms,
-           error.type AS error_type, metrics.cost_usd AS cost_usd,
-           metrics.token_input AS token_input, metrics.token_output AS token_output,
-           started_at, finished_at
-    FROM {traces}
-),
-results AS (
-    SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
-           coalesce(passed, false) AND error IS NULL AS ok
-    FROM {results}
-),
-verdicts AS (
+WITH per_cell AS (
     SELECT case_id, variant_name, sample,
            count(*) AS n_results,
            bool_and(ok) AS all_ok,
            count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
-           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok,
-           list(struct_pack(evaluator := evaluator, ok := ok)) AS evaluator_verdicts
-    FROM results
+           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
+    FROM {verdicts}
     GROUP BY ALL
 )
-SELECT t.*, v.evaluator_verdicts,
+SELECT t.*,
        -- An errored cell never passes, whatever its evaluators made of a partial answer.
        t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
            ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
        END AS passed
-FROM traces t LEFT JOIN verdicts v USING (case_id, variant_name, sample)
+FROM {traces} t LEFT JOIN per_cell v USING (case_id, variant_name, sample)
 """
 
 # Per variant: cases (a case passes when all of its samples passed, and is errored when any
@@ -110,11 +111,11 @@ FROM {cells} GROUP BY variant_name, case_id
 """
 
 # Per (evaluator, variant, case): the share of the case's samples that evaluator passed
-# (cells without a result from it do not count).
+# (cells without a result from it do not count; results without a trace neither).
 EVALUATOR_FRACTIONS_SQL = """
 SELECT v.evaluator, variant_name, case_id,
        avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
-FROM (SELECT variant_name, case_id, unnest(evaluator_verdicts) AS v FROM {cells})
+FROM {verdicts} v JOIN {traces} USING (case_id, variant_name, sample)
 GROUP BY ALL
 """
 
@@ -139,85 +140,41 @@ def create_cells(
     pass_criteria: PassRule,
     *,
     cells: str = "cells",
-    traces: str = "trace_rows",
-    results: str = "result_rows",
+    traces: str = "cell_traces",
+    verdicts: str = "verdicts",
 ) -> None:
     """Create the ``cells`` table (one row per trace, with its ``passed`` verdict)."""
     con.execute(
-        CELLS_SQL.format(cells=cells, traces=traces, results=results),
+        CELLS_SQL.format(cells=cells, traces=traces, verdicts=verdicts),
         {"all_required": list(pass_criteria.all_required), "any_required": list(pass_criteria.any_required)},
     )
 
 
+def load_jsonl(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix: str = "") -> None:
+    """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's JSONL files."""
+    load_table(con, f"trace_rows{suffix}", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
+    con.execute(f"CREATE TEMP TABLE cell_traces{suffix} AS {CELL_TRACES_SQL.format(raw=f'trace_rows{suffix}')}")
+    con.execute(f"DROP TABLE trace_rows{suffix}")
+    load_table(con, f"result_rows{suffix}", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
+    con.execute(f"CREATE TEMP TABLE verdicts{suffix} AS {VERDICTS_SQL.format(raw=f'result_rows{suffix}')}")
+    con.execute(f"DROP TABLE result_rows{suffix}")
+
+
 def load_cells(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassRule, *,
                suffix: str = "", cached: bool = False) -> None:
-    """Create ``cells{suffix}`` for a run under ``pass_criteria``.
+    """Create ``cell_traces{suffix}``, ``verdicts{suffix}`` and ``cells{suffix}`` for a run
+    under ``pass_criteria``.
 
-    With ``cached``, from the run's fresh cells cache when there is one (then only the
-    ``cells`` table exists); otherwise (and always without ``cached``) the traces and
-    results are loaded as ``trace_rows{suffix}`` / ``result_rows{suffix}`` and the cells
-    derived from them.
+    With ``cached``, from the run's cell store when it matches the run's files (a reader
+    never writes it: the summary does); otherwise (and always without ``cached``) from the
+    JSONL.
     """
-    if cached:
-        cache = cells_cache_path(run_dir, pass_criteria)
-        if cache is not None and cache.exists():
-            con.execute(f"CREATE TEMP TABLE cells{suffix} AS SELECT * FROM read_parquet('{_literal(cache)}')")
-            return
-    load_table(con, f"trace_rows{suffix}", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
-    load_table(con, f"result_rows{suffix}", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
-    create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"trace_rows{suffix}",
-                 results=f"result_rows{suffix}")
+    from evalh_pipeline.queries.cell_store import load_store
 
-
-def _literal(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    """Size, mtime and inode: a file appended to, rewritten or replaced by rename reads as another."""
-    if not path.exists():
-        return None
-    stat = path.stat()
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
-
-
-def cells_cache_path(run_dir: RunDirectory, pass_criteria: PassRule) -> Path | None:
-    """Where the cells cache for the run's current files and ``pass_criteria`` is (None: no traces)."""
-    try:
-        stats = [_identity(p) for p in (run_dir.traces, run_dir.results)]
-    except OSError:
-        return None
-    if stats[0] is None:
-        return None
-    key = hashlib.sha256(json.dumps({
-        "files": stats, "all_required": list(pass_criteria.all_required),
-        "any_required": list(pass_criteria.any_required), "sql": CELLS_SQL,
-    }).encode()).hexdigest()[:32]
-    return run_dir.cells_cache / f"{key}.parquet"
-
-
-def save_cells_cache(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_criteria: PassRule, *,
-                     cells: str = "cells") -> None:
-    """Save the ``cells`` table as the run's cells cache (atomically; older caches removed).
-
-    The key is taken before writing and checked after: if the JSONL changed meanwhile, no
-    cache is kept.
-    """
-    target = cells_cache_path(run_dir, pass_criteria)
-    if target is None:
-        return
-    target.parent.mkdir(exist_ok=True)
-    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp")
-    try:
-        con.execute(f"COPY (SELECT * FROM {cells}) TO '{_literal(tmp)}' (FORMAT parquet)")
-        if cells_cache_path(run_dir, pass_criteria) != target:
-            return  # the run's files changed while the cells were read: this cache would be stale
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    for old in target.parent.glob("*.parquet"):
-        if old != target:
-            old.unlink(missing_ok=True)
+    if not (cached and load_store(con, run_dir, suffix=suffix)):
+        load_jsonl(con, run_dir, suffix=suffix)
+    create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"cell_traces{suffix}",
+                 verdicts=f"verdicts{suffix}")
 
 
 def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:

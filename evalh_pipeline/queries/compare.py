@@ -209,7 +209,8 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         for suffix, run in (("_a", run_a), ("_b", run_b)):
             load_cells(con, run, run_pass_criteria(run), suffix=suffix, cached=True)
             con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
-            con.execute(PER_EVALUATOR_SQL.format(per_evaluator=f"per_evaluator{suffix}", cells=f"cells{suffix}"))
+            con.execute(PER_EVALUATOR_SQL.format(per_evaluator=f"per_evaluator{suffix}", verdicts=f"verdicts{suffix}",
+                                                 traces=f"cell_traces{suffix}"))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()

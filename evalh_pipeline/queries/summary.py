@@ -25,12 +25,12 @@ from evalh_pipeline.models import (
     VariantDelta,
     VariantSummary,
 )
+from evalh_pipeline.queries.cell_store import Store, refresh_store
 from evalh_pipeline.queries.cells import (
     EVALUATOR_FRACTIONS_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
-    load_cells,
-    save_cells_cache,
+    create_cells,
 )
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect
@@ -39,10 +39,10 @@ from evalh_pipeline.store.run_dir import RunDirectory
 
 EVALUATORS_SQL = """
 SELECT evaluator, variant_name,
-       avg(CASE WHEN coalesce(passed, false) AND error IS NULL THEN 1.0 ELSE 0.0 END) AS pass_rate,
+       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
        avg(score) AS avg_score,
-       count(error) AS errored
-FROM result_rows GROUP BY evaluator, variant_name
+       count(*) FILTER (WHERE errored) AS errored
+FROM verdicts GROUP BY evaluator, variant_name
 """
 
 FLIPS_SQL = f"""
@@ -69,8 +69,12 @@ WHERE p.variant_name <> $baseline
 GROUP BY ALL
 """
 
+# Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
+# the cell store).
 EVALUATOR_PAIRED_SQL = f"""
-WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(cells="cells")})
+WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(
+    verdicts="(SELECT * FROM verdicts WHERE $every OR list_contains($evaluators, evaluator))",
+    traces="cell_traces")})
 SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
 FROM f p JOIN f b ON b.evaluator = p.evaluator AND b.case_id = p.case_id AND b.variant_name = $baseline
 WHERE p.variant_name <> $baseline
@@ -99,11 +103,35 @@ def repeat_stats(con: Any) -> dict[str, RepeatStats]:
             for variant, cases in by_variant.items()}
 
 
-def paired_stats(con: Any, baseline: str) -> tuple[dict[str, PairedStats], dict[str, dict[str, PairedStats]]]:
-    """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same."""
+def paired_stats(con: Any, baseline: str, store: Store | None = None,
+                 ) -> tuple[dict[str, PairedStats], dict[str, dict[str, PairedStats]]]:
+    """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same.
+
+    An evaluator's rows of differences depend only on its own verdicts and the traces: the
+    ``store`` remembers them, so after one evaluator was re-judged only its rows are queried.
+    """
     overall = paired_by_group(con.execute(PAIRED_SQL, {"baseline": baseline}).fetchall())
+    names = [name for (name,) in con.execute("SELECT DISTINCT evaluator FROM verdicts").fetchall()]
+    rows: list[Any] = []
+    todo = []
+    for name in names:
+        known = store.recall("evaluator_paired", name, baseline) if store is not None and name is not None else None
+        if known is None:
+            todo.append(name)
+        else:
+            rows += [tuple(row) for row in known]
+    if todo:
+        if None in todo:  # results without an evaluator name: every evaluator, as they are
+            todo = names
+            rows = []
+        every = todo == names
+        computed = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline, "every": every,
+                                                      "evaluators": [n for n in todo if n is not None]}).fetchall()
+        rows += computed
+        if store is not None and None not in todo:
+            for name in todo:
+                store.remember("evaluator_paired", name, baseline, [list(r) for r in computed if r[1] == name])
     per_evaluator: dict[str, dict[str, PairedStats]] = {}
-    rows = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline}).fetchall()
     for (variant, evaluator), stats in sorted(paired_by_group(rows).items()):
         per_evaluator.setdefault(variant, {})[evaluator] = PairedStats.model_validate(asdict(stats))
     return ({v: PairedStats.model_validate(asdict(stats)) for v, stats in overall.items()}, per_evaluator)
@@ -140,10 +168,11 @@ def summarize_run(
     cases_total: int,
     metadata: dict[str, Any] | None = None,
 ) -> RunSummary:
-    """Build the RunSummary of a run directory from its JSONL files."""
+    """Build the RunSummary of a run directory from its JSONL files (through its cell store,
+    which this brings up to date: hold the run's lock)."""
     con = connect()
-    load_cells(con, run_dir, pass_criteria)
-    save_cells_cache(con, run_dir, pass_criteria)
+    store = refresh_store(con, run_dir)
+    create_cells(con, pass_criteria)
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
@@ -159,7 +188,8 @@ def summarize_run(
         by_name = {v.name: v for v in variants}
         flips = {r[0]: r for r in con.execute(FLIPS_SQL, {"baseline": baseline_variant}).fetchall()}
         base = by_name[baseline_variant]
-        significance, per_evaluator = paired_stats(con, baseline_variant)
+        significance, per_evaluator = paired_stats(con, baseline_variant, store)
+        store.save()
         deltas = [
             VariantDelta(
                 variant=v.name,
@@ -181,7 +211,7 @@ def summarize_run(
         )
     reused, origins = con.execute(
         "SELECT count(reused_from), coalesce(list(DISTINCT reused_from ORDER BY reused_from) "
-        "FILTER (WHERE reused_from IS NOT NULL), []) FROM trace_rows"
+        "FILTER (WHERE reused_from IS NOT NULL), []) FROM cell_traces"
     ).fetchone()
     starts = [rows[n][8] for n in order if rows[n][8]]
     ends = [rows[n][9] for n in order if rows[n][9]]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalh_pipeline.models import EvalCase, RunVariant
-from evalh_pipeline.store.jsonl import iter_lines, iter_raw_lines
+from evalh_pipeline.store.jsonl import count_lines, iter_raw_lines
 from evalh_pipeline.store.records import CASES, TRACES
 
 CellKey = tuple[str, str, int]  # (case_id, variant_name, sample)
@@ -40,7 +40,8 @@ def iter_cells(
 
 
 def count_cases(cases_path: Path) -> int:
-    return sum(1 for _ in iter_lines(cases_path))
+    """The cases of a cases snapshot: its complete, non-blank lines."""
+    return count_lines(cases_path)
 
 
 def completed_cells(traces_path: Path, variant_names: set[str]) -> set[CellKey]:

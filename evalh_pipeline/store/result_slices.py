@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,16 @@ def recorded_judgements(run_dir: RunDirectory) -> dict[Slice, Judgement] | None:
 
 
 # A range of results.jsonl holding only ``evaluator``'s lines of ``variants`` (and all of
-# them for those variants): [evaluator, [variants], start, end].
-Block = tuple[str, tuple[str, ...], int, int]
+# them for those variants): [evaluator, [variants], start, end, id]. The id is given when
+# the block's lines are written and kept while they are copied byte for byte, so a cache
+# derived from a block's lines (queries/cell_store.py) stays valid across rewrites of the
+# file that keep the block ("": a block recorded before ids were).
+Block = tuple[str, tuple[str, ...], int, int, str]
+
+
+def new_block_id() -> str:
+    """A fresh block id (random: two blocks never share one, whatever wrote them)."""
+    return secrets.token_hex(12)
 
 
 def recorded_blocks(run_dir: RunDirectory) -> list[Block]:
@@ -84,7 +93,7 @@ def recorded_blocks(run_dir: RunDirectory) -> list[Block]:
     data = _manifest(run_dir)
     if data is None:
         return []
-    return [(e, tuple(vs), start, end) for e, vs, start, end in data.get("blocks", [])]
+    return [(row[0], tuple(row[1]), row[2], row[3], row[4] if len(row) > 4 else "") for row in data.get("blocks", [])]
 
 
 def traces_identity(traces: Path) -> tuple[int, int] | None:
@@ -110,6 +119,7 @@ def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
                   for (v, e), j in (judged or {}).items() if (v, e) in slices)
     tmp = run_dir.temp_file("results.slices")
     tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices), "judged": rows,
-                               "blocks": [[e, list(vs), start, end] for e, vs, start, end in blocks or []]}),
+                               "blocks": [[e, list(vs), start, end, block_id]
+                                          for e, vs, start, end, block_id in blocks or []]}),
                    encoding="utf-8")
     os.replace(tmp, manifest)

@@ -18,7 +18,15 @@ from pydantic_core import to_json
 
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import RESULTS
-from evalh_pipeline.store.result_slices import Block, Judgement, Slice, record_slices, recorded_blocks, recorded_slices
+from evalh_pipeline.store.result_slices import (
+    Block,
+    Judgement,
+    Slice,
+    new_block_id,
+    record_slices,
+    recorded_blocks,
+    recorded_slices,
+)
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # How much of results.jsonl is read and filtered at a time.
@@ -126,9 +134,9 @@ def _blocks_of(segments: list[tuple[str | None, int, int]], variants: set[str]) 
         if label is None or start == end:
             continue
         if blocks and blocks[-1][0] == label and blocks[-1][3] == start:
-            blocks[-1] = (label, blocks[-1][1], blocks[-1][2], end)
+            blocks[-1] = (label, blocks[-1][1], blocks[-1][2], end, blocks[-1][4])
         else:
-            blocks.append((label, tuple(sorted(variants)), start, end))
+            blocks.append((label, tuple(sorted(variants)), start, end, new_block_id()))
     return blocks
 
 
@@ -137,7 +145,7 @@ def _usable_blocks(run_dir: RunDirectory) -> list[Block]:
     blocks = sorted(recorded_blocks(run_dir), key=lambda b: b[2])
     size = run_dir.results.stat().st_size if run_dir.results.exists() else 0
     position = 0
-    for _, _, start, end in blocks:
+    for _, _, start, end, _ in blocks:
         if start < position or end < start or end > size:
             return []
         position = end
@@ -158,7 +166,7 @@ def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[st
     with path.open("rb") as source:
         size = os.fstat(source.fileno()).st_size
         position = 0
-        for evaluator, block_variants, start, end in blocks:
+        for evaluator, block_variants, start, end, block_id in blocks:
             written += _filter_range(source, position, start, out, in_slice, needles)
             if evaluator in evaluators and set(block_variants) <= variants:
                 pass  # every line of the block is re-judged: skipped, never read
@@ -166,7 +174,7 @@ def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[st
                 written += _filter_range(source, start, end, out, in_slice, needles)  # partly re-judged
             else:
                 _copy_range(source, out, start, end)
-                kept.append((evaluator, block_variants, written, written + end - start))
+                kept.append((evaluator, block_variants, written, written + end - start, block_id))
                 written += end - start
             position = end
         _filter_range(source, position, size, out, in_slice, needles)

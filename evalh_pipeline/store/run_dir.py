@@ -20,7 +20,8 @@
       .results.inline.<key>.jsonl results judged during a fresh run, staged until adopted
       .results.inline.<key>.json  what they were judged from (evaluator fingerprint, traces size)
       .publish-state.json         what each output[] mirror last received
-      .cells/<key>.parquet        the per-cell table of the queries, cached
+      .cells/                     the cell store: Parquet copies of what the queries read of
+                                  traces/results.jsonl, per evaluator block (queries/cell_store.py)
       .stores.lock                held while the run is written to its trace stores
       .stores-state.json          what each SQL trace store last took (store/stores/sql.py)
       .otel-<key>.json            which traces an OTLP endpoint already took (store/stores/otel.py)

@@ -154,7 +154,7 @@ def _blocks_hold_their_evaluators_lines(run_dir):
 
     data = run_dir.results.read_bytes()
     blocks = recorded_blocks(run_dir)
-    for name, _, start, end in blocks:
+    for name, _, start, end, _ in blocks:
         assert {json.loads(line)["evaluator"] for line in data[start:end].splitlines()} == {name}
     return [name for name, *_ in blocks]
 

@@ -115,3 +115,20 @@ def test_iter_records_reports_a_corrupt_complete_line(tmp_path):
     path.write_text(trace_line("a") + "\n{not json}\n")
     with pytest.raises(CorruptRecordError, match=r"traces.jsonl:2: not JSON"):
         list(iter_records(path, Trace, "trace"))
+
+
+@pytest.mark.parametrize("block", [1 << 23, 7])
+def test_count_lines_counts_what_iter_lines_yields(tmp_path, monkeypatch, block):
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n  \n\x0c\n{"b": 2}\r\n' + b'{"c": 3}\n' * 5 + b'{"torn')
+    real_open = type(path).open
+
+    def small_reads(self, *args, **kwargs):  # blocks that end inside lines
+        handle = real_open(self, *args, **kwargs)
+        read = handle.read
+        handle.read = lambda n=-1: read(min(n, block) if n > 0 else n)
+        return handle
+
+    monkeypatch.setattr(type(path), "open", small_reads)
+    assert jsonl.count_lines(path) == len(list(iter_lines(path))) == 7
+    assert jsonl.count_lines(tmp_path / "missing.jsonl") == 0

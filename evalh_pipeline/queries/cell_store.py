@@ -1,0 +1,411 @@
+"""A run's cell store: what the queries read of traces.jsonl and results.jsonl, as Parquet.
+
+The summary of a 100,000-trace run reads 500,000 result lines (a quarter of a gigabyte of
+JSON) to count verdicts; after re-judging one evaluator of five, four fifths of those lines
+are the same bytes as before. The store keeps, in the run's ``.cells/`` folder:
+
+    store.json              which files describe which traces.jsonl / results.jsonl
+    t-<key>.parquet         the cell columns of every trace (queries/cells.py CELL_TRACES_SQL)
+    r-<key>.parquet         the verdict columns of one range of results.jsonl (VERDICTS_SQL)
+
+results.jsonl is cut into ranges by its evaluator blocks (store/result_slices.py: ranges of
+one evaluator's lines, each with an id that survives a byte-for-byte copy into a rewritten
+file) and the lines between them. A block's Parquet is named after its id, so after an
+evaluator is re-judged only its new block is read again; a range outside the blocks is
+named after the file it was read from and the range.
+
+It is a cache; the JSONL files stay the record. Recovery rule: ``store.json`` names the
+exact files it describes (inode, size, mtime in ns of traces.jsonl and results.jsonl) and a
+format number. A reader (compare, drift) uses the store only when both match and every file
+it names reads back; otherwise it reads the JSONL. The writer (the summary, under the run's
+lock) reuses a Parquet only when its name says it holds the same lines (the traces file's
+identity, a block id from a slice manifest that matches results.jsonl, or results.jsonl's
+identity and the range), and rebuilds anything missing, stale or unreadable from the JSONL.
+Another writer of results.jsonl (a hand edit, ``evalh retry-failed``, a tool that does not
+know the manifest) changes its identity, so nothing derived from the old file is used.
+Deleting ``.cells/`` changes nothing but the time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
+from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
+from evalh_pipeline.store.result_slices import recorded_blocks
+from evalh_pipeline.store.run_dir import RunDirectory
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# Bumped whenever what a Parquet holds changes (its SQL, its columns): older stores are
+# then stale as a whole. The SQL is part of the key too, as a guard.
+FORMAT = 1
+_FORMAT_KEY = hashlib.sha256(f"{FORMAT}\n{CELL_TRACES_SQL}\n{VERDICTS_SQL}".encode()).hexdigest()[:16]
+MANIFEST = "store.json"
+
+
+@dataclass(frozen=True)
+class _Range:
+    """A range of results.jsonl and the name of the Parquet of its verdicts."""
+
+    start: int
+    end: int
+    name: str
+    evaluator: str | None = None  # a block's evaluator; None: any evaluator's lines
+
+
+def _identity(path: Path) -> list[int] | None:
+    """Inode, size, mtime (ns): a file appended to, rewritten or replaced by rename reads as another."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps([_FORMAT_KEY, *parts]).encode()).hexdigest()[:32]
+
+
+def _literal(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _read_manifest(run_dir: RunDirectory) -> dict[str, Any] | None:
+    try:
+        data = json.loads((run_dir.cells_cache / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT_KEY:
+        return None
+    return data
+
+
+def _read_parts(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[Path]) -> None:
+    """``table`` := the rows of ``files``, in order (one thread: the scan is in file order)."""
+    listed = ", ".join(f"'{_literal(f)}'" for f in files)
+    con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet([{listed}])")
+
+
+def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix: str = "") -> bool:
+    """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's cell store when
+    it describes the run's current files; False (nothing created) when it does not."""
+    data = _read_manifest(run_dir)
+    if data is None or data.get("traces") != _identity(run_dir.traces) \
+            or data.get("results") != _identity(run_dir.results):
+        return False
+    folder = run_dir.cells_cache
+    try:
+        traces = folder / str(data["traces_part"])
+        parts = [folder / str(name) for name in data["result_parts"]]
+        _read_parts(con, f"cell_traces{suffix}", [traces])
+        if parts:
+            _read_parts(con, f"verdicts{suffix}", parts)
+        else:
+            con.execute(f"CREATE TEMP TABLE verdicts{suffix} AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
+    except (KeyError, TypeError, duckdb.Error):
+        # Removed by a newer summary meanwhile, or damaged: the JSONL answer instead.
+        for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        return False
+    # Files replaced while they were read make the tables a mix: only matching files count.
+    if data.get("traces") != _identity(run_dir.traces) or data.get("results") != _identity(run_dir.results):
+        for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
+            con.execute(f"DROP TABLE {table}")
+        return False
+    return True
+
+
+@dataclass
+class Store:
+    """The cell store as one summary saw it: its files, and what was derived from them.
+
+    :meth:`recall` / :meth:`remember` keep small results computed from one evaluator's
+    verdicts (e.g. its paired statistics against the baseline variant) with the names of
+    the files they came from, so the next summary reuses them while those files stand.
+    """
+
+    run_dir: RunDirectory
+    saved: bool = False
+    traces_part: str = ""
+    result_parts: list[str] = field(default_factory=list)
+    evaluators: dict[str, list[str]] = field(default_factory=dict)  # part -> evaluators in it
+    memo: list[dict[str, Any]] = field(default_factory=list)
+    identities: tuple[Any, Any] = (None, None)
+    _changed: bool = False
+
+    def parts_of(self, evaluator: str) -> list[str] | None:
+        """The files holding ``evaluator``'s verdicts (None: not known, the store was not saved)."""
+        if not self.saved:
+            return None
+        return [name for name in self.result_parts if evaluator in self.evaluators.get(name, ())]
+
+    def _entry(self, kind: str, evaluator: str, argument: Any) -> dict[str, Any] | None:
+        parts = self.parts_of(evaluator)
+        if parts is None:
+            return None
+        return {"kind": kind, "evaluator": evaluator, "argument": argument, "traces_part": self.traces_part,
+                "parts": parts}
+
+    def recall(self, kind: str, evaluator: str, argument: Any) -> Any | None:
+        """What :meth:`remember` kept for the same files, or None."""
+        entry = self._entry(kind, evaluator, argument)
+        if entry is None:
+            return None
+        for kept in self.memo:
+            if {k: v for k, v in kept.items() if k != "value"} == entry:
+                return kept["value"]
+        return None
+
+    def remember(self, kind: str, evaluator: str, argument: Any, value: Any) -> None:
+        """Keep ``value`` (JSON) as derived from ``evaluator``'s files; saved by :meth:`save`."""
+        entry = self._entry(kind, evaluator, argument)
+        if entry is not None:
+            self.memo.append({**entry, "value": value})
+            self._changed = True
+
+    def save(self) -> None:
+        """Write what was remembered, if the run's files are still the ones the store describes."""
+        if self.saved and self._changed and self.identities == (_identity(self.run_dir.traces),
+                                                                _identity(self.run_dir.results)):
+            _write_manifest(self)
+            self._changed = False
+
+
+def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Store:
+    """Create ``cell_traces`` and ``verdicts`` for the run, from its cell store where that still
+    holds the same lines and from the JSONL for the rest, and save the store.
+
+    Call it holding the run's lock (the summary does), so that no writer that respects the
+    lock changes the files meanwhile; the store is saved only if they did not change.
+    """
+    folder = run_dir.cells_cache
+    traces_id, results_id = _identity(run_dir.traces), _identity(run_dir.results)
+    store = Store(run_dir, identities=(traces_id, results_id))
+    old = _read_manifest(run_dir) or {}
+    known = {old.get("traces_part"), *old.get("result_parts", [])}
+    try:
+        folder.mkdir(exist_ok=True)
+        writable = True
+    except OSError:
+        writable = False  # a read-only run directory: answered from the JSONL, nothing saved
+
+    writable = writable and traces_id is not None  # no traces yet: nothing worth keeping
+    traces_part = folder / f"t-{_key('traces', traces_id)}.parquet"
+    if not _reuse(con, "cell_traces", traces_part, known):
+        load_table(con, "trace_rows", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
+        con.execute(f"CREATE TEMP TABLE cell_traces AS {CELL_TRACES_SQL.format(raw='trace_rows')}")
+        con.execute("DROP TABLE trace_rows")
+        writable = writable and _save(con, "cell_traces", traces_part, run_dir)
+
+    ranges = _ranges(run_dir, results_id)
+    evaluators = {name: list(names) for name, names in (old.get("evaluators") or {}).items()
+                  if isinstance(names, list)}
+    if writable and _build(con, run_dir, ranges, known, evaluators):
+        files = [folder / piece.name for piece in ranges]
+        try:
+            if files:
+                _read_parts(con, "verdicts", files)
+            else:
+                con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
+        except duckdb.Error:
+            # A damaged Parquet: this summary reads the JSONL below, the next rebuilds the store.
+            con.execute("DROP TABLE IF EXISTS verdicts")
+            (folder / MANIFEST).unlink(missing_ok=True)
+        else:
+            if _identity(run_dir.traces) == traces_id and _identity(run_dir.results) == results_id:
+                names = [f.name for f in files]
+                store.saved, store.traces_part, store.result_parts = True, traces_part.name, names
+                store.evaluators = {name: evaluators[name] for name in names}
+                # What earlier summaries derived from files that are still part of the store.
+                store.memo = [m for m in old.get("memo", []) if isinstance(m, dict)
+                              and m.get("traces_part") == traces_part.name and set(m.get("parts", [])) <= set(names)]
+                _write_manifest(store)
+            return store
+    load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
+    con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw='result_rows')}")
+    con.execute("DROP TABLE result_rows")
+    return store
+
+
+# Below this share of results.jsonl to read again, ranges are copied out and read one by
+# one; above it, the whole file is read once and split by evaluator.
+_READ_WHOLE_SHARE = 0.5
+
+
+def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_Range], known: set[Any],
+           evaluators: dict[str, list[str]]) -> bool:
+    """Write the Parquet of every range that has none yet (``evaluators``: part -> the
+    evaluators it holds, filled in); False when one could not be written."""
+    folder = run_dir.cells_cache
+    missing = [piece for piece in ranges
+               if not (piece.name in known and piece.name in evaluators and (folder / piece.name).exists())]
+    if not missing:
+        return True
+    size = ranges[-1].end
+    blocks = [piece.evaluator for piece in ranges]
+    if (sum(p.end - p.start for p in missing) > _READ_WHOLE_SHARE * size and None not in blocks
+            and len(set(blocks)) == len(blocks)):
+        # Each range is the only one of its evaluator: its rows are that evaluator's, in order.
+        load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
+        try:
+            for piece in missing:
+                query = VERDICTS_SQL.format(raw="result_rows") + f" WHERE evaluator = '{_quote(piece.evaluator)}'"
+                if not _write_part(con, query, piece, run_dir, evaluators):
+                    return False
+        finally:
+            con.execute("DROP TABLE result_rows")
+        return True
+    for piece in missing:
+        _read_range(con, run_dir, piece, "range_rows")
+        try:
+            if not _write_part(con, VERDICTS_SQL.format(raw="range_rows"), piece, run_dir, evaluators):
+                return False
+        finally:
+            con.execute("DROP TABLE range_rows")
+    return True
+
+
+def _quote(text: str | None) -> str:
+    return (text or "").replace("'", "''")
+
+
+def _write_part(con: duckdb.DuckDBPyConnection, query: str, piece: _Range, run_dir: RunDirectory,
+                evaluators: dict[str, list[str]]) -> bool:
+    con.execute(f"CREATE TEMP TABLE part_rows AS {query}")
+    try:
+        if piece.evaluator is not None:
+            evaluators[piece.name] = [piece.evaluator]
+        else:
+            evaluators[piece.name] = [e for (e,) in con.execute(
+                "SELECT DISTINCT evaluator FROM part_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
+        return _save(con, "part_rows", run_dir.cells_cache / piece.name, run_dir)
+    finally:
+        con.execute("DROP TABLE part_rows")
+
+
+def _empty(columns: dict[str, str]) -> str:
+    nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
+    return f"(SELECT {nulls} WHERE false)"
+
+
+def _reuse(con: duckdb.DuckDBPyConnection, table: str, path: Path, known: set[Any]) -> bool:
+    """``table`` := ``path``'s rows when the old manifest listed it and it reads back."""
+    if path.name not in known or not path.exists():
+        return False
+    try:
+        _read_parts(con, table, [path])
+    except duckdb.Error:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        return False
+    return True
+
+
+def _ranges(run_dir: RunDirectory, results_id: list[int] | None) -> list[_Range]:
+    """results.jsonl cut at its recorded evaluator blocks (when the slice manifest matches the
+    file and its blocks fit it), in file order; one range for the whole file otherwise."""
+    if results_id is None or results_id[1] == 0:
+        return []
+    size = results_id[1]
+    ranges: list[_Range] = []
+    position = 0
+
+    def outside(start: int, end: int) -> None:
+        if end > start:
+            ranges.append(_Range(start, end, f"r-{_key('range', results_id, start, end)}.parquet"))
+
+    blocks = sorted(recorded_blocks(run_dir), key=lambda b: b[2])
+    for evaluator, variants, start, end, block_id in blocks:
+        if start < position or end < start or end > size:
+            return [_Range(0, size, f"r-{_key('range', results_id, 0, size)}.parquet")]
+        outside(position, start)
+        if block_id:
+            name = f"r-{_key('block', block_id, evaluator, list(variants), end - start)}.parquet"
+            ranges.append(_Range(start, end, name, evaluator))
+        else:
+            outside(start, end)
+        position = end
+    outside(position, size)
+    return ranges
+
+
+def _read_range(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _Range, table: str) -> None:
+    """``table`` := ``piece``'s lines of results.jsonl (RESULT_COLUMNS; a copy of the range is
+    read, the whole file in place)."""
+    source = run_dir.results
+    size = source.stat().st_size
+    copy: Path | None = None
+    try:
+        if (piece.start, piece.end) != (0, size):
+            copy = run_dir.temp_file("cells")
+            _copy_range(source, copy, piece.start, piece.end)
+            source = copy
+        load_table(con, table, source, RESULT_COLUMNS, str(run_dir.results))
+    finally:
+        if copy is not None:
+            copy.unlink(missing_ok=True)
+
+
+def _copy_range(source: Path, target: Path, start: int, end: int) -> None:
+    with source.open("rb") as src, target.open("wb") as out:
+        offset, remaining = start, end - start
+        try:
+            while remaining > 0:
+                copied = os.copy_file_range(src.fileno(), out.fileno(), remaining, offset)
+                if copied == 0:
+                    raise OSError(f"{source}: ended before byte {end}")
+                offset += copied
+                remaining -= copied
+            return
+        except (AttributeError, OSError) as exc:
+            if remaining != end - start and not isinstance(exc, AttributeError):
+                raise
+        src.seek(start)
+        while remaining > 0:
+            chunk = src.read(min(1 << 23, remaining))
+            if not chunk:
+                raise OSError(f"{source}: ended before byte {end}")
+            out.write(chunk)
+            remaining -= len(chunk)
+
+
+def _save(con: duckdb.DuckDBPyConnection, table: str, path: Path, run_dir: RunDirectory) -> bool:
+    """Write ``table`` to ``path`` atomically; False when it cannot be written (then the store
+    is not saved, and the queries read the JSONL)."""
+    tmp = run_dir.temp_file("cells")
+    try:
+        con.execute(f"COPY {table} TO '{_literal(tmp)}' (FORMAT parquet)")
+        os.replace(tmp, path)
+    except (OSError, duckdb.Error):
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def _write_manifest(store: Store) -> None:
+    """Save which Parquet files describe the run's files now, and remove every other file of the store."""
+    folder = store.run_dir.cells_cache
+    tmp = store.run_dir.temp_file("cells")
+    traces_id, results_id = store.identities
+    try:
+        tmp.write_text(json.dumps({"format": _FORMAT_KEY, "traces": traces_id, "results": results_id,
+                                   "traces_part": store.traces_part, "result_parts": store.result_parts,
+                                   "evaluators": store.evaluators, "memo": store.memo}), encoding="utf-8")
+        os.replace(tmp, folder / MANIFEST)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return
+    keep = {MANIFEST, store.traces_part, *store.result_parts}
+    for entry in folder.iterdir():
+        if entry.name not in keep:
+            try:
+                entry.unlink()
+            except OSError:
+                pass  # not ours to remove, or gone already: left for the next summary

@@ -1,0 +1,211 @@
+"""The run's cell store (.cells/): the summary reads only what changed, never a stale store,
+and gives byte for byte the summary a from-scratch one (no store) gives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+
+import pytest
+
+import evalh_pipeline.queries.cell_store as cell_store
+import evalh_pipeline.queries.cells as cells_module
+from evalh_pipeline.config.schema import PassCriteria
+from evalh_pipeline.queries.compare import compare_runs
+from evalh_pipeline.queries.summary import summarize_run
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.retry import prepare_retry
+from evalh_pipeline.runner.stages import write_summary
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.result_slices import recorded_blocks
+from tests.queries.test_compare import A_CELLS, A_RESULTS, _results
+from tests.queries.test_compare import _run as _toy_run
+from tests.runner.test_incremental_reevaluation import FIVE, _run, _spec
+
+
+class _Reads:
+    """Which ranges of results.jsonl and which JSONL files the store read."""
+
+    def __init__(self, monkeypatch):
+        self.ranges, self.files = [], []
+        read_range, load_table = cell_store._read_range, cell_store.load_table
+        monkeypatch.setattr(cell_store, "_read_range",
+                            lambda con, run_dir, piece, table: self.ranges.append(piece.end - piece.start)
+                            or read_range(con, run_dir, piece, table))
+        monkeypatch.setattr(cell_store, "load_table",
+                            lambda con, name, path, *rest: self.files.append(rest[-1]) or load_table(con, name, path, *rest))
+
+
+def _summary_files(run_dir):
+    return run_dir.summary.read_bytes(), run_dir.report.read_bytes()
+
+
+def _from_scratch(spec, run_dir):
+    """The summary files with no store (it is removed first), and the store then rebuilt."""
+    shutil.rmtree(run_dir.cells_cache, ignore_errors=True)
+    write_summary(spec, run_dir)
+    return _summary_files(run_dir)
+
+
+def _judged_by_blocks(tmp_path):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))  # evaluator by evaluator
+    write_summary(spec, run_dir)
+    return spec, run_dir
+
+
+def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_lines(tmp_path, monkeypatch):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    asyncio.run(evaluate_traces(changed, run_dir))
+    (block,) = [end - start for name, _, start, end, _ in recorded_blocks(run_dir) if name == "says_answer"]
+    reads = _Reads(monkeypatch)
+
+    write_summary(changed, run_dir)
+
+    assert reads.ranges == [block]  # says_answer's new block; the traces and other blocks from the store
+    assert reads.files == [str(run_dir.results)]
+    incremental = _summary_files(run_dir)
+    summary = json.dumps(incremental[0].decode())
+    assert "says_answer" in summary
+    assert incremental == _from_scratch(changed, run_dir)
+
+
+def test_kept_blocks_keep_their_ids_and_rejudged_ones_get_new_ids(tmp_path):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    before = {name: block_id for name, _, _, _, block_id in recorded_blocks(run_dir)}
+    asyncio.run(evaluate_traces(_spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1")), run_dir))
+    after = {name: block_id for name, _, _, _, block_id in recorded_blocks(run_dir)}
+    assert set(after) == set(before) and all(len(i) == 24 for i in after.values())
+    assert {name for name in before if before[name] != after[name]} == {"fast"}
+
+
+def test_a_results_file_edited_by_hand_is_summarized_from_the_file_not_the_store(tmp_path, monkeypatch):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    before = run_dir.summary.read_text()
+    lines = run_dir.results.read_text().splitlines(keepends=True)
+    flipped = next(i for i, line in enumerate(lines) if '"passed":true' in line)
+    lines[flipped] = lines[flipped].replace('"passed":true', '"passed":false')
+    run_dir.results.write_text("".join(lines))  # same size: only the mtime (and content) moved
+    reads = _Reads(monkeypatch)
+
+    write_summary(spec, run_dir)
+
+    assert reads.ranges == [run_dir.results.stat().st_size]  # the slice manifest is stale too: one range
+    assert run_dir.summary.read_text() != before
+    assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
+
+
+def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path, monkeypatch):
+    spec = _spec(tmp_path)
+    cases = spec.path.parent / "cases.jsonl"
+    lines = cases.read_text().splitlines()
+    exploding = json.loads(lines[1])
+    exploding["input"]["explode"] = ["candidate"]  # the stub agent raises for case_1 on candidate
+    cases.write_text("\n".join([lines[0], json.dumps(exploding), *lines[2:]]) + "\n")
+    run_dir = _run(spec)
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
+    write_summary(spec, run_dir)
+    traces_part = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())["traces_part"]
+
+    assert prepare_retry(run_dir) == 1  # what `evalh retry-failed` does: drop the cell's trace, run it again
+    asyncio.run(produce_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir))
+    reads = _Reads(monkeypatch)
+    write_summary(spec, run_dir)
+
+    assert str(run_dir.traces) in reads.files  # the rewritten traces file is read again
+    assert json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())["traces_part"] != traces_part
+    assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
+
+
+@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part"])
+def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    expected = _summary_files(run_dir)
+    manifest = run_dir.cells_cache / cell_store.MANIFEST
+    part = run_dir.cells_cache / json.loads(manifest.read_text())["result_parts"][1]
+    if damage == "truncated part":
+        part.write_bytes(part.read_bytes()[:100])
+    elif damage == "older format":
+        manifest.write_text(manifest.read_text().replace(cell_store._FORMAT_KEY, "0"))
+    else:
+        part.unlink()
+
+    write_summary(spec, run_dir)
+    assert _summary_files(run_dir) == expected
+    write_summary(spec, run_dir)  # and the next summary has a whole store again
+    assert _summary_files(run_dir) == expected
+    data = json.loads(manifest.read_text())
+    assert data["format"] == cell_store._FORMAT_KEY
+    assert all((run_dir.cells_cache / name).stat().st_size > 100 for name in data["result_parts"])
+
+
+def test_only_the_files_of_the_current_store_are_kept(tmp_path):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    asyncio.run(evaluate_traces(_spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1")), run_dir))
+    write_summary(spec, run_dir)
+    data = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())
+    assert sorted(p.name for p in run_dir.cells_cache.iterdir()) == sorted(
+        [cell_store.MANIFEST, data["traces_part"], *data["result_parts"]])
+    assert len(data["result_parts"]) == 5  # one per evaluator block
+
+
+def _summarize(run_dir, criteria=None):
+    summarize_run(run_dir, variant_order=["a", "b"], pass_criteria=criteria or PassCriteria(),
+                  baseline_variant="a", config_path="eval.yaml", config_hash="h", cases_total=3)
+
+
+def _refuse_jsonl(*args, **kwargs):
+    raise AssertionError("the JSONL was read")
+
+
+def test_compare_answers_from_fresh_stores_without_reading_the_jsonl(tmp_path, monkeypatch):
+    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
+                                                   ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
+                                                   ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
+    expected = compare_runs(a, b)  # from the JSONL: no stores yet
+    for run in (a, b):
+        _summarize(run)
+        assert (run.cells_cache / cell_store.MANIFEST).exists()
+
+    monkeypatch.setattr(cells_module, "load_table", _refuse_jsonl)  # only the stores can answer now
+    cached = compare_runs(a, b)
+
+    assert cached == expected
+    assert cached.comparison.deltas[0].regressions == ["c1"]
+
+
+def test_compare_never_reads_a_store_of_other_files(tmp_path, monkeypatch):
+    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = _toy_run(tmp_path, "B", A_CELLS, A_RESULTS)
+    _summarize(a)
+    _summarize(b)
+    # c1 on `a` now fails in B; the file is rewritten with the same size.
+    lines = b.results.read_text().splitlines(keepends=True)
+    b.results.write_text("".join(line.replace('"passed": true', '"passed": false') if '"c1"' in line
+                                 and '"variant_name": "a"' in line else line for line in lines))
+    os.utime(b.results, ns=(1, 1))
+    read = []
+    load_store = cell_store.load_store
+    monkeypatch.setattr(cell_store, "load_store", lambda *a, **k: read.append(load_store(*a, **k)) or read[-1])
+
+    assert compare_runs(a, b).comparison.deltas[0].regressions == ["c1"]
+    assert read == [True, False]  # A's store is fresh, B's is not
+
+
+def test_the_store_serves_any_pass_criteria(tmp_path, monkeypatch):
+    outcomes = {("c1", "a"): {"x": "pass", "y": "fail"}, ("c2", "a"): {"x": "fail", "y": "pass"}}
+    cells = {("c1", "a"): (100, None), ("c2", "a"): (100, None)}
+    a = _toy_run(tmp_path, "A", cells, _results(outcomes), variants=("a",))
+    b = _toy_run(tmp_path, "B", cells, _results(outcomes), {"all_required": ["x"]}, variants=("a",))
+    _summarize(a)
+    _summarize(b)  # summarized under the default criteria, but B's snapshot requires only `x`
+    monkeypatch.setattr(cells_module, "load_table", _refuse_jsonl)
+
+    (delta,) = compare_runs(a, b).comparison.deltas
+    assert delta.improvements == ["c1"]
