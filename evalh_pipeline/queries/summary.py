@@ -103,37 +103,42 @@ def repeat_stats(con: Any) -> dict[str, RepeatStats]:
             for variant, cases in by_variant.items()}
 
 
+# What the cell store remembers of each evaluator: its PairedStats by variant (a new name for
+# a new shape, so that what an older version remembered is never read as this).
+_PAIRED_MEMO = "evaluator_paired_stats"
+
+
 def paired_stats(con: Any, baseline: str, store: Store | None = None,
                  ) -> tuple[dict[str, PairedStats], dict[str, dict[str, PairedStats]]]:
     """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same.
 
-    An evaluator's rows of differences depend only on its own verdicts and the traces: the
-    ``store`` remembers them, so after one evaluator was re-judged only its rows are queried.
+    An evaluator's statistics depend only on its own verdicts and the traces: the ``store``
+    remembers them, so after one evaluator was re-judged only its are computed again.
     """
     overall = paired_by_group(con.execute(PAIRED_SQL, {"baseline": baseline}).fetchall())
     names = [name for (name,) in con.execute("SELECT DISTINCT evaluator FROM verdicts").fetchall()]
-    rows: list[Any] = []
+    found: dict[tuple[Any, Any], PairedStats] = {}
     todo = []
     for name in names:
-        known = store.recall("evaluator_paired", name, baseline) if store is not None and name is not None else None
-        if known is None:
+        known = store.recall(_PAIRED_MEMO, name, baseline) if store is not None and name is not None else None
+        try:
+            found.update({(variant, name): PairedStats.model_validate(stats) for variant, stats in known})
+        except (TypeError, ValueError):  # nothing remembered (None), or not in this shape: computed again
             todo.append(name)
-        else:
-            rows += [tuple(row) for row in known]
     if todo:
         if None in todo:  # results without an evaluator name: every evaluator, as they are
-            todo = names
-            rows = []
-        every = todo == names
-        computed = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline, "every": every,
-                                                      "evaluators": [n for n in todo if n is not None]}).fetchall()
-        rows += computed
+            todo, found = names, {}
+        rows = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline, "every": todo == names,
+                                                  "evaluators": [n for n in todo if n is not None]}).fetchall()
+        computed = {key: asdict(stats) for key, stats in paired_by_group(rows).items()}
+        found.update({key: PairedStats.model_validate(stats) for key, stats in computed.items()})
         if store is not None and None not in todo:
             for name in todo:
-                store.remember("evaluator_paired", name, baseline, [list(r) for r in computed if r[1] == name])
+                store.remember(_PAIRED_MEMO, name, baseline,
+                               [[variant, stats] for (variant, evaluator), stats in computed.items() if evaluator == name])
     per_evaluator: dict[str, dict[str, PairedStats]] = {}
-    for (variant, evaluator), stats in sorted(paired_by_group(rows).items()):
-        per_evaluator.setdefault(variant, {})[evaluator] = PairedStats.model_validate(asdict(stats))
+    for (variant, evaluator), stats in sorted(found.items()):
+        per_evaluator.setdefault(variant, {})[evaluator] = stats
     return ({v: PairedStats.model_validate(asdict(stats)) for v, stats in overall.items()}, per_evaluator)
 
 

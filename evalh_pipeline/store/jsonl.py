@@ -108,6 +108,8 @@ def iter_raw_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple
     start, end, number = (0, None, 1) if span is None else (span.start, span.end, span.first_line)
     # Bytes first: a torn tail may end inside a multi-byte character.
     with path.open("rb", buffering=1 << 20) as handle:
+        if number == 0:
+            number = 1 + _count_newlines(handle, start)
         handle.seek(start)
         position = start
         for raw in handle:
@@ -123,7 +125,8 @@ def iter_raw_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple
 
 @dataclass(frozen=True)
 class LineSpan:
-    """Whole lines ``[start, end)`` of a JSONL file, by byte offset; ``first_line`` numbers the first."""
+    """Whole lines ``[start, end)`` of a JSONL file, by byte offset; ``first_line`` numbers the
+    first (0: not counted yet, the reader counts the lines before ``start``)."""
 
     start: int
     end: int
@@ -131,7 +134,8 @@ class LineSpan:
 
 
 def split_lines(path: Path, parts: int) -> list[LineSpan]:
-    """Cut the file into at most ``parts`` spans of about equal size, each of whole lines."""
+    """Cut the file into at most ``parts`` spans of about equal size, each of whole lines
+    (numbered lazily: see :class:`LineSpan`)."""
     size = path.stat().st_size if path.exists() else 0
     cuts = [0]
     with path.open("rb") if size else open(os.devnull, "rb") as handle:
@@ -142,12 +146,8 @@ def split_lines(path: Path, parts: int) -> list[LineSpan]:
             if cut > cuts[-1] and cut < size:
                 cuts.append(cut)
         cuts.append(size)
-        spans, line = [], 1
-        for start, end in zip(cuts, cuts[1:]):
-            spans.append(LineSpan(start, end, line))
-            handle.seek(start)
-            line += _count_newlines(handle, end - start)
-    return spans
+    # Numbered by whoever reads them (a worker process counts its span's first line in parallel).
+    return [LineSpan(start, end, 1 if start == 0 else 0) for start, end in zip(cuts, cuts[1:])]
 
 
 def _count_newlines(handle: BinaryIO, length: int) -> int:

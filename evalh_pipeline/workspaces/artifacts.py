@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import posixpath
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import FilesystemArtifact
-from evalh_pipeline.store.object_storage import FsspecObjectStorage, read_artifact_document, storage_for
+
+if TYPE_CHECKING:
+    # fsspec (under object_storage) costs ~50 ms to import: only evals with a workspace load it.
+    from evalh_pipeline.store.object_storage import FsspecObjectStorage
 
 ARTIFACT_FILE = "artifact.json"
 
@@ -70,6 +73,8 @@ class ArtifactLoader:
         """The artifact of one cell, or None when the eval has no workspace or the cell has none."""
         if not self.enabled:
             return None
+        from evalh_pipeline.store.object_storage import read_artifact_document, storage_for
+
         if self._storage is None:
             self._storage = storage_for(self.object_storage, self.run_dir / "artifacts", self.run_dir.name)
         document = read_artifact_document(self._storage, case_id, variant_name, sample, ARTIFACT_FILE)

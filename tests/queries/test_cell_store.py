@@ -12,6 +12,7 @@ import pytest
 
 import evalh_pipeline.queries.cell_store as cell_store
 import evalh_pipeline.queries.cells as cells_module
+import evalh_pipeline.queries.summary as summary_module
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.queries.compare import compare_runs
 from evalh_pipeline.queries.summary import summarize_run
@@ -63,11 +64,17 @@ def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_lines(tm
     asyncio.run(evaluate_traces(changed, run_dir))
     (block,) = [end - start for name, _, start, end, _ in recorded_blocks(run_dir) if name == "says_answer"]
     reads = _Reads(monkeypatch)
+    grouped = []
+    paired_by_group = summary_module.paired_by_group
+    monkeypatch.setattr(summary_module, "paired_by_group", lambda rows: grouped.append(
+        result := paired_by_group(rows)) or result)
 
     write_summary(changed, run_dir)
 
     assert reads.ranges == [block]  # says_answer's new block; the traces and other blocks from the store
     assert reads.files == [str(run_dir.results)]
+    overall, per_evaluator = grouped  # the other evaluators' paired statistics are remembered
+    assert set(overall) == {"candidate"} and set(per_evaluator) == {("candidate", "says_answer")}
     incremental = _summary_files(run_dir)
     summary = json.dumps(incremental[0].decode())
     assert "says_answer" in summary
@@ -122,7 +129,7 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
 
 
-@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part"])
+@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part", "memo of another shape"])
 def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
     spec, run_dir = _judged_by_blocks(tmp_path)
     expected = _summary_files(run_dir)
@@ -132,8 +139,14 @@ def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
         part.write_bytes(part.read_bytes()[:100])
     elif damage == "older format":
         manifest.write_text(manifest.read_text().replace(cell_store._FORMAT_KEY, "0"))
-    else:
+    elif damage == "missing part":
         part.unlink()
+    else:
+        data = json.loads(manifest.read_text())
+        assert len(data["memo"]) == 5  # each evaluator's paired statistics against the baseline variant
+        for entry in data["memo"]:
+            entry["value"] = [["candidate", "x", 0.5, 3]]
+        manifest.write_text(json.dumps(data))
 
     write_summary(spec, run_dir)
     assert _summary_files(run_dir) == expected
