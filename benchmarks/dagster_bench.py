@@ -8,6 +8,8 @@
 
 run          `evalh run eval.yaml` (one Dagster run, in process): wall from process start to exit
              with summary.yaml written. Target <= 1.3 x the physical limit N*2*LAT/64 (6.25 s).
+             Also shown against the same target: process start to summary.yaml on disk (its
+             mtime; the issue's wording), before the run's drift and checks are recorded.
 first call   seconds from process start to the first call of the system under test (the stub
              agent writes the time of its first call). Target <= 1.0 s: Dagster's start-up
              overlaps the engine's work (defs/overlap.py) instead of preceding it.
@@ -109,7 +111,7 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
         env.update(PYTHONPATH=str(source), PYTHONDONTWRITEBYTECODE="1")
     logs = bench.LOGS
     load_before = os.getloadavg()[0]
-    runs, first_calls, reevals, noops, promotes = [], [], [], [], []
+    runs, summaries, first_calls, reevals, noops, promotes = [], [], [], [], [], []
     ok = {"run": True, "reeval": True, "noop": True, "promote": True}
     for _attempt in range(args.repeat):
         first_call_file.unlink(missing_ok=True)
@@ -119,6 +121,8 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
         run_dir = next((d for d in _run_dirs(fixture) if d not in known), None)
         ok["run"] &= run_code == 0 and run_dir is not None and (run_dir / "summary.yaml").exists()
         runs.append(run_wall)
+        if run_dir is not None and (run_dir / "summary.yaml").exists():
+            summaries.append((run_dir / "summary.yaml").stat().st_mtime - run_start)
         if first_call_file.exists():
             first_calls.append(float(first_call_file.read_text()) - run_start)
         reeval_wall, reeval_code, _ = _timed([*evalh_cmd, "re-evaluate", "--all", str(run_dir)], fixture, env,
@@ -141,6 +145,9 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
     rows = [
         ("evalh run (x limit)", run_wall / limit, RUN_RATIO, ok["run"],
          f"{run_wall:.2f} s, limit {limit:.2f} s; all: {_list(runs)}"),
+        ("run: summary on disk (x)", median(summaries) / limit if summaries else float("nan"), RUN_RATIO,
+         bool(summaries), f"summary.yaml written {median(summaries) if summaries else float('nan'):.2f} s after "
+                          f"process start (the exit waits for drift and checks); all: {_list(summaries)}"),
         ("first system call (s)", first_call if first_call is not None else float("nan"), FIRST_CALL_S,
          first_call is not None, f"after process start; all: {_list(first_calls)}"),
         ("re-evaluate --all (s)", median(reevals), REEVAL_S, ok["reeval"], f"{2 * n} traces; all: {_list(reevals)}"),
