@@ -23,6 +23,7 @@ This module imports Dagster only once the engine is started.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import pickle
 import signal
@@ -225,12 +226,31 @@ _HEADER = struct.Struct("!I")
 _INTERRUPTED = (130, -signal.SIGINT, -signal.SIGTERM)
 
 
+_sending = threading.Lock()  # a message is two writes: no other thread's may come between
+
+
 def _send(fd: int, message: tuple[Any, ...]) -> None:
     data = pickle.dumps(message)
-    os.write(fd, _HEADER.pack(len(data)))
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    with _sending:
+        os.write(fd, _HEADER.pack(len(data)))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+class _RelayedLog(logging.Handler):
+    """The engine process's warnings go to the CLI's process, which prints them as its own: a
+    line written to the terminal from here would cut through the progress bars drawn there."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(logging.WARNING)
+        self._fd = fd
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _send(self._fd, ("log", record.name, record.levelno, record.getMessage()))
+        except Exception:  # noqa: BLE001 - logging never fails the caller
+            self.handleError(record)
 
 
 def _outcome(future: Future[Any]) -> tuple[str, Any]:
@@ -316,6 +336,7 @@ def _engine_process(handle: Prestarted, engine: Callable[[Progress], None], fd: 
         _interrupt_once()
         _stop_with_parent(parent)
         continue_in_forked_child(held)
+        logging.getLogger("evalh_pipeline").addHandler(_RelayedLog(fd))
         for stage in _STAGES:
             future = getattr(handle, stage)
             if future is not None:
@@ -350,7 +371,10 @@ class _EngineProcess:
         with os.fdopen(self._fd, "rb") as pipe:
             while header := pipe.read(_HEADER.size):
                 message = pickle.loads(pipe.read(_HEADER.unpack(header)[0]))
-                if message[0] == "progress":
+                if message[0] == "log":
+                    _, name, level, text = message
+                    logging.getLogger(name).log(level, "%s", text)
+                elif message[0] == "progress":
                     _, what, phase, value = message
                     if what == "start":
                         self._progress.start(phase, value)

@@ -267,3 +267,29 @@ def test_the_bundled_judge_and_http_service_default_to_different_ports():
     service = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(service)
     assert service.DEFAULT_PORT != fake_server.DEFAULT_PORT
+
+
+def test_a_warning_from_the_engine_process_prints_whole_above_the_bars(tmp_path, env):
+    folder = tmp_path / "blocking"
+    folder.mkdir()
+    (folder / "blocking_agent.py").write_text(textwrap.dedent("""
+        import asyncio, time
+        async def run(case, variant):
+            time.sleep(0.15)  # a blocking call in an async def
+            await asyncio.sleep(0)
+            return {"final_answer": "ok"}
+    """))
+    (folder / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": {{}}}}\n' for i in range(6)))
+    (folder / "eval.yaml").write_text(textwrap.dedent("""
+        eval: {name: blocking}
+        dataset: {type: jsonl, path: cases.jsonl}
+        systems: [{name: base, adapter: python_function, target: "blocking_agent:run"}]
+        evaluators: [{name: ok, type: contains_text, config: {any_of: [ok]}}]
+        output: [{type: local_files, path: runs}]
+    """))
+    session = _evalh(["run", folder / "eval.yaml"], env, tmp_path)
+    assert session.returncode == 0, session.text
+    assert HIDE_CURSOR in session.raw
+    (line,) = [line for line in session.text.splitlines() if "blocked the event loop" in line]
+    # Printed by the CLI's process above its bars, not written through them by the engine process.
+    assert line.startswith("target blocking_agent:run blocked the event loop for 0.")
