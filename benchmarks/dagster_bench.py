@@ -70,7 +70,8 @@ def _list(values: list[float]) -> str:
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float) -> tuple[float, int, float]:
     """(wall seconds, exit code, epoch at start) of one whole process."""
     started_epoch = time.time()
-    wall, _, code = bench.measure(cmd, cwd=cwd, env=env, log=log, timeout_s=timeout)
+    # Wall time only: sampling the tree's memory would take CPU from the measured process.
+    wall, _, code = bench.measure(cmd, cwd=cwd, env=env, log=log, timeout_s=timeout, memory=False)
     return wall, code, started_epoch
 
 
