@@ -8,8 +8,12 @@ loop (``time.sleep`` or blocking I/O in an ``async def``) would stall every cell
 run there, and its own timeout could not fire. So on the runner's loop each step of the
 target's coroutine (from one ``await`` that suspends to the next) is timed:
 
-- a step longer than :data:`BLOCKING_STEP` marks the target as blocking: its later calls
-  go to a loop of their own, and a warning names it once;
+- a step longer than :data:`BLOCKING_STEP` that spent most of it waiting (``time.sleep``,
+  blocking I/O: the thread's CPU time is under half the step's) marks the target as
+  blocking: its later calls go to a loop of their own, and a warning names it once. A step
+  that long on the CPU moves nothing: on another thread it would hold the interpreter lock
+  just the same, and a target whose loop-bound objects (an async HTTP client's pool) were
+  made on this loop keeps them working;
 - a step still running when its cell's timeout is due is interrupted: a watchdog thread
   signals the main thread, whose handler raises :class:`LoopBlocked` inside that step
   (``time.sleep`` and blocking reads give way to a signal), and the cell times out.
@@ -158,7 +162,7 @@ class _Stepped:
         error: BaseException | None = None
         while True:
             step = _Step(self._deadline)
-            started = time.monotonic()
+            started, cpu_started = time.monotonic(), time.thread_time()
             try:
                 try:
                     _current = step
@@ -166,17 +170,17 @@ class _Stepped:
                 finally:
                     _current = None  # from here on the signal handler raises nothing
             except StopIteration as done:
-                self._timed(started)
+                self._timed(started, cpu_started)
                 return done.value
             except LoopBlocked:
                 coroutine.close()
-                self._timed(started)
+                self._timed(started, cpu_started)
                 raise AdapterError(f"no response within {self._timeout:g}s: target {self._guard.target} "
                                    "blocked the event loop", type="timeout") from None
             except BaseException:
-                self._timed(started)
+                self._timed(started, cpu_started)
                 raise
-            self._timed(started)
+            self._timed(started, cpu_started)
             try:
                 value, error = (yield yielded), None
             except GeneratorExit:
@@ -185,7 +189,7 @@ class _Stepped:
             except BaseException as exc:  # noqa: BLE001 - thrown in by the task (a cancel): the target's to handle
                 value, error = None, exc
 
-    def _timed(self, started: float) -> None:
+    def _timed(self, started: float, cpu_started: float) -> None:
         took = time.monotonic() - started
-        if took > BLOCKING_STEP:
+        if took > BLOCKING_STEP and time.thread_time() - cpu_started < took / 2:
             self._guard._stepped_for(took)

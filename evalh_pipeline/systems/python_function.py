@@ -2,9 +2,9 @@
 
 ``isolation: thread`` (the default) calls the target in this process: async targets on the
 runner's own event loop, each step watched (:mod:`evalh_pipeline.systems.loop_guard`): a
-target that blocks the loop (``time.sleep`` in an ``async def``) has its step interrupted
-when its cell times out and its later calls moved to an event loop of their own (a daemon
-thread), where blocking stalls only its own calls, which the runner still times out. Sync
+target that blocks the loop waiting (``time.sleep`` in an ``async def``) has its step
+interrupted when its cell times out and its later calls moved to an event loop of their own
+(a daemon thread), where blocking stalls only its own calls, which the runner still times out. Sync
 targets run on daemon threads. A call that never returns is abandoned when its cell times
 out: its thread cannot be stopped, but it never keeps the process alive. A blocked loop
 also stalls the calls in flight on it (they time out too); later calls get a fresh loop.

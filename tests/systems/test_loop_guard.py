@@ -206,3 +206,24 @@ def test_off_the_main_thread_async_targets_get_a_loop_of_their_own(tmp_path):
     worker.start()
     worker.join()
     assert found[0][0] == "evalh-v1-loop"
+
+
+def test_a_target_whose_long_steps_are_cpu_work_stays_on_the_runners_loop(tmp_path):
+    system = _adapter(tmp_path, """
+        import asyncio, threading, time
+        async def run(case, variant):
+            until = time.thread_time() + 0.15
+            while time.thread_time() < until:  # on another thread it would hold the lock just the same
+                pass
+            await asyncio.sleep(0)
+            return {"final_answer": threading.current_thread().name}
+    """)
+
+    async def go():
+        await system.start()
+        try:
+            return [await _timed(system, f"c{i}", 5) for i in range(2)]
+        finally:
+            await system.close()
+
+    assert [a for a, _ in asyncio.run(go())] == ["MainThread", "MainThread"]
