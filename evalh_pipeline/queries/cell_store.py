@@ -10,9 +10,13 @@ are the same bytes as before. The store keeps, in the run's ``.cells/`` folder:
 
 results.jsonl is cut into ranges by its evaluator blocks (store/result_slices.py: ranges of
 one evaluator's lines, each with an id that survives a byte-for-byte copy into a rewritten
-file) and the lines between them. A block's Parquet is named after its id, so after an
-evaluator is re-judged only its new block is read again; a range outside the blocks is
-named after the file it was read from and the range.
+file) and the lines between them (gaps). A block's Parquet is named after its id, so after
+an evaluator is re-judged only its new block is read again. A gap's Parquet is named after
+the file and the range; when the slice manifest records where a gap's lines came from (a
+range of the file it was rewritten from, less the re-judged slice's lines, as after the
+first re-evaluation of a run judged trace by trace), its Parquet is derived from that
+range's Parquet, less the slice's rows, checked against the number of lines the writer
+left out; otherwise the range is read.
 
 It is a cache; the JSONL files stay the record. Recovery rule: ``store.json`` names the
 exact files it describes (inode, size, mtime in ns of traces.jsonl and results.jsonl) and a
@@ -37,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
-from evalh_pipeline.store.result_slices import recorded_blocks
+from evalh_pipeline.store.result_slices import recorded_blocks, recorded_gaps
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -58,6 +62,9 @@ class _Range:
     end: int
     name: str
     evaluator: str | None = None  # a block's evaluator; None: any evaluator's lines
+    # The range it was copied from (the Parquet name of that range) without a slice's lines:
+    # (name, variants, evaluators, lines left out), from the slice manifest's gaps.
+    parent: tuple[str, list[str], list[str], int] | None = None
 
 
 def _identity(path: Path) -> list[int] | None:
@@ -263,12 +270,17 @@ def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_
             con.execute("DROP TABLE result_rows")
         return True
     for piece in missing:
-        _read_range(con, run_dir, piece, "range_rows")
+        if _derive(con, run_dir, piece, known, "derived_rows"):
+            query = "SELECT * FROM derived_rows"
+        else:
+            _read_range(con, run_dir, piece, "range_rows")
+            query = VERDICTS_SQL.format(raw="range_rows")
         try:
-            if not _write_part(con, VERDICTS_SQL.format(raw="range_rows"), piece, run_dir, evaluators):
+            if not _write_part(con, query, piece, run_dir, evaluators):
                 return False
         finally:
-            con.execute("DROP TABLE range_rows")
+            con.execute("DROP TABLE IF EXISTS range_rows")
+            con.execute("DROP TABLE IF EXISTS derived_rows")
     return True
 
 
@@ -316,23 +328,73 @@ def _ranges(run_dir: RunDirectory, results_id: list[int] | None) -> list[_Range]
     ranges: list[_Range] = []
     position = 0
 
+    gaps = {(start, end): lineage for start, end, lineage in recorded_gaps(run_dir)}
+
     def outside(start: int, end: int) -> None:
         if end > start:
-            ranges.append(_Range(start, end, f"r-{_key('range', results_id, start, end)}.parquet"))
+            ranges.append(_Range(start, end, _range_name(results_id, start, end), parent=_parent(gaps.get((start, end)))))
 
     blocks = sorted(recorded_blocks(run_dir), key=lambda b: b[2])
     for evaluator, variants, start, end, block_id in blocks:
         if start < position or end < start or end > size:
-            return [_Range(0, size, f"r-{_key('range', results_id, 0, size)}.parquet")]
+            return [_Range(0, size, _range_name(results_id, 0, size))]
         outside(position, start)
         if block_id:
-            name = f"r-{_key('block', block_id, evaluator, list(variants), end - start)}.parquet"
-            ranges.append(_Range(start, end, name, evaluator))
+            ranges.append(_Range(start, end, _block_name(block_id, evaluator, list(variants), end - start), evaluator))
         else:
             outside(start, end)
         position = end
     outside(position, size)
     return ranges
+
+
+def _range_name(file: list[int] | None, start: int, end: int) -> str:
+    return f"r-{_key('range', file, start, end)}.parquet"
+
+
+def _block_name(block_id: str, evaluator: str, variants: list[str], length: int) -> str:
+    return f"r-{_key('block', block_id, evaluator, variants, length)}.parquet"
+
+
+def _parent(lineage: dict[str, Any] | None) -> tuple[str, list[str], list[str], int] | None:
+    """The Parquet name of the range a gap was copied from, and what was left out of it."""
+    if lineage is None:
+        return None
+    try:
+        start, end = int(lineage["start"]), int(lineage["end"])
+        block = lineage.get("block")
+        name = (_block_name(str(block[0]), str(block[1]), [str(v) for v in block[2]], end - start) if block
+                else _range_name(lineage["file"], start, end))
+        return name, [str(v) for v in lineage["variants"]], [str(e) for e in lineage["evaluators"]], \
+            int(lineage["dropped"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None  # not a lineage this version understands: the range is read
+
+
+def _derive(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _Range, known: set[Any],
+            table: str) -> bool:
+    """``table`` := ``piece``'s verdicts from those of the range it was copied from, without the
+    re-judged slice's rows; False (nothing created) when that Parquet is not in the store or
+    the rows left out are not exactly as many as the writer left out."""
+    if piece.parent is None:
+        return False
+    name, variants, evaluators, dropped = piece.parent
+    parent = run_dir.cells_cache / name
+    if name not in known or not parent.exists():
+        return False
+    in_slice = "coalesce(list_contains($variants, variant_name) AND list_contains($evaluators, evaluator), false)"
+    try:
+        (total, left_out), = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {in_slice}) FROM read_parquet('{_literal(parent)}')",
+            {"variants": variants, "evaluators": evaluators}).fetchall()
+        if left_out != dropped:
+            return False
+        con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet('{_literal(parent)}') WHERE NOT {in_slice}",
+                    {"variants": variants, "evaluators": evaluators})
+    except duckdb.Error:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        return False
+    return True
 
 
 def _read_range(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _Range, table: str) -> None:

@@ -96,6 +96,28 @@ def recorded_blocks(run_dir: RunDirectory) -> list[Block]:
     return [(row[0], tuple(row[1]), row[2], row[3], row[4] if len(row) > 4 else "") for row in data.get("blocks", [])]
 
 
+# A range of results.jsonl outside its blocks whose lines are those of a range of the file
+# it was rewritten from, without the lines of the slice re-judged then (results_file.py):
+# [start, end, {"file": that file's identity, "start", "end": the range there, "block":
+# [id, evaluator, [variants]] when that range was a block (else None), "variants",
+# "evaluators": the slice, "dropped": how many of its lines were left out}]. A cache derived
+# from the old range (queries/cell_store.py) is then derived for the new one too.
+Gap = tuple[int, int, dict[str, Any]]
+
+
+def recorded_gaps(run_dir: RunDirectory) -> list[Gap]:
+    """The gaps of the run's results as recorded (none when unknown)."""
+    data = _manifest(run_dir)
+    if data is None:
+        return []
+    return [(start, end, dict(lineage)) for start, end, lineage in data.get("gaps", [])]
+
+
+def results_identity(results: Path) -> list[int] | None:
+    """The identity of a results file as manifests record it: [inode, size, mtime in ns]."""
+    return _identity(results)
+
+
 def traces_identity(traces: Path) -> tuple[int, int] | None:
     """(inode, size) of the traces file: appended to, the inode stays; rewritten, it changes."""
     try:
@@ -106,10 +128,12 @@ def traces_identity(traces: Path) -> tuple[int, int] | None:
 
 
 def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
-                  judged: dict[Slice, Judgement] | None = None, blocks: list[Block] | None = None) -> None:
+                  judged: dict[Slice, Judgement] | None = None, blocks: list[Block] | None = None,
+                  gaps: list[Gap] | None = None) -> None:
     """Remember the slices the run's results now hold (``None``: forget, they are unknown),
-    how each was judged (slices missing from ``judged`` are re-judged in full next time) and
-    its evaluator blocks (ranges of one evaluator's lines)."""
+    how each was judged (slices missing from ``judged`` are re-judged in full next time), its
+    evaluator blocks (ranges of one evaluator's lines) and the lineage of the lines between
+    them (gaps)."""
     manifest = run_dir.results_slices
     identity = _identity(run_dir.results)
     if slices is None or identity is None:
@@ -120,6 +144,7 @@ def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
     tmp = run_dir.temp_file("results.slices")
     tmp.write_text(json.dumps({"file": identity, "slices": sorted(slices), "judged": rows,
                                "blocks": [[e, list(vs), start, end, block_id]
-                                          for e, vs, start, end, block_id in blocks or []]}),
+                                          for e, vs, start, end, block_id in blocks or []],
+                               "gaps": [[start, end, lineage] for start, end, lineage in gaps or []]}),
                    encoding="utf-8")
     os.replace(tmp, manifest)

@@ -19,12 +19,14 @@ from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import RESULTS
 from evalh_pipeline.store.result_slices import (
     Block,
+    Gap,
     Judgement,
     Slice,
     new_block_id,
     record_slices,
     recorded_blocks,
     recorded_slices,
+    results_identity,
 )
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -40,11 +42,12 @@ Part = tuple[str | None, Path]
 class KeptLines:
     """The old lines of results.jsonl outside a re-judged slice, copied to ``path`` (None: the
     manifest says no old line survives, nothing was read), their slices, and the evaluator
-    blocks among them (offsets in ``path``)."""
+    blocks among them (offsets in ``path``), and where the lines between them came from (gaps)."""
 
     path: Path | None
     slices: set[Slice] = field(default_factory=set)
     blocks: list[Block] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
 
 
 def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set[str] | None) -> KeptLines:
@@ -65,10 +68,13 @@ def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set
         try:
             with merged_path.open("wb", buffering=1 << 20) as merged:
                 blocks = _usable_blocks(run_dir) if old is not None and evaluators is not None else []
+                gaps: list[Gap] = []
+                lineage = _Lineage(results_identity(run_dir.results), variants, evaluators)
                 if old is not None and evaluators is not None and blocks:
-                    kept_blocks = _copy_by_blocks(run_dir.results, merged, variants, evaluators, blocks)
-                    return KeptLines(merged_path, _outside(old, variants, evaluators), kept_blocks)
-                return KeptLines(merged_path, _copy_outside_slice(run_dir.results, merged, variants, evaluators, old))
+                    kept_blocks = _copy_by_blocks(run_dir.results, merged, variants, evaluators, blocks, lineage, gaps)
+                    return KeptLines(merged_path, _outside(old, variants, evaluators), kept_blocks, gaps)
+                kept_slices = _copy_outside_slice(run_dir.results, merged, variants, evaluators, old, lineage, gaps)
+                return KeptLines(merged_path, kept_slices, gaps=gaps)
         except BaseException:
             merged_path.unlink(missing_ok=True)
             raise
@@ -95,13 +101,14 @@ def replace_results(
         kept = kept if kept is not None else copy_kept_results(run_dir, variants, evaluators)
         try:
             blocks: list[Block] = []
+            gaps: list[Gap] = []
             segments: list[tuple[str | None, int, int]] = []  # (label, start, end) of the new lines
             if kept.slices or not parts:
                 target = kept.path
                 if target is None:
                     target = run_dir.temp_file("results.merge")
                     target.touch()
-                blocks = list(kept.blocks)
+                blocks, gaps = list(kept.blocks), list(kept.gaps)
             else:
                 # Nothing old survives: the first part becomes the file, no copy of it.
                 label, target = parts[0]
@@ -121,7 +128,7 @@ def replace_results(
                     offset += size
             blocks += _blocks_of(segments, variants)
             os.replace(target, run_dir.results)
-            record_slices(run_dir, None if new_slices is None else kept.slices | new_slices, judged, blocks)
+            record_slices(run_dir, None if new_slices is None else kept.slices | new_slices, judged, blocks, gaps)
         except BaseException:
             if kept.path is not None:
                 kept.path.unlink(missing_ok=True)
@@ -157,9 +164,31 @@ def _outside(known: set[Slice], variants: set[str], evaluators: set[str] | None)
     return {(v, e) for v, e in known if not (v in variants and (evaluators is None or e in evaluators))}
 
 
-def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[str], blocks: list[Block]) -> list[Block]:
+@dataclass(frozen=True)
+class _Lineage:
+    """What the lines kept from the old results.jsonl are: its lines (the file is named by its
+    identity) without those of the re-judged slice."""
+
+    file: list[int] | None
+    variants: set[str]
+    evaluators: set[str] | None
+
+    def gap(self, gaps: list[Gap], at: int, written: int, dropped: int, start: int, end: int,
+            block: Block | None = None) -> None:
+        """Record that ``written`` bytes at ``at`` of the new file are bytes [start, end) of the
+        old one (``block``: an evaluator block there) without ``dropped`` lines of the slice."""
+        if written == 0 or self.file is None or self.evaluators is None:
+            return
+        parent = None if block is None or not block[4] else [block[4], block[0], list(block[1])]
+        gaps.append((at, at + written, {
+            "file": self.file, "start": start, "end": end, "block": parent, "dropped": dropped,
+            "variants": sorted(self.variants), "evaluators": sorted(self.evaluators)}))
+
+
+def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[str], blocks: list[Block],
+                    lineage: _Lineage, gaps: list[Gap]) -> list[Block]:
     """Copy ``path`` without the slice's lines to ``out`` using its evaluator ``blocks``; the
-    blocks copied whole, at their offsets in ``out``."""
+    blocks copied whole, at their offsets in ``out`` (the lines between them: ``gaps``)."""
     in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
     needles = _needles(evaluators)
     kept: list[Block] = []
@@ -167,18 +196,24 @@ def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[st
     with path.open("rb") as source:
         size = os.fstat(source.fileno()).st_size
         position = 0
-        for evaluator, block_variants, start, end, block_id in blocks:
-            written += _filter_range(source, position, start, out, in_slice, needles)
+        for block in blocks:
+            evaluator, block_variants, start, end, block_id = block
+            count, dropped = _filter_range(source, position, start, out, in_slice, needles)
+            lineage.gap(gaps, written, count, dropped, position, start)
+            written += count
             if evaluator in evaluators and set(block_variants) <= variants:
                 pass  # every line of the block is re-judged: skipped, never read
             elif evaluator in evaluators:
-                written += _filter_range(source, start, end, out, in_slice, needles)  # partly re-judged
+                count, dropped = _filter_range(source, start, end, out, in_slice, needles)  # partly re-judged
+                lineage.gap(gaps, written, count, dropped, start, end, block)
+                written += count
             else:
                 _copy_range(source, out, start, end)
                 kept.append((evaluator, block_variants, written, written + end - start, block_id))
                 written += end - start
             position = end
-        _filter_range(source, position, size, out, in_slice, needles)
+        count, dropped = _filter_range(source, position, size, out, in_slice, needles)
+        lineage.gap(gaps, written, count, dropped, position, size)
     return kept
 
 
@@ -188,9 +223,10 @@ def _needles(evaluators: set[str]) -> list[bytes]:
 
 
 def _filter_range(source: Any, start: int, end: int, out: Any, in_slice: re.Pattern[bytes],
-                  needles: list[bytes]) -> int:
-    """Copy the lines of ``source``'s bytes [start, end) (whole lines) outside the slice; bytes written."""
-    written = 0
+                  needles: list[bytes]) -> tuple[int, int]:
+    """Copy the lines of ``source``'s bytes [start, end) (whole lines) outside the slice; the
+    bytes written and the lines of the slice left out."""
+    written = dropped = 0
     source.seek(start)
     remaining = end - start
     pending = b""
@@ -208,7 +244,8 @@ def _filter_range(source: Any, start: int, end: int, out: Any, in_slice: re.Patt
         runs = _runs_outside(block, in_slice, needles)
         out.writelines(runs)
         written += sum(len(run) for run in runs)
-    return written
+        dropped += len(runs) - 1
+    return written, dropped
 
 
 def _copy_range(source: Any, out: Any, start: int, end: int) -> None:
@@ -236,7 +273,8 @@ def _copy_range(source: Any, out: Any, start: int, end: int) -> None:
 
 
 def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: set[str] | None,
-                        known: set[Slice] | None = None) -> set[Slice]:
+                        known: set[Slice] | None = None, lineage: _Lineage | None = None,
+                        gaps: list[Gap] | None = None) -> set[Slice]:
     """Copy the complete lines of ``path`` that are not in the slice to ``out``; their slices.
 
     A regex drops the lines in the slice chunk by chunk (a per-line Python loop was half a
@@ -245,7 +283,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
     With ``known`` (the file's slices, from a manifest that matches it: the file is ours,
     every line in the codec's layout, which the regex matches), what the regex leaves is
     copied as it is: an incremental re-evaluation keeps most lines, and checking each one
-    cost more than judging.
+    cost more than judging. Then what was copied is also recorded in ``gaps`` (``lineage``).
     """
     kept: set[Slice] = set()
     if not path.exists():
@@ -253,8 +291,10 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
     in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
     needles = _needles(evaluators) if known is not None and evaluators is not None else None
     pending = b""
+    written = dropped = size = 0
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK_BYTES):
+            size += len(chunk)
             cut = chunk.rfind(b"\n") + 1
             if cut == 0:
                 pending += chunk
@@ -263,7 +303,10 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
             block = b"".join((b"\n", pending, memoryview(chunk)[:cut]))
             pending = chunk[cut:]
             if needles is not None:
-                out.writelines(_runs_outside(block, in_slice, needles))
+                runs = _runs_outside(block, in_slice, needles)
+                out.writelines(runs)
+                written += sum(len(run) for run in runs)
+                dropped += len(runs) - 1
                 continue
             # Each match takes a line with the newline before it, so the rest stays whole lines.
             rest = in_slice.sub(b"", block)
@@ -277,6 +320,8 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
                 if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                     out.write(raw + b"\n")
                     kept.add((variant, evaluator))
+    if needles is not None and lineage is not None and gaps is not None:
+        lineage.gap(gaps, 0, written, dropped, 0, size)
     if known is not None:
         kept = _outside(known, variants, evaluators)
     return kept

@@ -81,6 +81,38 @@ def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_lines(tm
     assert incremental == _from_scratch(changed, run_dir)
 
 
+def test_after_a_run_each_rejudged_evaluator_costs_the_summary_only_its_new_lines(tmp_path, monkeypatch):
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)  # results as the run judged them: trace by trace, no blocks
+    write_summary(spec, run_dir)
+    reads = _Reads(monkeypatch)
+    first = FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\"")
+    for changed in (first, first.replace("max_ms: 60000", "max_ms: 1"), first):  # one evaluator each time
+        new_spec = _spec(tmp_path, changed)
+        assert len(asyncio.run(evaluate_traces(new_spec, run_dir)).evaluators_rejudged) == 1
+        fresh = [end - start for *_, start, end, _ in recorded_blocks(run_dir)][-1:]
+        reads.ranges.clear()
+
+        write_summary(new_spec, run_dir)
+
+        # The lines kept from the run's file are derived from what the last summary read of it.
+        assert reads.ranges == fresh
+        assert _summary_files(run_dir) == _from_scratch(new_spec, run_dir)
+
+
+def test_a_block_rejudged_for_one_variant_is_derived_not_read(tmp_path, monkeypatch):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    asyncio.run(evaluate_traces(changed, run_dir, ["base"]))  # says_answer's block keeps candidate's lines
+    fresh = [end - start for *_, start, end, _ in recorded_blocks(run_dir)][-1]
+    reads = _Reads(monkeypatch)
+
+    write_summary(changed, run_dir)
+
+    assert reads.ranges == [fresh]
+    assert _summary_files(run_dir) == _from_scratch(changed, run_dir)
+
+
 def test_kept_blocks_keep_their_ids_and_rejudged_ones_get_new_ids(tmp_path):
     spec, run_dir = _judged_by_blocks(tmp_path)
     before = {name: block_id for name, _, _, _, block_id in recorded_blocks(run_dir)}

@@ -192,3 +192,37 @@ def test_after_a_full_judging_a_changed_evaluator_is_dropped_as_one_block(tmp_pa
     assert again.evaluators_rejudged == ["says_answer"] and again.results == 6
     assert _by_evaluator(_lines(run_dir))["fast"] == before["fast"]
     assert len(_by_evaluator(_lines(run_dir))["says_answer"]) == 12
+
+
+def _gaps_are_their_parents_without_the_slice(run_dir, old_bytes, old_identity, variants, evaluators):
+    from evalh_pipeline.store.result_slices import recorded_gaps
+
+    new_bytes = run_dir.results.read_bytes()
+    gaps = recorded_gaps(run_dir)
+    for start, end, lineage in gaps:
+        assert lineage["file"] == old_identity
+        parent = old_bytes[lineage["start"]:lineage["end"]].splitlines(keepends=True)
+        kept = [line for line in parent if not (json.loads(line)["variant_name"] in variants
+                                                and json.loads(line)["evaluator"] in evaluators)]
+        assert new_bytes[start:end] == b"".join(kept)
+        assert lineage["dropped"] == len(parent) - len(kept)
+        assert (lineage["variants"], lineage["evaluators"]) == (sorted(variants), sorted(evaluators))
+    return gaps
+
+
+def test_the_lines_kept_between_blocks_record_where_they_came_from(tmp_path):
+    from evalh_pipeline.store.result_slices import results_identity
+
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)  # trace by trace: the kept lines are one gap, the whole old file less a slice
+    old, identity = run_dir.results.read_bytes(), results_identity(run_dir.results)
+    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    asyncio.run(evaluate_traces(changed, run_dir))
+    (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base", "candidate"}, {"says_answer"})
+    assert gap[2]["block"] is None and (gap[2]["start"], gap[2]["end"]) == (0, len(old)) and gap[2]["dropped"] == 12
+
+    asyncio.run(evaluate_traces(changed, run_dir, incremental=False, processes=2))  # evaluator blocks
+    old, identity = run_dir.results.read_bytes(), results_identity(run_dir.results)
+    asyncio.run(evaluate_traces(spec, run_dir, ["base"]))  # one variant of says_answer's block
+    (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base"}, {"says_answer"})
+    assert gap[2]["block"][1:] == ["says_answer", ["base", "candidate"]] and gap[2]["dropped"] == 6
