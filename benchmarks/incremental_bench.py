@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = reeval_bench.produce(fixture, args.timeout)
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
-        engine_env = {**os.environ, "PYTHONPATH": str(fixture)}
+        # The fixture's stub agent first; a PYTHONPATH of the caller's (another checkout) kept.
+        engine_env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)}
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
