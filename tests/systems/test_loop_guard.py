@@ -6,10 +6,8 @@ import asyncio
 import logging
 import signal
 import sys
-import textwrap
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,23 +16,13 @@ from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems import loop_guard
 from evalh_pipeline.systems.base import AdapterError, SystemContext
 from evalh_pipeline.systems.python_function import PythonFunctionSystem
+from tests.systems.test_python_function import isolated_imports, module  # noqa: F401 - the fixture is autouse
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard is Linux-only")
 
-PREFIX = "evalh_lg_test_"
-
-
-@pytest.fixture(autouse=True)
-def isolated_imports(monkeypatch):
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    yield
-    for name in [m for m in sys.modules if m.startswith(PREFIX)]:
-        del sys.modules[name]
-
 
 def _adapter(folder: Path, source: str, timeout: float = 120.0) -> PythonFunctionSystem:
-    name = f"{PREFIX}{uuid.uuid4().hex}"
-    (folder / f"{name}.py").write_text(textwrap.dedent(source))
+    name = module(folder, source)
     variant = RunVariant(name="v1", adapter="python_function", config={"target": f"{name}:run"},
                          timeout_seconds=timeout)
     return PythonFunctionSystem(variant, SystemContext(eval_dir=folder))
@@ -51,6 +39,18 @@ async def _timed(system: PythonFunctionSystem, case_id: str, timeout: float) -> 
         return f"error:{exc.type}", time.monotonic() - started
     except TimeoutError:
         return "error:runner-timeout", time.monotonic() - started
+
+
+def _calls(system: PythonFunctionSystem, timeout: float, *case_ids: str) -> list[tuple[str, float]]:
+    """Start ``system``, make the calls one after the other, close it."""
+    async def go() -> list[tuple[str, float]]:
+        await system.start()
+        try:
+            return [await _timed(system, case_id, timeout) for case_id in case_ids]
+        finally:
+            await system.close()
+
+    return asyncio.run(go())
 
 
 def test_a_well_behaved_async_target_runs_on_the_runners_own_loop(tmp_path):
@@ -82,15 +82,8 @@ def test_a_target_that_blocks_the_loop_is_moved_to_a_loop_of_its_own_with_one_wa
             return {"final_answer": threading.current_thread().name}
     """)
 
-    async def go():
-        await system.start()
-        try:
-            return [await _timed(system, f"c{i}", 5) for i in range(3)]
-        finally:
-            await system.close()
-
     with caplog.at_level(logging.WARNING, logger="evalh_pipeline.systems.loop_guard"):
-        answers = asyncio.run(go())
+        answers = _calls(system, 5, "c0", "c1", "c2")
     assert [a for a, _ in answers] == ["MainThread", "evalh-v1-loop", "evalh-v1-loop"]
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "blocked the event loop for 0.3 s" in warnings[0]
@@ -106,14 +99,7 @@ def test_a_step_that_blocks_past_its_cells_timeout_is_interrupted_and_the_cell_t
             return {"final_answer": "ok"}
     """, timeout=0.5)
 
-    async def go():
-        await system.start()
-        try:
-            return [await _timed(system, case_id, 0.5) for case_id in ("stuck", "after")]
-        finally:
-            await system.close()
-
-    (stuck, took), (after, _) = asyncio.run(go())
+    (stuck, took), (after, _) = _calls(system, 0.5, "stuck", "after")
     assert stuck == "error:timeout"
     assert 0.5 <= took < 2.0
     assert after == "ok"
@@ -131,14 +117,7 @@ def test_a_target_that_swallows_the_interrupt_is_interrupted_again(tmp_path):
             return {"final_answer": "never"}
     """, timeout=0.3)
 
-    async def go():
-        await system.start()
-        try:
-            return await _timed(system, "stuck", 0.3)
-        finally:
-            await system.close()
-
-    answer, took = asyncio.run(go())
+    ((answer, took),) = _calls(system, 0.3, "stuck")
     # Three sleeps swallow three interrupts; the target then returns by itself.
     assert (answer, took < 6) == ("never", True)
 
@@ -155,14 +134,7 @@ def test_a_cancelled_call_is_cancelled_inside_the_target(tmp_path):
                 raise
     """)
 
-    async def go():
-        await system.start()
-        try:
-            return await _timed(system, "c1", 0.2)
-        finally:
-            await system.close()
-
-    answer, _ = asyncio.run(go())
+    ((answer, _),) = _calls(system, 0.2, "c1")
     assert answer == "error:runner-timeout"
     name = system.config.target.split(":")[0]
     assert sys.modules[name].CLEANED == ["c1"]
@@ -194,18 +166,11 @@ def test_off_the_main_thread_async_targets_get_a_loop_of_their_own(tmp_path):
             return {"final_answer": threading.current_thread().name}
     """)
 
-    async def go():
-        await system.start()
-        try:
-            return await _timed(system, "c1", 5)
-        finally:
-            await system.close()
-
-    found: list[tuple[str, float]] = []
-    worker = threading.Thread(target=lambda: found.append(asyncio.run(go())))
+    found: list[list[tuple[str, float]]] = []
+    worker = threading.Thread(target=lambda: found.append(_calls(system, 5, "c1")))
     worker.start()
     worker.join()
-    assert found[0][0] == "evalh-v1-loop"
+    assert found[0][0][0] == "evalh-v1-loop"
 
 
 def test_a_target_whose_long_steps_are_cpu_work_stays_on_the_runners_loop(tmp_path):
@@ -219,11 +184,4 @@ def test_a_target_whose_long_steps_are_cpu_work_stays_on_the_runners_loop(tmp_pa
             return {"final_answer": threading.current_thread().name}
     """)
 
-    async def go():
-        await system.start()
-        try:
-            return [await _timed(system, f"c{i}", 5) for i in range(2)]
-        finally:
-            await system.close()
-
-    assert [a for a, _ in asyncio.run(go())] == ["MainThread", "MainThread"]
+    assert [a for a, _ in _calls(system, 5, "c0", "c1")] == ["MainThread", "MainThread"]
