@@ -19,7 +19,13 @@ target's coroutine (from one ``await`` that suspends to the next) is timed:
   (``time.sleep`` and blocking reads give way to a signal), and the cell times out.
 
 Cells of other targets in flight while the loop was blocked wait with it and may time
-out as well; the warning says which target blocked. Signal handlers run on the main
+out as well; the warning says which target blocked.
+
+On this thread a Ctrl-C (or the SIGTERM the engine process takes as one) raises inside
+whatever code runs at that moment, often the target's step, while a BaseException the
+target raises itself is that cell's error. So while a guard is open the interrupt signals
+are counted on their way to their handlers (:func:`interrupts_seen`), and the adapter
+tells the two apart by whether one arrived during the call. Signal handlers run on the main
 thread only, so this is used where the runner's loop runs on the main thread of a Linux
 process; elsewhere every async target gets a loop of its own.
 """
@@ -27,6 +33,7 @@ process; elsewhere every async target gets a loop of its own.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -67,12 +74,33 @@ _users_lock = threading.Lock()
 _stop = threading.Event()
 _watchdog: threading.Thread | None = None
 _previous_handler: Any = None
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+_chained: dict[int, Any] = {}  # interrupt signal -> the handler it had before the first guard opened
+_interrupts = 0
 
 
 def available() -> bool:
     """True where targets can run on the calling loop: Linux, on the main thread."""
     return (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
             and hasattr(signal, "SIGRTMIN"))
+
+
+def interrupts_seen() -> int:
+    """How many interrupt signals (SIGINT, SIGTERM) arrived while a guard was open."""
+    return _interrupts
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    global _interrupts
+    _interrupts += 1
+    previous = _chained.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+    elif signum == signal.SIGINT:
+        signal.default_int_handler(signum, frame)
+    else:  # the default action: end the process by that signal
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
 
 def _on_signal(signum: int, frame: Any) -> None:
@@ -111,6 +139,11 @@ class LoopGuard:
         with _users_lock:
             if _users == 0:
                 _previous_handler = signal.signal(_SIGNAL, _on_signal)
+                for interrupt in _INTERRUPTS:
+                    handler = signal.getsignal(interrupt)
+                    if handler is not signal.SIG_IGN and handler is not None:
+                        _chained[interrupt] = handler
+                        signal.signal(interrupt, _on_interrupt)
                 _stop = threading.Event()
                 _watchdog = threading.Thread(target=_watch, args=(_stop,), daemon=True, name="evalh-loop-watchdog")
                 _watchdog.start()
@@ -130,6 +163,11 @@ class LoopGuard:
                 if _watchdog is not None:
                     _watchdog.join()  # gone before the judging stage forks its workers
                 signal.signal(_SIGNAL, _previous_handler if _previous_handler is not None else signal.SIG_DFL)
+                for interrupt, handler in _chained.items():
+                    # Unless a handler changed it meanwhile (to ignore a second Ctrl-C, say).
+                    if signal.getsignal(interrupt) is _on_interrupt:
+                        signal.signal(interrupt, handler)
+                _chained.clear()
 
     def run(self, coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
         """An awaitable of ``coroutine``'s value, its steps timed against ``timeout`` seconds."""

@@ -103,8 +103,11 @@ class PythonFunctionSystem(SystemAdapter):
             variant_dict["_workspace_path"] = str(workspace.path)
         if self._workers is not None:
             return await self._workers.call(case_dict, variant_dict)
+        guarded = self._is_async and self._guard is not None and not self._guard.blocking
+        interrupts = loop_guard.interrupts_seen()
         try:
-            if self._is_async and self._guard is not None and not self._guard.blocking:
+            if guarded:
+                assert self._guard is not None
                 value = await self._guard.run(self._fn(case_dict, variant_dict), self.variant.timeout_seconds)
             elif self._is_async:
                 if self._loop is None:
@@ -124,6 +127,10 @@ class PythonFunctionSystem(SystemAdapter):
         except (Exception, asyncio.CancelledError):
             raise  # the runner tells a cancelled run from a target that raised CancelledError
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... are the cell's
+            if guarded and loop_guard.interrupts_seen() != interrupts:
+                # The target ran on this thread, where a Ctrl-C (KeyboardInterrupt) or Dagster's
+                # interrupt is raised in whatever code runs at that moment: the run is stopping.
+                raise
             raise RaisedBySystem(exc) from None
         return response_from_dict(value)
 

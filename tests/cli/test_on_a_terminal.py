@@ -293,3 +293,37 @@ def test_a_warning_from_the_engine_process_prints_whole_above_the_bars(tmp_path,
     (line,) = [line for line in session.text.splitlines() if "blocked the event loop" in line]
     # Printed by the CLI's process above its bars, not written through them by the engine process.
     assert line.startswith("target blocking_agent:run blocked the event loop for 0.")
+
+
+def test_ctrl_c_while_an_async_system_runs_on_the_runs_loop_stops_the_run(tmp_path, env):
+    # The system's steps run on the run's own loop (main thread), where the terminal's ^C
+    # raises KeyboardInterrupt inside the system's code: that is the user stopping the run,
+    # not an exception of the system's for one cell.
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    (folder / "busy_agent.py").write_text(textwrap.dedent("""
+        import asyncio, time
+        async def run(case, variant):
+            until = time.thread_time() + 0.05
+            while time.thread_time() < until:  # busy on the CPU: it stays on the run's loop
+                pass
+            await asyncio.sleep(0)
+            return {"final_answer": "ok"}
+    """))
+    (folder / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": {{}}}}\n' for i in range(400)))
+    (folder / "eval.yaml").write_text(textwrap.dedent("""
+        eval: {name: busy}
+        dataset: {type: jsonl, path: cases.jsonl}
+        systems: [{name: base, adapter: python_function, target: "busy_agent:run"}]
+        evaluators: [{name: ok, type: contains_text, config: {any_of: [ok]}}]
+        output: [{type: local_files, path: runs}]
+    """))
+    session = _evalh(["run", folder / "eval.yaml"], env, tmp_path, interrupt_when=b"/400")
+    assert session.returncode == 130, session.text
+    assert "interrupted." in session.text
+    assert session.cursor_left_visible
+    # It stopped there, rather than taking the ^C for one cell's error and running on.
+    (traces_file,) = tmp_path.glob("**/traces.jsonl")
+    traces = traces_file.read_text().splitlines()
+    assert len(traces) < 300
+    assert not any("KeyboardInterrupt" in line for line in traces)

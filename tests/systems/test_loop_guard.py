@@ -14,7 +14,7 @@ import pytest
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems import loop_guard
-from evalh_pipeline.systems.base import AdapterError, SystemContext
+from evalh_pipeline.systems.base import AdapterError, RaisedBySystem, SystemContext
 from evalh_pipeline.systems.python_function import PythonFunctionSystem
 from tests.systems.test_python_function import isolated_imports, module  # noqa: F401 - the fixture is autouse
 
@@ -185,3 +185,36 @@ def test_a_target_whose_long_steps_are_cpu_work_stays_on_the_runners_loop(tmp_pa
     """)
 
     assert [a for a, _ in _calls(system, 5, "c0", "c1")] == ["MainThread", "MainThread"]
+
+
+def test_an_interrupt_signal_during_a_step_stops_the_run_but_a_raised_one_is_the_cells(tmp_path):
+    system = _adapter(tmp_path, """
+        import asyncio, signal
+        async def run(case, variant):
+            await asyncio.sleep(0)
+            if case["id"] == "raises":
+                raise KeyboardInterrupt  # the system's own: that cell's error
+            signal.raise_signal(signal.SIGINT)  # the user's Ctrl-C, arriving inside the step
+            return {"final_answer": "not reached"}
+    """)
+
+    def interrupt(signum, frame):  # as the engine process's handler: raise where the thread is
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        with pytest.raises(RaisedBySystem):
+            asyncio.run(_one(system, "raises"))
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(_one(system, "ctrl-c"))
+        assert signal.getsignal(signal.SIGINT) is interrupt  # the guard's wrapper is gone again
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+async def _one(system: PythonFunctionSystem, case_id: str) -> None:
+    await system.start()
+    try:
+        await system.run(EvalCase(id=case_id), None)
+    finally:
+        await system.close()
