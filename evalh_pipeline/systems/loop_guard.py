@@ -9,11 +9,13 @@ run there, and its own timeout could not fire. So on the runner's loop each step
 target's coroutine (from one ``await`` that suspends to the next) is timed:
 
 - a step longer than :data:`BLOCKING_STEP` that spent most of it waiting (``time.sleep``,
-  blocking I/O: the thread's CPU time is under half the step's) marks the target as
-  blocking: its later calls go to a loop of their own, and a warning names it once. A step
-  that long on the CPU moves nothing: on another thread it would hold the interpreter lock
-  just the same, and a target whose loop-bound objects (an async HTTP client's pool) were
-  made on this loop keeps them working;
+  blocking I/O: the thread's CPU time is under half the step's) is a waiting step. The
+  :data:`WAITING_STEPS`-th of a target, or one that waited :data:`LONG_WAIT` seconds or
+  more, marks it as blocking: its later calls go to a loop of their own, and a warning names
+  it once. One short waiting step is not enough: on a busy machine a step can wait that
+  long for a CPU. A step that long on the CPU moves nothing: on another thread it would hold
+  the interpreter lock just the same, and a target whose loop-bound objects (an async HTTP
+  client's pool) were made on this loop keeps them working;
 - a step still running when its cell's timeout is due is interrupted: a watchdog thread
   signals the main thread, whose handler raises :class:`LoopBlocked` inside that step
   (``time.sleep`` and blocking reads give way to a signal), and the cell times out.
@@ -47,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 # asyncio's own threshold for a slow callback in debug mode.
 BLOCKING_STEP = 0.1
+WAITING_STEPS = 3
+LONG_WAIT = 1.0
 # How often the watchdog looks at the running step (and re-sends to a step that swallowed the signal).
 _POLL = 0.05
 _SIGNAL = getattr(signal, "SIGRTMIN", 0) + 5  # a real-time signal: nobody else's
@@ -131,6 +135,7 @@ class LoopGuard:
     def __init__(self, target: str) -> None:
         self.target = target
         self.blocking = False
+        self._waiting_steps = 0
         self._open = False
 
     def open(self) -> None:
@@ -172,6 +177,12 @@ class LoopGuard:
     def run(self, coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
         """An awaitable of ``coroutine``'s value, its steps timed against ``timeout`` seconds."""
         return _Stepped(coroutine, self, time.monotonic() + timeout, timeout)
+
+    def _waited(self, seconds: float) -> None:
+        """A step of ``seconds`` spent mostly off the CPU."""
+        self._waiting_steps += 1
+        if self._waiting_steps >= WAITING_STEPS or seconds >= LONG_WAIT:
+            self._stepped_for(seconds)
 
     def _stepped_for(self, seconds: float) -> None:
         if not self.blocking:
@@ -230,4 +241,4 @@ class _Stepped:
     def _timed(self, started: float, cpu_started: float) -> None:
         took = time.monotonic() - started
         if took > BLOCKING_STEP and time.thread_time() - cpu_started < took / 2:
-            self._guard._stepped_for(took)
+            self._guard._waited(took)

@@ -77,16 +77,17 @@ def test_a_target_that_blocks_the_loop_is_moved_to_a_loop_of_its_own_with_one_wa
     system = _adapter(tmp_path, """
         import asyncio, threading, time
         async def run(case, variant):
-            time.sleep(0.3)  # the bug: a blocking call in an async def
+            time.sleep(0.15)  # the bug: a blocking call in an async def
             await asyncio.sleep(0)
             return {"final_answer": threading.current_thread().name}
     """)
 
     with caplog.at_level(logging.WARNING, logger="evalh_pipeline.systems.loop_guard"):
-        answers = _calls(system, 5, "c0", "c1", "c2")
-    assert [a for a, _ in answers] == ["MainThread", "evalh-v1-loop", "evalh-v1-loop"]
+        answers = _calls(system, 5, "c0", "c1", "c2", "c3", "c4")
+    # One waiting step could be a busy machine; the third is the target's doing.
+    assert [a for a, _ in answers] == ["MainThread"] * 3 + ["evalh-v1-loop"] * 2
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "blocked the event loop for 0.3 s" in warnings[0]
+    assert len(warnings) == 1 and "blocked the event loop for 0." in warnings[0]
 
 
 def test_a_step_that_blocks_past_its_cells_timeout_is_interrupted_and_the_cell_times_out(tmp_path):
