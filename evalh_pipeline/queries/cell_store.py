@@ -89,9 +89,23 @@ def _read_manifest(run_dir: RunDirectory) -> dict[str, Any] | None:
         data = json.loads((run_dir.cells_cache / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("format") != _FORMAT_KEY:
+    if not isinstance(data, dict) or data.get("format") != _FORMAT_KEY or not _well_formed(data):
         return None
     return data
+
+
+def _well_formed(data: dict[str, Any]) -> bool:
+    """Whether a manifest has the shape this version writes (a damaged one is not used at all)."""
+    def names(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    evaluators = data.get("evaluators", {})
+    memo = data.get("memo", [])
+    return (isinstance(data.get("traces_part"), str) and names(data.get("result_parts"))
+            and isinstance(evaluators, dict) and all(names(v) for v in evaluators.values())
+            and isinstance(memo, list)
+            and all(isinstance(m, dict) and isinstance(m.get("traces_part"), str) and names(m.get("parts"))
+                    for m in memo))
 
 
 def _read_parts(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[Path]) -> None:

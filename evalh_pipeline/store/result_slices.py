@@ -110,7 +110,10 @@ def recorded_gaps(run_dir: RunDirectory) -> list[Gap]:
     data = _manifest(run_dir)
     if data is None:
         return []
-    return [(start, end, dict(lineage)) for start, end, lineage in data.get("gaps", [])]
+    try:
+        return [(int(start), int(end), dict(lineage)) for start, end, lineage in data.get("gaps", [])]
+    except (TypeError, ValueError):
+        return []  # not in the shape this version writes: no lineage, the ranges are read
 
 
 def results_identity(results: Path) -> list[int] | None:

@@ -161,7 +161,8 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
 
 
-@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part", "memo of another shape"])
+@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part", "memo of another shape",
+                                    "manifest of another shape", "not JSON"])
 def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
     spec, run_dir = _judged_by_blocks(tmp_path)
     expected = _summary_files(run_dir)
@@ -173,6 +174,12 @@ def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
         manifest.write_text(manifest.read_text().replace(cell_store._FORMAT_KEY, "0"))
     elif damage == "missing part":
         part.unlink()
+    elif damage == "manifest of another shape":
+        data = json.loads(manifest.read_text())
+        data["memo"][0]["parts"], data["evaluators"] = 5, []
+        manifest.write_text(json.dumps(data))
+    elif damage == "not JSON":
+        manifest.write_bytes(manifest.read_bytes()[:-7])
     else:
         data = json.loads(manifest.read_text())
         assert len(data["memo"]) == 5  # each evaluator's paired statistics against the baseline variant
