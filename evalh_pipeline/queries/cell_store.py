@@ -231,7 +231,9 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
     if writable and _build(con, run_dir, ranges, known, evaluators):
         files = [folder / piece.name for piece in ranges]
         try:
-            if files:
+            if _table_exists(con, "verdicts"):
+                pass  # one range, just read: its rows are the Parquet's, in the same order
+            elif files:
                 _read_parts(con, "verdicts", files)
             else:
                 con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
@@ -290,7 +292,9 @@ def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_
             _read_range(con, run_dir, piece, "range_rows")
             query = VERDICTS_SQL.format(raw="range_rows")
         try:
-            if not _write_part(con, query, piece, run_dir, evaluators):
+            # The only range (a results file without blocks, as a run writes it) is kept as the
+            # verdicts table itself rather than read back from its Parquet.
+            if not _write_part(con, query, piece, run_dir, evaluators, keep_as="verdicts" if len(ranges) == 1 else None):
                 return False
         finally:
             con.execute("DROP TABLE IF EXISTS range_rows")
@@ -303,17 +307,27 @@ def _quote(text: str | None) -> str:
 
 
 def _write_part(con: duckdb.DuckDBPyConnection, query: str, piece: _Range, run_dir: RunDirectory,
-                evaluators: dict[str, list[str]]) -> bool:
+                evaluators: dict[str, list[str]], keep_as: str | None = None) -> bool:
+    """Save ``query``'s rows as ``piece``'s Parquet (``keep_as``: and keep them as that table)."""
     con.execute(f"CREATE TEMP TABLE part_rows AS {query}")
+    saved = False
     try:
         if piece.evaluator is not None:
             evaluators[piece.name] = [piece.evaluator]
         else:
             evaluators[piece.name] = [e for (e,) in con.execute(
                 "SELECT DISTINCT evaluator FROM part_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
-        return _save(con, "part_rows", run_dir.cells_cache / piece.name, run_dir)
+        saved = _save(con, "part_rows", run_dir.cells_cache / piece.name, run_dir)
+        return saved
     finally:
-        con.execute("DROP TABLE part_rows")
+        if saved and keep_as is not None:
+            con.execute(f"ALTER TABLE part_rows RENAME TO {keep_as}")
+        else:
+            con.execute("DROP TABLE part_rows")
+
+
+def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()[0])
 
 
 def _empty(columns: dict[str, str]) -> str:
