@@ -269,56 +269,43 @@ def test_the_bundled_judge_and_http_service_default_to_different_ports():
     assert service.DEFAULT_PORT != fake_server.DEFAULT_PORT
 
 
-def test_a_warning_from_the_engine_process_prints_whole_above_the_bars(tmp_path, env):
-    folder = tmp_path / "blocking"
+def _one_async_system(folder: Path, body: str, cases: int) -> Path:
+    """An eval of one async python_function system, ``async def run`` with ``body``, on ``cases`` cases."""
     folder.mkdir()
-    (folder / "blocking_agent.py").write_text(textwrap.dedent("""
-        import asyncio, time
-        async def run(case, variant):
-            time.sleep(0.15)  # a blocking call in an async def
-            await asyncio.sleep(0)
-            return {"final_answer": "ok"}
+    (folder / "agent_under_test.py").write_text(
+        "import asyncio, time\nasync def run(case, variant):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+        + "    await asyncio.sleep(0)\n    return {'final_answer': 'ok'}\n")
+    (folder / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": {{}}}}\n' for i in range(cases)))
+    (folder / "eval.yaml").write_text(textwrap.dedent(f"""
+        eval: {{name: {folder.name}}}
+        dataset: {{type: jsonl, path: cases.jsonl}}
+        systems: [{{name: base, adapter: python_function, target: "agent_under_test:run"}}]
+        evaluators: [{{name: ok, type: contains_text, config: {{any_of: [ok]}}}}]
+        output: [{{type: local_files, path: runs}}]
     """))
-    (folder / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": {{}}}}\n' for i in range(6)))
-    (folder / "eval.yaml").write_text(textwrap.dedent("""
-        eval: {name: blocking}
-        dataset: {type: jsonl, path: cases.jsonl}
-        systems: [{name: base, adapter: python_function, target: "blocking_agent:run"}]
-        evaluators: [{name: ok, type: contains_text, config: {any_of: [ok]}}]
-        output: [{type: local_files, path: runs}]
-    """))
-    session = _evalh(["run", folder / "eval.yaml"], env, tmp_path)
+    return folder / "eval.yaml"
+
+
+def test_a_warning_from_the_engine_process_prints_whole_above_the_bars(tmp_path, env):
+    path = _one_async_system(tmp_path / "blocking", "time.sleep(0.15)  # a blocking call in an async def\n", 6)
+    session = _evalh(["run", path], env, tmp_path)
     assert session.returncode == 0, session.text
     assert HIDE_CURSOR in session.raw
     (line,) = [line for line in session.text.splitlines() if "blocked the event loop" in line]
     # Printed by the CLI's process above its bars, not written through them by the engine process.
-    assert line.startswith("target blocking_agent:run blocked the event loop for 0.")
+    assert line.startswith("target agent_under_test:run blocked the event loop for 0.")
 
 
 def test_ctrl_c_while_an_async_system_runs_on_the_runs_loop_stops_the_run(tmp_path, env):
     # The system's steps run on the run's own loop (main thread), where the terminal's ^C
     # raises KeyboardInterrupt inside the system's code: that is the user stopping the run,
     # not an exception of the system's for one cell.
-    folder = tmp_path / "busy"
-    folder.mkdir()
-    (folder / "busy_agent.py").write_text(textwrap.dedent("""
-        import asyncio, time
-        async def run(case, variant):
-            until = time.thread_time() + 0.05
-            while time.thread_time() < until:  # busy on the CPU: it stays on the run's loop
-                pass
-            await asyncio.sleep(0)
-            return {"final_answer": "ok"}
-    """))
-    (folder / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": {{}}}}\n' for i in range(400)))
-    (folder / "eval.yaml").write_text(textwrap.dedent("""
-        eval: {name: busy}
-        dataset: {type: jsonl, path: cases.jsonl}
-        systems: [{name: base, adapter: python_function, target: "busy_agent:run"}]
-        evaluators: [{name: ok, type: contains_text, config: {any_of: [ok]}}]
-        output: [{type: local_files, path: runs}]
-    """))
-    session = _evalh(["run", folder / "eval.yaml"], env, tmp_path, interrupt_when=b"/400")
+    path = _one_async_system(tmp_path / "busy", """
+        until = time.thread_time() + 0.05
+        while time.thread_time() < until:  # busy on the CPU: it stays on the run's loop
+            pass
+    """, 400)
+    session = _evalh(["run", path], env, tmp_path, interrupt_when=b"/400")
     assert session.returncode == 130, session.text
     assert "interrupted." in session.text
     assert session.cursor_left_visible
