@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
-from evalh_pipeline.store.result_slices import recorded_blocks, recorded_gaps
+from evalh_pipeline.store.result_slices import file_identity, recorded_blocks, recorded_gaps
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -65,15 +65,6 @@ class _Range:
     # The range it was copied from (the Parquet name of that range) without a slice's lines:
     # (name, variants, evaluators, lines left out), from the slice manifest's gaps.
     parent: tuple[str, list[str], list[str], int] | None = None
-
-
-def _identity(path: Path) -> list[int] | None:
-    """Inode, size, mtime (ns): a file appended to, rewritten or replaced by rename reads as another."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
 def _key(*parts: Any) -> str:
@@ -118,8 +109,8 @@ def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix:
     """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's cell store when
     it describes the run's current files; False (nothing created) when it does not."""
     data = _read_manifest(run_dir)
-    if data is None or data.get("traces") != _identity(run_dir.traces) \
-            or data.get("results") != _identity(run_dir.results):
+    if data is None or data.get("traces") != file_identity(run_dir.traces) \
+            or data.get("results") != file_identity(run_dir.results):
         return False
     folder = run_dir.cells_cache
     try:
@@ -136,7 +127,7 @@ def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix:
             con.execute(f"DROP TABLE IF EXISTS {table}")
         return False
     # Files replaced while they were read make the tables a mix: only matching files count.
-    if data.get("traces") != _identity(run_dir.traces) or data.get("results") != _identity(run_dir.results):
+    if data.get("traces") != file_identity(run_dir.traces) or data.get("results") != file_identity(run_dir.results):
         for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
             con.execute(f"DROP TABLE {table}")
         return False
@@ -193,8 +184,8 @@ class Store:
 
     def save(self) -> None:
         """Write what was remembered, if the run's files are still the ones the store describes."""
-        if self.saved and self._changed and self.identities == (_identity(self.run_dir.traces),
-                                                                _identity(self.run_dir.results)):
+        if self.saved and self._changed and self.identities == (file_identity(self.run_dir.traces),
+                                                                file_identity(self.run_dir.results)):
             _write_manifest(self)
             self._changed = False
 
@@ -207,7 +198,7 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
     lock changes the files meanwhile; the store is saved only if they did not change.
     """
     folder = run_dir.cells_cache
-    traces_id, results_id = _identity(run_dir.traces), _identity(run_dir.results)
+    traces_id, results_id = file_identity(run_dir.traces), file_identity(run_dir.results)
     store = Store(run_dir, identities=(traces_id, results_id))
     old = _read_manifest(run_dir) or {}
     known = {old.get("traces_part"), *old.get("result_parts", [])}
@@ -242,7 +233,7 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
             con.execute("DROP TABLE IF EXISTS verdicts")
             (folder / MANIFEST).unlink(missing_ok=True)
         else:
-            if _identity(run_dir.traces) == traces_id and _identity(run_dir.results) == results_id:
+            if file_identity(run_dir.traces) == traces_id and file_identity(run_dir.results) == results_id:
                 names = [f.name for f in files]
                 store.saved, store.traces_part, store.result_parts = True, traces_part.name, names
                 store.evaluators = {name: evaluators[name] for name in names}

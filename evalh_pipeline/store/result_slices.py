@@ -36,7 +36,9 @@ class Judgement:
     results: int = 0  # result lines of the slice
 
 
-def _identity(path: Path) -> list[int] | None:
+def file_identity(path: Path) -> list[int] | None:
+    """[inode, size, mtime in ns] of a run file, as manifests record it (None: no such file):
+    a file appended to, rewritten or replaced by rename reads as another."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -50,7 +52,7 @@ def _manifest(run_dir: RunDirectory) -> dict[str, Any] | None:
         data = json.loads(run_dir.results_slices.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("file") != _identity(run_dir.results):
+    if not isinstance(data, dict) or data.get("file") != file_identity(run_dir.results):
         return None
     return data
 
@@ -116,11 +118,6 @@ def recorded_gaps(run_dir: RunDirectory) -> list[Gap]:
         return []  # not in the shape this version writes: no lineage, the ranges are read
 
 
-def results_identity(results: Path) -> list[int] | None:
-    """The identity of a results file as manifests record it: [inode, size, mtime in ns]."""
-    return _identity(results)
-
-
 def traces_identity(traces: Path) -> tuple[int, int] | None:
     """(inode, size) of the traces file: appended to, the inode stays; rewritten, it changes."""
     try:
@@ -138,7 +135,7 @@ def record_slices(run_dir: RunDirectory, slices: set[Slice] | None,
     evaluator blocks (ranges of one evaluator's lines) and the lineage of the lines between
     them (gaps)."""
     manifest = run_dir.results_slices
-    identity = _identity(run_dir.results)
+    identity = file_identity(run_dir.results)
     if slices is None or identity is None:
         manifest.unlink(missing_ok=True)
         return

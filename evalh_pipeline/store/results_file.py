@@ -26,7 +26,7 @@ from evalh_pipeline.store.result_slices import (
     record_slices,
     recorded_blocks,
     recorded_slices,
-    results_identity,
+    file_identity,
 )
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -69,7 +69,7 @@ def copy_kept_results(run_dir: RunDirectory, variants: set[str], evaluators: set
             with merged_path.open("wb", buffering=1 << 20) as merged:
                 blocks = _usable_blocks(run_dir) if old is not None and evaluators is not None else []
                 gaps: list[Gap] = []
-                lineage = _Lineage(results_identity(run_dir.results), variants, evaluators)
+                lineage = _Lineage(file_identity(run_dir.results), variants, evaluators)
                 if old is not None and evaluators is not None and blocks:
                     kept_blocks = _copy_by_blocks(run_dir.results, merged, variants, evaluators, blocks, lineage, gaps)
                     return KeptLines(merged_path, _outside(old, variants, evaluators), kept_blocks, gaps)

@@ -211,18 +211,18 @@ def _gaps_are_their_parents_without_the_slice(run_dir, old_bytes, old_identity, 
 
 
 def test_the_lines_kept_between_blocks_record_where_they_came_from(tmp_path):
-    from evalh_pipeline.store.result_slices import results_identity
+    from evalh_pipeline.store.result_slices import file_identity
 
     spec = _spec(tmp_path)
     run_dir = _run(spec)  # trace by trace: the kept lines are one gap, the whole old file less a slice
-    old, identity = run_dir.results.read_bytes(), results_identity(run_dir.results)
+    old, identity = run_dir.results.read_bytes(), file_identity(run_dir.results)
     changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     asyncio.run(evaluate_traces(changed, run_dir))
     (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base", "candidate"}, {"says_answer"})
     assert gap[2]["block"] is None and (gap[2]["start"], gap[2]["end"]) == (0, len(old)) and gap[2]["dropped"] == 12
 
     asyncio.run(evaluate_traces(changed, run_dir, incremental=False, processes=2))  # evaluator blocks
-    old, identity = run_dir.results.read_bytes(), results_identity(run_dir.results)
+    old, identity = run_dir.results.read_bytes(), file_identity(run_dir.results)
     asyncio.run(evaluate_traces(spec, run_dir, ["base"]))  # one variant of says_answer's block
     (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base"}, {"says_answer"})
     assert gap[2]["block"][1:] == ["says_answer", ["base", "candidate"]] and gap[2]["dropped"] == 6
