@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
 from evalh_pipeline.store.result_slices import file_identity, recorded_blocks, recorded_gaps
+from evalh_pipeline.store.results_file import copy_range
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -425,35 +426,13 @@ def _read_range(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _R
     try:
         if (piece.start, piece.end) != (0, size):
             copy = run_dir.temp_file("cells")
-            _copy_range(source, copy, piece.start, piece.end)
+            with source.open("rb") as src, copy.open("wb") as out:
+                copy_range(src, out, piece.start, piece.end)
             source = copy
         load_table(con, table, source, RESULT_COLUMNS, str(run_dir.results))
     finally:
         if copy is not None:
             copy.unlink(missing_ok=True)
-
-
-def _copy_range(source: Path, target: Path, start: int, end: int) -> None:
-    with source.open("rb") as src, target.open("wb") as out:
-        offset, remaining = start, end - start
-        try:
-            while remaining > 0:
-                copied = os.copy_file_range(src.fileno(), out.fileno(), remaining, offset)
-                if copied == 0:
-                    raise OSError(f"{source}: ended before byte {end}")
-                offset += copied
-                remaining -= copied
-            return
-        except (AttributeError, OSError) as exc:
-            if remaining != end - start and not isinstance(exc, AttributeError):
-                raise
-        src.seek(start)
-        while remaining > 0:
-            chunk = src.read(min(1 << 23, remaining))
-            if not chunk:
-                raise OSError(f"{source}: ended before byte {end}")
-            out.write(chunk)
-            remaining -= len(chunk)
 
 
 def _save(con: duckdb.DuckDBPyConnection, table: str, path: Path, run_dir: RunDirectory) -> bool:

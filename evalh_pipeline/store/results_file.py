@@ -123,7 +123,7 @@ def replace_results(
                 for label, part in parts:
                     size = part.stat().st_size
                     with part.open("rb") as fresh:
-                        _copy_range(fresh, out, 0, size)  # in the kernel where it can
+                        copy_range(fresh, out, 0, size)  # in the kernel where it can
                     segments.append((label, offset, offset + size))
                     offset += size
             blocks += _blocks_of(segments, variants)
@@ -208,7 +208,7 @@ def _copy_by_blocks(path: Path, out: Any, variants: set[str], evaluators: set[st
                 lineage.gap(gaps, written, count, dropped, start, end, block)
                 written += count
             else:
-                _copy_range(source, out, start, end)
+                copy_range(source, out, start, end)
                 kept.append((evaluator, block_variants, written, written + end - start, block_id))
                 written += end - start
             position = end
@@ -248,7 +248,7 @@ def _filter_range(source: Any, start: int, end: int, out: Any, in_slice: re.Patt
     return written, dropped
 
 
-def _copy_range(source: Any, out: Any, start: int, end: int) -> None:
+def copy_range(source: Any, out: Any, start: int, end: int) -> None:
     """Append ``source``'s bytes [start, end) to ``out``: in the kernel where it can, else read and written."""
     out.flush()  # what was written through the buffer goes first
     offset, remaining = start, end - start
