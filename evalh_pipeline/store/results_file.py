@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,25 +227,38 @@ def _filter_range(source: Any, start: int, end: int, out: Any, in_slice: re.Patt
     """Copy the lines of ``source``'s bytes [start, end) (whole lines) outside the slice; the
     bytes written and the lines of the slice left out."""
     written = dropped = 0
+    for block in _line_blocks(source, start, end):
+        more, less = _write_outside(block, in_slice, needles, out)
+        written, dropped = written + more, dropped + less
+    return written, dropped
+
+
+def _line_blocks(source: Any, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """``source``'s bytes [start, end) (to its end without ``end``) a chunk at a time, each as
+    ``\n`` + whole lines; a torn last line is left out, as readers do."""
     source.seek(start)
-    remaining = end - start
+    remaining = end - start if end is not None else None
     pending = b""
-    while remaining > 0:
-        chunk = source.read(min(CHUNK_BYTES, remaining))
+    while remaining is None or remaining > 0:
+        chunk = source.read(CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining))
         if not chunk:
-            break
-        remaining -= len(chunk)
+            return
+        if remaining is not None:
+            remaining -= len(chunk)
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
             pending += chunk
             continue
-        block = b"".join((b"\n", pending, memoryview(chunk)[:cut]))
+        # One copy of the block (a copy per step was a tenth of a second per 200 MB).
+        yield b"".join((b"\n", pending, memoryview(chunk)[:cut]))
         pending = chunk[cut:]
-        runs = _runs_outside(block, in_slice, needles)
-        out.writelines(runs)
-        written += sum(len(run) for run in runs)
-        dropped += len(runs) - 1
-    return written, dropped
+
+
+def _write_outside(block: bytes, in_slice: re.Pattern[bytes], needles: list[bytes], out: Any) -> tuple[int, int]:
+    """Write the lines of ``block`` outside the slice; the bytes written and the lines left out."""
+    runs = _runs_outside(block, in_slice, needles)
+    out.writelines(runs)
+    return sum(len(run) for run in runs), len(runs) - 1
 
 
 def copy_range(source: Any, out: Any, start: int, end: int) -> None:
@@ -290,23 +303,12 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
         return kept
     in_slice = RESULTS.lines_where({"variant_name": variants, "evaluator": evaluators})
     needles = _needles(evaluators) if known is not None and evaluators is not None else None
-    pending = b""
     written = dropped = size = 0
     with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK_BYTES):
-            size += len(chunk)
-            cut = chunk.rfind(b"\n") + 1
-            if cut == 0:
-                pending += chunk
-                continue
-            # One copy of the block (a copy per step was a tenth of a second per 200 MB).
-            block = b"".join((b"\n", pending, memoryview(chunk)[:cut]))
-            pending = chunk[cut:]
+        for block in _line_blocks(handle):
             if needles is not None:
-                runs = _runs_outside(block, in_slice, needles)
-                out.writelines(runs)
-                written += sum(len(run) for run in runs)
-                dropped += len(runs) - 1
+                more, less = _write_outside(block, in_slice, needles, out)
+                written, dropped = written + more, dropped + less
                 continue
             # Each match takes a line with the newline before it, so the rest stays whole lines.
             rest = in_slice.sub(b"", block)
@@ -320,6 +322,7 @@ def _copy_outside_slice(path: Path, out: Any, variants: set[str], evaluators: se
                 if not (variant in variants and (evaluators is None or evaluator in evaluators)):
                     out.write(raw + b"\n")
                     kept.add((variant, evaluator))
+        size = handle.tell()
     if needles is not None and lineage is not None and gaps is not None:
         lineage.gap(gaps, 0, written, dropped, 0, size)
     if known is not None:
