@@ -218,18 +218,13 @@ class _Stepped:
                     yielded = coroutine.send(value) if error is None else coroutine.throw(error)
                 finally:
                     _current = None  # from here on the signal handler raises nothing
+                    self._timed(started, cpu_started)
             except StopIteration as done:
-                self._timed(started, cpu_started)
                 return done.value
             except LoopBlocked:
                 coroutine.close()
-                self._timed(started, cpu_started)
                 raise AdapterError(f"no response within {self._timeout:g}s: target {self._guard.target} "
                                    "blocked the event loop", type="timeout") from None
-            except BaseException:
-                self._timed(started, cpu_started)
-                raise
-            self._timed(started, cpu_started)
             try:
                 value, error = (yield yielded), None
             except GeneratorExit:
