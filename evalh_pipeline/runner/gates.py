@@ -1,0 +1,294 @@
+"""The release gates of a run (``gates:`` in eval.yaml) and its ``complete`` check, judged from its files.
+
+On the summary: ``complete`` (every expected cell has a trace), ``no_regressions_vs_baseline_variant``,
+``pass_rate_floor``, ``errored_cells_under_threshold`` and
+``no_significant_regression_vs_baseline_variant``; on the drift:
+``no_regressions_vs_promoted_baseline`` and ``no_significant_regression_vs_promoted_baseline``.
+The figures come from summary.yaml and drift.yaml, never the JSONL, and the gates are read
+from the eval.yaml as it is when they are judged (a gate that is off passes and says so).
+
+Dagster's asset checks (defs/evals/checks.py) and the CLI (which prints the failed gates
+and exits 1 on them with ``--fail-on-gate``) judge with these same functions, so both
+always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.config.schema import GatesConfig
+from evalh_pipeline.models import RunSummary
+from evalh_pipeline.queries.report import MAX_LISTED_CASES
+from evalh_pipeline.runner.drift import load_drift
+from evalh_pipeline.runner.stages import load_summary
+from evalh_pipeline.store.run_dir import RunDirectory
+
+SUMMARY, DRIFT = "summary", "drift"
+
+
+@dataclass(frozen=True)
+class Markdown:
+    """A metadata value shown as markdown (a table, a list of case ids)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Json:
+    """A metadata value shown as JSON (case ids per variant)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One gate's verdict on one run; ``metadata`` holds plain values, Markdown and Json."""
+
+    passed: bool
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def off(self) -> bool:
+        return self.metadata.get("gate") == "off"
+
+
+Judge = Callable[[EvalSpec, RunDirectory], GateVerdict]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A named gate on one of the run's stages (``summary`` or ``drift``).
+
+    ``gated``: a release gate, blocking when the eval sets ``gates.blocking``; ``complete`` is
+    not one (an incomplete run is reported, never blocked on)."""
+
+    name: str
+    stage: str
+    description: str
+    judge: Judge
+    gated: bool = True
+
+    def blocking(self, spec: EvalSpec) -> bool:
+        return self.gated and spec.config.gates.blocking
+
+
+@dataclass(frozen=True)
+class JudgedGate:
+    gate: Gate
+    verdict: GateVerdict
+
+    def label(self, eval_name: str) -> str:
+        """``<eval>/<stage>: <gate>``, as the CLI prints a failed gate (Dagster's check key)."""
+        return f"{eval_name}/{self.gate.stage}: {self.gate.name}"
+
+
+def judge_gates(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> list[JudgedGate]:
+    """Every gate of ``stage`` on ``run_dir``, in name order (the order Dagster runs them in)."""
+    return [JudgedGate(gate, gate.judge(spec, run_dir)) for gate in sorted(GATES, key=lambda g: g.name)
+            if gate.stage == stage]
+
+
+def blocked(spec: EvalSpec, judged: list[JudgedGate]) -> bool:
+    """True when a blocking gate failed: what comes after it (the drift) is not computed."""
+    return any(not j.verdict.passed and j.gate.blocking(spec) for j in judged)
+
+
+def _off(reason: str) -> GateVerdict:
+    return GateVerdict(passed=True, description=reason, metadata={"gate": "off"})
+
+
+def _empty_run() -> GateVerdict:
+    """No gate passes a run without cells: a filter that matched nothing checked nothing."""
+    return GateVerdict(passed=False, metadata={"cells": 0},
+                       description="the run has no cells (no case was selected): an empty run fails every gate")
+
+
+def _has_cells(summary: RunSummary) -> bool:
+    return any(v.cases_total for v in summary.variants)
+
+
+def _complete(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+    s = load_summary(run_dir)
+    if s.completeness is None:
+        return GateVerdict(passed=False, description="summary.yaml records no completeness: rematerialize summary")
+    done = s.completeness
+    return GateVerdict(
+        passed=done.complete, description=done.describe(),
+        metadata={"expected_cells": done.expected_cells, "present_cells": done.present_cells,
+                  **{f"present/{v}": c.present for v, c in done.by_variant.items()},
+                  **({"missing_variants": Json(done.missing_variants)} if done.missing_variants else {})},
+    )
+
+
+def _on_summary(judge: Callable[[GatesConfig, EvalSpec, RunSummary], GateVerdict]) -> Judge:
+    def run(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+        summary = load_summary(run_dir)
+        verdict = judge(live.config.gates, live, summary)
+        return verdict if verdict.off or _has_cells(summary) else _empty_run()
+
+    return run
+
+
+def _regressed_cases(deltas: list[Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for d in deltas:
+        variant, ids = (d.variant, d.regressions) if hasattr(d, "variant") else (d.get("variant"), d.get("regressions"))
+        if ids:
+            found[str(variant)] = [str(i) for i in ids]
+    return found
+
+
+def _regressions_verdict(regressed: dict[str, list[str]], against: str, extra: dict[str, Any]) -> GateVerdict:
+    count = sum(len(ids) for ids in regressed.values())
+    listed = "\n".join(f"- `{v}`: {', '.join(ids[:MAX_LISTED_CASES])}"
+                       + (f" … and {len(ids) - MAX_LISTED_CASES} more" if len(ids) > MAX_LISTED_CASES else "")
+                       for v, ids in regressed.items())
+    return GateVerdict(
+        passed=not regressed,
+        description=(f"{count} regression(s) {against}: "
+                     + "; ".join(f"{v}: {', '.join(ids[:10])}" + (" …" if len(ids) > 10 else "")
+                                 for v, ids in regressed.items())) if regressed else f"no regressions {against}",
+        metadata={
+            "regressions": count,
+            **extra,
+            **({"regressed_case_ids": Json(regressed), "cases": Markdown(listed)} if regressed else {}),
+        },
+    )
+
+
+def _no_regressions(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
+    if not gates.no_regressions_vs_baseline_variant:
+        return _off("gates.no_regressions_vs_baseline_variant is false in eval.yaml")
+    baseline = live.config.run.baseline_variant
+    if baseline is None:
+        return _off("no run.baseline_variant in eval.yaml: nothing to compare the variants with")
+    if summary.comparison is None:
+        return GateVerdict(
+            passed=False, metadata={"baseline_variant": baseline},
+            description=f"the baseline variant {baseline} has no traces in this run, so nothing was compared")
+    return _regressions_verdict(_regressed_cases(summary.comparison.deltas), f"against {summary.comparison.baseline}",
+                                {"baseline_variant": summary.comparison.baseline})
+
+
+def _no_significant_regression(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
+    gate = gates.no_significant_regression
+    if gate is None:
+        return _off("no gates.no_significant_regression in eval.yaml")
+    if live.config.run.baseline_variant is None or summary.comparison is None:
+        return _off("no comparison with a baseline variant in this run: nothing to test")
+    return _significance_verdict({d.variant: d.significance.model_dump() for d in summary.comparison.deltas
+                                  if d.significance is not None}, gate.alpha)
+
+
+def _significance_verdict(by_variant: dict[str, dict[str, Any]], alpha: float) -> GateVerdict:
+    """Fails when some variant has more worse than better cases with McNemar p < ``alpha``."""
+    regressed = {
+        variant: stats for variant, stats in by_variant.items()
+        if stats.get("mcnemar_p_value") is not None and stats["mcnemar_p_value"] < alpha
+        and stats["cases_worse"] > stats["cases_better"]
+    }
+    metadata: dict[str, Any] = {"alpha": alpha}
+    for variant, stats in by_variant.items():
+        if stats.get("mcnemar_p_value") is not None:
+            metadata[f"mcnemar_p_value/{variant}"] = float(stats["mcnemar_p_value"])
+        metadata[f"verdict/{variant}"] = stats.get("verdict", "")
+    return GateVerdict(
+        passed=not regressed, metadata=metadata,
+        description="; ".join(f"{variant}: {stats['verdict']}" for variant, stats in regressed.items())
+        or f"no regression significant at alpha {alpha}",
+    )
+
+
+def _pass_rate_floor(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
+    floor = gates.pass_rate_floor
+    if floor is None:
+        return _off("no gates.pass_rate_floor in eval.yaml")
+    below = {v.name: v.pass_rate for v in summary.variants if v.pass_rate < floor}
+    return GateVerdict(
+        passed=not below,
+        metadata={"floor": floor, **{f"pass_rate/{v.name}": v.pass_rate for v in summary.variants}},
+        description=", ".join(f"{name} at {rate:.1%} (floor {floor:.0%})" for name, rate in below.items())
+        or f"every variant at or above {floor:.0%}",
+    )
+
+
+def _errored_under(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
+    ceiling = gates.max_errored_fraction
+    if ceiling is None:
+        return _off("no gates.max_errored_fraction in eval.yaml")
+    fractions = {v.name: (v.cases_errored / v.cases_total if v.cases_total else 0.0) for v in summary.variants}
+    over = {name: f for name, f in fractions.items() if f > ceiling}
+    return GateVerdict(
+        passed=not over,
+        metadata={"max_errored_fraction": ceiling, **{f"errored/{n}": f for n, f in fractions.items()}},
+        description=", ".join(f"{name}: {f:.1%} errored" for name, f in over.items())
+        or f"every variant at or under {ceiling:.0%} errored",
+    )
+
+
+def _drift_deltas(run_dir: RunDirectory) -> tuple[str, list[dict[str, Any]]] | GateVerdict:
+    """(baseline run id, per-variant deltas) of the run's drift.yaml, or the verdict of a drift
+    gate that has nothing to compare: an empty run fails, no promoted baseline passes."""
+    if not _has_cells(load_summary(run_dir)):
+        return _empty_run()
+    record = load_drift(run_dir)
+    if not record.get("baseline_run_id"):
+        return GateVerdict(passed=True, description="no promoted baseline yet (evalh promote)",
+                           metadata={"has_baseline": False})
+    deltas = ((record.get("comparison") or {}).get("comparison") or {}).get("deltas") or []
+    return str(record["baseline_run_id"]), deltas
+
+
+def _no_drift_regressions(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+    if not live.config.gates.no_regressions_vs_promoted_baseline:
+        return _off("gates.no_regressions_vs_promoted_baseline is false in eval.yaml")
+    record = _drift_deltas(run_dir)
+    if isinstance(record, GateVerdict):
+        return record
+    baseline, deltas = record
+    return _regressions_verdict(_regressed_cases(deltas), f"against the promoted baseline {baseline}",
+                                {"baseline_run_id": baseline})
+
+
+def _no_significant_drift(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+    gate = live.config.gates.no_significant_regression
+    if gate is None:
+        return _off("no gates.no_significant_regression in eval.yaml")
+    record = _drift_deltas(run_dir)
+    if isinstance(record, GateVerdict):
+        return record
+    _, deltas = record
+    return _significance_verdict({d["variant"]: d["significance"] for d in deltas if d.get("significance")},
+                                 gate.alpha)
+
+
+GATES: tuple[Gate, ...] = (
+    Gate("complete", SUMMARY,
+         "Every expected cell (cases × variants × samples of the run's own snapshot) has a trace.",
+         _complete, gated=False),
+    Gate("no_regressions_vs_baseline_variant", SUMMARY,
+         "No case that passes on `run.baseline_variant` fails on another variant "
+         "(gates.no_regressions_vs_baseline_variant).", _on_summary(_no_regressions)),
+    Gate("pass_rate_floor", SUMMARY, "Every variant passes at least gates.pass_rate_floor of its cells.",
+         _on_summary(_pass_rate_floor)),
+    Gate("errored_cells_under_threshold", SUMMARY,
+         "At most gates.max_errored_fraction of each variant's cells errored.", _on_summary(_errored_under)),
+    Gate("no_significant_regression_vs_baseline_variant", SUMMARY,
+         "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
+         "p < gates.no_significant_regression.alpha).", _on_summary(_no_significant_regression)),
+    Gate("no_regressions_vs_promoted_baseline", DRIFT,
+         "No case that passed in the eval's promoted baseline run fails in this run "
+         "(passes while no run is promoted).", _no_drift_regressions),
+    Gate("no_significant_regression_vs_promoted_baseline", DRIFT,
+         "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
+         "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
+         _no_significant_drift),
+)
+
+
+__all__ = ["DRIFT", "GATES", "SUMMARY", "Gate", "GateVerdict", "JudgedGate", "Json", "Markdown", "blocked",
+           "judge_gates"]
