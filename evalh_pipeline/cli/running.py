@@ -183,12 +183,21 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--all", "rejudge_all", is_flag=True,
               help="Re-judge every result, not only those of evaluators whose config changed and of new traces.")
-def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool) -> None:
+@click.option("--wait-for-dagster", is_flag=True, envvar="EVALH_WAIT_FOR_DAGSTER",
+              help="Return only once the Dagster run is recorded (by default it is recorded in the background "
+                   "after the command returns; env: EVALH_WAIT_FOR_DAGSTER=1).")
+def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool,
+                wait_for_dagster: bool) -> None:
     """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system).
 
     Only results whose evaluator config changed (or whose trace is new) are judged again;
-    the others are kept as they are. --all re-judges everything."""
+    the others are kept as they are. --all re-judges everything. The results, summary, drift
+    and gates are done when the command returns; its Dagster run is recorded right after, in
+    the background (log: dagster-record.log in the run directory)."""
+    from functools import partial
+
     from evalh_pipeline.defs.overlap import reevaluate_overlapped
+    from evalh_pipeline.defs.record_after import record_log, reevaluate_then_record
 
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
@@ -199,10 +208,15 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
+    action = reevaluate_overlapped if wait_for_dagster else partial(reevaluate_then_record,
+                                                                    command="evalh re-evaluate")
     with _holding(directory.path, "evalh re-evaluate"):
-        outcome = _materialize(reevaluate_overlapped, spec, directory.run_id, max_concurrency, engine_first=True,
+        outcome = _materialize(action, spec, directory.run_id, max_concurrency, engine_first=True,
                                rejudge_all=rejudge_all)
     _print_outcome(outcome)
+    if not wait_for_dagster:
+        err.line(f"Dagster run {outcome.dagster_run_ids[0]}: recorded in the background "
+                 f"(log: {record_log(outcome.run_dir)})")
     from evalh_pipeline.runner.evaluation import last_evaluation
 
     counts = last_evaluation(directory)

@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -34,10 +34,9 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.overlap import Prestarted
 from evalh_pipeline.defs.resources import EvalhRuntime, Session
-from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
-from evalh_pipeline.models import RunSummary
+from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
 from evalh_pipeline.runner.stages import load_summary, prepare_cases
-from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+from evalh_pipeline.store.run_dir import run_directory
 
 DEFAULT_HOME = ".dagster_home"
 _INSTANCE_YAML = """\
@@ -46,14 +45,6 @@ _INSTANCE_YAML = """\
 telemetry:
   enabled: false
 """
-
-
-@dataclass
-class RunOutcome:
-    run_dir: RunDirectory
-    summary: RunSummary
-    dagster_run_ids: list[str] = field(default_factory=list)
-    failed_checks: list[str] = field(default_factory=list)
 
 
 def local_instance() -> dg.DagsterInstance:
@@ -112,12 +103,13 @@ def materialize_run(
 
 def materialize_reevaluation(
     spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
-    prestarted: Prestarted | None = None,
+    prestarted: Prestarted | None = None, dagster_run_id: str | None = None,
 ) -> RunOutcome:
     """Rematerialize results (every variant), summary and drift of a run from its persisted traces.
 
-    With ``prestarted`` the caller is already judging: the results step waits for it."""
-    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name), prestarted)
+    With ``prestarted`` the caller is already judging (or has judged): the steps join that
+    work. ``dagster_run_id``: the id the Dagster run gets (default: a new one)."""
+    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name), prestarted, dagster_run_id)
 
 
 @dataclass
@@ -149,7 +141,7 @@ def materialize_promotion(
 
 def _materialize(
     spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None, job_name: str,
-    prestarted: Prestarted | None = None,
+    prestarted: Prestarted | None = None, dagster_run_id: str | None = None,
 ) -> RunOutcome:
     tags = {RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}
     if runtime is not None and runtime.reuse_from:
@@ -159,7 +151,8 @@ def _materialize(
     # No gc.freeze() around this (there was one): with the cells started before Dagster
     # (defs/overlap.py) it saves nothing measurable. N=10,000 x 2 cells, median CPU s of 3-4
     # alternated runs, with/without: forked engine 5.97/5.75, threaded fallback 6.61/6.47.
-    dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted)
+    dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted,
+                                      run_id=dagster_run_id)
     run_dir = run_directory(spec, run_id)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
                       failed_checks=failed)
@@ -168,6 +161,7 @@ def _materialize(
 def _execute(
     job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, options: RunOptions | None,
     *, tags: dict[str, str], run_config: dict | None = None, prestarted: Prestarted | None = None,
+    run_id: str | None = None,
 ) -> tuple[str, list[str]]:
     """Run one job in-process; returns its Dagster run id and the asset checks that failed.
 
@@ -177,7 +171,7 @@ def _execute(
     options = options or RunOptions()
     runtime = EvalhRuntime.for_session(Session(progress=options.progress, spec=spec, prestarted=prestarted),
                                        options.max_concurrency)
-    run_id = str(uuid.uuid4())
+    run_id = run_id or str(uuid.uuid4())
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
         with _sigterm_kept():

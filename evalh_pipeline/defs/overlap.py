@@ -48,12 +48,13 @@ from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
     from evalh_pipeline.models import RunSummary
-    from evalh_pipeline.defs.launch import RunOutcome
-    from evalh_pipeline.defs.run_options import RunOptions
+    from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
+    from evalh_pipeline.runner.drift import RunDrift
+    from evalh_pipeline.runner.gates import GateVerdict
 
 
 # The stages the engine can do ahead of Dagster, in order.
-_STAGES = ("cases", "traces", "results", "summary")
+_STAGES = ("cases", "traces", "results", "summary", "drift")
 
 
 class EngineInterrupted(RuntimeError):
@@ -62,13 +63,20 @@ class EngineInterrupted(RuntimeError):
 
 @dataclass
 class Prestarted:
-    """The engine's work for one run, started before Dagster is ready (None: a stage it does not do)."""
+    """The engine's work for one run, started before Dagster is ready (None: a stage it does not do).
+
+    ``published``: the engine published each stage it did (store/publishing.py), so the steps
+    do not again. ``gates``: the gates it judged (runner/gates.py), by name, which the checks
+    report instead of judging again (defs/record_after.py)."""
 
     run_id: str
     cases: Future[CasesInfo] | None = field(default_factory=Future)
     traces: Future[TraceStats] | None = field(default_factory=Future)
     results: Future[EvaluationStats] | None = None
     summary: Future[RunSummary] | None = None
+    drift: Future[RunDrift] | None = None
+    published: bool = False
+    gates: dict[str, GateVerdict] | None = None
 
 
 def _settle(handle: Prestarted, stage: str, work: Callable[[], Any]) -> Any:

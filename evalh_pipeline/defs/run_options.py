@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalh_pipeline.models import RunSummary
 from evalh_pipeline.runner.progress import NoProgress, Progress
+from evalh_pipeline.store.run_dir import RunDirectory
 
 
 class InfrastructureError(RuntimeError):
@@ -26,3 +28,14 @@ class RunOptions:
     max_concurrency: int | None = None
     reuse_from: str | None = None
     rejudge_all: bool = False
+
+
+@dataclass
+class RunOutcome:
+    """What a materialization of a run left: its directory, its summary, the Dagster run(s)
+    that recorded it and the gates (asset checks) that failed, as ``<eval>/<asset>: <gate>``."""
+
+    run_dir: RunDirectory
+    summary: RunSummary
+    dagster_run_ids: list[str] = field(default_factory=list)
+    failed_checks: list[str] = field(default_factory=list)

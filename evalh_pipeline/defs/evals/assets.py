@@ -137,7 +137,9 @@ class _Stage:
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
         mark everything downstream as changed upstream in the UI; an untouched file does not."""
-        _publish(self.context, self.live, self.run_dir, self.stage)
+        prestarted = self.runtime.prestarted_for(self.run_id)
+        if prestarted is None or not prestarted.published:
+            _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
         return dg.MaterializeResult(
@@ -235,7 +237,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "drift")
         stage.require_run()
-        result = write_drift(name, stage.run_dir, Path(stage.live.runs_root))
+        result = stage.engine_work(lambda: write_drift(name, stage.run_dir, Path(stage.live.runs_root)))
         if result.comparison is None:
             context.log.info(f"{name} has no promoted baseline: nothing to compare {stage.run_id} with")
         return stage.result({
