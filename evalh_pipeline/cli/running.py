@@ -197,7 +197,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     from functools import partial
 
     from evalh_pipeline.defs.overlap import reevaluate_overlapped
-    from evalh_pipeline.defs.record_after import record_log, reevaluate_then_record
+    from evalh_pipeline.defs.record_after import failed_record, record_log, reevaluate_then_record
 
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
@@ -211,6 +211,12 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     action = reevaluate_overlapped if wait_for_dagster else partial(reevaluate_then_record,
                                                                     command="evalh re-evaluate")
     with _holding(directory.path, "evalh re-evaluate"):
+        failed = failed_record(directory)
+        if failed is not None:
+            said = (failed.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["(empty log)"])[-1]
+            warning(f"the last re-evaluation of this run was not recorded in Dagster: {escape_control(said)} "
+                    "(this one is recorded anew)")
+            failed.unlink(missing_ok=True)
         outcome = _materialize(action, spec, directory.run_id, max_concurrency, engine_first=True,
                                rejudge_all=rejudge_all)
     _print_outcome(outcome)

@@ -135,14 +135,19 @@ def _with(options: RunOptions, progress: Progress) -> RunOptions:
 
 def _overlapped(handle: Prestarted, options: RunOptions, engine: Callable[[Progress], None],
                 materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
-    # Dagster would refuse this only after the engine had run every cell.
+    require_dagster_home()
+    if _can_fork():
+        return _forked(handle, options.progress, engine, materialize)
+    return _threaded(handle, options.progress, engine, materialize)
+
+
+def require_dagster_home() -> None:
+    """Refuse a ``$DAGSTER_HOME`` that is not a directory before any work: Dagster would
+    refuse it only after the engine had run every cell."""
     home = os.environ.get("DAGSTER_HOME")
     if home and not Path(home).is_dir():
         raise InfrastructureError(f"$DAGSTER_HOME {home!r} is not a directory: create it, or unset DAGSTER_HOME "
                                   "to use ./.dagster_home")
-    if _can_fork():
-        return _forked(handle, options.progress, engine, materialize)
-    return _threaded(handle, options.progress, engine, materialize)
 
 
 def _can_fork() -> bool:

@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.overlap import Prestarted
+from evalh_pipeline.defs.overlap import Prestarted, require_dagster_home
 from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces
@@ -48,6 +48,7 @@ from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 LOG_NAME = "dagster-record.log"
+_RECORDED = "recorded the re-evaluation of "
 
 
 def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, command: str,
@@ -56,6 +57,7 @@ def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, 
     after (in a forked recorder, or before returning with ``wait``).
 
     ``command`` names the command for the run directory's owner note while it records."""
+    require_dagster_home()  # the recorder's failure would only reach its log
     run_dir = run_directory(spec, run_id)
     handle = Prestarted(run_id=run_id, cases=None, traces=None, results=Future(), summary=Future(),
                         drift=Future(), published=True)
@@ -75,6 +77,17 @@ def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, 
 def record_log(run_dir: RunDirectory) -> Path:
     """Where the recorder of ``run_dir``'s last re-evaluation writes its output."""
     return run_dir.path / LOG_NAME
+
+
+def failed_record(run_dir: RunDirectory) -> Path | None:
+    """The log of the last recorder of ``run_dir`` if it ended without recording its run
+    (its last line is not the success line: it failed, or was killed)."""
+    log = record_log(run_dir)
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return None if lines and lines[-1].startswith(_RECORDED) else log
 
 
 def _judge(spec: EvalSpec, run_dir: RunDirectory, options: RunOptions, handle: Prestarted) -> list[JudgedGate]:
@@ -150,7 +163,7 @@ def _recorder(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestart
         _redirect_output(log)
         continue_in_forked_child(held)
         _record(spec, run_id, options, handle, dagster_run_id)
-        print(f"recorded the re-evaluation of {run_id} as Dagster run {dagster_run_id}", flush=True)
+        print(f"{_RECORDED}{run_id} as Dagster run {dagster_run_id}", flush=True)
         return 0
     except BaseException:  # noqa: BLE001 - the command has returned: the log is the only reader
         traceback.print_exc()
@@ -162,7 +175,10 @@ def _recorder(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestart
 
 def _redirect_output(log: Path) -> None:
     """Standard streams of the recorder: nothing from the terminal, everything to ``log``."""
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError:  # a read-only run directory: the record is still made, unlogged
+        fd = os.open(os.devnull, os.O_WRONLY)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(fd, 1)
@@ -171,4 +187,4 @@ def _redirect_output(log: Path) -> None:
     os.close(devnull)
 
 
-__all__ = ["LOG_NAME", "record_log", "reevaluate_then_record"]
+__all__ = ["LOG_NAME", "failed_record", "record_log", "reevaluate_then_record"]

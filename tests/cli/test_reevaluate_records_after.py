@@ -88,3 +88,22 @@ def test_wait_for_dagster_returns_with_the_run_recorded(broken_run):
         (record,) = instance.get_run_records()
         assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         assert record.dagster_run.job_name == "toy__judge"
+
+
+def test_a_recorder_that_failed_is_reported_by_the_next_command_on_the_run(broken_run, tmp_path):
+    run, env = broken_run
+    broken_home = tmp_path / "broken_home"
+    broken_home.mkdir()
+    (broken_home / "dagster.yaml").write_text("run_storage: {module: no_such_module, class: Nowhere}\n")
+    first = run_evalh(["re-evaluate", str(run)], {**env, "DAGSTER_HOME": str(broken_home)}, REPO)
+    assert first.returncode == 0, first.stderr  # the results, summary and gates are done and printed
+    assert "gate failed: toy/summary: no_regressions_vs_baseline_variant" in first.stdout
+
+    second = run_evalh(["re-evaluate", str(run)], env, REPO)  # waits for the first recorder to end
+    assert second.returncode == 0, second.stderr
+    assert "the last re-evaluation of this run was not recorded in Dagster" in second.stderr
+    assert "no_such_module" in second.stderr  # the log's last lines say why
+    (dagster_run_id,) = re.findall(r"Dagster run ([0-9a-f-]{36}): recorded", second.stderr)
+    assert _recorded_run(env, dagster_run_id).status == dg.DagsterRunStatus.SUCCESS
+    third = run_evalh(["re-evaluate", str(run)], env, REPO)
+    assert "not recorded in Dagster" not in third.stderr
