@@ -85,6 +85,23 @@ def engine_main(eval_yaml: str, run_dir: str, mode: str) -> None:
                       "evaluators_rejudged": stats.evaluators_rejudged}))
 
 
+def with_bytecode_cache(env: dict[str, str], prefix: Path, python: Path) -> dict[str, str]:
+    """``env`` for the timed processes, with the project's bytecode compiled once into ``prefix``.
+
+    An installed package comes with its bytecode, and an editable one writes it on first
+    import; a shell with PYTHONDONTWRITEBYTECODE set (as this machine's agents have) never
+    does, so every timed process would compile the project's ~70 modules from source again
+    (~0.08 s each, full and incremental alike). The cache lives in the benchmark's temp folder,
+    not in the source tree; a checkout on PYTHONPATH (an older one, to compare) is compiled there too.
+    """
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    code = ("import compileall, sys, evalh_pipeline, os; "
+            "sys.exit(not compileall.compile_dir(os.path.dirname(evalh_pipeline.__file__), quiet=1))")
+    subprocess.run([str(python), "-c", code], env=env, check=True, capture_output=True)
+    return env
+
+
 def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeout_s: float, rep: int,
           n: int) -> bench.Measurement:
     log = bench.LOGS / f"incremental-{kind}-{mode}-{rep}.log"
@@ -111,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changed", choices=sorted(CONFIGS), default="fast_enough",
                         help="the evaluator whose config changes (default fast_enough: judged on trace "
                              "projections; answer_shape: on whole traces)")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="leave the environment's bytecode settings alone (with PYTHONDONTWRITEBYTECODE set, "
+                             "every timed process compiles the project from source)")
     parser.add_argument("--engine", nargs=3, metavar=("EVAL_YAML", "RUN_DIR", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.engine:
@@ -126,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     n_cases = 5_000 if args.quick else 50_000
     traces = 2 * n_cases
     print(f"ours: {ours.evalh} (commit {bench.git_commit()})\ncpus: {os.cpu_count()}, load average: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n== {traces:,} traces x 5 evaluators", flush=True)
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, bytecode cache: {'no' if args.no_bytecode_cache else 'yes'}"
+          f"\n\n== {traces:,} traces x 5 evaluators", flush=True)
     root = Path(tempfile.mkdtemp(prefix="evalh-incremental-bench-"))
     bench.LOGS.mkdir(parents=True, exist_ok=True)
     measurements: list[bench.Measurement] = []
@@ -135,11 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         reeval_bench.five_evaluators(fixture)
         eval_yaml = fixture / "eval.yaml"
         env = ours.env(fixture)
+        if not args.no_bytecode_cache:
+            env = with_bytecode_cache(env, root / "pycache", python)
         run_dir = reeval_bench.produce(fixture, args.timeout)
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
         # The fixture's stub agent first; a PYTHONPATH of the caller's (another checkout) kept.
-        engine_env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        engine_env = {**env, "PYTHONPATH": os.pathsep.join(
             p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)}
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
@@ -185,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     path = bench.OUT / "incremental_results.json"
     path.write_text(json.dumps({
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": bench.git_commit(), "cpus": os.cpu_count(),
-        "loadavg_at_end": os.getloadavg(), "quick": args.quick, "changed": args.changed, "repeat": args.repeat, "traces": traces,
+        "loadavg_at_end": os.getloadavg(), "quick": args.quick, "changed": args.changed,
+        "bytecode_cache": not args.no_bytecode_cache, "repeat": args.repeat, "traces": traces,
         "measurements": [m.__dict__ for m in measurements], "checks": rows,
     }, indent=2, default=str) + "\n")
     print(f"\nJSON: {path}")
