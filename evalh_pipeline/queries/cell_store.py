@@ -4,7 +4,8 @@ The summary of a 100,000-trace run reads 500,000 result lines (a quarter of a gi
 JSON) to count verdicts; after re-judging one evaluator of five, four fifths of those lines
 are the same bytes as before. The store keeps, in the run's ``.cells/`` folder:
 
-    store.json              which files describe which traces.jsonl / results.jsonl
+    store.json              which files describe which traces.jsonl / results.jsonl (and
+                            how many cases cases.jsonl holds, with that file's identity)
     t-<key>.parquet         the cell columns of every trace (queries/cells.py CELL_TRACES_SQL)
     r-<key>.parquet         the verdict columns of one range of results.jsonl (VERDICTS_SQL)
 
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
+from evalh_pipeline.store.jsonl import count_lines
 from evalh_pipeline.store.result_slices import file_identity, recorded_blocks, recorded_gaps
 from evalh_pipeline.store.results_file import copy_range
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -93,7 +95,9 @@ def _well_formed(data: dict[str, Any]) -> bool:
 
     evaluators = data.get("evaluators", {})
     memo = data.get("memo", [])
+    cases = data.get("cases")
     return (isinstance(data.get("traces_part"), str) and names(data.get("result_parts"))
+            and (cases is None or (isinstance(cases, list) and len(cases) == 2 and type(cases[1]) is int))
             and isinstance(evaluators, dict) and all(names(v) for v in evaluators.values())
             and isinstance(memo, list)
             and all(isinstance(m, dict) and isinstance(m.get("traces_part"), str) and names(m.get("parts"))
@@ -151,7 +155,21 @@ class Store:
     evaluators: dict[str, list[str]] = field(default_factory=dict)  # part -> evaluators in it
     memo: list[dict[str, Any]] = field(default_factory=list)
     identities: tuple[Any, Any] = (None, None)
+    cases: list[Any] | None = None  # [identity of cases.jsonl, its cases], as counted last
     _changed: bool = False
+
+    def cases_total(self) -> int:
+        """The cases of the run's cases snapshot (its complete, non-blank lines), counted once
+        per cases.jsonl (by its identity: a file rewritten or replaced is counted again)."""
+        path = self.run_dir.cases
+        identity = file_identity(path)
+        if identity is not None and self.cases is not None and self.cases[0] == identity:
+            return int(self.cases[1])
+        count = count_lines(path)
+        if identity is not None and file_identity(path) == identity:  # not changed while counted
+            self.cases = [identity, count]
+            self._changed = True
+        return count
 
     def parts_of(self, evaluator: str) -> list[str] | None:
         """The files holding ``evaluator``'s verdicts (None: not known, the store was not saved)."""
@@ -202,6 +220,8 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
     traces_id, results_id = file_identity(run_dir.traces), file_identity(run_dir.results)
     store = Store(run_dir, identities=(traces_id, results_id))
     old = _read_manifest(run_dir) or {}
+    if old.get("cases") is not None and old["cases"][0] == file_identity(run_dir.cases):
+        store.cases = old["cases"]
     known = {old.get("traces_part"), *old.get("result_parts", [])}
     try:
         folder.mkdir(exist_ok=True)
@@ -220,11 +240,12 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
     ranges = _ranges(run_dir, results_id)
     evaluators = {name: list(names) for name, names in (old.get("evaluators") or {}).items()
                   if isinstance(names, list)}
-    if writable and _build(con, run_dir, ranges, known, evaluators):
+    built = _build(con, run_dir, ranges, known, evaluators) if writable else None
+    if built is not None:
         files = [folder / piece.name for piece in ranges]
         try:
-            if _table_exists(con, "verdicts"):
-                pass  # one range, just read: its rows are the Parquet's, in the same order
+            if built:
+                pass  # every range just read: the verdicts table holds the Parquet's rows, in the same order
             elif files:
                 _read_parts(con, "verdicts", files)
             else:
@@ -255,14 +276,16 @@ _READ_WHOLE_SHARE = 0.5
 
 
 def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_Range], known: set[Any],
-           evaluators: dict[str, list[str]]) -> bool:
+           evaluators: dict[str, list[str]]) -> bool | None:
     """Write the Parquet of every range that has none yet (``evaluators``: part -> the
-    evaluators it holds, filled in); False when one could not be written."""
+    evaluators it holds, filled in); None when one could not be written. True when every
+    range was just read and the ``verdicts`` table is made already (the rows of all the
+    ranges' Parquet files, in order), False when it is to be read from them."""
     folder = run_dir.cells_cache
     missing = [piece for piece in ranges
                if not (piece.name in known and piece.name in evaluators and (folder / piece.name).exists())]
     if not missing:
-        return True
+        return False
     size = ranges[-1].end
     blocks = [piece.evaluator for piece in ranges]
     if (sum(p.end - p.start for p in missing) > _READ_WHOLE_SHARE * size and None not in blocks
@@ -273,10 +296,15 @@ def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_
             for piece in missing:
                 query = VERDICTS_SQL.format(raw="result_rows") + f" WHERE evaluator = '{_quote(piece.evaluator)}'"
                 if not _write_part(con, query, piece, run_dir, evaluators):
-                    return False
+                    return None
+            if len(missing) == len(ranges):
+                # The ranges are the file's blocks in file order: the whole file's rows are
+                # their Parquet files' rows, in the same order, without reading those back.
+                con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw='result_rows')}")
+                return True
         finally:
             con.execute("DROP TABLE result_rows")
-        return True
+        return False
     for piece in missing:
         if _derive(con, run_dir, piece, known, "derived_rows"):
             query = "SELECT * FROM derived_rows"
@@ -287,11 +315,11 @@ def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_
             # The only range (a results file without blocks, as a run writes it) is kept as the
             # verdicts table itself rather than read back from its Parquet.
             if not _write_part(con, query, piece, run_dir, evaluators, keep_as="verdicts" if len(ranges) == 1 else None):
-                return False
+                return None
         finally:
             con.execute("DROP TABLE IF EXISTS range_rows")
             con.execute("DROP TABLE IF EXISTS derived_rows")
-    return True
+    return len(ranges) == 1
 
 
 def _quote(text: str | None) -> str:
@@ -316,10 +344,6 @@ def _write_part(con: duckdb.DuckDBPyConnection, query: str, piece: _Range, run_d
             con.execute(f"ALTER TABLE part_rows RENAME TO {keep_as}")
         else:
             con.execute("DROP TABLE part_rows")
-
-
-def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()[0])
 
 
 def _empty(columns: dict[str, str]) -> str:
@@ -457,7 +481,8 @@ def _write_manifest(store: Store) -> None:
     try:
         tmp.write_text(json.dumps({"format": _FORMAT_KEY, "traces": traces_id, "results": results_id,
                                    "traces_part": store.traces_part, "result_parts": store.result_parts,
-                                   "evaluators": store.evaluators, "memo": store.memo}), encoding="utf-8")
+                                   "evaluators": store.evaluators, "memo": store.memo, "cases": store.cases}),
+                       encoding="utf-8")
         os.replace(tmp, folder / MANIFEST)
     except OSError:
         tmp.unlink(missing_ok=True)

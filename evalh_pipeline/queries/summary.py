@@ -45,9 +45,12 @@ SELECT evaluator, variant_name,
 FROM verdicts GROUP BY evaluator, variant_name
 """
 
-FLIPS_SQL = f"""
-WITH per_case AS ({PASS_FRACTIONS_SQL.format(cells="cells")}),
-base AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $baseline)
+# The summary's queries below read each (variant, case)'s pass fraction from this table,
+# made once per summary.
+CASE_FRACTIONS_SQL = f"CREATE TEMP TABLE per_case AS {PASS_FRACTIONS_SQL.format(cells='cells')}"
+
+FLIPS_SQL = """
+WITH base AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $baseline)
 SELECT v.variant_name,
        list(DISTINCT c.case_id ORDER BY c.case_id)
            FILTER (WHERE coalesce(b.fraction, 0) > coalesce(p.fraction, 0)) AS regressions,
@@ -62,9 +65,8 @@ GROUP BY v.variant_name
 
 # (variant, difference, cases): each variant's cases paired with the baseline variant's.
 PAIRED_SQL = f"""
-WITH f AS ({PASS_FRACTIONS_SQL.format(cells="cells")})
 SELECT p.variant_name, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
-FROM f p JOIN f b ON b.case_id = p.case_id AND b.variant_name = $baseline
+FROM per_case p JOIN per_case b ON b.case_id = p.case_id AND b.variant_name = $baseline
 WHERE p.variant_name <> $baseline
 GROUP BY ALL
 """
@@ -81,19 +83,18 @@ WHERE p.variant_name <> $baseline
 GROUP BY ALL
 """
 
-REPEATS_SQL = f"""
+REPEATS_SQL = """
 SELECT variant_name, case_id, samples, passed_samples
-FROM ({PASS_FRACTIONS_SQL.format(cells="cells")})
+FROM per_case
 ORDER BY variant_name, case_id
 """
 
 
 def repeat_stats(con: Any) -> dict[str, RepeatStats]:
     """Variant -> pass@k, pass^k, case pass fractions and flaky cases, when some case has
-    several samples (``samples_per_case`` is the most samples any case has)."""
-    (samples_per_case,) = con.execute(
-        "SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM cells GROUP BY variant_name, case_id)"
-    ).fetchone()
+    several samples (``samples_per_case`` is the most samples any case has); from the
+    ``per_case`` table (:data:`CASE_FRACTIONS_SQL`)."""
+    (samples_per_case,) = con.execute("SELECT coalesce(max(samples), 1) FROM per_case").fetchone()
     if samples_per_case <= 1:
         return {}
     by_variant: dict[str, list[tuple[str, int, int]]] = {}
@@ -170,14 +171,18 @@ def summarize_run(
     baseline_variant: str | None,
     config_path: str,
     config_hash: str,
-    cases_total: int,
+    cases_total: int | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Build the RunSummary of a run directory from its JSONL files (through its cell store,
-    which this brings up to date: hold the run's lock)."""
+    which this brings up to date: hold the run's lock). ``cases_total`` None: the cases of
+    the run's cases snapshot (counted once per snapshot, through the cell store)."""
     con = connect()
     store = refresh_store(con, run_dir)
+    if cases_total is None:
+        cases_total = store.cases_total()
     create_cells(con, pass_criteria)
+    con.execute(CASE_FRACTIONS_SQL)
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
@@ -194,7 +199,6 @@ def summarize_run(
         flips = {r[0]: r for r in con.execute(FLIPS_SQL, {"baseline": baseline_variant}).fetchall()}
         base = by_name[baseline_variant]
         significance, per_evaluator = paired_stats(con, baseline_variant, store)
-        store.save()
         deltas = [
             VariantDelta(
                 variant=v.name,
@@ -222,6 +226,7 @@ def summarize_run(
     ends = [rows[n][9] for n in order if rows[n][9]]
     now = datetime.now(timezone.utc)
     con.close()
+    store.save()
     return RunSummary(
         run_id=run_dir.run_id,
         started_at=min(starts) if starts else now,

@@ -96,7 +96,6 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
 
 def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     variants = run_variants(run_dir, spec)
-    cases = count_cases(run_dir.cases)
     summary = summarize_run(
         run_dir,
         variant_order=variants,
@@ -104,9 +103,9 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         baseline_variant=spec.config.run.baseline_variant,
         config_path=str(spec.path),
         config_hash=run_dir.read_config_hash(),
-        cases_total=cases,
         metadata=spec.config.metadata,
     )
+    cases = summary.cases_total
     summary.completeness = completeness(run_dir, summary, cases, spec)
     accounting = read_accounting(run_dir.path)
     if accounting is not None:

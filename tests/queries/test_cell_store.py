@@ -261,3 +261,22 @@ def test_the_store_serves_any_pass_criteria(tmp_path, monkeypatch):
 
     (delta,) = compare_runs(a, b).comparison.deltas
     assert delta.improvements == ["c1"]
+
+
+def test_the_cases_are_counted_once_per_cases_snapshot_and_again_when_it_changes(tmp_path, monkeypatch):
+    spec, run_dir = _judged_by_blocks(tmp_path)
+    counted = []
+    count_lines = cell_store.count_lines
+    monkeypatch.setattr(cell_store, "count_lines", lambda path: counted.append(path) or count_lines(path))
+    assert write_summary(spec, run_dir).cases_total == 6
+    assert counted == []  # counted by the first summary, remembered with the snapshot's identity
+
+    lines = run_dir.cases.read_bytes().splitlines(keepends=True)
+    run_dir.cases.write_bytes(b"".join(lines[:5]) + b"  \n")  # rewritten: five cases and a blank line
+    assert write_summary(spec, run_dir).cases_total == 5
+    assert counted == [run_dir.cases]
+    assert write_summary(spec, run_dir).cases_total == 5
+    assert counted == [run_dir.cases]
+    shutil.rmtree(run_dir.cells_cache)
+    assert write_summary(spec, run_dir).cases_total == 5  # no store: counted again
+    assert len(counted) == 2
