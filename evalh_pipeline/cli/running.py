@@ -196,7 +196,6 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     the background (log: dagster-record.log in the run directory)."""
     from functools import partial
 
-    from evalh_pipeline.defs.overlap import reevaluate_overlapped
     from evalh_pipeline.defs.record_after import failed_record, record_log, reevaluate_then_record
 
     if "://" in run_dir:
@@ -208,8 +207,10 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = _run_directory(run_dir)
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    action = reevaluate_overlapped if wait_for_dagster else partial(reevaluate_then_record,
-                                                                    command="evalh re-evaluate")
+    if wait_for_dagster:
+        from evalh_pipeline.defs.overlap import reevaluate_overlapped as action
+    else:  # without the overlap's engine (it imports the cell runner: ~0.2 s)
+        action = partial(reevaluate_then_record, command="evalh re-evaluate")
     with _holding(directory.path, "evalh re-evaluate"):
         failed = failed_record(directory)
         if failed is not None:

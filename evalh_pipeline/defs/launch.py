@@ -32,7 +32,7 @@ from evalh_pipeline.defs.evals.names import (
     promote_job,
     run_job,
 )
-from evalh_pipeline.defs.overlap import Prestarted
+from evalh_pipeline.defs.prestarted import Prestarted
 from evalh_pipeline.defs.resources import EvalhRuntime, Session
 from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
 from evalh_pipeline.runner.stages import load_summary, prepare_cases

@@ -33,50 +33,22 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.defs.run_options import InfrastructureError
-from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces
+from evalh_pipeline.defs.prestarted import STAGES as _STAGES
+from evalh_pipeline.defs.prestarted import EngineInterrupted, Prestarted, require_dagster_home
+from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.progress import Progress
-from evalh_pipeline.runner.stages import CasesInfo, prepare_cases, run_variants, write_summary
-from evalh_pipeline.runner.traces import TraceStats, produce_traces
+from evalh_pipeline.runner.stages import prepare_cases, run_variants, write_summary
+from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.locking import continue_in_forked_child, held_locks
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
-    from evalh_pipeline.models import RunSummary
     from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
-    from evalh_pipeline.runner.drift import RunDrift
-    from evalh_pipeline.runner.gates import GateVerdict
-
-
-# The stages the engine can do ahead of Dagster, in order.
-_STAGES = ("cases", "traces", "results", "summary", "drift")
-
-
-class EngineInterrupted(RuntimeError):
-    """The CLI's cell loop was interrupted (Ctrl-C): the Dagster run stops at its traces step."""
-
-
-@dataclass
-class Prestarted:
-    """The engine's work for one run, started before Dagster is ready (None: a stage it does not do).
-
-    ``published``: the engine published each stage it did (store/publishing.py), so the steps
-    do not again. ``gates``: the gates it judged (runner/gates.py), by name, which the checks
-    report instead of judging again (defs/record_after.py)."""
-
-    run_id: str
-    cases: Future[CasesInfo] | None = field(default_factory=Future)
-    traces: Future[TraceStats] | None = field(default_factory=Future)
-    results: Future[EvaluationStats] | None = None
-    summary: Future[RunSummary] | None = None
-    drift: Future[RunDrift] | None = None
-    published: bool = False
-    gates: dict[str, GateVerdict] | None = None
 
 
 def _settle(handle: Prestarted, stage: str, work: Callable[[], Any]) -> Any:
@@ -139,15 +111,6 @@ def _overlapped(handle: Prestarted, options: RunOptions, engine: Callable[[Progr
     if _can_fork():
         return _forked(handle, options.progress, engine, materialize)
     return _threaded(handle, options.progress, engine, materialize)
-
-
-def require_dagster_home() -> None:
-    """Refuse a ``$DAGSTER_HOME`` that is not a directory before any work: Dagster would
-    refuse it only after the engine had run every cell."""
-    home = os.environ.get("DAGSTER_HOME")
-    if home and not Path(home).is_dir():
-        raise InfrastructureError(f"$DAGSTER_HOME {home!r} is not a directory: create it, or unset DAGSTER_HOME "
-                                  "to use ./.dagster_home")
 
 
 def _can_fork() -> bool:

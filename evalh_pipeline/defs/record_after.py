@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.overlap import Prestarted, require_dagster_home
+from evalh_pipeline.defs.prestarted import Prestarted, require_dagster_home
 from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces

@@ -20,7 +20,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
-    from evalh_pipeline.defs.overlap import Prestarted
+    from evalh_pipeline.defs.prestarted import Prestarted
 
 RUNTIME_KEY = "evalh_runtime"
 
