@@ -77,25 +77,6 @@ def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: f
     return wall, code, started_epoch
 
 
-def _recorded_after(run_dir: Path, started_epoch: float, timeout: float) -> float:
-    """Seconds from a command's start until the run directory's lock is free again: when a
-    re-evaluate's background Dagster recorder (defs/record_after.py) is done. Waiting here also
-    keeps the recorder from running into the next measure."""
-    import fcntl
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        fd = os.open(run_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return time.time() - started_epoch
-        except BlockingIOError:
-            time.sleep(0.01)
-        finally:
-            os.close(fd)
-    return float("nan")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="N=1000 (a smoke check)")
@@ -152,12 +133,13 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
                                                         env, logs / f"{tag}-reeval.log", args.timeout)
         ok["reeval"] &= reeval_code == 0
         reevals.append(reeval_wall)
-        reeval_records.append(_recorded_after(run_dir, reeval_start, args.timeout))
+        # Its Dagster run is recorded after it returned: until the recorder frees the run's lock.
+        reeval_records.append(bench.wait_for_recorder(run_dir, args.timeout) - reeval_start)
         noop_wall, noop_code, noop_start = _timed([*evalh_cmd, "re-evaluate", str(run_dir)], fixture, env,
                                                   logs / f"{tag}-reeval-noop.log", args.timeout)
         ok["noop"] &= noop_code == 0
         noops.append(noop_wall)
-        noop_records.append(_recorded_after(run_dir, noop_start, args.timeout))
+        noop_records.append(bench.wait_for_recorder(run_dir, args.timeout) - noop_start)
         promote_wall, promote_code, _ = _timed([*evalh_cmd, "promote", str(run_dir)], fixture, env,
                                                logs / f"{tag}-promote.log", args.timeout)
         ok["promote"] &= promote_code == 0

@@ -161,15 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = reeval_bench.produce(fixture, args.timeout)
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
+        bench.wait_for_recorder(run_dir, args.timeout)
         # The fixture's stub agent first; a PYTHONPATH of the caller's (another checkout) kept.
         engine_env = {**env, "PYTHONPATH": os.pathsep.join(
             p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)}
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
+            bench.wait_for_recorder(run_dir, args.timeout)  # its Dagster record, after it returned
             change_config(eval_yaml, args.changed)
             measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
+            bench.wait_for_recorder(run_dir, args.timeout)
             engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
             measurements.append(timed("engine", "full", [*engine, "full"], fixture, engine_env, args.timeout, rep,
                                       traces))

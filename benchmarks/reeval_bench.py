@@ -124,6 +124,7 @@ def timed_cli(scenario: str, tool: bench.Tool, fixture: Path, run_dir: Path, env
     # --all: every timed pass re-judges everything (an unchanged config would re-judge nothing).
     cmd = [str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)]
     wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
+    bench.wait_for_recorder(run_dir, timeout_s)
     m = bench.Measurement(scenario, tool.name, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
                           "" if code == 0 else f"exit {code}")
     return m
@@ -176,6 +177,7 @@ def scenario(name: str, n_cases: int, five: bool, tools: list[bench.Tool], root:
         subprocess.run([str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)],
                        cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)
+        bench.wait_for_recorder(run_dir, args.timeout)
         prepared.append((tool, fixture, run_dir, env))
     measurements = []
     for rep in range(args.repeat):

@@ -211,6 +211,27 @@ def kill_tree(pid: int) -> None:
             pass
 
 
+def wait_for_recorder(run_dir: Path, timeout_s: float = 600) -> float:
+    """Wait until ``run_dir``'s lock is free; return the epoch time it was.
+
+    `evalh re-evaluate` returns before its Dagster run is recorded: a background recorder
+    holds the run's lock until it is done (evalh_pipeline/defs/record_after.py). A command
+    timed next on the same run would wait for it, and count that wait as its own."""
+    import fcntl
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        fd = os.open(run_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return time.time()
+        except BlockingIOError:
+            time.sleep(0.01)
+        finally:
+            os.close(fd)
+    return float("nan")
+
+
 def measure(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeout_s: float,
             memory: bool = True) -> tuple[float, float, int]:
     """Run ``cmd`` to completion; return (wall seconds, peak tree RSS in MB, exit code).
@@ -312,6 +333,7 @@ def scenario_reeval(tools: list[Tool], runs: list[Measurement], timeout_s: float
         # --all: a full re-judge (without it, an unchanged config re-judges nothing; see incremental_bench.py).
         args = ["re-evaluate", "--all", str(run_dir)] if tool.name == OURS else ["re-evaluate", str(run_dir)]
         m = measure_tool("reeval", tool, args, fixture, run.n, run.latency_s, timeout_s, env)
+        wait_for_recorder(run_dir, timeout_s)
         results.append(m)
         if tool.name == OURS:
             results.append(measure_engine_reeval(tool, fixture, run_dir, run.n, timeout_s))
