@@ -110,6 +110,15 @@ def _read_parts(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[Path
     con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet([{listed}])")
 
 
+def _view_parts(con: duckdb.DuckDBPyConnection, view: str, files: Sequence[Path]) -> None:
+    """``view`` := the rows of ``files`` in order, read again by each query that uses it (only
+    the columns it uses). Every file's footer is read here, so a missing or truncated file
+    fails now; a damaged page can still fail a later query (see :attr:`Store.views`)."""
+    listed = ", ".join(f"'{_literal(f)}'" for f in files)
+    con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet([{listed}])")
+
+
 def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix: str = "") -> bool:
     """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's cell store when
     it describes the run's current files; False (nothing created) when it does not."""
@@ -156,7 +165,28 @@ class Store:
     memo: list[dict[str, Any]] = field(default_factory=list)
     identities: tuple[Any, Any] = (None, None)
     cases: list[Any] | None = None  # [identity of cases.jsonl, its cases], as counted last
+    # ``verdicts`` is a view of the store's files, read by each query: a query that fails on
+    # a damaged file should drop the store (:meth:`discard`) and summarize from the JSONL.
+    views: bool = False
     _changed: bool = False
+
+    def verdicts_of(self, evaluators: Sequence[str]) -> str | None:
+        """A relation of the rows of ``verdicts`` in the store's files that hold ``evaluators``'
+        verdicts (others' too: filter by evaluator), when ``verdicts`` is a view of the store;
+        None otherwise (read ``verdicts``)."""
+        if not (self.saved and self.views):
+            return None
+        wanted = set(evaluators)
+        files = [self.run_dir.cells_cache / name for name in self.result_parts
+                 if wanted.intersection(self.evaluators.get(name, ()))]
+        if not files:
+            return None
+        return "read_parquet([" + ", ".join(f"'{_literal(f)}'" for f in files) + "])"
+
+    def discard(self) -> None:
+        """Forget the store (its manifest): the next summary rebuilds it from the JSONL."""
+        (self.run_dir.cells_cache / MANIFEST).unlink(missing_ok=True)
+        self.saved = False
 
     def cases_total(self) -> int:
         """The cases of the run's cases snapshot (its complete, non-blank lines), counted once
@@ -247,12 +277,16 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
             if built:
                 pass  # every range just read: the verdicts table holds the Parquet's rows, in the same order
             elif files:
-                _read_parts(con, "verdicts", files)
+                # Read by each query rather than copied into a table first: the queries need
+                # a few columns each (the store's files stay put: the summary holds the lock).
+                _view_parts(con, "verdicts", files)
+                store.views = True
             else:
                 con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
         except duckdb.Error:
             # A damaged Parquet: this summary reads the JSONL below, the next rebuilds the store.
             con.execute("DROP TABLE IF EXISTS verdicts")
+            store.views = False
             (folder / MANIFEST).unlink(missing_ok=True)
         else:
             if file_identity(run_dir.traces) == traces_id and file_identity(run_dir.results) == results_id:

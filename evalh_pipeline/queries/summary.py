@@ -33,7 +33,7 @@ from evalh_pipeline.queries.cells import (
     create_cells,
 )
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
-from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.queries.sql import connect, duckdb
 from evalh_pipeline.stats.repeats import repeat_figures
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -72,16 +72,17 @@ GROUP BY ALL
 """
 
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
-# the cell store).
-EVALUATOR_PAIRED_SQL = f"""
+# the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them).
+_EVALUATOR_PAIRED = f"""
 WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(
-    verdicts="(SELECT * FROM verdicts WHERE $every OR list_contains($evaluators, evaluator))",
+    verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
     traces="cell_traces")})
 SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
 FROM f p JOIN f b ON b.evaluator = p.evaluator AND b.case_id = p.case_id AND b.variant_name = $baseline
 WHERE p.variant_name <> $baseline
 GROUP BY ALL
 """
+EVALUATOR_PAIRED_SQL = _EVALUATOR_PAIRED.format(source="verdicts")
 
 REPEATS_SQL = """
 SELECT variant_name, case_id, samples, passed_samples
@@ -129,8 +130,12 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None,
     if todo:
         if None in todo:  # results without an evaluator name: every evaluator, as they are
             todo, found = names, {}
-        rows = con.execute(EVALUATOR_PAIRED_SQL, {"baseline": baseline, "every": todo == names,
-                                                  "evaluators": [n for n in todo if n is not None]}).fetchall()
+        every = todo == names
+        # Only the store's files that hold those evaluators' verdicts, when it can say.
+        source = None if every or store is None else store.verdicts_of([n for n in todo if n is not None])
+        query = EVALUATOR_PAIRED_SQL if source is None else _EVALUATOR_PAIRED.format(source=source)
+        rows = con.execute(query, {"baseline": baseline, "every": every,
+                                   "evaluators": [n for n in todo if n is not None]}).fetchall()
         computed = {key: asdict(stats) for key, stats in paired_by_group(rows).items()}
         found.update({key: PairedStats.model_validate(stats) for key, stats in computed.items()})
         if store is not None and None not in todo:
@@ -177,8 +182,27 @@ def summarize_run(
     """Build the RunSummary of a run directory from its JSONL files (through its cell store,
     which this brings up to date: hold the run's lock). ``cases_total`` None: the cases of
     the run's cases snapshot (counted once per snapshot, through the cell store)."""
-    con = connect()
-    store = refresh_store(con, run_dir)
+    for attempt in range(2):
+        con = connect()
+        try:
+            store = refresh_store(con, run_dir)
+            return _summarize(con, store, run_dir, variant_order=variant_order, pass_criteria=pass_criteria,
+                              baseline_variant=baseline_variant, config_path=config_path, config_hash=config_hash,
+                              cases_total=cases_total, metadata=metadata)
+        except duckdb.Error:
+            if attempt or not store.views:
+                raise
+            # A file of the store read back at first but not in full (a damaged page): the
+            # store is dropped, and the summary made again from the JSONL (rebuilding it).
+            store.discard()
+        finally:
+            con.close()
+    raise AssertionError("unreachable")
+
+
+def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: list[str],
+               pass_criteria: PassCriteria, baseline_variant: str | None, config_path: str, config_hash: str,
+               cases_total: int | None, metadata: dict[str, Any] | None) -> RunSummary:
     if cases_total is None:
         cases_total = store.cases_total()
     create_cells(con, pass_criteria)
@@ -225,7 +249,6 @@ def summarize_run(
     starts = [rows[n][8] for n in order if rows[n][8]]
     ends = [rows[n][9] for n in order if rows[n][9]]
     now = datetime.now(timezone.utc)
-    con.close()
     store.save()
     return RunSummary(
         run_id=run_dir.run_id,

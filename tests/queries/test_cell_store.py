@@ -161,8 +161,8 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
 
 
-@pytest.mark.parametrize("damage", ["truncated part", "older format", "missing part", "memo of another shape",
-                                    "manifest of another shape", "not JSON"])
+@pytest.mark.parametrize("damage", ["truncated part", "damaged page", "older format", "missing part",
+                                    "memo of another shape", "manifest of another shape", "not JSON"])
 def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
     spec, run_dir = _judged_by_blocks(tmp_path)
     expected = _summary_files(run_dir)
@@ -170,6 +170,11 @@ def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
     part = run_dir.cells_cache / json.loads(manifest.read_text())["result_parts"][1]
     if damage == "truncated part":
         part.write_bytes(part.read_bytes()[:100])
+    elif damage == "damaged page":  # its footer intact: it fails only when the queries read its rows
+        data = bytearray(part.read_bytes())
+        footer = int.from_bytes(data[-8:-4], "little")  # Parquet: ... footer, its length, b"PAR1"
+        data[4:len(data) - 8 - footer] = b"\xff" * (len(data) - 12 - footer)
+        part.write_bytes(bytes(data))
     elif damage == "older format":
         manifest.write_text(manifest.read_text().replace(cell_store._FORMAT_KEY, "0"))
     elif damage == "missing part":
