@@ -29,7 +29,7 @@ from evalh_pipeline.runner.result_lines import Judged, raised, result_line_list,
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.records import TRACES
-from evalh_pipeline.store.results_file import Part
+from evalh_pipeline.store.results_file import Part, settle_releases
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
@@ -126,6 +126,7 @@ def process_context(plan: SpanPlan) -> BaseContext | None:
     """
     if multiprocessing.current_process().daemon:
         return None
+    settle_releases()  # a results file still being freed by a thread: done first, so fork stays safe
     try:
         pickle.dumps(plan)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,12 +128,53 @@ def replace_results(
                     segments.append((label, offset, offset + size))
                     offset += size
             blocks += _blocks_of(segments, variants)
-            os.replace(target, run_dir.results)
+            old = _hold(run_dir.results)
+            try:
+                os.replace(target, run_dir.results)
+            except BaseException:
+                if old is not None:
+                    os.close(old)
+                raise
+            if old is not None:
+                _release_later(old)
             record_slices(run_dir, None if new_slices is None else kept.slices | new_slices, judged, blocks, gaps)
         except BaseException:
             if kept.path is not None:
                 kept.path.unlink(missing_ok=True)
             raise
+
+
+# Replacing results.jsonl frees the old file, hundreds of megabytes after a re-judging
+# (0.06-0.12 s of kernel work for 270 MB on ext4): with a descriptor of it held across the
+# rename, that work happens when the descriptor is closed, in a thread, beside whatever the
+# caller does next (the summary). The old file has no name by then, so nothing is left
+# behind; were the process to die first, the kernel frees it with the process.
+_releasing: list[threading.Thread] = []
+
+
+def _hold(path: Path) -> int | None:
+    """A read-only descriptor of ``path`` (None: no such file, or not a POSIX system, where
+    renaming over an open file may fail)."""
+    if os.name != "posix":
+        return None
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _release_later(fd: int) -> None:
+    thread = threading.Thread(target=os.close, args=(fd,), name="evalh-release-results", daemon=True)
+    thread.start()
+    _releasing.append(thread)
+
+
+def settle_releases() -> None:
+    """Wait until the results files replaced so far are freed: before forking (a process
+    forked with another thread running is unsafe) and at the end of a stage, so that no
+    thread of this module outlives it."""
+    while _releasing:
+        _releasing.pop().join()
 
 
 def _blocks_of(segments: list[tuple[str | None, int, int]], variants: set[str]) -> list[Block]:

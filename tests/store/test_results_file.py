@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from evalh_pipeline.store import results_file
 from evalh_pipeline.store.records import RESULTS
+from evalh_pipeline.store.run_dir import RunDirectory
 
 T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
 
@@ -46,3 +48,37 @@ def test_the_kept_lines_are_those_outside_the_slice_even_when_a_detail_names_it(
         else:
             assert out.getvalue() == expected
             assert kept == {(v, e) for v in ("base", "candidate") for e in ("says", "other")}
+
+
+def _open_deleted_files() -> list[str]:
+    """What this process holds open of files that no longer have a name (Linux's /proc)."""
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue  # the listing's own descriptor, closed meanwhile
+        if target.endswith(" (deleted)"):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc to see open descriptors")
+def test_the_replaced_results_file_leaves_no_name_behind_and_is_freed(tmp_path: Path):
+    run_dir = RunDirectory(tmp_path / "run")
+    run_dir.path.mkdir()
+    run_dir.results.write_bytes(b"".join(_line(f"c{i}", "base", "fast") for i in range(1000)))
+    old = run_dir.results.stat().st_ino
+    part = tmp_path / "part.jsonl"
+    new = b"".join(_line(f"c{i}", "base", "fast", {"new": True}) for i in range(1000))
+    part.write_bytes(new)
+
+    results_file.replace_results(run_dir, [("fast", part)], {"base"}, {"fast"})
+
+    # The old file is gone from the folder at once: no other name of it, no temp file.
+    assert sorted(p.name for p in run_dir.path.iterdir()) == [".lock", "results.jsonl"]
+    assert run_dir.results.stat().st_ino != old
+    assert run_dir.results.read_bytes() == new
+    results_file.settle_releases()
+    assert not [name for name in _open_deleted_files() if "results" in name]  # and freed by now
