@@ -220,8 +220,9 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
             failed.unlink(missing_ok=True)
         outcome = _materialize(action, spec, directory.run_id, max_concurrency, engine_first=True,
                                rejudge_all=rejudge_all)
+        background = _record(outcome, spec)
     _print_outcome(outcome)
-    if not wait_for_dagster:
+    if background:
         err.line(f"Dagster run {outcome.dagster_run_ids[0]}: recorded in the background "
                  f"(log: {record_log(outcome.run_dir)})")
     from evalh_pipeline.runner.evaluation import last_evaluation
@@ -301,6 +302,22 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}")
+        sys.exit(EXIT_INFRA)
+
+
+def _record(outcome, spec: EvalSpec) -> bool:
+    """Make the Dagster record an outcome still needs (defs/record_after.py); True if a
+    background process makes it. Called after the progress bars are gone: their refresh
+    thread would make forking the recorder unsafe."""
+    if outcome.record is None:
+        return False
+    try:
+        return outcome.record()
+    except KeyboardInterrupt:
+        err.line("interrupted while recording the Dagster run; the results, summary and drift are written")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # noqa: BLE001 - the work is on disk; only its record failed
+        error(f"the Dagster run was not recorded: {type(exc).__name__}: {_masked(exc, spec)}")
         sys.exit(EXIT_INFRA)
 
 

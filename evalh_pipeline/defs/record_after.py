@@ -53,8 +53,9 @@ _RECORDED = "recorded the re-evaluation of "
 
 def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, command: str,
                            wait: bool = False) -> RunOutcome:
-    """Re-judge ``run_id``'s traces, summarize, drift and gates here; record the Dagster run
-    after (in a forked recorder, or before returning with ``wait``).
+    """Re-judge ``run_id``'s traces, summarize, drift and gates here; the outcome's ``record()``
+    then records the Dagster run: in a forked recorder, or at once with ``wait`` or where
+    forking is not safe. Call it with no other thread running (a progress display's).
 
     ``command`` names the command for the run directory's owner note while it records."""
     require_dagster_home()  # the recorder's failure would only reach its log
@@ -67,10 +68,15 @@ def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, 
                          dagster_run_ids=[dagster_run_id],
                          failed_checks=[j.label(spec.name) for j in judged if not j.verdict.passed])
     quiet = replace(options, progress=NoProgress())
-    if wait or not _can_fork():
-        _record(spec, run_id, quiet, handle, dagster_run_id)
-        return outcome
-    _fork_recorder(spec, run_id, quiet, handle, dagster_run_id, run_dir, command)
+
+    def record() -> bool:
+        if wait or not _can_fork():
+            _record(spec, run_id, quiet, handle, dagster_run_id)
+            return False
+        _fork_recorder(spec, run_id, quiet, handle, dagster_run_id, run_dir, command)
+        return True
+
+    outcome.record = record
     return outcome
 
 

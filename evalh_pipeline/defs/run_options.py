@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalh_pipeline.models import RunSummary
@@ -39,3 +40,6 @@ class RunOutcome:
     summary: RunSummary
     dagster_run_ids: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
+    # The Dagster record still to be made (defs/record_after.py): the caller calls it once its
+    # own threads (a progress display) are stopped; True if it went to a background process.
+    record: Callable[[], bool] | None = None

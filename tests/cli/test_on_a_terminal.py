@@ -75,10 +75,13 @@ def test_dry_run_on_a_terminal(workspace):
     assert session.cursor_left_visible
 
 
-def test_re_evaluate_on_a_terminal(workspace):
-    session = _evalh(["re-evaluate", workspace["run"]], workspace["env"], workspace["root"])
+def test_re_evaluate_on_a_terminal_draws_bars_then_records_in_the_background(workspace):
+    session = _evalh(["re-evaluate", "--all", workspace["run"]], workspace["env"], workspace["root"])
     assert session.returncode == 0, session.text
+    assert HIDE_CURSOR in session.raw, "no progress bars were drawn on the terminal"
     assert LONG_VARIANT in session.text and "run directory:" in session.text
+    # Forked once the bars' refresh thread is gone, not recorded before returning.
+    assert "recorded in the background" in session.text
     assert session.cursor_left_visible
 
 
