@@ -203,17 +203,19 @@ def _significance_verdict(by_variant: dict[str, dict[str, Any]], alpha: float) -
     )
 
 
+def _per_variant(failing: dict[str, str], metadata: dict[str, Any], ok: str) -> GateVerdict:
+    """A gate judged per variant: ``failing`` says why each failing variant fails."""
+    return GateVerdict(passed=not failing, metadata=metadata, description=", ".join(failing.values()) or ok)
+
+
 def _pass_rate_floor(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
     floor = gates.pass_rate_floor
     if floor is None:
         return _off("no gates.pass_rate_floor in eval.yaml")
-    below = {v.name: v.pass_rate for v in summary.variants if v.pass_rate < floor}
-    return GateVerdict(
-        passed=not below,
-        metadata={"floor": floor, **{f"pass_rate/{v.name}": v.pass_rate for v in summary.variants}},
-        description=", ".join(f"{name} at {rate:.1%} (floor {floor:.0%})" for name, rate in below.items())
-        or f"every variant at or above {floor:.0%}",
-    )
+    return _per_variant(
+        {v.name: f"{v.name} at {v.pass_rate:.1%} (floor {floor:.0%})" for v in summary.variants if v.pass_rate < floor},
+        {"floor": floor, **{f"pass_rate/{v.name}": v.pass_rate for v in summary.variants}},
+        f"every variant at or above {floor:.0%}")
 
 
 def _errored_under(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
@@ -221,13 +223,10 @@ def _errored_under(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> G
     if ceiling is None:
         return _off("no gates.max_errored_fraction in eval.yaml")
     fractions = {v.name: (v.cases_errored / v.cases_total if v.cases_total else 0.0) for v in summary.variants}
-    over = {name: f for name, f in fractions.items() if f > ceiling}
-    return GateVerdict(
-        passed=not over,
-        metadata={"max_errored_fraction": ceiling, **{f"errored/{n}": f for n, f in fractions.items()}},
-        description=", ".join(f"{name}: {f:.1%} errored" for name, f in over.items())
-        or f"every variant at or under {ceiling:.0%} errored",
-    )
+    return _per_variant(
+        {name: f"{name}: {f:.1%} errored" for name, f in fractions.items() if f > ceiling},
+        {"max_errored_fraction": ceiling, **{f"errored/{n}": f for n, f in fractions.items()}},
+        f"every variant at or under {ceiling:.0%} errored")
 
 
 def _drift_deltas(run_dir: RunDirectory) -> tuple[str, list[dict[str, Any]]] | GateVerdict:

@@ -1,0 +1,55 @@
+"""The release gates judged by the engine (runner/gates.py), as `evalh re-evaluate` prints them
+and the asset checks report them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from evalh_pipeline.runner.drift import write_drift
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.gates import DRIFT, SUMMARY, Json, Markdown, blocked, judge_gates
+from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.runner.stages import prepare_cases, write_summary
+from evalh_pipeline.runner.traces import produce_traces
+from tests.conftest import write_eval
+
+
+def _judged_run(tmp_path, extra_yaml: str = ""):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=6, extra_yaml=extra_yaml))  # candidate fails case_0, case_3
+    run_dir = prepare_cases(spec, "r1").run_dir
+    asyncio.run(produce_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir))
+    write_summary(spec, run_dir)
+    return spec, run_dir
+
+
+def test_summary_gates_in_name_order_with_the_regressed_cases(tmp_path):
+    spec, run_dir = _judged_run(tmp_path, "gates: {pass_rate_floor: 0.9, max_errored_fraction: 0.0}\n")
+    judged = judge_gates(spec, run_dir, SUMMARY)
+    assert [j.gate.name for j in judged] == sorted(j.gate.name for j in judged)
+    failed = {j.label(spec.name): j.verdict for j in judged if not j.verdict.passed}
+    assert sorted(failed) == ["toy/summary: no_regressions_vs_baseline_variant", "toy/summary: pass_rate_floor"]
+    regressions = failed["toy/summary: no_regressions_vs_baseline_variant"]
+    assert regressions.metadata["regressed_case_ids"] == Json({"candidate": ["case_0", "case_3"]})
+    assert isinstance(regressions.metadata["cases"], Markdown) and "case_3" in regressions.metadata["cases"].text
+    assert failed["toy/summary: pass_rate_floor"].description == "candidate at 66.7% (floor 90%)"
+    errored = next(j.verdict for j in judged if j.gate.name == "errored_cells_under_threshold")
+    assert errored.passed and errored.description == "every variant at or under 0% errored"
+    assert not blocked(spec, judged)  # gates.blocking is off
+
+
+def test_a_failed_gate_blocks_only_when_the_eval_says_so_and_complete_never_does(tmp_path):
+    spec, run_dir = _judged_run(tmp_path, "gates: {blocking: true}\n")
+    judged = judge_gates(spec, run_dir, SUMMARY)
+    assert blocked(spec, judged)
+    assert not blocked(spec, [j for j in judged if j.gate.name == "complete"])
+
+
+def test_drift_gates_pass_without_a_promoted_baseline_and_off_gates_say_so(tmp_path):
+    spec, run_dir = _judged_run(tmp_path)
+    write_drift(spec.name, run_dir)
+    judged = {j.gate.name: j.verdict for j in judge_gates(spec, run_dir, DRIFT)}
+    assert judged["no_regressions_vs_promoted_baseline"].passed
+    assert judged["no_regressions_vs_promoted_baseline"].description == "no promoted baseline yet (evalh promote)"
+    off = judged["no_significant_regression_vs_promoted_baseline"]
+    assert off.passed and off.off and "gates.no_significant_regression" in off.description
