@@ -107,3 +107,19 @@ def test_a_recorder_that_failed_is_reported_by_the_next_command_on_the_run(broke
     assert _recorded_run(env, dagster_run_id).status == dg.DagsterRunStatus.SUCCESS
     third = run_evalh(["re-evaluate", str(run)], env, REPO)
     assert "not recorded in Dagster" not in third.stderr
+
+
+def test_a_blocking_gate_that_fails_stops_the_drift_here_and_in_the_recorded_run(broken_run):
+    run, env = broken_run
+    eval_yaml = run.parent.parent / "eval.yaml"
+    eval_yaml.write_text(eval_yaml.read_text() + "gates: {blocking: true}\n")
+    proc = run_evalh(["re-evaluate", "--all", str(run)], env, REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "gate failed: toy/summary: no_regressions_vs_baseline_variant" in proc.stdout
+    assert not (run / "drift.yaml").exists()  # as in Dagster: the failed blocking check stops the drift
+    (dagster_run_id,) = re.findall(r"Dagster run ([0-9a-f-]{36}): recorded", proc.stderr)
+    assert _recorded_run(env, dagster_run_id).status == dg.DagsterRunStatus.FAILURE  # the gate blocked it
+    assert _failed_checks(env, dagster_run_id) == ["toy/summary: no_regressions_vs_baseline_variant"]
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        assert instance.get_latest_materialization_event(dg.AssetKey(["toy", "drift"])) is None
+    assert "as Dagster run" in (run / "dagster-record.log").read_text()
