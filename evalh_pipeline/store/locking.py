@@ -20,7 +20,6 @@ done, and a command that finds it held by a recorder waits for it instead of ref
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import os
@@ -33,7 +32,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, and no fork either, so no hand-over (see _portable_lease)
+    fcntl = None  # type: ignore[assignment]
 
 _OWNER_SUFFIX = ".owner"
 _locks: dict[str, FileLock] = {}
@@ -115,6 +119,10 @@ def hold_run_directory(run_dir_path: Path, command: str,
     if key in _leases:  # the command already holds it
         yield
         return
+    if fcntl is None:
+        with _portable_lease(path, command):
+            yield
+        return
     fd = _take(path, key, on_wait)
     with _guard:
         _leases[key] = fd
@@ -130,6 +138,26 @@ def hold_run_directory(run_dir_path: Path, command: str,
             # still have a copy of the descriptor, which would keep the flock held.
             fcntl.flock(mine, fcntl.LOCK_UN)
             os.close(mine)
+
+
+@contextmanager
+def _portable_lease(path: Path, command: str) -> Iterator[None]:
+    """The command's lease through filelock, where there is no ``flock``: the stages of the
+    command re-enter the same lock object (:func:`locked`). Nothing is ever handed over there."""
+    lock = _lock_for(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise RunDirectoryBusy(f"{path.parent} is being written by another process ({_owner(path)}); "
+                               "wait for it to finish, then try again") from None
+    try:
+        if lock.lock_counter == 1:
+            _write_owner(path, command)
+        yield
+    finally:
+        if lock.lock_counter == 1:
+            Path(str(path) + _OWNER_SUFFIX).unlink(missing_ok=True)
+        lock.release()
 
 
 def _take(path: Path, key: str, on_wait: Callable[[str], None] | None) -> int:

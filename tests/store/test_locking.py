@@ -74,3 +74,18 @@ def test_the_lock_is_free_again_once_the_command_releases_it(tmp_path):
             pass
     with hold_run_directory(tmp_path, "second"):
         assert (tmp_path / ".lock.owner").read_text().count('"second"') == 1
+
+
+def test_without_flock_the_lease_still_excludes_other_processes_and_the_stages_reenter_it(tmp_path, monkeypatch):
+    from evalh_pipeline.store import locking
+
+    monkeypatch.setattr(locking, "fcntl", None)  # as on Windows
+    with hold_run_directory(tmp_path, "evalh re-evaluate"):
+        with locking.locked(tmp_path / ".lock"):  # a stage of the same command
+            pass
+        other = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path)], capture_output=True, text=True,
+                               timeout=60)
+        assert other.returncode == 1 and "being written by another process" in other.stderr
+        assert "evalh re-evaluate" in other.stderr
+    with hold_run_directory(tmp_path, "again"):
+        pass
