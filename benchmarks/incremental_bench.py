@@ -99,7 +99,8 @@ def with_bytecode_cache(env: dict[str, str], prefix: Path, python: Path) -> dict
     env["PYTHONPYCACHEPREFIX"] = str(prefix)
     code = ("import compileall, sys, evalh_pipeline, os; "
             "sys.exit(not compileall.compile_dir(os.path.dirname(evalh_pipeline.__file__), quiet=1))")
-    subprocess.run([str(python), "-c", code], env=env, check=True, capture_output=True)
+    # Run outside the source tree: with -c, the working folder comes first on sys.path.
+    subprocess.run([str(python), "-c", code], env=env, check=True, capture_output=True, cwd=prefix.parent)
     return env
 
 
