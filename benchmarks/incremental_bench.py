@@ -30,6 +30,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,7 +113,7 @@ def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeou
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     m = bench.Measurement(f"{kind}-{mode}", kind, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
                           "" if code == 0 else f"exit {code}")
-    if code == 0 and kind == "engine":
+    if code == 0 and kind in ("engine", "other"):
         m.extra = json.loads(log.read_text().strip().splitlines()[-1])
     # CPU seconds of the process and the processes it waited for (the judging workers): unlike
     # the wall time, barely moved by other work on a shared machine. Informative only: the
@@ -140,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="leave the environment's bytecode settings alone (with PYTHONDONTWRITEBYTECODE set, "
                              "every timed process compiles the project from source)")
+    parser.add_argument("--compare-src", type=Path, metavar="DIR",
+                        help="also time the engine process of the checkout in DIR (put first on PYTHONPATH), "
+                             "interleaved with this one's repeat by repeat on the same fixture")
     parser.add_argument("--engine", nargs=3, metavar=("EVAL_YAML", "RUN_DIR", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.engine:
@@ -174,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         # The fixture's stub agent first; a PYTHONPATH of the caller's (another checkout) kept.
         engine_env = {**env, "PYTHONPATH": os.pathsep.join(
             p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)}
+        engines = [("engine", engine_env)]
+        if args.compare_src is not None:
+            other_env = {**engine_env, "PYTHONPATH": os.pathsep.join((str(fixture), str(args.compare_src.resolve())))}
+            if not args.no_bytecode_cache:
+                other_env = with_bytecode_cache(other_env, root / "pycache", python)
+            engines.append(("other", other_env))
+        engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
@@ -182,14 +193,16 @@ def main(argv: list[str] | None = None) -> int:
             measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
             bench.wait_for_recorder(run_dir, args.timeout)
-            engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
-            measurements.append(timed("engine", "full", [*engine, "full"], fixture, engine_env, args.timeout, rep,
-                                      traces))
-            change_config(eval_yaml, args.changed)
-            m = timed("engine", "incremental", [*engine, "incremental"], fixture, engine_env, args.timeout, rep, traces)
-            measurements.append(m)
-            if m.ok and (m.extra["evaluators_rejudged"] != [args.changed] or m.extra["results"] != traces):
-                print(f"  WARNING: expected {traces} results of {args.changed} re-judged, got {m.extra}", flush=True)
+            # The checkouts take turns going first, so neither always follows the other's writes.
+            for kind, kind_env in engines if rep % 2 == 0 else engines[::-1]:
+                measurements.append(timed(kind, "full", [*engine, "full"], fixture, kind_env, args.timeout, rep,
+                                          traces))
+                change_config(eval_yaml, args.changed)
+                m = timed(kind, "incremental", [*engine, "incremental"], fixture, kind_env, args.timeout, rep, traces)
+                measurements.append(m)
+                if m.ok and (m.extra["evaluators_rejudged"] != [args.changed] or m.extra["results"] != traces):
+                    print(f"  WARNING: expected {traces} results of {args.changed} re-judged, got {m.extra}",
+                          flush=True)
     finally:
         if args.keep:
             print(f"\nfixture kept in {root}")
@@ -205,6 +218,19 @@ def main(argv: list[str] | None = None) -> int:
              ("engine", "engine process (imports, evaluate_traces, write_summary)", lambda m: m.wall_s),
              ("engine", "evaluate_traces alone", lambda m: m.extra["evaluate_s"])]
     informative = [("engine", "engine process, CPU time (user+sys, with its workers)", lambda m: m.extra["cpu_s"])]
+    if args.compare_src is not None:
+        pairs += [("other", f"{args.compare_src}: engine process", lambda m: m.wall_s),
+                  ("other", f"{args.compare_src}: evaluate_traces alone", lambda m: m.extra["evaluate_s"])]
+        informative += [("other", f"{args.compare_src}: engine process, CPU time", lambda m: m.extra["cpu_s"])]
+    for kind in ("engine", "other"):
+        full = [m for m in measurements if m.scenario == f"{kind}-full" and m.ok]
+        incremental = [m for m in measurements if m.scenario == f"{kind}-incremental" and m.ok]
+        if full and incremental and len(full) == len(incremental):
+            # A repeat's own pair: the two passes ran back to back, under the same load.
+            ratios = sorted(i.wall_s / f.wall_s for f, i in zip(full, incremental))
+            label = "engine process" if kind == "engine" else f"{args.compare_src}: engine process"
+            print(f"  {label + ', ratio of each repeat':<58} {' '.join(f'{r:.3f}' for r in ratios)}  "
+                  f"(median {statistics.median(ratios):.3f})")
     for kind, label, figure in pairs:
         full, incremental = best(f"{kind}-full"), best(f"{kind}-incremental")
         if full is None or incremental is None:
