@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="N=1000 (a smoke check)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--repeat", type=int, default=1, help="measure each N times; report the median")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="leave the environment's PYTHONDONTWRITEBYTECODE alone (every timed process then "
+                             "compiles the project from source); by default it is compiled once, untimed, as an "
+                             "installed package comes")
     parser.add_argument("--compare-src", type=Path, metavar="DIR",
                         help="also measure the evalh_pipeline source tree in DIR (e.g. an older checkout), "
                              "on a fresh copy of the fixture, in this same invocation")
@@ -110,8 +114,9 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
            "EVALH_BENCH_FIRST_CALL": str(first_call_file)}
     tag = "dagster" if source is None else "dagster-compare"
     if source is not None:
-        # Never write bytecode into the other tree.
-        env.update(PYTHONPATH=str(source), PYTHONDONTWRITEBYTECODE="1")
+        env.update(PYTHONPATH=str(source))
+    if not args.no_bytecode_cache:
+        env = bench.with_bytecode(env, bench.find_our_evalh().parent / "python", root)
     logs = bench.LOGS
     load_before = os.getloadavg()[0]
     runs, summaries, first_calls, reevals, noops, promotes = [], [], [], [], [], []
@@ -167,7 +172,7 @@ def measure_all(args: argparse.Namespace, source: Path | None) -> list[dict]:
         ("promote (s)", median(promotes), PROMOTE_S, ok["promote"], f"all: {_list(promotes)}"),
     ]
     print(f"\n{'this tree' if source is None else source}: N={n} x 2 variants, LAT={lat}s, concurrency 64; load average {load_before:.1f} -> {load_after:.1f} "
-          f"on {os.cpu_count()} cores")
+          f"on {os.cpu_count()} cores; bytecode cache: {'no' if args.no_bytecode_cache else 'yes'}")
     print(f"{'measure':<24}{'value':>10}{'target':>9}  ok  met  note (median of {args.repeat})")
     results = []
     for name, value, target, ok, note in rows:

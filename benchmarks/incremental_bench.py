@@ -87,24 +87,6 @@ def engine_main(eval_yaml: str, run_dir: str, mode: str) -> None:
                       "evaluators_rejudged": stats.evaluators_rejudged}))
 
 
-def with_bytecode_cache(env: dict[str, str], prefix: Path, python: Path) -> dict[str, str]:
-    """``env`` for the timed processes, with the project's bytecode compiled once into ``prefix``.
-
-    An installed package comes with its bytecode, and an editable one writes it on first
-    import; a shell with PYTHONDONTWRITEBYTECODE set (as this machine's agents have) never
-    does, so every timed process would compile the project's ~70 modules from source again
-    (~0.08 s each, full and incremental alike). The cache lives in the benchmark's temp folder,
-    not in the source tree; a checkout on PYTHONPATH (an older one, to compare) is compiled there too.
-    """
-    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(prefix)
-    code = ("import compileall, sys, evalh_pipeline, os; "
-            "sys.exit(not compileall.compile_dir(os.path.dirname(evalh_pipeline.__file__), quiet=1))")
-    # Run outside the source tree: with -c, the working folder comes first on sys.path.
-    subprocess.run([str(python), "-c", code], env=env, check=True, capture_output=True, cwd=prefix.parent)
-    return env
-
-
 def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeout_s: float, rep: int,
           n: int) -> bench.Measurement:
     log = bench.LOGS / f"incremental-{kind}-{mode}-{rep}.log"
@@ -170,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         eval_yaml = fixture / "eval.yaml"
         env = ours.env(fixture)
         if not args.no_bytecode_cache:
-            env = with_bytecode_cache(env, root / "pycache", python)
+            env = bench.with_bytecode(env, python, root)
         run_dir = reeval_bench.produce(fixture, args.timeout)
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
@@ -182,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.compare_src is not None:
             other_env = {**engine_env, "PYTHONPATH": os.pathsep.join((str(fixture), str(args.compare_src.resolve())))}
             if not args.no_bytecode_cache:
-                other_env = with_bytecode_cache(other_env, root / "pycache", python)
+                other_env = bench.with_bytecode(other_env, python, root)
             engines.append(("other", other_env))
         engine = [str(python), str(Path(__file__).resolve()), "--engine", str(eval_yaml), str(run_dir)]
         for rep in range(args.repeat):
