@@ -312,8 +312,8 @@ def test_ctrl_c_while_an_async_system_runs_on_the_runs_loop_stops_the_run(tmp_pa
     assert session.returncode == 130, session.text
     assert "interrupted." in session.text
     assert session.cursor_left_visible
-    # It stopped there, rather than taking the ^C for one cell's error and running on.
-    (traces_file,) = tmp_path.glob("**/traces.jsonl")
-    traces = traces_file.read_text().splitlines()
+    # It stopped there, rather than taking the ^C for one cell's error and running on. A ^C
+    # that lands before the first trace is written leaves no traces file at all.
+    traces = [line for found in tmp_path.glob("**/traces.jsonl") for line in found.read_text().splitlines()]
     assert len(traces) < 300
     assert not any("KeyboardInterrupt" in line for line in traces)
