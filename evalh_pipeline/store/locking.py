@@ -148,8 +148,7 @@ def _portable_lease(path: Path, command: str) -> Iterator[None]:
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise RunDirectoryBusy(f"{path.parent} is being written by another process ({_owner(path)}); "
-                               "wait for it to finish, then try again") from None
+        raise _busy(path) from None
     try:
         if lock.lock_counter == 1:
             _write_owner(path, command)
@@ -158,6 +157,11 @@ def _portable_lease(path: Path, command: str) -> Iterator[None]:
         if lock.lock_counter == 1:
             Path(str(path) + _OWNER_SUFFIX).unlink(missing_ok=True)
         lock.release()
+
+
+def _busy(path: Path) -> RunDirectoryBusy:
+    return RunDirectoryBusy(f"{path.parent} is being written by another process ({_owner(path)}); "
+                            "wait for it to finish, then try again")
 
 
 def _take(path: Path, key: str, on_wait: Callable[[str], None] | None) -> int:
@@ -171,8 +175,7 @@ def _take(path: Path, key: str, on_wait: Callable[[str], None] | None) -> int:
             os.close(fd)
         owner = _owner_record(path)
         if not owner.get("recorder"):
-            raise RunDirectoryBusy(f"{path.parent} is being written by another process ({_owner(path)}); "
-                                   "wait for it to finish, then try again")
+            raise _busy(path)
         if deadline is None:
             deadline = time.monotonic() + RECORDER_WAIT_S
             if on_wait is not None:
