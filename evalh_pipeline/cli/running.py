@@ -196,7 +196,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     the background (log: dagster-record.log in the run directory)."""
     from functools import partial
 
-    from evalh_pipeline.defs.record_after import failed_record, record_log, reevaluate_then_record
+    from evalh_pipeline.defs.record_after import record_log, reevaluate_then_record, take_failed_record
 
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
@@ -212,12 +212,10 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     else:  # without the overlap's engine (it imports the cell runner: ~0.2 s)
         action = partial(reevaluate_then_record, command="evalh re-evaluate")
     with _holding(directory.path, "evalh re-evaluate"):
-        failed = failed_record(directory)
-        if failed is not None:
-            said = (failed.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["(empty log)"])[-1]
+        said = take_failed_record(directory)
+        if said is not None:
             warning(f"the last re-evaluation of this run was not recorded in Dagster: {escape_control(said)} "
                     "(this one is recorded anew)")
-            failed.unlink(missing_ok=True)
         outcome = _materialize(action, spec, directory.run_id, max_concurrency, engine_first=True,
                                rejudge_all=rejudge_all)
         background = _record(outcome, spec)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.defs.prestarted import STAGES as _STAGES
-from evalh_pipeline.defs.prestarted import EngineInterrupted, Prestarted, require_dagster_home
+from evalh_pipeline.defs.prestarted import EngineInterrupted, Prestarted, fork_is_safe, require_dagster_home
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.progress import Progress
 from evalh_pipeline.runner.stages import prepare_cases, run_variants, write_summary
@@ -108,15 +108,9 @@ def _with(options: RunOptions, progress: Progress) -> RunOptions:
 def _overlapped(handle: Prestarted, options: RunOptions, engine: Callable[[Progress], None],
                 materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome:
     require_dagster_home()
-    if _can_fork():
+    if fork_is_safe():
         return _forked(handle, options.progress, engine, materialize)
     return _threaded(handle, options.progress, engine, materialize)
-
-
-def _can_fork() -> bool:
-    # Forking copies only the calling thread: another thread's lock (a progress display's,
-    # a logging handler's) would stay held in the child forever.
-    return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 def _dagster_side(handle: Prestarted, materialize: Callable[[Any, Any], RunOutcome]) -> RunOutcome | None:

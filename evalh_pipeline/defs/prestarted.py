@@ -9,6 +9,8 @@ or the engine's stages.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,4 +61,11 @@ def require_dagster_home() -> None:
                                   "to use ./.dagster_home")
 
 
-__all__ = ["STAGES", "EngineInterrupted", "Prestarted", "require_dagster_home"]
+def fork_is_safe() -> bool:
+    """Whether this process may fork the engine or a recorder: Linux, and no other thread
+    running (forking copies only the calling thread, so another thread's lock, a progress
+    display's or a logging handler's, would stay held in the child forever)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
+
+
+__all__ = ["STAGES", "EngineInterrupted", "Prestarted", "fork_is_safe", "require_dagster_home"]

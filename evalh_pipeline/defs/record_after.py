@@ -16,8 +16,8 @@ session (a terminal's Ctrl-C or hang-up is not for it) and writes its output to
 ``dagster-record.log`` in the run directory. The command hands it the run directory's lock
 (store/locking.py): nothing writes the run until the record is made, and a command on the
 same run waits for the recorder rather than refusing. ``--wait-for-dagster`` (or
-``EVALH_WAIT_FOR_DAGSTER=1``) records before returning, as does a process where forking is
-not safe (another thread runs, or not Linux).
+``EVALH_WAIT_FOR_DAGSTER=1``) takes the overlapped path instead; a process where forking is
+not safe (another thread runs, or not Linux) records before returning.
 
 The CLI calls this only with the Dagster side's modules not imported; Dagster is imported
 by the recorder.
@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 import traceback
 import uuid
 from concurrent.futures import Future
@@ -36,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.prestarted import Prestarted, require_dagster_home
+from evalh_pipeline.defs.prestarted import Prestarted, fork_is_safe, require_dagster_home
 from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces
@@ -51,11 +50,10 @@ LOG_NAME = "dagster-record.log"
 _RECORDED = "recorded the re-evaluation of "
 
 
-def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, command: str,
-                           wait: bool = False) -> RunOutcome:
+def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, command: str) -> RunOutcome:
     """Re-judge ``run_id``'s traces, summarize, drift and gates here; the outcome's ``record()``
-    then records the Dagster run: in a forked recorder, or at once with ``wait`` or where
-    forking is not safe. Call it with no other thread running (a progress display's).
+    then records the Dagster run: in a forked recorder, or at once where forking is not safe.
+    Call it with no other thread running (a progress display's).
 
     ``command`` names the command for the run directory's owner note while it records."""
     require_dagster_home()  # the recorder's failure would only reach its log
@@ -70,7 +68,7 @@ def reevaluate_then_record(spec: EvalSpec, run_id: str, options: RunOptions, *, 
     quiet = replace(options, progress=NoProgress())
 
     def record() -> bool:
-        if wait or not _can_fork():
+        if not fork_is_safe():
             _record(spec, run_id, quiet, handle, dagster_run_id)
             return False
         _fork_recorder(spec, run_id, quiet, handle, dagster_run_id, run_dir, command)
@@ -85,15 +83,18 @@ def record_log(run_dir: RunDirectory) -> Path:
     return run_dir.path / LOG_NAME
 
 
-def failed_record(run_dir: RunDirectory) -> Path | None:
-    """The log of the last recorder of ``run_dir`` if it ended without recording its run
-    (its last line is not the success line: it failed, or was killed)."""
+def take_failed_record(run_dir: RunDirectory) -> str | None:
+    """Why the last recorder of ``run_dir`` did not record its run (its log's last line), if it
+    failed or was killed; the log is removed, so it is said once. None: it recorded (or none ran)."""
     log = record_log(run_dir)
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     except OSError:
         return None
-    return None if lines and lines[-1].startswith(_RECORDED) else log
+    if lines and lines[-1].startswith(_RECORDED):
+        return None
+    log.unlink(missing_ok=True)
+    return lines[-1] if lines else "(empty log)"
 
 
 def _judge(spec: EvalSpec, run_dir: RunDirectory, options: RunOptions, handle: Prestarted) -> list[JudgedGate]:
@@ -118,11 +119,6 @@ def _done(future: Future | None, value: object, spec: EvalSpec, run_dir: RunDire
     publish_run(spec, run_dir, stage)  # a canonical failure raises; mirrors' failures are recorded
     assert future is not None
     future.set_result(value)
-
-
-def _can_fork() -> bool:
-    # Forking copies only the calling thread: another thread's lock would stay held in the child.
-    return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 def _record(spec: EvalSpec, run_id: str, options: RunOptions, handle: Prestarted, dagster_run_id: str) -> None:
@@ -193,4 +189,4 @@ def _redirect_output(log: Path) -> None:
     os.close(devnull)
 
 
-__all__ = ["LOG_NAME", "failed_record", "record_log", "reevaluate_then_record"]
+__all__ = ["LOG_NAME", "record_log", "reevaluate_then_record", "take_failed_record"]

@@ -45,7 +45,7 @@ def test_without_fork_the_cells_run_in_this_process_and_the_run_completes(
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.setattr(overlap, "_can_fork", lambda: False)
+    monkeypatch.setattr(overlap, "fork_is_safe", lambda: False)
     spec = load_eval(path)
 
     outcome = overlap.run_overlapped(spec, new_run_id(spec.name), RunOptions())
