@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -218,8 +219,23 @@ def progress_bars() -> RichProgress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
     class _LazyBars(RichProgress):
+        _drawing: set[threading.Thread] = set()
+
         def __enter__(self) -> RichProgress:
             return self  # stop() on exit is a no-op if nothing was drawn
+
+        def start(self) -> None:
+            before = set(threading.enumerate())
+            super().start()
+            self._drawing = self._drawing | (set(threading.enumerate()) - before)
+
+        def stop(self) -> None:
+            # rich signals its refresh thread to end but does not wait for it: a caller that
+            # forks next (`evalh re-evaluate`'s recorder) must see no other thread alive.
+            super().stop()
+            for thread in self._drawing:
+                thread.join()
+            self._drawing = set()
 
     return _LazyBars(
         TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
