@@ -39,7 +39,7 @@ from evalh_pipeline.defs.prestarted import Prestarted, fork_is_safe, require_dag
 from evalh_pipeline.defs.run_options import RunOptions, RunOutcome
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces
-from evalh_pipeline.runner.gates import DRIFT, SUMMARY, JudgedGate, blocked, judge_gates
+from evalh_pipeline.runner.gates import DRIFT, SUMMARY, JudgedGate, RunFiles, blocked, judge_gates
 from evalh_pipeline.runner.progress import NoProgress
 from evalh_pipeline.runner.stages import run_variants, write_summary
 from evalh_pipeline.store.locking import continue_in_forked_child, hand_over_to_recorder, held_locks
@@ -103,14 +103,16 @@ def _judge(spec: EvalSpec, run_dir: RunDirectory, options: RunOptions, handle: P
         spec, run_dir, run_variants(run_dir, spec), max_concurrency=options.max_concurrency,
         progress=options.progress, incremental=not options.rejudge_all))
     _done(handle.results, stats, spec, run_dir, "results")
-    _done(handle.summary, write_summary(spec, run_dir), spec, run_dir, "summary")
-    judged = judge_gates(spec, run_dir, SUMMARY)
+    summary = write_summary(spec, run_dir)
+    _done(handle.summary, summary, spec, run_dir, "summary")
+    files = RunFiles(run_dir, summary)  # the gates read the summary just written, not its file
+    judged = judge_gates(spec, files, SUMMARY)
     if blocked(spec, judged):
         # As in Dagster, a failed blocking gate stops the drift (its step does not run).
         handle.drift.set_exception(RuntimeError("drift not computed: a blocking gate failed"))  # type: ignore[union-attr]
     else:
         _done(handle.drift, write_drift(spec.name, run_dir, Path(spec.runs_root)), spec, run_dir, "drift")
-        judged += judge_gates(spec, run_dir, DRIFT)
+        judged += judge_gates(spec, files, DRIFT)
     handle.gates = {j.gate.name: j.verdict for j in judged}
     return judged
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from evalh_pipeline.config import EvalSpec
@@ -56,7 +57,29 @@ class GateVerdict:
         return self.metadata.get("gate") == "off"
 
 
-Judge = Callable[[EvalSpec, RunDirectory], GateVerdict]
+class RunFiles:
+    """What the gates of one run read: its summary.yaml and drift.yaml, each read at most once.
+
+    A summary.yaml of a run with thousands of regressions takes ~20 ms to load, and five
+    gates read it; ``summary`` seeds the summary a caller has just written (it is what the
+    file holds), so the CLI's gates read no summary at all.
+    """
+
+    def __init__(self, run_dir: RunDirectory, summary: RunSummary | None = None) -> None:
+        self.run_dir = run_dir
+        if summary is not None:
+            self.__dict__["summary"] = summary
+
+    @cached_property
+    def summary(self) -> RunSummary:
+        return load_summary(self.run_dir)
+
+    @cached_property
+    def drift(self) -> dict[str, Any]:
+        return load_drift(self.run_dir)
+
+
+Judge = Callable[[EvalSpec, RunFiles], GateVerdict]
 
 
 @dataclass(frozen=True)
@@ -86,9 +109,10 @@ class JudgedGate:
         return f"{eval_name}/{self.gate.stage}: {self.gate.name}"
 
 
-def judge_gates(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> list[JudgedGate]:
-    """Every gate of ``stage`` on ``run_dir``, in name order (the order Dagster runs them in)."""
-    return [JudgedGate(gate, gate.judge(spec, run_dir)) for gate in sorted(GATES, key=lambda g: g.name)
+def judge_gates(spec: EvalSpec, run: RunDirectory | RunFiles, stage: str) -> list[JudgedGate]:
+    """Every gate of ``stage`` on ``run``, in name order (the order Dagster runs them in)."""
+    files = run if isinstance(run, RunFiles) else RunFiles(run)
+    return [JudgedGate(gate, gate.judge(spec, files)) for gate in sorted(GATES, key=lambda g: g.name)
             if gate.stage == stage]
 
 
@@ -111,8 +135,8 @@ def _has_cells(summary: RunSummary) -> bool:
     return any(v.cases_total for v in summary.variants)
 
 
-def _complete(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
-    s = load_summary(run_dir)
+def _complete(live: EvalSpec, run: RunFiles) -> GateVerdict:
+    s = run.summary
     if s.completeness is None:
         return GateVerdict(passed=False, description="summary.yaml records no completeness: rematerialize summary")
     done = s.completeness
@@ -125,8 +149,8 @@ def _complete(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
 
 
 def _on_summary(judge: Callable[[GatesConfig, EvalSpec, RunSummary], GateVerdict]) -> Judge:
-    def run(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
-        summary = load_summary(run_dir)
+    def run(live: EvalSpec, files: RunFiles) -> GateVerdict:
+        summary = files.summary
         verdict = judge(live.config.gates, live, summary)
         return verdict if verdict.off or _has_cells(summary) else _empty_run()
 
@@ -229,12 +253,12 @@ def _errored_under(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> G
         f"every variant at or under {ceiling:.0%} errored")
 
 
-def _drift_deltas(run_dir: RunDirectory) -> tuple[str, list[dict[str, Any]]] | GateVerdict:
+def _drift_deltas(run: RunFiles) -> tuple[str, list[dict[str, Any]]] | GateVerdict:
     """(baseline run id, per-variant deltas) of the run's drift.yaml, or the verdict of a drift
     gate that has nothing to compare: an empty run fails, no promoted baseline passes."""
-    if not _has_cells(load_summary(run_dir)):
+    if not _has_cells(run.summary):
         return _empty_run()
-    record = load_drift(run_dir)
+    record = run.drift
     if not record.get("baseline_run_id"):
         return GateVerdict(passed=True, description="no promoted baseline yet (evalh promote)",
                            metadata={"has_baseline": False})
@@ -242,10 +266,10 @@ def _drift_deltas(run_dir: RunDirectory) -> tuple[str, list[dict[str, Any]]] | G
     return str(record["baseline_run_id"]), deltas
 
 
-def _no_drift_regressions(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+def _no_drift_regressions(live: EvalSpec, run: RunFiles) -> GateVerdict:
     if not live.config.gates.no_regressions_vs_promoted_baseline:
         return _off("gates.no_regressions_vs_promoted_baseline is false in eval.yaml")
-    record = _drift_deltas(run_dir)
+    record = _drift_deltas(run)
     if isinstance(record, GateVerdict):
         return record
     baseline, deltas = record
@@ -253,11 +277,11 @@ def _no_drift_regressions(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
                                 {"baseline_run_id": baseline})
 
 
-def _no_significant_drift(live: EvalSpec, run_dir: RunDirectory) -> GateVerdict:
+def _no_significant_drift(live: EvalSpec, run: RunFiles) -> GateVerdict:
     gate = live.config.gates.no_significant_regression
     if gate is None:
         return _off("no gates.no_significant_regression in eval.yaml")
-    record = _drift_deltas(run_dir)
+    record = _drift_deltas(run)
     if isinstance(record, GateVerdict):
         return record
     _, deltas = record
@@ -289,5 +313,5 @@ GATES: tuple[Gate, ...] = (
 )
 
 
-__all__ = ["DRIFT", "GATES", "SUMMARY", "Gate", "GateVerdict", "JudgedGate", "Json", "Markdown", "blocked",
-           "judge_gates"]
+__all__ = ["DRIFT", "GATES", "SUMMARY", "Gate", "GateVerdict", "JudgedGate", "Json", "Markdown", "RunFiles",
+           "blocked", "judge_gates"]

@@ -7,7 +7,7 @@ import asyncio
 
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces
-from evalh_pipeline.runner.gates import DRIFT, SUMMARY, Json, Markdown, blocked, judge_gates
+from evalh_pipeline.runner.gates import DRIFT, SUMMARY, Json, Markdown, RunFiles, blocked, judge_gates
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
@@ -53,3 +53,12 @@ def test_drift_gates_pass_without_a_promoted_baseline_and_off_gates_say_so(tmp_p
     assert judged["no_regressions_vs_promoted_baseline"].description == "no promoted baseline yet (evalh promote)"
     off = judged["no_significant_regression_vs_promoted_baseline"]
     assert off.passed and off.off and "gates.no_significant_regression" in off.description
+
+
+def test_gates_judge_a_summary_they_are_given_without_reading_summary_yaml(tmp_path):
+    spec, run_dir = _judged_run(tmp_path, "gates: {pass_rate_floor: 0.9}\n")
+    from_file = {j.gate.name: j.verdict for j in judge_gates(spec, run_dir, SUMMARY)}
+    summary = write_summary(spec, run_dir)
+    run_dir.summary.unlink()  # what the CLI has in hand after writing it is what the gates judge
+    given = {j.gate.name: j.verdict for j in judge_gates(spec, RunFiles(run_dir, summary), SUMMARY)}
+    assert given == from_file

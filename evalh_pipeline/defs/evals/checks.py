@@ -19,7 +19,7 @@ import dagster as dg
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.runs import live_spec, resolve_run_id
 from evalh_pipeline.defs.resources import RUNTIME_KEY
-from evalh_pipeline.runner.gates import DRIFT, GATES, SUMMARY, Gate, GateVerdict, Json, Markdown
+from evalh_pipeline.runner.gates import DRIFT, GATES, SUMMARY, Gate, GateVerdict, Json, Markdown, RunFiles
 from evalh_pipeline.store.run_dir import run_directory
 
 
@@ -62,9 +62,10 @@ def _checks(spec: EvalSpec, asset: dg.AssetsDefinition, stage: str) -> dg.AssetC
         # The CLI judged the gates already (defs/record_after.py): report its verdicts, which it printed.
         prestarted = getattr(op.resources, RUNTIME_KEY).prestarted_for(run_dir.run_id)
         judged = prestarted.gates if prestarted is not None and prestarted.gates is not None else {}
+        files = RunFiles(run_dir)  # the step's checks read summary.yaml / drift.yaml once
         for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
             gate = by_key[check_key]
-            verdict = judged.get(gate.name) or gate.judge(live, run_dir)
+            verdict = judged.get(gate.name) or gate.judge(live, files)
             yield check_result(key, gate, verdict, run_dir.run_id)
 
     return _run
