@@ -17,6 +17,9 @@ Then, alternating, each repeat times:
                `fast_enough`'s `max_ms`, 1000 <-> 2000) and the run re-evaluated (`evalh
                re-evaluate`, and `evaluate_traces()`): 100,000 results re-judged, 400,000 kept
                byte for byte.
+- unchanged:   `evalh re-evaluate` again with nothing changed: the floor every re-evaluation
+               pays (interpreter, imports, the summary over the cell store, gates, drift, exit),
+               and the incremental pass beyond that floor against the full pass beyond it.
 
 Each is timed as a whole process (wall to exit, like run.py) and, for the engine, also
 in-process (evaluate_traces alone, and with write_summary). Ratios are incremental / full;
@@ -175,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
             measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
             bench.wait_for_recorder(run_dir, args.timeout)
+            # Nothing changed: what every re-evaluation pays whatever it judges (start, imports,
+            # the summary over the store, gates, drift, exit).
+            measurements.append(timed("cli", "unchanged", [str(ours.evalh), "re-evaluate", str(run_dir)],
+                                      fixture, env, args.timeout, rep, traces))
+            bench.wait_for_recorder(run_dir, args.timeout)
             # The checkouts take turns going first, so neither always follows the other's writes.
             for kind, kind_env in engines if rep % 2 == 0 else engines[::-1]:
                 measurements.append(timed(kind, "full", [*engine, "full"], fixture, kind_env, args.timeout, rep,
@@ -225,6 +233,18 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio {ratio:.3f}  (target <= {TARGET_RATIO}: {'yes' if ok else 'NO'})")
         rows.append({"check": f"incremental / full: {label}", "full_s": figure(full),
                      "incremental_s": figure(incremental), "value": ratio, "target": TARGET_RATIO, "ok": ok})
+    floor = best("cli-unchanged")
+    full, incremental = best("cli-full"), best("cli-incremental")
+    if floor is not None and full is not None and incremental is not None and full.wall_s > floor.wall_s:
+        beyond = (incremental.wall_s - floor.wall_s) / (full.wall_s - floor.wall_s)
+        print(f"  {'`evalh re-evaluate` with nothing changed (the floor)':<58} {floor.wall_s:6.2f} s  "
+              f"= {floor.wall_s / full.wall_s:.3f} of the full one")
+        print(f"  {'beyond that floor: (incremental - floor) / (full - floor)':<58} {beyond:.3f}  (informative)")
+        rows.append({"check": "unchanged / full: whole `evalh re-evaluate` process", "full_s": full.wall_s,
+                     "incremental_s": floor.wall_s, "value": floor.wall_s / full.wall_s, "target": None, "ok": None})
+        rows.append({"check": "(incremental - unchanged) / (full - unchanged): whole `evalh re-evaluate` process",
+                     "full_s": full.wall_s, "incremental_s": incremental.wall_s, "value": beyond, "target": None,
+                     "ok": None})
     for kind, label, figure in informative:
         runs = {mode: [figure(m) for m in measurements if m.scenario == f"{kind}-{mode}" and m.ok]
                 for mode in ("full", "incremental")}
