@@ -20,8 +20,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evalh_pipeline.view.catalog import RunEntry, RunsFolder, safe_name, wilson_interval
-from evalh_pipeline.view.rendering import STATIC, highlight_css, render
+from evalh_pipeline.common.yaml_files import load_yaml_text
+from evalh_pipeline.queries.compare import compare_runs
+from evalh_pipeline.queries.sql import UnreadableRecordsError, duckdb
+from evalh_pipeline.queries.view_cell import read_artifact, read_case
+from evalh_pipeline.queries.view_history import eval_history
+from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, wilson_interval
+from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
 # The pages run no script at all, load nothing from elsewhere, and cannot be framed: an
 # injected <script>, inline handler, javascript: URL or remote image is refused by the browser
@@ -106,8 +112,6 @@ class Viewer:
     # -- one run --------------------------------------------------------------------------
 
     def run(self, request: Request) -> Response:
-        from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
-
         run = self._run(request.path_params["run_id"])
         meta, config = _meta(run), _config(run)
         order = [str(v) for v in meta.get("variants") or []]
@@ -122,9 +126,13 @@ class Viewer:
             names = [v.name for v in variants]
             baseline = _baseline_variant(config, names)
             evaluators = cells.evaluators()
-            comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
+            # The summary's own statistics when it compared with this baseline (what summary.yaml
+            # says, and no bootstrap to redo); computed with the same SQL otherwise (eval-harness runs).
+            summary = _summary(run)
+            comparisons = summary_comparisons(summary, baseline)
+            if comparisons is None:
+                comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
             matrix = cells.matrix(filters, baseline=baseline, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
-        summary = _summary(run)
         query = {k: v for k, v in q.items() if k != "page" and v}
         return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v.name: wilson_interval(v.cases_passed, v.cases_total) for v in variants},
@@ -134,8 +142,6 @@ class Viewer:
                      is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id)
 
     def variants(self, request: Request) -> Response:
-        from evalh_pipeline.queries.view_run import RunCells
-
         run = self._run(request.path_params["run_id"])
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         with RunCells(run) as cells:
@@ -148,8 +154,6 @@ class Viewer:
     # -- one cell -------------------------------------------------------------------------
 
     def case(self, request: Request) -> Response:
-        from evalh_pipeline.queries.view_cell import read_artifact, read_case
-
         run = self._run(request.path_params["run_id"])
         case_id = request.path_params.get("case_id", request.query_params.get("id"))
         if case_id is None:
@@ -174,8 +178,6 @@ class Viewer:
     # -- two runs -------------------------------------------------------------------------
 
     def compare(self, request: Request) -> Response:
-        from evalh_pipeline.queries.compare import compare_runs
-
         run_a = self._run(request.path_params["run_a"])
         run_b = self._run(request.path_params["run_b"])
         result = compare_runs(run_a, run_b)
@@ -185,8 +187,6 @@ class Viewer:
                      intervals=intervals, limit=200)
 
     def compare_case(self, request: Request) -> Response:
-        from evalh_pipeline.queries.view_cell import read_artifact, read_case
-
         run_a = self._run(request.path_params["run_a"])
         run_b = self._run(request.path_params["run_b"])
         case_id, variant = request.query_params.get("id"), request.query_params.get("variant", "")
@@ -207,8 +207,6 @@ class Viewer:
     # -- an eval's history ----------------------------------------------------------------
 
     def history(self, request: Request) -> Response:
-        from evalh_pipeline.queries.view_history import eval_history
-
         eval_name = request.path_params["eval_name"]
         entries = [e for e in self.folder.entries() if e.eval_name == eval_name and not e.problem]
         if not safe_name(eval_name) or not entries:
@@ -275,8 +273,6 @@ def _meta(run: Any) -> dict[str, Any]:
 
 
 def _config(run: Any) -> dict[str, Any]:
-    from evalh_pipeline.common.yaml_files import load_yaml_text
-
     if not run.config_yaml.is_file():
         return {}
     config = load_yaml_text(run.config_yaml.read_text(encoding="utf-8"))
@@ -284,8 +280,6 @@ def _config(run: Any) -> dict[str, Any]:
 
 
 def _summary(run: Any) -> dict[str, Any] | None:
-    from evalh_pipeline.view.catalog import read_summary
-
     try:
         return read_summary(run)
     except (OSError, ValueError):
@@ -317,8 +311,6 @@ def _handler(viewer: Viewer, name: str) -> Callable[[Request], Response]:
     method = getattr(viewer, name)
 
     def endpoint(request: Request) -> Response:
-        from evalh_pipeline.queries.sql import UnreadableRecordsError, duckdb
-
         try:
             response: Response = method(request)
             return response
@@ -343,6 +335,7 @@ def _highlight_css(request: Request) -> Response:
 def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS) -> ASGIApp:
     """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any)."""
     viewer = Viewer(RunsFolder(runs_dir))
+    preload()
     routes = [
         Route("/", _handler(viewer, "runs")),
         Route("/healthz", _healthz),

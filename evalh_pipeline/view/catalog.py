@@ -171,3 +171,23 @@ def summary_rates(summary: dict[str, Any]) -> list[VariantRate]:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def summary_comparisons(summary: dict[str, Any] | None, baseline: str | None) -> list[dict[str, Any]] | None:
+    """The summary's own comparison with its baseline variant, shaped like
+    :class:`~evalh_pipeline.queries.view_run.VariantPair` (None when the summary has none for
+    ``baseline``: the page then computes it with the same SQL)."""
+    comparison = (summary or {}).get("comparison")
+    if not isinstance(comparison, dict) or comparison.get("baseline") != baseline or baseline is None:
+        return None
+    if comparison.get("kind", "ad_hoc") != "ad_hoc" or not isinstance(comparison.get("deltas"), list):
+        return None
+    pairs = []
+    for delta in comparison["deltas"]:
+        if not isinstance(delta, dict):
+            return None
+        by_evaluator = delta.get("by_evaluator")
+        pairs.append({"a": baseline, "b": str(delta.get("variant")), "overall": delta.get("significance"),
+                      "by_evaluator": dict(sorted(by_evaluator.items())) if isinstance(by_evaluator, dict) else {},
+                      "regressions": delta.get("regressions") or [], "improvements": delta.get("improvements") or []})
+    return pairs

@@ -148,5 +148,11 @@ def environment() -> Environment:
     return env
 
 
+def preload() -> None:
+    """Compile every template now, so the first page served does not pay for it."""
+    for path in TEMPLATES.glob("*.html"):
+        environment().get_template(path.name)
+
+
 def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
