@@ -3,7 +3,6 @@
 
     python benchmarks/view_bench.py            # 50,000 cases x 2 variants x 5 evaluators = 500,000 results
     python benchmarks/view_bench.py --cases 5000 --keep
-    ./dev bench --only view                    # the same, through ./dev bench (benchmarks/run.py)
 
 The run folder is written directly (untimed): run.json, config.yaml, cases.jsonl, traces.jsonl
 (100,000 traces) and results.jsonl (500,000 results, one variant regressing on a tenth of

@@ -1,9 +1,10 @@
 """What the viewer shows of one run, as DuckDB SQL over its cells (`evalh view`).
 
-A :class:`RunCells` holds one in-memory DuckDB connection with the run's ``cells``,
-``verdicts`` and ``per_case`` tables (the shared cell verdict of :mod:`queries.cells`, read
-from the run's cell store when it matches the files, else from the JSONL), for the length
-of one page. It answers the run page: the variants and evaluators tables, a comparison of
+A :class:`RunCells` holds one in-memory DuckDB connection with the run's ``cell_traces``
+and ``verdicts`` (read from the run's cell store when it matches the files, else from the
+JSONL), for the length of one page; the shared cell verdict of :mod:`queries.cells`
+(``cells``, ``per_case``) is computed over the whole run only when the page needs it (a
+filter, the figures), else over the page's cases alone. It answers the run page: the variants and evaluators tables, a comparison of
 two variants with the same paired statistics as the summary, and one page of the case ×
 variant matrix under the page's filters. Only the page asked for leaves DuckDB, so a run
 of a million results costs the same to page as a small one.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, VARIANTS_SQL, load_cells, run_pass_criteria
+from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, VARIANTS_SQL, create_cells, load_jsonl, run_pass_criteria
 from evalh_pipeline.queries.compare import VariantFigures
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
@@ -26,8 +27,7 @@ from evalh_pipeline.store.run_dir import RunDirectory
 
 EVALUATOR_FIGURES_SQL = """
 SELECT evaluator, variant_name,
-       count(*) AS results,
-       count(*) FILTER (WHERE ok) AS passed,
+       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
        avg(score) AS avg_score,
        count(*) FILTER (WHERE errored) AS errored
 FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
@@ -71,7 +71,7 @@ MATRIX_CELLS_SQL = """
 SELECT case_id, variant_name, count(*) AS samples,
        count(*) FILTER (WHERE coalesce(passed, false)) AS passed,
        count(*) FILTER (WHERE error_type IS NOT NULL) AS errored
-FROM cells WHERE list_contains($cases, case_id) GROUP BY ALL
+FROM {cells} WHERE list_contains($cases, case_id) GROUP BY ALL
 """
 
 # The filters of the matrix, each a condition on ``case_id`` (combined with AND).
@@ -142,10 +142,9 @@ class MatrixPage:
 
 @dataclass(frozen=True)
 class EvaluatorFigures:
-    """One evaluator's figures on one variant."""
+    """One evaluator's figures on one variant (the fields of models.EvaluatorVariantRollup)."""
 
-    results: int
-    passed: int
+    pass_rate: float
     avg_score: float | None
     errored: int
 
@@ -175,8 +174,8 @@ class RunCells:
         self.con = connect()
         self._loaded: set[str] = set()
         try:
-            load_cells(self.con, run_dir, run_pass_criteria(run_dir), cached=True)
-            self.con.execute(f"CREATE TEMP TABLE per_case AS {PASS_FRACTIONS_SQL.format(cells='cells')}")
+            self.criteria = run_pass_criteria(run_dir)
+            load_rows(self.con, run_dir, cached=True)
         except BaseException:
             self.con.close()
             raise
@@ -187,20 +186,31 @@ class RunCells:
     def __exit__(self, *exc: object) -> None:
         self.con.close()
 
+    def _cells(self) -> None:
+        """``cells`` and ``per_case`` over the whole run (made once, when a page needs them)."""
+        if "cells" in self._loaded:
+            return
+        self._loaded.add("cells")
+        create_cells(self.con, self.criteria)
+        self.con.execute(f"CREATE TEMP TABLE per_case AS {PASS_FRACTIONS_SQL.format(cells='cells')}")
+
     def variants(self, order: list[str]) -> list[VariantFigures]:
         """Per-variant figures (cases, passed, errored, averages), declared order first."""
+        self._cells()
         rows = {r[0]: VariantFigures.from_row(r) for r in self.con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
         return [rows[n] for n in order if n in rows] + [rows[n] for n in sorted(set(rows) - set(order))]
 
     def evaluators(self) -> dict[str, dict[str, EvaluatorFigures]]:
         """Evaluator -> variant -> its figures."""
+        self._cells()
         found: dict[str, dict[str, EvaluatorFigures]] = {}
-        for name, variant, results, passed, score, errored in self.con.execute(EVALUATOR_FIGURES_SQL).fetchall():
-            found.setdefault(name, {})[variant] = EvaluatorFigures(results, passed, score, errored)
+        for name, variant, rate, score, errored in self.con.execute(EVALUATOR_FIGURES_SQL).fetchall():
+            found.setdefault(name, {})[variant] = EvaluatorFigures(rate, score, errored)
         return found
 
     def compare_variants(self, a: str, b: str, *, flips_limit: int = 500) -> VariantPair:
         """Variant ``b`` against ``a``: paired statistics overall and per evaluator, and the flips."""
+        self._cells()
         params = {"a": a, "b": b}
         overall = paired_by_group((("all", d, n) for d, n in self.con.execute(PAIRED_SQL, params).fetchall()))
         by_evaluator = paired_by_group(self.con.execute(EVALUATOR_PAIRED_SQL, params).fetchall())
@@ -212,30 +222,51 @@ class RunCells:
         )
 
     def matrix(self, filters: MatrixFilter, *, baseline: str | None, offset: int, limit: int) -> MatrixPage:
-        """One page of cases (by case id) matching ``filters``, with every variant's cell."""
+        """One page of cases (by case id) matching ``filters``, with every variant's cell.
+
+        Without a filter, only the page's cases get their cell verdicts (the run's first page
+        never aggregates the whole run); a filter needs them all.
+        """
         conditions, params = self._conditions(filters, baseline)
-        where = " AND ".join(conditions) or "true"
-        source = f"(SELECT DISTINCT case_id FROM cells) WHERE {where}"
+        if conditions:
+            self._cells()
+            source = f"(SELECT DISTINCT case_id FROM cells) WHERE {' AND '.join(conditions)}"
+        else:
+            source = "(SELECT DISTINCT case_id FROM cell_traces)"
         (total,) = self.con.execute(f"SELECT count(*) FROM {source}", params).fetchone()
         cases = [c for (c,) in self.con.execute(
             f"SELECT case_id FROM {source} ORDER BY case_id LIMIT {int(limit)} OFFSET {int(offset)}", params).fetchall()]
         page = MatrixPage(total=total, offset=offset, limit=limit, cases=cases)
-        flips = self._flips(cases, baseline)
-        for case_id, variant, samples, passed, errored in self.con.execute(MATRIX_CELLS_SQL, {"cases": cases}).fetchall():
+        cells, per_case = self._page_cells(cases)
+        flips = self._flips(per_case, cases, baseline)
+        for case_id, variant, samples, passed, errored in self.con.execute(
+                MATRIX_CELLS_SQL.format(cells=cells), {"cases": cases}).fetchall():
             page.cells[(case_id, variant)] = MatrixCell(samples, passed, errored, flips.get((case_id, variant), ""))
         return page
 
+    def _page_cells(self, cases: list[str]) -> tuple[str, str]:
+        """The names of tables with the cells and pass fractions of ``cases`` (the run's own when made)."""
+        if "cells" in self._loaded:
+            return "cells", "per_case"
+        for table, source in (("page_traces", "cell_traces"), ("page_verdicts", "verdicts")):
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS "
+                             f"SELECT * FROM {source} WHERE list_contains($cases, case_id)", {"cases": cases})
+        self.con.execute("DROP TABLE IF EXISTS page_cells")
+        create_cells(self.con, self.criteria, cells="page_cells", traces="page_traces", verdicts="page_verdicts")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE page_per_case AS {PASS_FRACTIONS_SQL.format(cells='page_cells')}")
+        return "page_cells", "page_per_case"
+
     def has_case(self, case_id: str) -> bool:
-        (found,) = self.con.execute("SELECT count(*) > 0 FROM cells WHERE case_id = $c", {"c": case_id}).fetchone()
+        (found,) = self.con.execute("SELECT count(*) > 0 FROM cell_traces WHERE case_id = $c", {"c": case_id}).fetchone()
         return bool(found)
 
-    def _flips(self, cases: list[str], baseline: str | None) -> dict[tuple[str, str], str]:
+    def _flips(self, per_case: str, cases: list[str], baseline: str | None) -> dict[tuple[str, str], str]:
         if baseline is None or not cases:
             return {}
         rows = self.con.execute(
-            """SELECT p.case_id, p.variant_name,
+            f"""SELECT p.case_id, p.variant_name,
                       CASE WHEN coalesce(b.fraction, 0) > p.fraction THEN 'regressed' ELSE 'improved' END
-               FROM per_case p LEFT JOIN per_case b ON b.case_id = p.case_id AND b.variant_name = $baseline
+               FROM {per_case} p LEFT JOIN {per_case} b ON b.case_id = p.case_id AND b.variant_name = $baseline
                WHERE list_contains($cases, p.case_id) AND p.variant_name <> $baseline
                  AND coalesce(b.fraction, 0) <> p.fraction""",
             {"baseline": baseline, "cases": cases}).fetchall()
@@ -295,6 +326,15 @@ class RunCells:
                 FROM {_records(path, columns)}""")
         else:
             self.con.execute("CREATE TEMP TABLE trace_text (case_id VARCHAR, input_text VARCHAR, answer VARCHAR)")
+
+
+def load_rows(con: Any, run_dir: RunDirectory, *, cached: bool) -> None:
+    """``cell_traces`` and ``verdicts`` of the run: from its cell store when it matches the
+    files (``cached``; read, never written), else from the JSONL (as :func:`queries.cells.load_cells`)."""
+    from evalh_pipeline.queries.cell_store import load_store
+
+    if not (cached and load_store(con, run_dir)):
+        load_jsonl(con, run_dir)
 
 
 def _records(path: Any, columns: str) -> str:

@@ -9,7 +9,7 @@ work never blocks the event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from evalh_pipeline.queries.sql import UnreadableRecordsError, duckdb
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
-from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, wilson_interval
+from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
 # The pages run no script at all, load nothing from elsewhere, and cannot be framed: an
@@ -121,21 +121,26 @@ class Viewer:
             improved=q.get("improved") == "1", flaky=q.get("flaky") == "1", evaluator=q.get("evaluator", ""),
             meta_key=q.get("meta_key", ""), meta_value=q.get("meta_value", ""), text=q.get("text", ""))
         page = _int(q.get("page"), 1)
+        summary = _summary(run)
+        # This project's summary.yaml holds the figures and the baseline comparison: shown as
+        # it states them (nothing to aggregate or bootstrap again). An eval-harness run's are
+        # computed with the same SQL the summary uses.
+        figures = summary_figures(summary) if meta.get("written_by") != "eval-harness" else None
         with RunCells(run) as cells:
-            variants = cells.variants(order)
-            names = [v.name for v in variants]
+            if figures is None:
+                variants = [asdict(v) for v in cells.variants(order)]
+                evaluators = {name: {v: asdict(f) for v, f in by.items()} for name, by in cells.evaluators().items()}
+            else:
+                variants, evaluators = figures
+            names = [str(v["name"]) for v in variants]
             baseline = _baseline_variant(config, names)
-            evaluators = cells.evaluators()
-            # The summary's own statistics when it compared with this baseline (what summary.yaml
-            # says, and no bootstrap to redo); computed with the same SQL otherwise (eval-harness runs).
-            summary = _summary(run)
-            comparisons = summary_comparisons(summary, baseline)
+            comparisons = summary_comparisons(summary, baseline) if figures is not None else None
             if comparisons is None:
                 comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
             matrix = cells.matrix(filters, baseline=baseline, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
         query = {k: v for k, v in q.items() if k != "page" and v}
         return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
-                     intervals={v.name: wilson_interval(v.cases_passed, v.cases_total) for v in variants},
+                     intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
                      completeness=(summary or {}).get("completeness"),
@@ -218,7 +223,10 @@ class Viewer:
         shown = entries[:count]
         runs = [self._run(e.run_id) for e in shown]
         history = eval_history(runs, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE, unstable_only=unstable_only)
-        variants = list(dict.fromkeys(v for _, v in sorted(history.rates)))
+        # In the order the runs' summaries list them, then any other.
+        found = {v for _, v in history.rates}
+        variants = [v for v in dict.fromkeys(r.name for e in shown for r in e.variants) if v in found]
+        variants += sorted(found - set(variants))
         total = history.unstable_cases if unstable_only else history.total_cases
         return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown,
                      history=history, variants=variants, count=count, page=page, unstable_only=unstable_only,

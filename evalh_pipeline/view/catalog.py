@@ -191,3 +191,22 @@ def summary_comparisons(summary: dict[str, Any] | None, baseline: str | None) ->
                       "by_evaluator": dict(sorted(by_evaluator.items())) if isinstance(by_evaluator, dict) else {},
                       "regressions": delta.get("regressions") or [], "improvements": delta.get("improvements") or []})
     return pairs
+
+
+def summary_figures(summary: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None:
+    """The variants table (VariantSummary fields) and evaluator -> variant -> figures
+    (EvaluatorVariantRollup fields) as this project's summary.yaml states them; None when it
+    does not have them in that shape (the page then computes them)."""
+    variants, rollups = (summary or {}).get("variants"), (summary or {}).get("by_evaluator")
+    if not isinstance(variants, list) or not isinstance(rollups, list):
+        return None
+    needed = ("name", "cases_total", "cases_passed", "cases_errored", "avg_latency_ms")
+    if not all(isinstance(v, dict) and all(k in v for k in needed) for v in variants):
+        return None
+    evaluators: dict[str, dict[str, Any]] = {}
+    for rollup in rollups:
+        if not isinstance(rollup, dict) or not isinstance(rollup.get("by_variant"), dict):
+            return None
+        evaluators[str(rollup.get("evaluator"))] = {str(k): v for k, v in rollup["by_variant"].items()
+                                                    if isinstance(v, dict)}
+    return variants, dict(sorted(evaluators.items()))

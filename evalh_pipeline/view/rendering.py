@@ -73,12 +73,12 @@ def p_value(value: Any) -> str:
     return "–" if value is None else format_p_value(value)
 
 
-def number(value: Any, digits: int = 1) -> str:
+def number(value: Any, digits: int = 1, unit: str = "") -> str:
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return "–"
     if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.{digits}f}"
+        return f"{value:,}{unit}"
+    return f"{value:,.{digits}f}{unit}"
 
 
 def money(value: Any) -> str:
