@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# Imported with this module, not on a page's first use: the viewer imports it when it starts.
+from evalh_pipeline.queries.cell_store import load_store
 from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, VARIANTS_SQL, create_cells, load_jsonl, run_pass_criteria
 from evalh_pipeline.queries.compare import VariantFigures
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
@@ -331,8 +333,6 @@ class RunCells:
 def load_rows(con: Any, run_dir: RunDirectory, *, cached: bool) -> None:
     """``cell_traces`` and ``verdicts`` of the run: from its cell store when it matches the
     files (``cached``; read, never written), else from the JSONL (as :func:`queries.cells.load_cells`)."""
-    from evalh_pipeline.queries.cell_store import load_store
-
     if not (cached and load_store(con, run_dir)):
         load_jsonl(con, run_dir)
 

@@ -183,3 +183,15 @@ def test_the_viewer_only_reads(client, runs):
 def test_a_host_the_viewer_is_not_served_as_is_refused(runs):
     rebound = TestClient(create_app(runs), base_url="http://attacker.example")
     assert rebound.get("/").status_code == 400
+
+
+def test_a_run_that_cannot_be_read_says_so_and_the_others_still_show(client, runs):
+    broken = runs / "2026-08-01T00-00-00-000000_broken"
+    broken.mkdir()
+    (broken / "run.json").write_text('{"run_id": "x", "eval_name": "broken", "variants": ["a"]}')
+    (broken / "traces.jsonl").write_text('{"case_id": "c1", "variant_name": "a", "latency_ms": [}\n')
+    (broken / "summary.yaml").write_text("variants: [unclosed\n")
+    listing = client.get("/")
+    assert listing.status_code == 200 and "summary.yaml unreadable" in listing.text and BEFORE in listing.text
+    page = client.get(f"/runs/{broken.name}")
+    assert page.status_code == 422 and "could not read" in page.text
