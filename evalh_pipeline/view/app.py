@@ -43,6 +43,7 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 PAGE_SIZE = 50
+RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
 HISTORY_RUNS = 10
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -100,14 +101,22 @@ class Viewer:
 
     def runs(self, request: Request) -> Response:
         wanted = request.query_params.get("eval", "")
+        page = _int(request.query_params.get("page"), 1)
         entries = self.folder.entries()
         evals = sorted({e.eval_name for e in entries})
         by_eval: dict[str, list[RunEntry]] = {}
         for entry in entries:
             if not wanted or entry.eval_name == wanted:
                 by_eval.setdefault(entry.eval_name, []).append(entry)
+        # Each eval's newest runs (all of one eval, a page at a time, when filtered): only the
+        # runs shown have their summary read.
+        size = PAGE_SIZE if wanted else RUNS_PER_EVAL
+        start = (page - 1) * size if wanted else 0
+        shown = {name: [self.folder.add_figures(e) for e in runs[start:start + size]]
+                 for name, runs in sorted(by_eval.items())}
+        counts = {name: len(runs) for name, runs in by_eval.items()}
         return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted,
-                     by_eval=dict(sorted(by_eval.items())))
+                     by_eval=shown, counts=counts, page=page, size=size)
 
     # -- one run --------------------------------------------------------------------------
 
@@ -220,7 +229,7 @@ class Viewer:
         count = min(max(_int(q.get("runs"), HISTORY_RUNS), 1), 50)
         page = _int(q.get("page"), 1)
         unstable_only = q.get("unstable") == "1"
-        shown = entries[:count]
+        shown = [self.folder.add_figures(e) for e in entries[:count]]
         runs = [self._run(e.run_id) for e in shown]
         history = eval_history(runs, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE, unstable_only=unstable_only)
         # In the order the runs' summaries list them, then any other.

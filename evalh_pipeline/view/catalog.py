@@ -94,7 +94,10 @@ class RunsFolder:
         return sorted(ids, reverse=True)
 
     def entries(self) -> list[RunEntry]:
-        """Every run with its headline figures, newest first; baselines marked."""
+        """Every run (from its run.json alone: cheap), newest first; baselines marked.
+
+        Figures come from :meth:`add_figures`, for the runs a page shows.
+        """
         entries = [self.entry(run_id) for run_id in self.run_ids()]
         baselines: dict[str, str | None] = {}
         for entry in entries:
@@ -114,15 +117,21 @@ class RunsFolder:
         return baseline.run_id if baseline is not None else None
 
     def entry(self, run_id: str) -> RunEntry:
+        """One run as its run.json (or eval-harness's config.yaml) describes it."""
         run = self.run(run_id)
         assert run is not None
         try:
             meta = run.read_meta()
         except (OSError, ValueError) as exc:
             return RunEntry(run_id=run_id, eval_name="?", created="", problem=str(exc))
-        entry = RunEntry(run_id=run_id, eval_name=str(meta.get("eval_name") or "?"),
-                         created=str(meta.get("created_at") or ""),
-                         written_by=str(meta.get("written_by") or "evalh"))
+        return RunEntry(run_id=run_id, eval_name=str(meta.get("eval_name") or "?"),
+                        created=str(meta.get("created_at") or ""), written_by=str(meta.get("written_by") or "evalh"))
+
+    def add_figures(self, entry: RunEntry) -> RunEntry:
+        """``entry`` with the pass rates and completeness its summary.yaml states."""
+        run = self.run(entry.run_id)
+        if run is None or entry.problem:
+            return entry
         try:
             summary = read_summary(run)
         except (OSError, ValueError) as exc:

@@ -195,3 +195,17 @@ def test_a_run_that_cannot_be_read_says_so_and_the_others_still_show(client, run
     assert listing.status_code == 200 and "summary.yaml unreadable" in listing.text and BEFORE in listing.text
     page = client.get(f"/runs/{broken.name}")
     assert page.status_code == 422 and "could not read" in page.text
+
+
+def test_the_runs_list_shows_each_evals_newest_runs_and_pages_through_the_rest(client, runs):
+    import shutil
+
+    for day in range(3, 25):
+        shutil.copytree(runs / BEFORE, runs / f"2026-05-{day:02d}T10-00-00_regressions")
+    listing = client.get("/").text
+    shown = re.findall(r'<td><a href="/runs/([^"]+_regressions)">', listing)
+    assert len(shown) == 20 and shown[0] == "2026-05-24T10-00-00_regressions"
+    assert "24 runs." in listing and "all runs of regressions" in listing
+    everything = client.get("/", params={"eval": "regressions"}).text
+    assert len(re.findall(r'<td><a href="/runs/([^"]+_regressions)">', everything)) == 24
+    assert "hostile" not in re.sub(r"<select.*?</select>", "", everything, flags=re.S)
