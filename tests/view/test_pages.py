@@ -6,6 +6,7 @@ a process; these check the pages' content and the server's rules on run folders 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -209,3 +210,23 @@ def test_the_runs_list_shows_each_evals_newest_runs_and_pages_through_the_rest(c
     everything = client.get("/", params={"eval": "regressions"}).text
     assert len(re.findall(r'<td><a href="/runs/([^"]+_regressions)">', everything)) == 24
     assert "hostile" not in re.sub(r"<select.*?</select>", "", everything, flags=re.S)
+
+
+def test_a_trace_of_unexpected_shapes_still_shows(client, runs):
+    odd = runs / "2026-09-01T00-00-00-000000_odd"
+    odd.mkdir()
+    (odd / "run.json").write_text('{"run_id": "odd", "eval_name": "odd", "variants": ["a"]}')
+    base = {"run_id": "odd", "case_id": "c1", "variant_name": "a", "sample": 0}
+    (odd / "traces.jsonl").write_text(json.dumps({
+        **base, "started_at": "x", "finished_at": "x", "latency_ms": "slow", "output": "just text",
+        "messages": {"role": "user"}, "tool_calls": "none", "tool_results": [1, None, "x"], "metrics": [],
+        "error": {"type": "<b>boom</b>", "message": None, "stack": ["not", "text"]}, "extra": "x",
+        "input": ["a", "list"]}) + "\n")
+    (odd / "results.jsonl").write_text(json.dumps({
+        **base, "evaluator": "e", "passed": "yes", "detail": "text", "reason": None, "error": "bad"}) + "\n")
+    page = client.get(f"/runs/{odd.name}/cases/c1")
+    assert page.status_code == 200
+    assert "&lt;b&gt;boom&lt;/b&gt;" in page.text and "<b>boom" not in page.text
+    # The matrix reads the records strictly (as the summary does): a latency of "slow" is named, not skipped.
+    matrix = client.get(f"/runs/{odd.name}")
+    assert matrix.status_code == 422 and "traces.jsonl" in matrix.text
