@@ -116,7 +116,8 @@ class Viewer:
                  for name, runs in sorted(by_eval.items())}
         counts = {name: len(runs) for name, runs in by_eval.items()}
         return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted,
-                     by_eval=shown, counts=counts, page=page, size=size)
+                     by_eval=shown, counts=counts, page=page, size=size,
+                     baselines={name: self.folder.baseline_of(name) for name in shown})
 
     # -- one run --------------------------------------------------------------------------
 
