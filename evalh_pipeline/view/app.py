@@ -22,7 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalh_pipeline.common.yaml_files import load_yaml_text
 from evalh_pipeline.queries.compare import compare_runs
-from evalh_pipeline.queries.sql import UnreadableRecordsError, duckdb
+from evalh_pipeline.queries.sql import UnreadableRecordsError
+from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
@@ -82,7 +83,7 @@ class SecurityHeaders:
 def _host(scope: Scope) -> str:
     for name, value in scope.get("headers", []):
         if name == b"host":
-            host = value.decode("latin-1")
+            host: str = value.decode("latin-1")
             return host.rsplit(":", 1)[0] if not host.endswith("]") else host
     return ""
 
@@ -144,7 +145,7 @@ class Viewer:
                 variants, evaluators = figures
             names = [str(v["name"]) for v in variants]
             baseline = _baseline_variant(config, names)
-            comparisons = summary_comparisons(summary, baseline) if figures is not None else None
+            comparisons: list[Any] | None = summary_comparisons(summary, baseline) if figures is not None else None
             if comparisons is None:
                 comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
             matrix = cells.matrix(filters, baseline=baseline, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
