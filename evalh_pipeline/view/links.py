@@ -36,3 +36,11 @@ def viewer_is_running(base_url: str, timeout_s: float = 0.5) -> bool:
             return bool(response.status == 200 and response.read(64).startswith(b"evalh view"))
     except (OSError, ValueError, urllib.error.URLError):
         return False
+
+
+def running_viewer_run_url(run_id: str, configured: str | None = None, port: int = DEFAULT_PORT,
+                           timeout_s: float = 0.5) -> str | None:
+    """``run_id``'s page when a viewer answers at the configured address, else None (what `evalh run` prints)."""
+    if not viewer_is_running(viewer_base_url(configured, port), timeout_s):
+        return None
+    return run_page_url(run_id, configured, port)

@@ -6,7 +6,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from evalh_pipeline.view.catalog import wilson_interval
-from evalh_pipeline.view.links import DEFAULT_PORT, run_page_url, viewer_base_url, viewer_is_running
+from evalh_pipeline.view.links import (
+    DEFAULT_PORT,
+    run_page_url,
+    running_viewer_run_url,
+    viewer_base_url,
+    viewer_is_running,
+)
 
 
 def test_a_run_page_url_defaults_to_loopback_and_follows_the_configured_address():
@@ -36,6 +42,7 @@ def test_only_an_evalh_viewer_counts_as_running():
     thread.start()
     try:
         assert not viewer_is_running(f"http://127.0.0.1:{server.server_address[1]}", timeout_s=5)
+        assert running_viewer_run_url("r1", f"http://127.0.0.1:{server.server_address[1]}", timeout_s=5) is None
     finally:
         server.shutdown()
         server.server_close()
@@ -48,3 +55,26 @@ def test_the_pass_rate_interval_is_wilsons():
     low, high = wilson_interval(4, 7)
     assert (round(low, 3), round(high, 3)) == (0.25, 0.842)
     assert wilson_interval(0, 0) is None
+
+
+def test_a_running_viewer_gets_the_runs_url(tmp_path):
+    import uvicorn
+
+    from evalh_pipeline.view.app import create_app
+
+    (tmp_path / "runs").mkdir()
+    config = uvicorn.Config(create_app(tmp_path / "runs"), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            thread.join(0.05)
+            assert thread.is_alive()
+        port = server.servers[0].sockets[0].getsockname()[1]
+        base = f"http://127.0.0.1:{port}"
+        assert viewer_is_running(base, timeout_s=5)
+        assert running_viewer_run_url("2026-01-01_x", base, timeout_s=5) == f"{base}/runs/2026-01-01_x"
+    finally:
+        server.should_exit = True
+        thread.join()
