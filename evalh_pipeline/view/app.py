@@ -184,12 +184,11 @@ class Viewer:
         baseline = _baseline_variant(config, names)
         a = request.query_params.get("a") or baseline or names[0]
         columns = [_column(records, run, variant, sample, read_artifact) for variant, sample in cells]
-        answers = {v: (records.trace(v, 0) or {}).get("output") or {} for v in names}
+        answers = {v: _final_answer(records.trace(v, 0) or {}) for v in names}
         diffs = [(a, b) for b in ([request.query_params["b"]] if request.query_params.get("b") else names)
                  if b != a and b in answers and a in answers]
         return _page("case.html", title=f"{case_id} · {run.run_id}", run_id=run.run_id, case_id=case_id,
-                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs,
-                     answers={v: (o.get("final_answer") if isinstance(o, dict) else None) for v, o in answers.items()})
+                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers)
 
     # -- two runs -------------------------------------------------------------------------
 
@@ -215,8 +214,7 @@ class Viewer:
             sides.append((run, [_column(records, run, variant, s, read_artifact) for s in samples]))
         if not any(columns for _, columns in sides):
             raise NotFound(f"neither run has a trace of case {case_id!r} on variant {variant!r}")
-        answers = [(columns[0]["trace"].get("output") or {}).get("final_answer") if columns else None
-                   for _, columns in sides]
+        answers = [_final_answer(columns[0]["trace"]) if columns else None for _, columns in sides]
         return _page("compare_case.html", title=f"{case_id} · {variant}", case_id=case_id, variant=variant,
                      sides=sides, answers=answers, run_a=run_a.run_id, run_b=run_b.run_id)
 
@@ -262,6 +260,11 @@ def _column(records: Any, run: Any, variant: str, sample: int, read_artifact: An
     trace = records.trace(variant, sample) or {}
     return {"variant": variant, "sample": sample, "trace": trace, "tools": tool_rows(trace),
             "results": records.results_of(variant, sample), "artifact": artifact}
+
+
+def _final_answer(trace: dict[str, Any]) -> Any:
+    output = trace.get("output")
+    return output.get("final_answer") if isinstance(output, dict) else None
 
 
 def tool_rows(trace: dict[str, Any]) -> list[tuple[Any, Any, Any]]:
