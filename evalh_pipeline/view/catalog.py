@@ -9,6 +9,7 @@ run (run.json, or eval-harness's four files). Nothing else of the file system is
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,8 @@ class RunsFolder:
         except (OSError, ValueError) as exc:
             return RunEntry(run_id=run_id, eval_name="?", created="", problem=str(exc))
         return RunEntry(run_id=run_id, eval_name=str(meta.get("eval_name") or "?"),
-                        created=str(meta.get("created_at") or ""), written_by=str(meta.get("written_by") or "evalh"))
+                        created=str(meta.get("created_at") or _stamp_of(run_id)),
+                        written_by=str(meta.get("written_by") or "evalh"))
 
     def add_figures(self, entry: RunEntry) -> RunEntry:
         """``entry`` with the pass rates and completeness its summary.yaml states."""
@@ -148,6 +150,15 @@ class RunsFolder:
         if not entry.created and isinstance(summary.get("started_at"), str | int | float):
             entry.created = str(summary["started_at"])
         return entry
+
+
+_RUN_ID_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})")
+
+
+def _stamp_of(run_id: str) -> str:
+    """The UTC time a run id starts with (eval-harness's runs have no run.json to say it)."""
+    found = _RUN_ID_STAMP.match(run_id)
+    return f"{found[1]}T{found[2]}:{found[3]}:{found[4]}Z" if found else ""
 
 
 def read_summary(run: RunDirectory) -> dict[str, Any] | None:
