@@ -8,8 +8,9 @@ work never blocks the event loop.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +93,17 @@ class NotFound(Exception):
     """A page for something the runs folder does not have."""
 
 
+# Pages computed at once: each holds an in-memory DuckDB (up to 256 MB), so the viewer's memory
+# stays bounded however many requests arrive together; the others wait their turn.
+CONCURRENT_PAGES = 2
+
+
 @dataclass
 class Viewer:
     """The pages over one runs folder."""
 
     folder: RunsFolder
+    slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(CONCURRENT_PAGES))
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -334,7 +341,8 @@ def _handler(viewer: Viewer, name: str) -> Callable[[Request], Response]:
 
     def endpoint(request: Request) -> Response:
         try:
-            response: Response = method(request)
+            with viewer.slots:
+                response: Response = method(request)
             return response
         except NotFound as exc:
             return HTMLResponse(render("error.html", title="Not found", message=str(exc)), status_code=404)
