@@ -13,6 +13,7 @@ as a whole process and, with psutil polling the PSS of its process tree every 50
 - each page is fetched cold and warm over HTTP (wall time to the last byte): the runs list,
   the run page (variants, evaluators, baseline comparison, first page of the matrix), the
   matrix filtered to regressions, page 500 of the matrix, a cell, the history;
+- eight run pages are asked for at once (wall time until the last one is in);
 - the run page is opened in Debian's chromium (Playwright, when installed): first paint and
   first contentful paint from the browser's own Paint Timing entries, measured from the
   start of navigation (the server's work included).
@@ -232,6 +233,15 @@ def main(argv: list[str] | None = None) -> int:
             timings[name] = {"cold_s": cold, "warm_s": warm, "status": status, "bytes": size}
             print(f"  {name:28s} {status}  cold {cold:6.2f} s  warm {warm:6.2f} s  {size / 1024:7.1f} KiB", flush=True)
         results["pages"] = timings
+        # Eight run pages asked for at once (the viewer computes two at a time: memory stays bounded).
+        from concurrent.futures import ThreadPoolExecutor
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            statuses = [status for _, status, _ in pool.map(fetch, [run_url] * 8)]
+        results["burst_8_run_pages_s"] = time.perf_counter() - started
+        print(f"  8 run pages at once          {statuses.count(200)}/8 ok in {results['burst_8_run_pages_s']:.2f} s",
+              flush=True)
         paints = [p for p in (paint_times(run_url) for _ in range(args.repeat)) if p is not None]
         paint = sorted(paints, key=lambda p: p["first_paint_s"])[len(paints) // 2] if paints else None
         results["paint"] = paint
