@@ -258,10 +258,6 @@ class RunCells:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE page_per_case AS {PASS_FRACTIONS_SQL.format(cells='page_cells')}")
         return "page_cells", "page_per_case"
 
-    def has_case(self, case_id: str) -> bool:
-        (found,) = self.con.execute("SELECT count(*) > 0 FROM cell_traces WHERE case_id = $c", {"c": case_id}).fetchone()
-        return bool(found)
-
     def _flips(self, per_case: str, cases: list[str], baseline: str | None) -> dict[tuple[str, str], str]:
         if baseline is None or not cases:
             return {}

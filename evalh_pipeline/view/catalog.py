@@ -42,10 +42,6 @@ class VariantRate:
     errored: int
 
     @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.cases if self.cases else None
-
-    @property
     def interval(self) -> tuple[float, float] | None:
         return wilson_interval(self.passed, self.cases)
 
