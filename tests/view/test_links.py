@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from evalh_pipeline.view.catalog import wilson_interval
 from evalh_pipeline.view.links import (
     DEFAULT_PORT,
@@ -57,6 +59,7 @@ def test_the_pass_rate_interval_is_wilsons():
     assert wilson_interval(0, 0) is None
 
 
+@pytest.mark.integration  # serves the viewer (uvicorn, in a thread)
 def test_a_running_viewer_gets_the_runs_url(tmp_path):
     import uvicorn
 
