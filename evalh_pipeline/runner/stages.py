@@ -94,7 +94,7 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
             stale.unlink(missing_ok=True)
         summary = _write_summary(spec, run_dir)
     # The results file an evaluation replaced was freed meanwhile (store/results_file.py); no
-    # thread of that outlives the summary (a caller may fork next).
+    # thread of that outlives the summary.
     settle_releases()
     return summary
 
