@@ -42,6 +42,7 @@ from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
+from evalh_pipeline.common.file_kinds import read_regular
 from evalh_pipeline.common.masking import mask_known_bytes
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -347,12 +348,12 @@ def _mask_secrets(tree: Path, keys: list[str], secret_values: frozenset[str]) ->
 
 
 def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file the system left; None for a link, a FIFO, a device (never
+    opened: a FIFO the system leaves behind would block the read) or a file gone."""
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+        return read_regular(path, follow_symlinks=False)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
 
 
 def _copy_tolerant(tree: Path, destination: Path) -> None:
