@@ -43,7 +43,7 @@ from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
 from evalh_pipeline.common.file_kinds import read_regular
-from evalh_pipeline.common.masking import mask_known_bytes
+from evalh_pipeline.common.masking import mask_known, mask_known_bytes
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -214,6 +214,8 @@ class WorkspaceAdapter(ABC):
             workspace.path = frozen
         tree = workspace.path
         before_manifest = workspace.before.manifest
+        # A secret the system used as a name (cache_<token>.json) is masked like one in a file.
+        _mask_secret_names(tree, self.context.secret_values, self.exclude_top)
         after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
         diff, notes = build_file_diff(
             before_manifest, after.manifest, lambda key: self._original(workspace, key),
@@ -345,6 +347,40 @@ def _mask_secrets(tree: Path, keys: list[str], secret_values: frozenset[str]) ->
             handle.write(masked)
         changed = True
     return changed
+
+
+def _mask_secret_names(tree: Path, secret_values: frozenset[str], exclude_top: frozenset[str]) -> None:
+    """Rename every entry under ``tree`` whose name holds a secret to its masked name, and
+    point every link whose target holds one at the masked target (never following links).
+    Two names that mask alike are told apart by a suffix (``***MASKED*** (2)``)."""
+    if not secret_values:
+        return
+    stack = [os.fspath(tree)]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as listing:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()) for entry in listing]
+        taken = {name for name, _, _ in entries}
+        for name, is_dir, is_link in entries:
+            if folder == os.fspath(tree) and name in exclude_top:
+                continue
+            path = os.path.join(folder, name)
+            masked = mask_known(name, secret_values)
+            if masked != name:
+                free, n = masked, 2
+                while free in taken:
+                    free, n = f"{masked} ({n})", n + 1
+                taken.add(free)
+                os.rename(path, os.path.join(folder, free))
+                path = os.path.join(folder, free)
+            if is_dir:
+                stack.append(path)
+            elif is_link:
+                target = os.readlink(path)
+                masked_target = mask_known(target, secret_values)
+                if masked_target != target:
+                    os.unlink(path)
+                    os.symlink(masked_target, path)
 
 
 def _read_regular(path: Path) -> bytes | None:
