@@ -43,6 +43,8 @@ def special_kind(mode: int) -> str:
 
 def describe_mode(mode: int) -> str:
     """What a non-regular file is, for messages: ``a directory``, ``a named pipe (FIFO)``…"""
+    if stat.S_ISREG(mode):
+        return "a file"
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISLNK(mode):

@@ -42,7 +42,8 @@ from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
-from evalh_pipeline.common.file_kinds import read_regular
+from evalh_pipeline.common.file_kinds import describe_mode, read_regular
+from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.common.masking import mask_known, mask_known_bytes
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -55,6 +56,32 @@ def relative_config_path(value: str, key: str) -> str:
     if ".." in Path(value).parts:
         raise ValueError(f"{key} must not contain '..', got {value!r}")
     return value
+
+
+def fixture_folder_problem(value: str, eval_dir: Path, what: str) -> str | None:
+    """Why the fixture folder ``value`` (``copy_from``, ``source_repo``) cannot be used, or None.
+
+    It must be a folder inside the folder it resolves against (the eval's, or the working
+    directory as eval-harness falls back to): ``..`` is refused in the value, and a symlink
+    out of it (to ``/``, a home folder, ``/proc``) is refused the same way, at load, rather
+    than walked and copied by every cell.
+    """
+    path = resolve_input_path(value, eval_dir)
+    if not path.is_dir():
+        kind = "" if not os.path.lexists(path) else f" ({path} is {_kind_of(path)}, not a folder)"
+        return f"{what} not found: {eval_dir / value}{kind}"
+    base = eval_dir.resolve() if os.path.lexists(eval_dir / value) else Path.cwd().resolve()
+    if not path.is_relative_to(base):
+        return (f"{value} is a link to {path}, outside the folder it is named from ({base}): "
+                f"the {what} must be a folder inside it")
+    return None
+
+
+def _kind_of(path: Path) -> str:
+    try:
+        return describe_mode(os.stat(path).st_mode)
+    except OSError:
+        return "a broken link"
 
 
 class WorkspaceConfigModel(BaseModel):

@@ -28,6 +28,7 @@ from evalh_pipeline.workspaces.base import (
     WorkspaceAdapter,
     WorkspaceConfigModel,
     WorkspaceError,
+    fixture_folder_problem,
     relative_config_path,
 )
 from evalh_pipeline.workspaces.manifest import key_to_path
@@ -164,9 +165,8 @@ class GitWorkspace(WorkspaceAdapter):
 
     @classmethod
     def config_problems(cls, config: GitWorkspaceConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        if not resolve_input_path(config.source_repo, eval_dir).is_dir():
-            return [("source_repo", f"source folder not found: {eval_dir / config.source_repo}")]
-        return []
+        problem = fixture_folder_problem(config.source_repo, eval_dir, "source folder")
+        return [("source_repo", problem)] if problem else []
 
     def _seed(self, workspace: PreparedWorkspace) -> None:
         tree = workspace.path
