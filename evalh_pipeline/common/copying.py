@@ -6,6 +6,10 @@ core file) becomes 1 GB of real disk wherever a tree cannot be renamed into plac
 copied region by region (``SEEK_DATA``/``SEEK_HOLE``) and its size set with ``truncate``,
 so the holes stay holes; other files take ``shutil.copy2``'s fast path. File systems
 without hole reporting show one data region, which is a plain copy.
+
+FIFOs, sockets and devices are never copied (nor opened: copying a FIFO blocks, copying a
+device such as ``/dev/zero`` never ends). The workspace manifests record them by kind; a
+copied tree simply does not hold them.
 """
 
 from __future__ import annotations
@@ -15,12 +19,19 @@ import os
 import shutil
 from pathlib import Path
 
+from evalh_pipeline.common.file_kinds import is_special
+
 _CHUNK = 8 << 20
 
 
 def copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, follow_symlinks: bool = True) -> str:
-    """``shutil.copy2`` that keeps holes (same signature, so it can be ``copytree``'s copy_function)."""
+    """``shutil.copy2`` that keeps holes (same signature, so it can be ``copytree``'s copy_function).
+
+    A special file is skipped: nothing is created at ``dst``.
+    """
     st = os.stat(src, follow_symlinks=follow_symlinks)
+    if is_special(st.st_mode):
+        return os.fspath(dst)
     if not _has_holes(st) or not hasattr(os, "SEEK_DATA"):
         return os.fspath(shutil.copy2(src, dst, follow_symlinks=follow_symlinks))
     if os.path.isdir(dst):
@@ -33,8 +44,22 @@ def copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, follo
 
 
 def copy_tree(src: Path, dst: Path, *, dirs_exist_ok: bool = False) -> None:
-    """``shutil.copytree`` with links kept as links and holes kept as holes."""
-    shutil.copytree(src, dst, symlinks=True, copy_function=copy_file, dirs_exist_ok=dirs_exist_ok)
+    """``shutil.copytree`` with links kept as links, holes kept as holes and special files left out."""
+    shutil.copytree(src, dst, symlinks=True, copy_function=copy_file, dirs_exist_ok=dirs_exist_ok,
+                    ignore=special_files)
+
+
+def special_files(folder: str | os.PathLike[str], names: list[str]) -> set[str]:
+    """The FIFOs, sockets and devices among ``names`` in ``folder`` (a ``copytree`` ``ignore``)."""
+    found = set()
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            continue
+        if is_special(mode):
+            found.add(name)
+    return found
 
 
 def _has_holes(st: os.stat_result) -> bool:

@@ -25,7 +25,7 @@ _URL_SECRET_PARAM = re.compile(
 )
 
 # libpq's key=value connection strings: `host=db user=evalh password=...`.
-_KEYWORD_PASSWORD = re.compile(r"(?P<name>(?:^|\s)password\s*=\s*)(?:'[^']*'|\S+)", re.IGNORECASE)
+_KEYWORD_PASSWORD = re.compile(r"(?P<name>(?:^|\s)\w*password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
 
 
 def is_secret_key(key: str) -> bool:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evalh_pipeline.common.file_kinds import not_a_file_problem, read_regular
 from evalh_pipeline.models import RunVariant, TraceMetrics
 from evalh_pipeline.common.yaml_files import describe_yaml_error, load_yaml_text
 
@@ -157,10 +158,13 @@ def parse_price_table(data: Any) -> PriceTable:
 def load_price_table(path: str | Path) -> PriceTable:
     """Read and validate a price table YAML file. Raises :class:`PriceTableError`."""
     path = Path(path)
-    if not path.is_file():
-        raise PriceTableError(f"price table file not found: {path}")
+    problem = not_a_file_problem(path)
+    if problem is not None:
+        # A FIFO or a device is said as it is and never opened (reading one would block or never end).
+        raise PriceTableError(f"price table file not found: {path}" if problem.startswith("file not found")
+                              else f"price table {problem}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PriceTableError(f"cannot read price table {path}: {exc}") from None
     try:

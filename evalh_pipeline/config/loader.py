@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
@@ -204,8 +205,11 @@ def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple
     if config.dataset.path is None:
         return None, [where.issue(("dataset",), "dataset.path is required")]
     dataset_path = resolve_input_path(config.dataset.path, eval_dir)
-    if not dataset_path.is_file():
-        return dataset_path, [where.issue(("dataset", "path"), f"dataset file not found: {dataset_path}")]
+    problem = not_a_file_problem(dataset_path)
+    if problem is not None:
+        # "is a directory, not a file" (a FIFO, a device): said as it is, never opened.
+        message = f"dataset file not found: {dataset_path}" if problem.startswith("file not found") else problem
+        return dataset_path, [where.issue(("dataset", "path"), message)]
     return dataset_path, []
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from evalh_pipeline.common.file_kinds import NotARegularFile, read_regular
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.common.yaml_files import GuardedComposer, describe_yaml_error
 
@@ -89,9 +90,11 @@ def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
     """
     loader_class = _DatasetLoader if yaml11_booleans else _Loader
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # a FIFO or a device is refused, never opened
     except FileNotFoundError:
         raise ConfigError.single(str(path), None, "", "file not found") from None
+    except NotARegularFile as exc:
+        raise ConfigError.single(str(path), None, "", str(exc).removeprefix(f"{path} ")) from None
     except OSError as exc:
         raise ConfigError.single(str(path), None, "", f"cannot read file: {exc.strerror or exc}") from None
     text = decode_utf8(data, path.name)

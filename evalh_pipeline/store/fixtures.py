@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from evalh_pipeline.common.file_kinds import NotARegularFile, open_regular, special_kind
 
 if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
@@ -56,8 +59,10 @@ class FixtureFingerprint:
 
 
 def file_sha256(path: Path) -> str:
+    """sha256 of a regular file's content; raises :class:`NotARegularFile` for a FIFO or a
+    device (never opened) or a folder."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -94,7 +99,8 @@ def git_root(folder: Path) -> Path | None:
 
 def tree_sha256(root: Path) -> str:
     """A content hash of a folder: relative paths, file contents and symlink targets, in
-    sorted order (symlinks are never followed, so the hash never leaves the tree)."""
+    sorted order (symlinks are never followed, so the hash never leaves the tree). FIFOs,
+    sockets and devices count by their kind (``special:fifo``): they are never opened."""
     digest = hashlib.sha256()
     entries: list[tuple[str, str]] = []
     for folder, dirs, files in os.walk(root):
@@ -105,11 +111,26 @@ def tree_sha256(root: Path) -> str:
                 entries.append(((base / name).relative_to(root).as_posix(), "link:" + os.readlink(base / name)))
         for name in files:
             path = base / name
-            rel = path.relative_to(root).as_posix()
-            entries.append((rel, "link:" + os.readlink(path) if path.is_symlink() else _cached_sha256(path)))
+            entries.append((path.relative_to(root).as_posix(), _entry_version(path)))
     for rel, content in sorted(entries):
         digest.update(f"{rel}\0{content}\n".encode())
     return digest.hexdigest()
+
+
+def _entry_version(path: Path) -> str:
+    """One non-folder entry of a tree: its link target, its kind if special, else its content hash."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link:" + os.readlink(path)
+    if not stat.S_ISREG(mode):
+        return f"special:{special_kind(mode)}"
+    try:
+        return _cached_sha256(path)
+    except NotARegularFile:  # swapped for a special file since the lstat
+        return "special:changed"
 
 
 def _cached_sha256(path: Path) -> str:

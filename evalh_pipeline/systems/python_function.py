@@ -349,7 +349,8 @@ class WorkerPool:
 def _response(reply: dict[str, Any]) -> SystemResponse:
     if "error" in reply:
         error = reply["error"]
-        raise AdapterError(error["message"], type=error["type"], stack=error.get("stack"))
+        partial = SystemResponse.model_validate(reply["partial"]) if reply.get("partial") else None
+        raise AdapterError(error["message"], type=error["type"], stack=error.get("stack"), partial=partial)
     response = SystemResponse.model_validate(reply["response"])
     if reply.get("unserializable"):
         fields = ", ".join(reply["unserializable"][:10])

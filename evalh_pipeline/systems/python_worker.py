@@ -50,7 +50,10 @@ def _reply(value: Any) -> dict[str, Any]:
     try:
         response = response_from_dict(value)
     except AdapterError as exc:
-        return {"error": {"type": exc.type, "message": str(exc)}}
+        reply: dict[str, Any] = {"error": {"type": exc.type, "message": str(exc)}}
+        if exc.partial is not None:  # what the cell records beside its error (an answer not text)
+            reply["partial"] = json_safe(exc.partial)[0]
+        return reply
     data, problems = json_safe(response)
     return {"response": data, "unserializable": problems}
 

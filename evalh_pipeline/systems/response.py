@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evalh_pipeline.systems.base import AdapterError, SystemResponse
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _METRIC_KEYS = (
     "token_input", "token_output", "token_thinking", "cost_usd", "cost_thinking_usd",
     "latency_first_token_ms", "latency_last_token_ms", "tokens_per_second", "stream_chunks",
@@ -22,16 +24,14 @@ def response_from_dict(value: Any) -> SystemResponse:
         answer = output
     else:
         answer = {k: value.get(k) for k in ("final_answer", "thinking", "structured")}
-    for key in ("final_answer", "thinking"):
-        if answer.get(key) is not None and not isinstance(answer[key], str):
-            answer = {**answer, key: str(answer[key])}
+    answer, not_text = _as_text(answer)
     tool_calls = [
         {**call, "arguments": call.get("arguments", call.get("input", {}))} if isinstance(call, dict) else call
         for call in value.get("tool_calls") or []
     ]
     metrics = {k: v for k, v in (value.get("metrics") or {}).items() if k in _METRIC_KEYS}
     try:
-        return SystemResponse.model_validate(
+        response = SystemResponse.model_validate(
             {
                 "output": answer,
                 "messages": value.get("messages") or [],
@@ -43,3 +43,32 @@ def response_from_dict(value: Any) -> SystemResponse:
         )
     except ValueError as exc:
         raise AdapterError(f"system returned a malformed response: {exc}") from None
+    if not_text:
+        raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {', '.join(not_text)}",
+                           type="unserializable_output", partial=response)
+    return response
+
+
+def _as_text(answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``final_answer`` and ``thinking`` as text, and the ones that are not text.
+
+    A number, a boolean, or a list or dict of JSON values becomes its ``str`` (as
+    eval-harness does, so its evals keep their verdicts). An object (``<Foo at 0x…>`` is no
+    answer) is recorded as ``<unserializable Foo: …>`` and errors the cell, as the same
+    object in ``structured`` does.
+    """
+    from evalh_pipeline.store.recording import json_safe
+
+    not_text: list[str] = []
+    for key in ("final_answer", "thinking"):
+        value = answer.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        if isinstance(value, (bool, int, float)) or (isinstance(value, (list, dict)) and not json_safe(value)[1]):
+            answer = {**answer, key: str(value)}
+            continue
+        placeholder, _ = json_safe({key: value})
+        # A default repr's address (``at 0x7f…``) differs on every run and is no part of an answer.
+        answer = {**answer, key: _ADDRESS.sub("", str(placeholder[key]))}
+        not_text.append(f"output.{key} ({type(value).__name__})")
+    return answer, not_text

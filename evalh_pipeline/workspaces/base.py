@@ -42,7 +42,9 @@ from evalh_pipeline.workspaces.ownership import create_container, recover_stale
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
-from evalh_pipeline.common.masking import mask_known_bytes
+from evalh_pipeline.common.file_kinds import describe_mode, read_regular
+from evalh_pipeline.config.paths import resolve_input_path
+from evalh_pipeline.common.masking import mask_known, mask_known_bytes
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -54,6 +56,32 @@ def relative_config_path(value: str, key: str) -> str:
     if ".." in Path(value).parts:
         raise ValueError(f"{key} must not contain '..', got {value!r}")
     return value
+
+
+def fixture_folder_problem(value: str, eval_dir: Path, what: str) -> str | None:
+    """Why the fixture folder ``value`` (``copy_from``, ``source_repo``) cannot be used, or None.
+
+    It must be a folder inside the folder it resolves against (the eval's, or the working
+    directory as eval-harness falls back to): ``..`` is refused in the value, and a symlink
+    out of it (to ``/``, a home folder, ``/proc``) is refused the same way, at load, rather
+    than walked and copied by every cell.
+    """
+    path = resolve_input_path(value, eval_dir)
+    if not path.is_dir():
+        kind = "" if not os.path.lexists(path) else f" ({path} is {_kind_of(path)}, not a folder)"
+        return f"{what} not found: {eval_dir / value}{kind}"
+    base = eval_dir.resolve() if os.path.lexists(eval_dir / value) else Path.cwd().resolve()
+    if not path.is_relative_to(base):
+        return (f"{value} is a link to {path}, outside the folder it is named from ({base}): "
+                f"the {what} must be a folder inside it")
+    return None
+
+
+def _kind_of(path: Path) -> str:
+    try:
+        return describe_mode(os.stat(path).st_mode)
+    except OSError:
+        return "a broken link"
 
 
 class WorkspaceConfigModel(BaseModel):
@@ -213,6 +241,8 @@ class WorkspaceAdapter(ABC):
             workspace.path = frozen
         tree = workspace.path
         before_manifest = workspace.before.manifest
+        # A secret the system used as a name (cache_<token>.json) is masked like one in a file.
+        _mask_secret_names(tree, self.context.secret_values, self.exclude_top)
         after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
         diff, notes = build_file_diff(
             before_manifest, after.manifest, lambda key: self._original(workspace, key),
@@ -346,13 +376,47 @@ def _mask_secrets(tree: Path, keys: list[str], secret_values: frozenset[str]) ->
     return changed
 
 
+def _mask_secret_names(tree: Path, secret_values: frozenset[str], exclude_top: frozenset[str]) -> None:
+    """Rename every entry under ``tree`` whose name holds a secret to its masked name, and
+    point every link whose target holds one at the masked target (never following links).
+    Two names that mask alike are told apart by a suffix (``***MASKED*** (2)``)."""
+    if not secret_values:
+        return
+    stack = [os.fspath(tree)]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as listing:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()) for entry in listing]
+        taken = {name for name, _, _ in entries}
+        for name, is_dir, is_link in entries:
+            if folder == os.fspath(tree) and name in exclude_top:
+                continue
+            path = os.path.join(folder, name)
+            masked = mask_known(name, secret_values)
+            if masked != name:
+                free, n = masked, 2
+                while free in taken:
+                    free, n = f"{masked} ({n})", n + 1
+                taken.add(free)
+                os.rename(path, os.path.join(folder, free))
+                path = os.path.join(folder, free)
+            if is_dir:
+                stack.append(path)
+            elif is_link:
+                target = os.readlink(path)
+                masked_target = mask_known(target, secret_values)
+                if masked_target != target:
+                    os.unlink(path)
+                    os.symlink(masked_target, path)
+
+
 def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file the system left; None for a link, a FIFO, a device (never
+    opened: a FIFO the system leaves behind would block the read) or a file gone."""
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+        return read_regular(path, follow_symlinks=False)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
 
 
 def _copy_tolerant(tree: Path, destination: Path) -> None:

@@ -12,6 +12,7 @@ config here and never writes it: identity and settings are passed per command wi
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import uuid
 from pathlib import Path
@@ -19,20 +20,34 @@ from typing import Any
 
 from pydantic import field_validator, model_validator
 
+from evalh_pipeline.common.processes import REAP_SECONDS, kill_group
+from evalh_pipeline.common.trees import remove_tree
 from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
     WorkspaceAdapter,
     WorkspaceConfigModel,
     WorkspaceError,
+    fixture_folder_problem,
     relative_config_path,
 )
 from evalh_pipeline.workspaces.manifest import key_to_path
 from evalh_pipeline.workspaces.seeding import SeedError, seed_tree
 
+# Per command, ahead of any repository config: identity, no signing, no hooks, no fsmonitor.
 _SETTINGS = (
     "user.name=evalh", "user.email=evalh@localhost", "commit.gpgsign=false", "core.autocrlf=false",
     "core.hooksPath=/dev/null", "init.defaultBranch=main", "advice.detachedHead=false",
+    "core.fsmonitor=false", "core.untrackedCache=false", "gc.auto=0", "maintenance.auto=false",
+)
+# The longest one git command may take (a clone of a big source, `add -A` of a big tree).
+# A command that outlives it is killed with everything it started.
+GIT_TIMEOUT_SECONDS = 300.0
+# Variables of an outer git (a hook, a test run) or of the user's shell that would redirect ours.
+_OUTER_GIT_VARIABLES = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
 )
 
 
@@ -61,29 +76,70 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
         return relative_config_path(value, "source_repo")
 
 
-def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = ()) -> bytes:
+def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = (),
+            timeout: float = GIT_TIMEOUT_SECONDS) -> bytes:
     """Run git isolated from the user's config; raises :class:`WorkspaceError` with its stderr.
 
     ``cwd`` and ``trusted`` are passed as ``safe.directory``: with the global config out of
-    the way, a source repository owned by another user would otherwise be refused.
+    the way, a source repository owned by another user would otherwise be refused. The
+    command runs in its own process group, killed whole when it outlives ``timeout``.
     """
-    command: list[str | bytes] = ["git"]
+    command: list[str | bytes] = ["git", "--no-optional-locks"]
     for setting in _SETTINGS:
         command += ["-c", setting]
     for folder in (cwd, *trusted):
         command += ["-c", f"safe.directory={Path(folder).resolve()}"]
     command += list(args)
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(name, None)  # an outer git (a hook, a test run) must not redirect ours
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_ATTR_NOSYSTEM": "1",
+           "GIT_TERMINAL_PROMPT": "0"}
+    for name in _OUTER_GIT_VARIABLES:
+        env.pop(name, None)
+    for name in [n for n in env if n.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+        env.pop(name)
+    shown = " ".join(a if isinstance(a, str) else os.fsdecode(a) for a in args)
     try:
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
     except FileNotFoundError as exc:
         raise WorkspaceError("git workspaces need the git binary on PATH") from exc
-    if done.returncode != 0:
-        shown = " ".join(a if isinstance(a, str) else os.fsdecode(a) for a in args)
-        raise WorkspaceError(f"git {shown} failed: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
+    with process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(process.pid)
+            try:
+                process.communicate(timeout=REAP_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass  # something that left the group holds the pipes: closed on exit
+            raise WorkspaceError(f"git {shown} did not finish within {timeout:g} s and was killed") from None
+    if process.returncode != 0:
+        raise WorkspaceError(f"git {shown} failed: {stderr.decode(errors='replace').strip()}")
+    return stdout
+
+
+def restore_repository_config(tree: Path, config: bytes) -> None:
+    """Make ``tree/.git/config`` what evalh wrote at seed time, whatever the system did to it.
+
+    The repository's own config is the one git file the system can write that git reads
+    on every command (fsmonitor, filters, diff drivers, includes, ``core.worktree``...);
+    no ``-c`` can unset an include or a filter it names, so evalh's git calls after the cell
+    run on evalh's config. ``commondir`` (which would point git at another config) goes too.
+    Raises :class:`WorkspaceError` when ``.git`` is no longer a real folder.
+    """
+    git_dir = tree / ".git"
+    try:
+        mode = os.lstat(git_dir).st_mode
+    except FileNotFoundError:
+        raise WorkspaceError("the system removed the workspace's .git folder") from None
+    if not stat.S_ISDIR(mode):
+        raise WorkspaceError("the system replaced the workspace's .git folder with a file or a link")
+    for name in ("config", "commondir"):
+        path = git_dir / name
+        if os.path.lexists(path):
+            remove_tree(path)
+    fd = os.open(git_dir / "config", os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(config)
 
 
 def is_repository_root(path: Path) -> bool:
@@ -109,9 +165,8 @@ class GitWorkspace(WorkspaceAdapter):
 
     @classmethod
     def config_problems(cls, config: GitWorkspaceConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        if not resolve_input_path(config.source_repo, eval_dir).is_dir():
-            return [("source_repo", f"source folder not found: {eval_dir / config.source_repo}")]
-        return []
+        problem = fixture_folder_problem(config.source_repo, eval_dir, "source folder")
+        return [("source_repo", problem)] if problem else []
 
     def _seed(self, workspace: PreparedWorkspace) -> None:
         tree = workspace.path
@@ -134,17 +189,23 @@ class GitWorkspace(WorkspaceAdapter):
             raise WorkspaceError(f"source_repo {self.source} is not a git repository "
                                  "(set init_if_missing: true to start one from the folder)")
         workspace.metadata["git_before"] = run_git(tree, "rev-parse", "HEAD").decode().strip()
+        # The config as evalh made it, put back before evalh's own git calls after the cell.
+        workspace.metadata["git_config"] = (tree / ".git" / "config").read_bytes()
 
     def _after_state(self, workspace: PreparedWorkspace) -> dict[str, Any]:
         tree, before = workspace.path, workspace.metadata["git_before"]
         branch = f"evalh-after-{uuid.uuid4().hex[:12]}"
+        # Explicit paths: neither a `.git` file nor `core.worktree` may point git elsewhere.
+        where = (f"--git-dir={tree / '.git'}", f"--work-tree={tree}")
         try:
-            run_git(tree, "checkout", "-q", "-b", branch)
-            run_git(tree, "add", "-A")
-            run_git(tree, "commit", "-q", "--allow-empty", "--no-verify", "-m", "evalh: after-state")
-            after = run_git(tree, "rev-parse", "HEAD").decode().strip()
-            workspace.metadata["patch"] = run_git(tree, "diff", "--binary", before, after)
-        except WorkspaceError as exc:
+            restore_repository_config(tree, workspace.metadata["git_config"])
+            run_git(tree, *where, "checkout", "-q", "-b", branch)
+            run_git(tree, *where, "add", "-A")
+            run_git(tree, *where, "commit", "-q", "--allow-empty", "--no-verify", "-m", "evalh: after-state")
+            after = run_git(tree, *where, "rev-parse", "HEAD").decode().strip()
+            workspace.metadata["patch"] = run_git(tree, *where, "diff", "--binary", "--no-ext-diff", "--no-textconv",
+                                                  before, after)
+        except (WorkspaceError, OSError) as exc:
             # The system may have broken .git: the walk-based diff still stands.
             workspace.metadata["patch"] = b""
             return {"git_before": before, "git_after": None, "git_branch": None, "git_error": str(exc)}

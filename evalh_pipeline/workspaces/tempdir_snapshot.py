@@ -19,6 +19,7 @@ from evalh_pipeline.workspaces.base import (
     WorkspaceAdapter,
     WorkspaceConfigModel,
     WorkspaceError,
+    fixture_folder_problem,
     relative_config_path,
 )
 from evalh_pipeline.workspaces.manifest import key_to_path
@@ -45,9 +46,8 @@ class TempdirSnapshotWorkspace(WorkspaceAdapter):
 
     @classmethod
     def config_problems(cls, config: TempdirSnapshotConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        if config.copy_from and not resolve_input_path(config.copy_from, eval_dir).is_dir():
-            return [("copy_from", f"fixture folder not found: {eval_dir / config.copy_from}")]
-        return []
+        problem = fixture_folder_problem(config.copy_from, eval_dir, "fixture folder") if config.copy_from else None
+        return [("copy_from", problem)] if problem else []
 
     @property
     def source(self) -> Path | None:

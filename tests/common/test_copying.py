@@ -38,3 +38,14 @@ def test_a_file_that_is_all_hole_copies_to_an_all_hole_file(tmp_path):
     copy_file(tmp_path / "empty.img", tmp_path / "copy.img")
     assert (tmp_path / "copy.img").stat().st_size == SIZE
     assert (tmp_path / "copy.img").stat().st_blocks * 512 < (1 << 20)
+
+
+def test_special_files_are_left_out_of_copies_never_opened(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "kept.txt").write_text("kept\n")
+    os.mkfifo(source / "pipe")  # copying it would block (or raise) before the fix
+    copy_tree(source, tmp_path / "dst")
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["kept.txt"]
+    assert copy_file(source / "pipe", tmp_path / "alone") == str(tmp_path / "alone")
+    assert not (tmp_path / "alone").exists()

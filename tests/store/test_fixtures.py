@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import replace
 
@@ -96,3 +97,16 @@ def test_an_ignored_dataset_is_untracked_and_versioned_by_content(tmp_path):
     fingerprint = fixture_fingerprint(spec)
     assert (fingerprint.status, fingerprint.commit) == ("untracked", "")
     assert fingerprint.paths["toy/cases.jsonl"].startswith("sha256:")
+
+
+def test_a_fifo_in_the_tree_counts_by_its_kind_and_is_never_opened(tmp_path):
+    # Opening the FIFO would block this test forever (no writer ever comes).
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "README").write_text("hi\n")
+    os.mkfifo(tree / "pipe")
+    first = tree_sha256(tree)
+    assert tree_sha256(tree) == first
+    (tree / "pipe").unlink()
+    (tree / "pipe").write_text("")
+    assert tree_sha256(tree) != first

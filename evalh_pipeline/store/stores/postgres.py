@@ -77,10 +77,31 @@ class PostgresConfig(StoreConfig):
         return value
 
 
+# A URL's password (``scheme://user:PASSWORD@host``): up to the authority's last ``@``.
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^/?#\s]*@")
+# ``password=...`` in a libpq key=value string (quoted values may hold spaces and \' escapes)
+# or in a URL's query (``?password=...&``); ``sslpassword`` too.
+_KEYWORD_PASSWORD = re.compile(
+    r"(?P<head>(?<![\w])\w*password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s&#]+)", re.IGNORECASE)
+
+
 def redact_dsn(dsn: str) -> str:
     """The DSN without its password (URL or key=value form), for labels and errors."""
-    dsn = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
-    return re.sub(r"(password\s*=\s*)(\S+)", r"\1***", dsn)
+    dsn = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", dsn)
+    return _KEYWORD_PASSWORD.sub(lambda m: f"{m.group('head')}***", dsn)
+
+
+def dsn_passwords(dsn: str) -> frozenset[str]:
+    """The password(s) a DSN holds, and each word of them: a driver's error about a malformed
+    string may quote a piece of it (``missing "=" after "…"``)."""
+    found: set[str] = set()
+    for match in _URL_PASSWORD.finditer(dsn):
+        found.add(match.group(0)[len(match.group("head")) + 1:-1])
+    for match in _KEYWORD_PASSWORD.finditer(dsn):
+        value = match.group(0)[len(match.group("head")):]
+        found.add(value.strip("'"))
+    words = {word.strip("'") for value in found for word in value.split()}
+    return frozenset(v for v in found | words if len(v) >= 3)
 
 
 class PostgresStore(SqlStore):
@@ -113,7 +134,7 @@ class PostgresStore(SqlStore):
 
     def _clean(self, exc: BaseException) -> str:
         text = redact_dsn(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        for secret in self.context.secret_values:
+        for secret in sorted(self.context.secret_values | dsn_passwords(self.config.dsn), key=len, reverse=True):
             text = text.replace(secret, "***")
         return text
 
