@@ -370,3 +370,50 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
             warning(f"{count} {evaluator} result(s) errored: the evaluator itself failed "
                     f"(evalh inspect {run_dir.path} --failed shows why)")
     say(f"run directory: {run_dir.path}")
+
+
+@main.command("delete-run")
+@click.argument("run_dir", type=_RunLocation())
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete_run(run_dir: str, yes: bool) -> None:
+    """Delete RUN_DIR and its partition in the Dagster instance (so no partition points at deleted data).
+
+    The eval's promoted baseline is refused: promote another run first."""
+    import shutil
+
+    from evalh_pipeline.store.baselines import current_baseline
+
+    if "://" in run_dir:
+        error("delete-run works on a local run directory (or a run id in ./runs)")
+        sys.exit(EXIT_CONFIG)
+    directory = _run_directory(run_dir)
+    meta = directory.read_meta()
+    eval_name = str(meta.get("eval_name") or "")
+    baseline = current_baseline(directory.path.parent, eval_name) if eval_name else None
+    if baseline is not None and baseline.run_id == directory.run_id:
+        error(f"{directory.run_id} is the promoted baseline of {eval_name}: promote another run first")
+        sys.exit(EXIT_CONFIG)
+    if not yes and not click.confirm(f"delete {directory.path} and its Dagster partition?", err=True):
+        sys.exit(EXIT_CONFIG)
+    with _holding(directory.path, "evalh delete-run"):
+        # The partition first: a folder whose deletion fails half-way is no longer offered as a run.
+        if eval_name and not run_id_problem_of(directory.run_id):
+            from evalh_pipeline.defs import launch as dagster
+            from evalh_pipeline.defs.run_options import InfrastructureError
+
+            try:
+                removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, directory.run_id)
+            except InfrastructureError as exc:
+                error(f"{exc} (nothing was deleted)")
+                sys.exit(EXIT_INFRA)
+            if removed:
+                err.line(f"removed partition {directory.run_id} of {eval_name}")
+        shutil.rmtree(directory.path)
+    say(f"deleted {directory.path}")
+
+
+def run_id_problem_of(run_id: str) -> str:
+    """Why ``run_id`` is no partition key ("" if it is one): such a run has no partition to remove."""
+    from evalh_pipeline.defs.evals.names import run_id_problem
+
+    return run_id_problem(run_id)

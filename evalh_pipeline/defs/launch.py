@@ -136,6 +136,18 @@ def add_run_partition(instance: dg.DagsterInstance, eval_name: str, run_id: str)
         raise InfrastructureError(_instance_problem(instance_home(), exc)) from None
 
 
+def delete_run_partition(instance: dg.DagsterInstance, eval_name: str, run_id: str) -> bool:
+    """Remove ``run_id`` from the eval's partitions (``evalh delete-run``); False if it was not one."""
+    name = runs_partitions(eval_name)
+    try:
+        if not instance.has_dynamic_partition(name, run_id):
+            return False
+        instance.delete_dynamic_partition(name, run_id)
+    except Exception as exc:  # noqa: BLE001 - the storage refusing a write, said in one line
+        raise InfrastructureError(_instance_problem(instance_home(), exc)) from None
+    return True
+
+
 def end_abandoned_runs(instance: dg.DagsterInstance, eval_name: str, run_id: str, reason: str) -> list[str]:
     """Mark failed the CLI's Dagster runs of partition ``run_id`` still recorded as in progress.
 
@@ -266,5 +278,6 @@ def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     return failed
 
 
-__all__ = ["InfrastructureError", "Promotion", "RunOptions", "RunOutcome", "add_run_partition", "end_abandoned_runs",
+__all__ = ["InfrastructureError", "Promotion", "RunOptions", "RunOutcome", "add_run_partition", "delete_run_partition",
+           "end_abandoned_runs",
            "local_instance", "materialize_promotion", "materialize_reevaluation", "materialize_run"]

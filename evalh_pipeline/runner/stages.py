@@ -7,7 +7,9 @@ and writes only the run directory, so any stage can be re-run on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
+from evalh_pipeline.common.masking import mask_config
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import Completeness, RunSummary
@@ -118,6 +120,21 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     write_atomic(run_dir.summary, dump_yaml(summary.model_dump(mode="json")))
     write_atomic(run_dir.report, render_report(summary, spec.name, spec.config.run.baseline_variant))
     return summary
+
+
+def record_evaluators(spec: EvalSpec, run_dir: RunDirectory, config_hash: str) -> dict:
+    """Write which evaluator configuration judged the run's current results (evaluators.yaml):
+    config.yaml keeps the configuration the run started with; re-judging with edited
+    evaluators replaces this record. Returns what was written."""
+    record = {
+        "evaluators_config_hash": config_hash,
+        "judged_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+        "eval_path": str(spec.path),
+        "evaluators": mask_config({"evaluators": spec.raw.get("evaluators") or []}, spec.secret_values)["evaluators"],
+        "pass_criteria": spec.raw.get("pass_criteria") or {},
+    }
+    write_atomic(run_dir.evaluators_yaml, dump_yaml(record))
+    return record
 
 
 def load_summary(run_dir: RunDirectory) -> RunSummary:

@@ -152,6 +152,11 @@ class RunDirectory:
         return self.path / "publish.jsonl"
 
     @property
+    def evaluators_yaml(self) -> Path:
+        """The evaluator configuration (masked) that judged the current results, and its hash."""
+        return self.path / "evaluators.yaml"
+
+    @property
     def reuse_record(self) -> Path:
         """Where the run's traces were reused from (``evalh run --reuse``, runner/reuse.py)."""
         return self.path / "reuse.json"

@@ -18,3 +18,22 @@ def test_without_dagster_home_the_instance_is_dot_dagster_home_and_the_environme
         assert "telemetry:\n  enabled: false" in (tmp_path / ".dagster_home" / "dagster.yaml").read_text()
     finally:
         instance.dispose()
+
+
+def test_the_instance_evalh_creates_queues_runs_one_per_partition_and_a_few_per_eval(tmp_path, monkeypatch):
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    from evalh_pipeline.defs.instance_config import EVAL_RUNS_IN_FLIGHT
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    instance = local_instance()
+    try:
+        coordinator = instance.run_coordinator
+        assert isinstance(coordinator, QueuedRunCoordinator)
+        limits = {limit["key"]: limit for limit in coordinator.get_run_queue_config().tag_concurrency_limits}
+        assert limits["dagster/partition"]["limit"] == 1
+        assert limits["dagster/partition"]["value"] == {"applyLimitPerUniqueValue": True}
+        assert limits["evalh/eval"]["limit"] == EVAL_RUNS_IN_FLIGHT
+    finally:
+        instance.dispose()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
 
 STARTUP_TIMEOUT = 240
@@ -75,7 +76,8 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
     root = tmp_path_factory.mktemp("dagster_dev")
     home = root / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    # The instance evalh creates: the queued run coordinator, one run per partition at a time.
+    (home / "dagster.yaml").write_text(INSTANCE_YAML)
     repo = root / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -90,6 +92,7 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
                extra_yaml='automation: {drift_cron: "* * * * *"}\n')
     write_eval(evals / "quick", cases=4)
     write_eval(evals / "versioned", cases=3, systems=STEADY_SYSTEMS)
+    write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
     (repo / "README.md").write_text("fixtures for the e2e tests\n")

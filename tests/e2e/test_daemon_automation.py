@@ -1,4 +1,4 @@
-"""Automation under a real dagster-daemon: a fixture commit and a drift-cron tick each make one complete run.
+"""Automation under a real dagster-daemon: a fixture commit and a drift-cron tick each add a partition and make one complete run of it.
 
 Against the session's `dagster dev` (webserver + daemon on a temporary instance) and a real
 git repository: a commit that touches no input of the eval starts nothing; a commit that
@@ -58,21 +58,28 @@ def _wait(condition, timeout, what, log):
 
 
 def _assert_complete_run(instance, run, eval_name, variants):
-    """The Dagster run materialized every stage of the eval, its summary covers every variant, checks ran."""
+    """The Dagster run materialized every stage of the eval for its partition (a partition the
+    sensor added), its summary covers every variant, checks ran on that partition."""
     assert run.status == dg.DagsterRunStatus.SUCCESS, run.status
+    partition = run.tags["dagster/partition"]
+    assert partition in instance.get_dynamic_partitions(f"{eval_name}__runs")
     events = {e.dagster_event.event_specific_data.materialization.asset_key.path[-1]:
               e.dagster_event.event_specific_data.materialization
               for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)}
     assert set(events) == {"cases", "traces", "results", "summary", "drift"}
+    assert {m.partition for m in events.values()} == {partition}
     summary = events["summary"].metadata
     assert summary["complete"].value is True
     assert {k.split("/", 1)[1] for k in summary if k.startswith("pass_rate/")} == set(variants)
-    checks = {e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
-              for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    evaluations = [e.dagster_event.event_specific_data
+                   for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    assert {e.partition for e in evaluations} == {partition}
+    checks = {e.check_name: e.passed for e in evaluations}
     assert checks["complete"] is True
     assert {"no_regressions_vs_baseline_variant", "pass_rate_floor", "errored_cells_under_threshold",
             "no_regressions_vs_promoted_baseline"} <= set(checks)
     run_dir = Path(summary["run_dir"].value)
+    assert run_dir.name == partition
     written = yaml.safe_load((run_dir / "summary.yaml").read_text())
     assert sorted(v["name"] for v in written["variants"]) == sorted(variants)
     assert written["completeness"]["complete"] is True
@@ -92,6 +99,7 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
     _wait(lambda: len(_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
           "two fixture-sensor ticks after the unrelated commit", dagster_dev.log)
     assert _runs(instance, "fix__run", "fixtures") == []
+    assert instance.get_dynamic_partitions("fix__runs") == []  # no partition either
 
     # Change the eval's inputs: a third variant in eval.yaml (no reload) and a new case.
     eval_yaml = repo / "evals" / "fix" / "eval.yaml"
@@ -136,7 +144,7 @@ def test_a_fixture_commit_reuses_the_unchanged_traces_of_the_last_complete_run(d
                         timeout=240)
     assert by_hand.returncode == 0, by_hand.stderr
     previous = next(r for r in instance.get_runs(dg.RunsFilter(job_name="reusing__run"))
-                    if r.tags.get("evalh/trigger") == "cli").tags["evalh/run_id"]
+                    if r.tags.get("evalh/trigger") == "cli").tags["dagster/partition"]
 
     cases = repo / "evals" / "reusing" / "cases.jsonl"
     lines = cases.read_text().splitlines()

@@ -35,7 +35,7 @@ from evalh_pipeline.queries.report import comparison_section, completeness_line,
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.hashes import file_version
-from evalh_pipeline.runner.stages import prepare_cases, run_variants, write_summary
+from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
@@ -127,7 +127,8 @@ class _Stage:
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
         return dg.MaterializeResult(
-            metadata={"run_id": self.run_id, **metadata, "spec_version": version, **run_dir_metadata(self.run_dir)},
+            metadata={"run_id": self.run_id, **metadata, "spec_version": version, "data_version": data,
+                      **run_dir_metadata(self.run_dir)},
             data_version=dg.DataVersion(data),
         )
 
@@ -181,7 +182,15 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stats = asyncio.run(evaluate_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context)))
-        return stage.result(results_metadata(stats, stage.run_dir), stage.run_dir.results)
+        judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
+        return stage.result({
+            **results_metadata(stats, stage.run_dir),
+            # Which evaluator configuration produced these results (config.yaml keeps the one the
+            # run started with): also in the run folder's evaluators.yaml.
+            "evaluators_config_hash": judged_with["evaluators_config_hash"],
+            "evaluators_config": dg.MetadataValue.json(judged_with["evaluators"]),
+            "evaluators_record": dg.MetadataValue.path(str(stage.run_dir.evaluators_yaml)),
+        }, stage.run_dir.results)
 
     @dg.asset(
         key=[name, "summary"], deps=[results], code_version=versions["summary"], kinds={"evalh", "duckdb"}, **common,
