@@ -210,6 +210,18 @@ class Counters:
     procs: frozenset[int] = frozenset()
 
 
+@dataclass(frozen=True)
+class LimitHit:
+    """One limit a command ran into: ``name`` (pids, memory, disk, leftovers, read_only, network)
+    and what happened, in words."""
+
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass
 class Sandbox:
     """One running sandbox container with its workspace volume (see the module's docstring)."""
@@ -360,25 +372,27 @@ class Sandbox:
             return None
         return stats.f_bavail * stats.f_frsize < _FULL_BYTES
 
-    def settle(self, before: Counters | None) -> list[str]:
-        """After a command: kill what it left running; return the limits it hit, each said in words."""
+    def settle(self, before: Counters | None) -> list[LimitHit]:
+        """After a command: kill what it left running; return the limits it hit."""
         after = self.counters()
-        hits: list[str] = []
+        hits: list[LimitHit] = []
         leftovers = len(after.procs) if after is not None else 0
         if not self.frozen and not self.runtime.quiet(*self.exec_argv(["sh", "-c", "kill -9 -1 2>/dev/null; true"],
                                                                       env_names=())[len(self.runtime.base):]):
             self.freeze()  # not even one more process could start (a fork bomb): stop everything
         if after is not None and before is not None:
             if after.pids_refused > before.pids_refused:
-                hits.append(f"process limit ({self.spec.pids} processes) reached: "
-                            f"{after.pids_refused - before.pids_refused} process starts were refused")
+                hits.append(LimitHit("pids", f"process limit ({self.spec.pids} processes) reached: "
+                                     f"{after.pids_refused - before.pids_refused} process starts were refused"))
             if after.oom_kills > before.oom_kills:
-                hits.append(f"memory limit ({show_size(parse_size(self.spec.memory))}) reached: "
-                            f"the out-of-memory killer ended {after.oom_kills - before.oom_kills} process(es)")
+                hits.append(LimitHit("memory", f"memory limit ({show_size(parse_size(self.spec.memory))}) reached: "
+                                     f"the out-of-memory killer ended {after.oom_kills - before.oom_kills} process(es)"))
         if self.volume_full():
-            hits.append(f"disk limit ({show_size(parse_size(self.spec.disk))} for /workspace) reached: no space left")
+            hits.append(LimitHit("disk", f"disk limit ({show_size(parse_size(self.spec.disk))} for /workspace) "
+                                         "reached: no space left"))
         if leftovers:
-            hits.append(f"processes left running: {leftovers} process(es) outlived the command and were killed")
+            hits.append(LimitHit("leftovers", f"processes left running: {leftovers} process(es) outlived the "
+                                              "command and were killed"))
         return hits
 
     def freeze(self) -> None:
@@ -392,18 +406,18 @@ class Sandbox:
         self.runtime.quiet("volume", "rm", "-f", self.volume)
 
 
-def explain_failure(text: str, spec: SandboxSpec) -> str | None:
-    """The sandbox rule a failed command's output points at, in words (None: none recognised)."""
+def explain_failure(text: str, spec: SandboxSpec) -> LimitHit | None:
+    """The sandbox rule a failed command's output points at (None: none recognised)."""
     lowered = text.lower()
     if "read-only file system" in lowered:
-        return f"the sandbox's root file system is read-only: only {WORKDIR} and /tmp are writable"
+        return LimitHit("read_only", f"the sandbox's root file system is read-only: only {WORKDIR} and /tmp are writable")
     if spec.network == "none" and any(s in lowered for s in ("network is unreachable", "network unreachable",
                                                                  "bad address", "name resolution", "could not resolve",
                                                                  "name or service not known")):
-        return "the sandbox has no network (network: none)"
+        return LimitHit("network", "the sandbox has no network (network: none)")
     if "no space left on device" in lowered:
-        return f"the sandbox's disk limit ({show_size(parse_size(spec.disk))} for /workspace, " \
-               f"{show_size(parse_size(spec.tmp_size))} for /tmp) was reached"
+        return LimitHit("disk", f"the sandbox's disk limit ({show_size(parse_size(spec.disk))} for /workspace, "
+                                f"{show_size(parse_size(spec.tmp_size))} for /tmp) was reached")
     return None
 
 

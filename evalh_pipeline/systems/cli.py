@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from evalh_pipeline.common.containers import Sandbox, explain_failure
+from evalh_pipeline.common.containers import LimitHit, Sandbox, explain_failure
 from evalh_pipeline.models import EvalCase, TraceOutput
 from evalh_pipeline.common.processes import (
     PIPE_GRACE_SECONDS,
@@ -148,7 +148,7 @@ class CliSystem(SystemAdapter):
         except MissingTemplateField as exc:
             raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
         sandbox = workspace.sandbox if workspace is not None else None
-        limits: list[str] = []
+        limits: list[LimitHit] = []
         if sandbox is not None:
             result, limits = await _run_in_sandbox(sandbox, argv, stdin, cfg.env)
         else:
@@ -171,8 +171,8 @@ class CliSystem(SystemAdapter):
             if sandbox is not None and not limits and (hint := explain_failure(stderr + stdout[-4096:], sandbox.spec)):
                 limits.append(hint)
             if limits:
-                extra["sandbox_limits"] = limits
-                message = f"sandbox limit: {'; '.join(limits)} ({message})"
+                extra["sandbox_limits"] = [hit.name for hit in limits]
+                message = f"sandbox limit: {'; '.join(map(str, limits))} ({message})"
             raise AdapterError(message + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"),
                                partial=partial, type="sandbox_limit" if limits else "adapter_error")
         if cfg.parse_stdout_as is not None:
@@ -274,7 +274,7 @@ async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: 
 
 
 async def _run_in_sandbox(sandbox: Sandbox, argv: list[str], stdin: bytes | None,
-                          env: dict[str, str]) -> tuple[_Result, list[str]]:
+                          env: dict[str, str]) -> tuple[_Result, list[LimitHit]]:
     """``argv`` run inside the workspace's sandbox (cwd /workspace) with exactly ``env``; and
     the limits it hit. Whatever it leaves running is killed; when the cell is cancelled (its
     timeout) the whole container is frozen at once."""
