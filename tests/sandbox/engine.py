@@ -86,7 +86,8 @@ def running_dockerd() -> Iterator[Engine]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def build_busybox_image(engine: Engine, tag: str, extra: dict[str, bytes] | None = None) -> None:
+def build_busybox_image(engine: Engine, tag: str, extra: dict[str, bytes] | None = None,
+                        changes: tuple[str, ...] = ()) -> None:
     """``tag``: a root file system of static busybox (sh, cp, nc, ...) with /etc/passwd, imported offline."""
     with tempfile.TemporaryDirectory() as folder:
         rootfs = Path(folder)
@@ -107,4 +108,4 @@ def build_busybox_image(engine: Engine, tag: str, extra: dict[str, bytes] | None
             path.write_bytes(data)
             path.chmod(0o755)
         tar = subprocess.run(["tar", "-C", str(rootfs), "-c", "."], capture_output=True, check=True).stdout
-        engine.docker("import", "-c", "ENV PATH=/bin", "-", tag, input=tar)
+        engine.docker("import", "-c", "ENV PATH=/bin", *[a for c in changes for a in ("-c", c)], "-", tag, input=tar)
