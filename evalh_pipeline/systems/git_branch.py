@@ -97,7 +97,11 @@ class GitBranchSystem(ServiceSystem):
         repo = self.repo
         if not repo.is_dir():
             raise AdapterError(f"git_branch: repo_path not found: {repo}")
-        await asyncio.to_thread(_git, repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{cfg.branch}^{{commit}}")
+        try:
+            await asyncio.to_thread(_git, repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{cfg.branch}^{{commit}}")
+        except AdapterError:
+            known = (await asyncio.to_thread(_git, repo, "branch", "--format=%(refname:short)")).split()
+            raise AdapterError(f"git_branch: branch {cfg.branch!r} not found in {repo} (known: {', '.join(known)})") from None
         self._folder = Path(tempfile.mkdtemp(prefix="evalh-git-branch-"))
         self._worktree = self._folder / "wt"
         await asyncio.to_thread(_git, repo, "worktree", "add", "--detach", str(self._worktree), f"refs/heads/{cfg.branch}")

@@ -11,7 +11,7 @@ from abc import abstractmethod
 from typing import Any
 
 import httpx
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.registry import SYSTEMS
@@ -35,16 +35,25 @@ class ServiceConfig(SystemConfigModel):
         parse_healthcheck(value)
         return value
 
-    @model_validator(mode="after")
-    def _inner_is_known(self) -> "ServiceConfig":
-        if self.inner_adapter in ("docker", "git_branch"):
-            raise ValueError(f"inner_adapter {self.inner_adapter!r} would start a service inside a service")
+    @field_validator("inner_adapter")
+    @classmethod
+    def _inner_is_known(cls, value: str) -> str:
+        if value in ("docker", "git_branch"):
+            raise ValueError(f"inner_adapter {value!r} would start a service inside a service")
         try:
-            cls = SYSTEMS.get(self.inner_adapter)
+            SYSTEMS.get(value)
         except LookupError as exc:
-            raise ValueError(str(exc)) from None
+            raise ValueError(f"inner_adapter: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _inner_config_fits(self) -> "ServiceConfig":
         # Checked with a port filled in, so a bad inner key is a load error, not a cell error.
-        cls.Config.model_validate(render_port(self.inner_config, 1))
+        try:
+            SYSTEMS.get(self.inner_adapter).Config.model_validate(render_port(self.inner_config, 1))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f"inner_config for {self.inner_adapter}: {problems}") from None
         return self
 
 

@@ -41,7 +41,7 @@ def _eval(folder, systems: str):
         systems:
         """) + textwrap.indent(textwrap.dedent(systems), "  ") + textwrap.dedent("""
         evaluators:
-          - {name: answered, type: contains_text, config: {must_include: [answered]}}
+          - {name: answered, type: contains_text, config: {all_of: [answered]}}
         """))
     return folder / "eval.yaml"
 
