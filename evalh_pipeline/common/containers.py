@@ -42,6 +42,7 @@ WORKDIR = "/workspace"
 LABEL = "evalh.sandbox"
 # Below this many free bytes the workspace volume counts as full (tmpfs keeps a little back).
 _FULL_BYTES = 64 * 1024
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -242,7 +243,9 @@ class Sandbox:
         uid, gid = spec.uid_gid
         label_args = [a for k, v in {LABEL: "1", **(labels or {})}.items() for a in ("--label", f"{k}={v}")]
         runtime.run("volume", "create", "--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
-                    "--opt", f"o=size={parse_size(spec.disk)},uid={uid},gid={gid},mode=0755", *label_args, name)
+                    # nr_blocks (pages), not size: Podman reads size= as an XFS quota it cannot set here.
+                    "--opt", f"o=nr_blocks={-(-parse_size(spec.disk) // _PAGE)},uid={uid},gid={gid},mode=0755",
+                    *label_args, name)
         try:
             memory = parse_size(spec.memory) + parse_size(spec.disk) + parse_size(spec.tmp_size)
             ulimits = [a for k, v in spec.ulimits.items() for a in ("--ulimit", f"{k}={v}:{v}")]

@@ -86,6 +86,71 @@ def running_dockerd() -> Iterator[Engine]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def why_podman_cannot_run() -> str | None:
+    """None when podman (its Docker-compatible service) and the docker CLI can be used here."""
+    if shutil.which("podman") is None:
+        return "podman is not installed (Debian: apt-get install podman)"
+    if shutil.which("docker") is None or not BUSYBOX.is_file():
+        return "the docker CLI and busybox-static are needed too"
+    if os.geteuid() != 0:
+        return "the podman service is run as root here"
+    return None
+
+
+@contextmanager
+def running_podman() -> Iterator[Engine]:
+    """Podman's Docker-compatible API service with its storage in a temporary folder.
+
+    The same docker CLI (and so the same evalh code) talks to it. Root here lacks
+    CAP_SYS_RESOURCE, so containers get nofile/nproc ulimits by default (containers.conf),
+    as real-components.md says Podman needs.
+    """
+    root = Path(tempfile.mkdtemp(prefix="evalh-pm-", dir="/tmp"))
+    sock = root / "sock"
+    (root / "containers.conf").write_text('[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n')
+    storage = ["--root", str(root / "root"), "--runroot", str(root / "run"), "--tmpdir", str(root / "tmp")]
+    env = {**os.environ, "CONTAINERS_CONF": str(root / "containers.conf")}
+    log = open(root / "log", "wb")
+    proc = subprocess.Popen(["podman", *storage, "system", "service", "--time=0", f"unix://{sock}"], env=env,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    engine = Engine(f"unix://{sock}", root)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not sock.exists() or engine.docker("version", check=False).returncode != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"podman system service did not start: {(root / 'log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        build_busybox_image(engine, IMAGE)
+        yield engine
+    finally:
+        subprocess.run(["podman", *storage, "rm", "-af", "-t", "0"], env=env, capture_output=True, check=False)
+        subprocess.run(["podman", *storage, "volume", "rm", "-af"], env=env, capture_output=True, check=False)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+        subprocess.run(["podman", *storage, "system", "reset", "-f"], env=env, capture_output=True, check=False)
+        _kill_strays(root)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill_strays(root: Path) -> None:
+    """Podman 4.3 leaves a conmon behind for some exec sessions of a removed container: end
+    the processes that name this service's own folder (ours alone), by pid."""
+    marker = str(root).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            continue
+
+
 def build_busybox_image(engine: Engine, tag: str, extra: dict[str, bytes] | None = None,
                         changes: tuple[str, ...] = ()) -> None:
     """``tag``: a root file system of static busybox (sh, cp, nc, ...) with /etc/passwd, imported offline."""
