@@ -18,7 +18,6 @@ what a command leaves running is killed without losing the workspace.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -295,22 +294,24 @@ class Sandbox:
     # -- files ---------------------------------------------------------------------------
 
     def put_tree(self, source: Path) -> None:
-        """Copy a host folder's contents to ``/workspace``, owned by the sandbox user."""
+        """Copy a host folder's contents to ``/workspace``, owned by the sandbox user (streamed)."""
         uid, gid = self.spec.uid_gid
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-            for path in sorted(source.rglob("*")):
-                info = archive.gettarinfo(str(path), arcname=path.relative_to(source).as_posix())
-                if not (info.isreg() or info.isdir() or info.issym()):
-                    continue  # a fixture's fifo or socket has no content to seed
-                info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
-                if info.isreg():
-                    with open(path, "rb") as handle:
-                        archive.addfile(info, handle)
-                else:
-                    archive.addfile(info)
-        buffer.seek(0)
-        self.runtime.run("cp", "-", f"{self.container}:{WORKDIR}", stdin=buffer.getvalue(), timeout=600)
+        argv = [*self.runtime.base, "cp", "-", f"{self.container}:{WORKDIR}"]
+        with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env=self.runtime.env) as proc:
+            assert proc.stdin is not None and proc.stderr is not None
+            try:
+                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+                    for path in sorted(source.rglob("*")):
+                        _add(archive, path, path.relative_to(source).as_posix(), uid, gid)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the CLI failed: its stderr says why
+            error = proc.stderr.read()
+            proc.wait()
+        if proc.returncode != 0:
+            raise ContainerError(f"`{self.runtime.config.binary} cp` into /workspace failed: "
+                                 f"{error.decode('utf-8', 'replace').strip()}")
 
     def get_tree(self, destination: Path) -> None:
         """Copy ``/workspace``'s contents into ``destination`` (created), modes and links as they are."""
@@ -467,6 +468,19 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except (OSError, IndexError):
         return True  # gone
+
+
+def _add(archive: tarfile.TarFile, path: Path, name: str, uid: int, gid: int) -> None:
+    """One fixture entry, owned by ``uid:gid``; fifos and sockets have no content to seed."""
+    info = archive.gettarinfo(str(path), arcname=name)
+    if not (info.isreg() or info.isdir() or info.issym()):
+        return
+    info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+    if info.isreg():
+        with open(path, "rb") as handle:
+            archive.addfile(info, handle)
+    else:
+        archive.addfile(info)
 
 
 def _extract(archive: tarfile.TarFile, member: tarfile.TarInfo, destination: Path) -> None:

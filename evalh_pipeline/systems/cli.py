@@ -93,7 +93,9 @@ class CliSystem(SystemAdapter):
       lacks fails the cell (``adapter_error``). The program is found on the child's
       ``PATH``; a relative path with a slash (``./agent.sh``) is relative to the cwd.
     - ``cwd``: relative to the eval's folder (default: the eval's folder). A workspace,
-      when the cell has one, is the cwd instead.
+      when the cell has one, is the cwd instead. A sandboxed workspace (``docker_volume``)
+      runs the command inside its container (``docker exec``, cwd ``/workspace``) with
+      exactly ``env``; a limit it hits fails the cell with ``sandbox_limit``, named.
     - Environment: the host environment is not passed. The child gets exactly ``env``
       plus the host's ``PATH`` (so programs resolve as in the shell that started the
       run) unless ``env`` sets ``PATH`` itself. With ``inherit_env: true`` it gets the
