@@ -60,18 +60,20 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
         self.runtime = ContainerRuntime(self.spec, context.env)
 
     def recover_stale(self) -> tuple[int, int]:
-        """Host folders as the other kinds; then containers whose host folder is gone."""
+        """Host folders as the other kinds; then the containers and volumes whose host folder is gone."""
         result = super().recover_stale()
-        try:
-            listed = self.runtime.run("ps", "-a", "--no-trunc", "--filter", f"label={_WORKSPACE_LABEL}",
-                                      "--format", '{{.ID}} {{.Label "' + _WORKSPACE_LABEL + '"}}').decode()
-        except ContainerError:
-            return result
-        for line in listed.splitlines():
-            container, _, folder = line.partition(" ")
-            if folder and Path(folder).parent == self.base_path and not Path(folder).exists():
-                self.runtime.quiet("rm", "-f", "-v", container)
-                self.runtime.quiet("volume", "rm", "-f", container)
+        label = '{{.Label "' + _WORKSPACE_LABEL + '"}}'
+        for kind, name_format in (("ps", "{{.ID}}"), ("volume", "{{.Name}}")):
+            command = ["ps", "-a"] if kind == "ps" else ["volume", "ls"]
+            try:
+                listed = self.runtime.run(*command, "--filter", f"label={_WORKSPACE_LABEL}",
+                                          "--format", f"{name_format} {label}").decode()
+            except ContainerError:
+                return result
+            for line in listed.splitlines():
+                name, _, folder = line.partition(" ")
+                if folder and Path(folder).parent == self.base_path and not Path(folder).exists():
+                    self.runtime.quiet(*(["rm", "-f", "-v"] if kind == "ps" else ["volume", "rm", "-f"]), name)
         return result
 
     def prepare(self, case: EvalCase, variant: RunVariant, sample: int = 0) -> PreparedWorkspace:
