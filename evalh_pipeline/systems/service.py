@@ -139,7 +139,7 @@ class ServiceSystem(SystemAdapter):
         timeout = self.config.healthcheck_timeout_seconds
         deadline = time.monotonic() + timeout
         last = "no answer yet"
-        async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
             while True:
                 if (gone := await self._exited()) is not None:
                     raise AdapterError(f"{self.variant.adapter}: the service stopped before its healthcheck "

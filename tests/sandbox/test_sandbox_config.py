@@ -74,3 +74,31 @@ def test_sizes_read_as_docker_writes_them():
     assert parse_size(4096) == 4096 and show_size(64 << 20) == "64 MiB"
     with pytest.raises(ValueError):
         parse_size("lots")
+
+
+# eval-harness 2.0.2's docs/Adapters.md configurations, verbatim.
+EVAL_HARNESS_DOCS = """
+systems:
+  - name: eval_refactor
+    adapter: git_branch
+    repo_path: ../my-agent
+    branch: feat/eval-refactor
+    start_command: ["uvicorn", "app:app", "--port", "0"]   # 0 = pick a port
+    healthcheck: GET /health
+    inner_adapter: http                     # what to do once it's up
+    inner_config:
+      endpoint: "http://localhost:{port}/chat"
+  - name: agent_v3_docker
+    adapter: docker
+    image: registry/agent:v3
+    inner_adapter: http
+    inner_config:
+      endpoint: "http://localhost:{port}/chat"
+    healthcheck: GET /health
+"""
+
+
+def test_eval_harness_docs_service_configurations_load_unchanged(tmp_path):
+    spec = _load(tmp_path, EVAL_HARNESS_DOCS)
+    assert [(v.name, v.adapter) for v in spec.variants] == [("eval_refactor", "git_branch"),
+                                                            ("agent_v3_docker", "docker")]

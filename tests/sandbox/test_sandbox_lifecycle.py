@@ -41,7 +41,7 @@ def test_the_timeout_freezes_the_sandbox_and_keeps_what_was_written_before(docke
     - name: slow
       adapter: cli
       command: [sh, -c, "echo started > early.txt; sleep 600"]
-      timeout_seconds: 3
+      timeout_seconds: 20
     - name: flaky
       adapter: cli
       command: [sh, -c, "if [ -e src/tried ]; then echo second; else touch src/tried; exit 1; fi"]
