@@ -7,10 +7,10 @@ CPU, memory, process and disk limits, a non-root user, no Docker socket inside.
 
 - A ``cli`` system's ``command`` runs inside that container with cwd ``/workspace``; a
   ``python_function`` or plugin system finds the container in ``workspace.sandbox`` and
-  ``workspace.metadata['sandbox']`` (``workspace.path`` is then only the host copy of the
-  before-state: writing there changes nothing).
-- The fixture is seeded on the host as by tempdir_snapshot, snapshotted (the before
-  manifest), then copied into the volume. After the run the container is frozen, the
+  ``workspace.metadata['sandbox']`` (``workspace.path`` is then an empty host folder:
+  writing there changes nothing).
+- The fixture is snapshotted (the before manifest) and streamed into the volume; no host
+  copy is made. After the run the container is frozen, the
   volume's files are copied out to the host and the collection is tempdir_snapshot's:
   the same FilesystemArtifact, diff, artifacts folder and accounting, plus ``sandbox``
   (the isolation used), which the ``command`` evaluator reads to run inside a fresh
@@ -31,6 +31,8 @@ from evalh_pipeline.common.containers import LABEL, ContainerError, ContainerRun
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, RunVariant
 from evalh_pipeline.workspaces.accounting import WorkspaceAccounting
 from evalh_pipeline.workspaces.base import PreparedWorkspace, WorkspaceContext, WorkspaceError
+from evalh_pipeline.workspaces.manifest import take_snapshot
+from evalh_pipeline.workspaces.ownership import create_container
 from evalh_pipeline.workspaces.tempdir_snapshot import TempdirSnapshotConfig, TempdirSnapshotWorkspace
 
 _WORKSPACE_LABEL = "evalh.workspace"
@@ -77,7 +79,12 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
         return result
 
     def prepare(self, case: EvalCase, variant: RunVariant, sample: int = 0) -> PreparedWorkspace:
-        workspace = super().prepare(case, variant, sample)
+        """A sandbox seeded straight from the fixture (no host copy); the before snapshot is the fixture's."""
+        container = create_container(self.base_path, f"{case.id}-{variant.name}")
+        workspace = PreparedWorkspace(path=container / "tree", container=container, case_id=case.id,
+                                      variant_name=variant.name, sample=sample)
+        workspace.path.mkdir()  # stays empty: the files live in the volume
+        workspace.accounting.workspaces = 1
         try:
             self._start_sandbox(workspace)
         except BaseException:
@@ -86,6 +93,13 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
         return workspace
 
     def _start_sandbox(self, workspace: PreparedWorkspace) -> None:
+        source = self.source if self.source is not None else workspace.path
+        if not source.is_dir():
+            raise WorkspaceError(f"fixture folder not found: {source}")
+        # The fixture is what the sandbox gets: its snapshot is the before-state (originals are
+        # read from it later, checked against these hashes).
+        workspace.before = take_snapshot(source, exclude_top=self.exclude_top)
+        workspace.accounting.seeded_bytes += workspace.before.total_bytes
         labels = {_WORKSPACE_LABEL: str(workspace.container)}
         prefix = self.config.volume_name or f"evalh-{workspace.case_id}-{workspace.variant_name}"
         try:
@@ -94,14 +108,17 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
             raise WorkspaceError(f"sandbox not started: {exc}") from None
         workspace.sandbox = sandbox
         workspace.metadata["sandbox"] = sandbox.handle
+        workspace.metadata["seed_method"] = "docker-cp"
         try:
-            sandbox.put_tree(workspace.path)
+            sandbox.put_tree(source)
         except ContainerError as exc:
             raise WorkspaceError(f"the fixture could not be copied into the sandbox: {exc}") from None
 
     def reset(self, workspace: PreparedWorkspace) -> None:
+        """A fresh sandbox for the next attempt (the volume goes with the old one)."""
         self._remove_sandbox(workspace)
-        super().reset(workspace)
+        workspace.attempt += 1
+        workspace.metadata.clear()
         self._start_sandbox(workspace)
 
     def collect_artifacts(self, workspace: PreparedWorkspace, *, system_may_run: bool = False) -> FilesystemArtifact:
