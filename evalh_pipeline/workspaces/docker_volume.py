@@ -127,6 +127,14 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
         if not isinstance(sandbox, Sandbox):
             raise WorkspaceError("the workspace has no sandbox (prepare failed)")
         sandbox.freeze()  # nothing the system left behind runs while the files are read
+        try:
+            status = self.runtime.state(sandbox.container).get("Status")
+        except ContainerError as exc:
+            raise WorkspaceError(f"the sandbox is gone: {exc}") from None
+        if status not in ("running", "paused"):
+            # Its volume is in memory and went with it: there is no after-state to diff.
+            raise WorkspaceError(f"the sandbox container stopped ({status}) before its files were collected: "
+                                 f"{self.runtime.logs_tail(sandbox.container, 5)}")
         after = workspace.container / f"after-{workspace.attempt}"
         try:
             sandbox.get_tree(after)

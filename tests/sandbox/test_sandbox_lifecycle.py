@@ -77,3 +77,25 @@ def test_sandboxes_of_a_killed_run_are_removed_by_the_next_run(docker_engine, tm
     finally:
         orphan.remove()
     assert not Path(gone).exists()
+
+
+def test_a_sandbox_that_died_is_a_workspace_error_not_an_empty_after_state(docker_engine, tmp_path):
+    from evalh_pipeline.models import EvalCase, RunVariant
+    from evalh_pipeline.workspaces.base import WorkspaceError
+
+    env = {"DOCKER_HOST": docker_engine.host, "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    eval_dir = tmp_path / "eval"
+    (eval_dir / "fixture").mkdir(parents=True)
+    (eval_dir / "fixture" / "kept.txt").write_text("kept\n")
+    context = WorkspaceContext(eval_dir=eval_dir, runs_root=str(tmp_path / "runs"), run_dir=tmp_path / "runs" / "r",
+                               run_id="r", env=env)
+    adapter = DockerVolumeWorkspace({"type": "docker_volume", "image": IMAGE, "copy_from": "fixture"}, context)
+    workspace = adapter.prepare(EvalCase(id="c", input={}), RunVariant(name="v", adapter="cli"))
+    try:
+        assert workspace.sandbox is not None
+        docker_engine.docker("kill", workspace.sandbox.container)  # e.g. the OOM killer took its init
+        with pytest.raises(WorkspaceError, match="stopped"):
+            adapter.collect_artifacts(workspace)
+    finally:
+        adapter.cleanup(workspace)
+    assert leftover_sandboxes(docker_engine) == []
