@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -144,16 +144,11 @@ class ContainerRuntime:
         binary = shutil.which(config.binary, path=self.env["PATH"]) or config.binary
         self.base = [binary, *((["--url", host] if podman else ["-H", host]) if host else [])]
 
-    def run(self, *args: str, stdin: bytes | IO[bytes] | None = None, timeout: float = 120) -> bytes:
+    def run(self, *args: str, stdin: bytes | None = None, timeout: float = 120) -> bytes:
         """``<binary> args...``; its stdout."""
         argv = [*self.base, *args]
         try:
-            if stdin is None or isinstance(stdin, bytes):
-                done = subprocess.run(argv, input=stdin, capture_output=True, env=self.env, timeout=timeout,
-                                      check=False)
-            else:
-                done = subprocess.run(argv, stdin=stdin, capture_output=True, env=self.env, timeout=timeout,
-                                      check=False)
+            done = subprocess.run(argv, input=stdin, capture_output=True, env=self.env, timeout=timeout, check=False)
         except FileNotFoundError:
             raise ContainerError(f"{self.config.binary!r} was not found on PATH: sandboxes need the docker "
                                  f"(or podman) command line and a running engine") from None
@@ -186,19 +181,6 @@ class ContainerRuntime:
             return f"(no logs: {exc})"
         text = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
         return text or "(the container wrote nothing)"
-
-    def remove_labelled(self, label: str, keep: Iterable[str] = ()) -> int:
-        """Remove containers and volumes carrying ``label`` (a ``key=value``), except ``keep``."""
-        keep = set(keep)
-        removed = 0
-        found = self.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={label}").decode().split()
-        for container in found:
-            if container not in keep and self.quiet("rm", "-f", "-v", container):
-                removed += 1
-        for volume in self.run("volume", "ls", "-q", "--filter", f"label={label}").decode().split():
-            if volume not in keep:
-                self.quiet("volume", "rm", "-f", volume)
-        return removed
 
 
 @dataclass
