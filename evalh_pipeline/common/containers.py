@@ -41,6 +41,7 @@ WORKDIR = "/workspace"
 LABEL = "evalh.sandbox"
 # Below this many free bytes the workspace volume counts as full (tmpfs keeps a little back).
 _FULL_BYTES = 64 * 1024
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
@@ -301,11 +302,13 @@ class Sandbox:
         argv = [*self.runtime.base, "cp", f"{self.container}:{WORKDIR}/.", "-"]
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.runtime.env) as proc:
             assert proc.stdout is not None
+            unpacker = _Unpacker(destination)
             try:
                 with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
                     for member in archive:
-                        _extract(archive, member, destination)
-            except tarfile.TarError as exc:
+                        unpacker.add(archive, member)
+                unpacker.finish()
+            except (tarfile.TarError, OSError) as exc:
                 proc.kill()
                 raise ContainerError(f"could not read the sandbox's files: {exc}") from None
             finally:
@@ -465,16 +468,55 @@ def _add(archive: tarfile.TarFile, path: Path, name: str, uid: int, gid: int) ->
         archive.addfile(info)
 
 
-def _extract(archive: tarfile.TarFile, member: tarfile.TarInfo, destination: Path) -> None:
-    """Extract one member, refusing names outside ``destination``; keeps modes (not set-id bits)."""
-    if member.name in (".", "./"):
-        return
-    checked = tarfile.tar_filter(member, str(destination))
-    mode = member.mode & 0o777 if member.mode is not None else None
-    if member.isdev():
-        return  # devices cannot be made in the sandbox; none should arrive
-    archive.extract(checked.replace(mode=mode, uid=os.getuid(), gid=os.getgid(), deep=False), destination,
-                    set_attrs=not member.issym(), filter="fully_trusted")
-    if member.isdir():
-        target = destination / checked.name
-        os.chmod(target, (mode or 0o755) | stat.S_IRWXU)  # the walk must be able to enter it
+class _Unpacker:
+    """Writes a ``docker cp`` archive of untrusted files under ``destination``, and nowhere else.
+
+    Every entry's parent must be a folder this archive made (the archive lists folders before
+    their contents), so nothing is written through a link; links are made as links, never
+    followed; hard links must name a file of this archive; devices are skipped; set-id bits
+    are dropped. Folders get their modes at the end (owner rwx kept, so the walk can enter).
+    """
+
+    def __init__(self, destination: Path) -> None:
+        self.root = destination
+        self.folders: dict[str, int] = {"": 0o755}
+        self.files: set[str] = set()
+
+    def add(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        name = member.name.removeprefix("./").rstrip("/")
+        parts = name.split("/")
+        if name in ("", ".") or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            return
+        parent = "/".join(parts[:-1])
+        if parent not in self.folders or name in self.folders:
+            return  # under a link, or twice: not a path this archive made
+        target = os.path.join(self.root, name)
+        mode = member.mode & 0o777
+        if member.isdir():
+            os.mkdir(target, 0o700)
+            self.folders[name] = mode
+        elif member.isreg():
+            source = archive.extractfile(member)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                if source is not None:
+                    shutil.copyfileobj(source, handle, 1 << 20)
+                os.fchmod(handle.fileno(), mode)
+            os.utime(target, (member.mtime, member.mtime), follow_symlinks=False)
+            self.files.add(name)
+        elif member.issym():
+            os.symlink(member.linkname, target)
+        elif member.islnk():
+            linked = member.linkname.removeprefix("./")
+            if linked in self.files:
+                os.link(os.path.join(self.root, linked), target, follow_symlinks=False)
+                self.files.add(name)
+        elif member.isfifo():
+            os.mkfifo(target, mode)
+
+    def finish(self) -> None:
+        for name, mode in sorted(self.folders.items(), reverse=True):
+            if name:
+                os.chmod(os.path.join(self.root, name), mode | stat.S_IRWXU)
+
+

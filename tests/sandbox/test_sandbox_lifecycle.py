@@ -99,3 +99,18 @@ def test_a_sandbox_that_died_is_a_workspace_error_not_an_empty_after_state(docke
     finally:
         adapter.cleanup(workspace)
     assert leftover_sandboxes(docker_engine) == []
+
+
+def test_links_fifos_and_hard_links_come_out_as_they_are_and_lead_nowhere(docker_engine, tmp_path, env):
+    command = ("ln -s /etc/passwd escape; ln -s ../README.md src/readme; mkfifo pipe; ln src/app.txt hard; "
+               "mkdir -p deep/er; echo x > deep/er/f; chmod 700 deep; echo done")
+    eval_path = write_sandbox_eval(tmp_path / "links", f"- {{name: links, adapter: cli, command: [sh, -c, {command!r}]}}")
+    done, run_dir = run_in(docker_engine, eval_path, env)
+    assert traces_by_variant(run_dir)["links"]["error"] is None, done.stderr[-2000:]
+    after = run_dir / "artifacts" / "case_0" / "links" / "after"
+    assert (after / "escape").is_symlink() and str((after / "escape").readlink()) == "/etc/passwd"
+    assert str((after / "src" / "readme").readlink()) == "../README.md"
+    assert (after / "pipe").is_fifo()
+    assert (after / "hard").read_text() == "version 1\n" and (after / "deep" / "er" / "f").read_text() == "x\n"
+    added = {r["variant_name"]: r for r in records(run_dir, "results.jsonl")}["links"]["detail"]["added"]
+    assert set(added) >= {"escape", "src/readme", "pipe", "hard", "deep/er/f"}
