@@ -3,6 +3,8 @@
 
     python benchmarks/workspace_bench.py             # 10,000 files (~200 MB), 3 rounds
     python benchmarks/workspace_bench.py --quick     # 1,000 files (~20 MB), 2 rounds
+    python benchmarks/workspace_bench.py --docker-host unix:///tmp/T/sock --docker-image local/busybox:1
+                                                     # also the docker_volume cycle (a sandbox)
 
 Fixture: N text files of ~20 KB in N/10 folders; a stub agent edits one file.
 
@@ -11,6 +13,11 @@ Fixture: N text files of ~20 KB in N/10 folders; a stub agent edits one file.
   diff.txt artifact.json published into the run's artifacts folder) and cleanup.
 - git: ``cp -r``, ``git init && git add -A && git commit``, the edit, ``git add -A &&
   git diff --cached``.
+
+- docker_volume (with ``--docker-host``): the same cycle in a sandbox: prepare (host seed and
+  before manifest, then a container and a tmpfs volume, the tree copied in), the edit done
+  inside the container (``docker exec``), collect (freeze, copy the volume out, then the same
+  collection) and cleanup (container, volume, host folders). Compared with tempdir_snapshot.
 
 Rounds alternate (ours, git, ours, git...) in one invocation, with the page cache warm for
 both; removing the previous round's folders is not timed. Target: median ours / median
@@ -86,6 +93,35 @@ def ours(eval_dir: Path, work: Path, round_no: int, edited: str) -> tuple[float,
     return total, phases, accounting.as_dict()
 
 
+def sandboxed(eval_dir: Path, work: Path, round_no: int, edited: str, host: str, image: str
+              ) -> tuple[float, dict[str, float]]:
+    """The docker_volume cycle; the edit runs in the container and is not timed."""
+    from evalh_pipeline.workspaces.docker_volume import DockerVolumeWorkspace
+
+    run_dir = work / "runs" / f"sandbox-{round_no}"
+    context = WorkspaceContext(eval_dir=eval_dir, runs_root=str(work / "runs"), run_dir=run_dir, run_id=run_dir.name,
+                               env={**os.environ, "DOCKER_HOST": host})
+    adapter = DockerVolumeWorkspace({"type": "docker_volume", "copy_from": "fixture", "image": image,
+                                     "disk": "2g"}, context)
+    case = EvalCase.model_validate({"id": f"case_{round_no}", "input": {}})
+    variant = RunVariant(name="stub", adapter="cli")
+    started = time.perf_counter()
+    workspace = adapter.prepare(case, variant)
+    prepared = time.perf_counter()
+    assert workspace.sandbox is not None
+    argv = workspace.sandbox.exec_argv(["sh", "-c", f"echo 'edited by the stub agent' >> {edited}"], env_names=())
+    subprocess.run(argv, check=True, env=workspace.sandbox.runtime.env)
+    edited_at = time.perf_counter()
+    artifact = adapter.collect_artifacts(workspace)
+    collected = time.perf_counter()
+    adapter.cleanup(workspace)
+    finished = time.perf_counter()
+    assert artifact.diff.modified == [edited] and not artifact.diff.added and not artifact.diff.removed, artifact.diff
+    phases = {"seed+before_manifest+sandbox": prepared - started,
+              "freeze+copy_out+after_manifest+diff+artifacts": collected - edited_at, "cleanup": finished - collected}
+    return finished - started - (edited_at - prepared), phases
+
+
 def git_cycle(fixture: Path, work: Path, round_no: int, edited: str) -> float:
     ws = work / f"git-{round_no}"
     started = time.perf_counter()
@@ -109,6 +145,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--dir", default=None, help="where to build the fixture (default: a temp folder)")
+    parser.add_argument("--docker-host", default=None, help="also time docker_volume against this engine")
+    parser.add_argument("--docker-image", default="local/busybox:1", help="the sandbox image (needs sh)")
     args = parser.parse_args()
     files = args.files or (1_000 if args.quick else 10_000)
     rounds = args.rounds or (2 if args.quick else 3)
@@ -125,6 +163,8 @@ def main() -> int:
         work = base / "work"
         work.mkdir()
         ours_times, git_times, last_phases, last_accounting = [], [], {}, {}
+        sandbox_times: list[float] = []
+        sandbox_phases: dict[str, float] = {}
         for round_no in range(rounds):
             seconds, last_phases, last_accounting = ours(eval_dir, work, round_no, edited)
             ours_times.append(seconds)
@@ -133,10 +173,20 @@ def main() -> int:
             remove_tree(work / f"git-{round_no}")
             print(f"round {round_no + 1}: ours {ours_times[-1]:.2f} s   git {git_times[-1]:.2f} s   "
                   f"({', '.join(f'{k} {v:.2f}' for k, v in last_phases.items())})")
+            if args.docker_host:
+                seconds, sandbox_phases = sandboxed(eval_dir, work, round_no, edited, args.docker_host,
+                                                    args.docker_image)
+                sandbox_times.append(seconds)
+                remove_tree(work / "runs" / f"sandbox-{round_no}")
+                print(f"         docker_volume {seconds:.2f} s   "
+                      f"({', '.join(f'{k} {v:.2f}' for k, v in sandbox_phases.items())})")
         ours_median, git_median = statistics.median(ours_times), statistics.median(git_times)
         ratio = ours_median / git_median
         print(f"median: ours {ours_median:.2f} s, git {git_median:.2f} s, ratio ours/git {ratio:.2f}x "
               f"(target <= 1.0x: {'met' if ratio <= 1.0 else 'NOT met'})")
+        if sandbox_times:
+            sandbox_median = statistics.median(sandbox_times)
+            print(f"median: docker_volume {sandbox_median:.2f} s, {sandbox_median / ours_median:.2f}x tempdir_snapshot")
         print(f"bytes (last round): {json.dumps(last_accounting)}")
         out = HERE / "out"
         out.mkdir(exist_ok=True)
@@ -144,6 +194,7 @@ def main() -> int:
             "files": files, "bytes": size, "rounds": rounds, "hash": HASH_ALGORITHM,
             "ours_seconds": ours_times, "git_seconds": git_times, "ratio_median": ratio,
             "last_round_phases": last_phases, "last_round_accounting": last_accounting,
+            "docker_volume_seconds": sandbox_times, "docker_volume_last_round_phases": sandbox_phases,
         }, indent=2) + "\n")
         return 0 if ratio <= 1.0 else 1
     finally:

@@ -33,6 +33,15 @@ from evalh_pipeline.common.processes import (
     env_mapping,
     kill_group,
 )
+from evalh_pipeline.common.containers import (
+    ContainerError,
+    ContainerRuntime,
+    LimitHit,
+    RuntimeConfig,
+    Sandbox,
+    SandboxSpec,
+    explain_failure,
+)
 from evalh_pipeline.common.masking import mask_text
 
 # Host variables Windows needs to start any program; absent elsewhere.
@@ -77,7 +86,8 @@ class Command(Evaluator):
     - Each evaluation copies the artifact's full post-run tree into a new temporary
       folder, runs there and deletes the folder (also on timeout or error): whatever the
       command writes never reaches the artifact, so re-evaluation is repeatable. The
-      copy is not a sandbox — the command runs as the user, with the user's interpreter.
+      copy is not a sandbox — the command runs as the user, with the user's interpreter
+      (unless the workspace is a sandbox: see below).
     - ``command`` is an argv list, never a shell string. A relative program with a slash
       (``./check.sh``) is resolved in the copy; a bare name through ``PATH``.
     - Environment: the host environment is not passed. The child gets ``PATH`` (the
@@ -93,6 +103,12 @@ class Command(Evaluator):
     - ``capture_output`` (default true): the last ``max_output_bytes`` (8 KiB) of stdout
       and stderr go into ``detail`` with their full sizes and whether they were cut;
       known secret values are masked. ``false`` records only the sizes.
+
+    - Sandboxed workspaces (``docker_volume``): the copy goes into a fresh sandbox
+      container like the cell's (same image and limits, recorded in the artifact) and the
+      command runs there with cwd ``/workspace``, never on the host. It gets ``HOME=/tmp``
+      and ``env``, nothing of the host; ``inherit_env`` does not apply. A limit it hits
+      (processes, memory, disk, processes left running) fails the verdict, named.
 
     Needs a workspace: an eval without ``workspace:`` gets an error result. POSIX only.
     """
@@ -114,21 +130,28 @@ class Command(Evaluator):
             base["PATH"] = interpreter_dir + os.pathsep + path
         self._base_env = base
         self._inherit = cfg.inherit_env
+        # For artifacts of sandboxed (docker_volume) workspaces: the engine is the one of this environment.
+        self._runtime = ContainerRuntime(RuntimeConfig(), self.context.env)
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         if artifact is None:
             raise ValueError(f"{self.type_name} needs a workspace: add a `workspace:` block to the eval "
                              f"(e.g. type: tempdir_snapshot) so runs leave a FilesystemArtifact")
         cfg = self.config
+        spec = _sandbox_of(artifact)
+        limits: list[LimitHit] = []
         workdir = Path(tempfile.mkdtemp(prefix="evalh-command-"))
         try:
             copied = await ArtifactFiles(artifact).copy_after(workdir)
-            env = dict(self._base_env)
-            if not self._inherit:
-                env["HOME"] = str(workdir)
-            env.update(cfg.env)
             started = time.monotonic()
-            outcome = await _run(cfg.command, workdir, env, cfg.timeout_seconds, cfg.max_output_bytes)
+            if spec is not None:
+                outcome, limits = await self._run_in_sandbox(spec, workdir)
+            else:
+                env = dict(self._base_env)
+                if not self._inherit:
+                    env["HOME"] = str(workdir)
+                env.update(cfg.env)
+                outcome = await _run(cfg.command, workdir, env, cfg.timeout_seconds, cfg.max_output_bytes)
             elapsed_ms = round((time.monotonic() - started) * 1000)
         finally:
             await asyncio.to_thread(_remove_tree, workdir)
@@ -142,19 +165,58 @@ class Command(Evaluator):
             "duration_ms": elapsed_ms,
             "files_copied": copied,
         }
+        if spec is not None:
+            detail["sandbox"] = spec.image
+        if limits:
+            detail["sandbox_limits"] = [hit.name for hit in limits]
         for stream_name, stream in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
             detail[f"{stream_name}_bytes"] = stream.total
             if cfg.capture_output:
                 detail[stream_name] = mask_text(stream.text(), secrets)
                 detail[f"{stream_name}_truncated"] = stream.truncated
         if outcome.timed_out:
-            return Verdict(False, f"timed out after {cfg.timeout_seconds:g}s; the process group was killed",
+            stopped = "the sandbox was frozen and removed" if spec is not None else "the process group was killed"
+            return Verdict(False, f"timed out after {cfg.timeout_seconds:g}s; {stopped}",
                            score=0.0, detail=detail)
+        if limits:
+            return Verdict(False, f"sandbox limit: {'; '.join(map(str, limits))}", score=0.0, detail=detail)
         if outcome.exit_code != cfg.expected_exit_code:
             tail = _last_line(outcome.stderr.text()) or _last_line(outcome.stdout.text())
             reason = f"ended with {describe_exit(outcome.exit_code)}, expected {cfg.expected_exit_code}"
             return Verdict(False, reason + (f": {mask_text(tail, secrets)}" if tail else ""), score=0.0, detail=detail)
         return Verdict(True, f"exited with {cfg.expected_exit_code} as expected", score=1.0, detail=detail)
+
+
+    async def _run_in_sandbox(self, spec: SandboxSpec, files: Path) -> tuple[_Outcome, list[LimitHit]]:
+        """The command in a fresh sandbox holding a copy of ``files`` (cwd /workspace), removed after."""
+        cfg = self.config
+        env = {"HOME": "/tmp", **cfg.env}  # the host's environment stays on the host
+        try:
+            sandbox = await asyncio.to_thread(Sandbox.start, self._runtime, spec, f"evalh-command-{self.name}")
+        except ContainerError as exc:
+            raise ContainerError(f"sandbox not started: {exc}") from None
+        try:
+            await asyncio.to_thread(sandbox.put_tree, files)
+            before = await asyncio.to_thread(sandbox.counters)
+            argv = sandbox.exec_argv(cfg.command, env_names=env)
+            outcome = await _run(argv, files, sandbox.exec_env(env), cfg.timeout_seconds, cfg.max_output_bytes)
+            if outcome.timed_out:
+                await asyncio.to_thread(sandbox.freeze)
+                return outcome, []
+            # What a check leaves running is killed, as on the host; it is not the verdict's concern.
+            limits = [hit for hit in await asyncio.to_thread(sandbox.settle, before) if hit.name != "leftovers"]
+            if not limits and outcome.exit_code != cfg.expected_exit_code:
+                if hint := explain_failure(outcome.stderr.text() + outcome.stdout.text(), spec):
+                    limits.append(hint)
+            return outcome, limits
+        finally:
+            await asyncio.shield(asyncio.to_thread(sandbox.remove))
+
+
+def _sandbox_of(artifact: FilesystemArtifact) -> SandboxSpec | None:
+    """The isolation of the workspace that made ``artifact`` (docker_volume), or None (host)."""
+    recorded = (artifact.model_extra or {}).get("sandbox")
+    return SandboxSpec.model_validate(recorded) if isinstance(recorded, dict) else None
 
 
 class _Tail:

@@ -207,7 +207,7 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
     if workspace is None:
         return None
     context = WorkspaceContext(eval_dir=spec.eval_dir, runs_root=str(spec.runs_root), run_dir=run_dir.path,
-                               run_id=run_dir.run_id, secret_values=spec.secret_values)
+                               run_id=run_dir.run_id, secret_values=spec.secret_values, env=spec.settings.env)
     return WORKSPACES.get(workspace.type)(workspace.model_dump(), context)
 
 

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalh_pipeline.common.containers import Sandbox
 from evalh_pipeline.models import EvalCase, RunVariant, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
 
 
@@ -79,6 +80,8 @@ class Workspace:
 
     path: Path
     metadata: dict[str, Any] = field(default_factory=dict)
+    # docker_volume workspaces: the cell's sandbox container; commands run in it, not on the host.
+    sandbox: Sandbox | None = None
 
 
 class SystemConfigModel(BaseModel):

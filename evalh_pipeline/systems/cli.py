@@ -6,11 +6,13 @@ import asyncio
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from evalh_pipeline.common.containers import LimitHit, Sandbox, explain_failure
 from evalh_pipeline.models import EvalCase, TraceOutput
 from evalh_pipeline.common.processes import (
     PIPE_GRACE_SECONDS,
@@ -91,7 +93,9 @@ class CliSystem(SystemAdapter):
       lacks fails the cell (``adapter_error``). The program is found on the child's
       ``PATH``; a relative path with a slash (``./agent.sh``) is relative to the cwd.
     - ``cwd``: relative to the eval's folder (default: the eval's folder). A workspace,
-      when the cell has one, is the cwd instead.
+      when the cell has one, is the cwd instead. A sandboxed workspace (``docker_volume``)
+      runs the command inside its container (``docker exec``, cwd ``/workspace``) with
+      exactly ``env``; a limit it hits fails the cell with ``sandbox_limit``, named.
     - Environment: the host environment is not passed. The child gets exactly ``env``
       plus the host's ``PATH`` (so programs resolve as in the shell that started the
       run) unless ``env`` sets ``PATH`` itself. With ``inherit_env: true`` it gets the
@@ -145,8 +149,13 @@ class CliSystem(SystemAdapter):
                      else render_case_template(cfg.stdin_template, case_dict, names=names, strict=False).encode())
         except MissingTemplateField as exc:
             raise AdapterError(f"case {case.id!r} has no field for template {exc.template}") from None
-        cwd = workspace.path if workspace is not None else self._cwd
-        result = await _run_process(argv, stdin=stdin, cwd=Path(cwd), env=self._env)
+        sandbox = workspace.sandbox if workspace is not None else None
+        limits: list[LimitHit] = []
+        if sandbox is not None:
+            result, limits = await _run_in_sandbox(sandbox, argv, stdin, cfg.env)
+        else:
+            cwd = workspace.path if workspace is not None else self._cwd
+            result = await _run_process(argv, stdin=stdin, cwd=Path(cwd), env=self._env)
 
         stdout = result.stdout.decode("utf-8", errors="replace")
         stderr = result.stderr_tail.decode("utf-8", errors="replace")
@@ -156,12 +165,18 @@ class CliSystem(SystemAdapter):
         if result.overflow:
             raise AdapterError(f"command wrote more than {STDOUT_LIMIT_BYTES:,} bytes to stdout; "
                                f"it was killed", partial=SystemResponse(extra=extra))
-        if result.exit_code != 0:
+        if limits or result.exit_code != 0:
             partial = SystemResponse(extra=extra)
             if stdout.strip():
                 partial.output = TraceOutput(final_answer=stdout.strip())
-            raise AdapterError(f"command ended with {describe_exit(result.exit_code)}"
-                               + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"), partial=partial)
+            message = f"command ended with {describe_exit(result.exit_code)}"
+            if sandbox is not None and not limits and (hint := explain_failure(stderr + stdout[-4096:], sandbox.spec)):
+                limits.append(hint)
+            if limits:
+                extra["sandbox_limits"] = [hit.name for hit in limits]
+                message = f"sandbox limit: {'; '.join(map(str, limits))} ({message})"
+            raise AdapterError(message + (f"; stderr (tail):\n{stderr}" if stderr else "; no stderr"),
+                               partial=partial, type="sandbox_limit" if limits else "adapter_error")
         if cfg.parse_stdout_as is not None:
             return _eval_harness_output(stdout, cfg.parse_stdout_as, extra)
         if cfg.output_format == "text":
@@ -258,6 +273,22 @@ async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: 
             kill_group(pgid)
             await asyncio.wait([proto.exited], timeout=REAP_SECONDS)
         transport.close()
+
+
+async def _run_in_sandbox(sandbox: Sandbox, argv: list[str], stdin: bytes | None,
+                          env: dict[str, str]) -> tuple[_Result, list[LimitHit]]:
+    """``argv`` run inside the workspace's sandbox (cwd /workspace) with exactly ``env``; and
+    the limits it hit. Whatever it leaves running is killed; when the cell is cancelled (its
+    timeout) the whole container is frozen at once."""
+    before = await asyncio.to_thread(sandbox.counters)
+    host_argv = sandbox.exec_argv(argv, env_names=env, stdin=stdin is not None)
+    try:
+        # The docker CLI is a host process: run it like any command (its cwd does not matter).
+        result = await _run_process(host_argv, stdin=stdin, cwd=Path(tempfile.gettempdir()), env=sandbox.exec_env(env))
+    except BaseException:
+        await asyncio.shield(asyncio.to_thread(sandbox.freeze))
+        raise
+    return result, await asyncio.to_thread(sandbox.settle, before)
 
 
 def _masked_argv(argv: list[str], secret_values: frozenset[str] = frozenset()) -> list[str]:

@@ -61,7 +61,9 @@ class PythonFunctionSystem(SystemAdapter):
     """Calls ``target(case: dict, variant: dict)``; see the module doc for ``isolation``.
 
     The eval's folder and the working directory are importable. With a workspace,
-    ``variant["_workspace_path"]`` holds its path, as eval-harness does.
+    ``variant["_workspace_path"]`` holds its path, as eval-harness does; a ``docker_volume``
+    workspace's container is in ``variant["_workspace_sandbox"]`` (``container``,
+    ``exec_prefix``, ...): the function changes the files through it.
     """
 
     Config = PythonFunctionConfig
@@ -93,6 +95,8 @@ class PythonFunctionSystem(SystemAdapter):
         variant_dict = json.loads(self._variant_json)
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
+            if "sandbox" in workspace.metadata:  # docker_volume: the files are in the container
+                variant_dict["_workspace_sandbox"] = workspace.metadata["sandbox"]
         if self._workers is not None:
             return await self._workers.call(case_dict, variant_dict)
         try:

@@ -10,6 +10,8 @@ SYSTEMS: Registry[SystemAdapter] = Registry(
     "evalh_pipeline.systems",
     {
         "cli": "evalh_pipeline.systems.cli:CliSystem",
+        "docker": "evalh_pipeline.systems.docker:DockerSystem",
+        "git_branch": "evalh_pipeline.systems.git_branch:GitBranchSystem",
         "http": "evalh_pipeline.systems.http:HttpSystem",
         "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
         "replay": "evalh_pipeline.systems.replay:ReplaySystem",

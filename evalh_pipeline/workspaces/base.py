@@ -24,6 +24,7 @@ import os
 import shutil
 import stat
 import threading
+from collections.abc import Mapping
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,8 @@ class WorkspaceContext:
     run_id: str
     # The eval's secrets: a file the system writes with one in it is stored masked.
     secret_values: frozenset[str] = frozenset()
+    # The host environment the eval was loaded with (a container engine's client settings); None: os.environ.
+    env: Mapping[str, str] | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ WORKSPACES: Registry[WorkspaceAdapter] = Registry(
     "workspace type",
     "evalh_pipeline.workspaces",
     {
+        "docker_volume": "evalh_pipeline.workspaces.docker_volume:DockerVolumeWorkspace",
         "git": "evalh_pipeline.workspaces.git:GitWorkspace",
         "tempdir_snapshot": "evalh_pipeline.workspaces.tempdir_snapshot:TempdirSnapshotWorkspace",
     },

@@ -52,7 +52,7 @@ def test_valid_eval_loads_with_variants_and_resolved_dataset(tmp_path):
 
 def test_unknown_adapter_names_file_line_key_and_known_adapters(tmp_path):
     path = write(tmp_path, BASE.replace("adapter: python_function", "adapter: htp"))
-    assert "eval.yaml:8 systems[0].adapter: unknown adapter 'htp' (known: cli, http, python_function, replay, user_simulator)" in config_error(path)
+    assert "eval.yaml:8 systems[0].adapter: unknown adapter 'htp' (known: cli, docker, git_branch, http, python_function, replay, user_simulator)" in config_error(path)
 
 
 def test_unknown_evaluator_type_lists_known_types(tmp_path):

@@ -55,6 +55,7 @@ def test_missing_fixture_unknown_key_and_unknown_type_are_reported_with_their_li
     # An unknown key is what eval-harness ignores: a warning naming the closest key.
     (warning,) = _load(tmp_path, "  type: tempdir_snapshot\n  copy_form: fixture\n").warnings
     assert "workspace.copy_form" in str(warning) and "did you mean 'copy_from'?" in str(warning)
-    message = _problems(tmp_path, "  type: docker_volume\n")
-    assert "unknown workspace type 'docker_volume'" in message and "tempdir_snapshot" in message
+    message = _problems(tmp_path, "  type: podman_volume\n")
+    assert "unknown workspace type 'podman_volume'" in message and "docker_volume" in message
+    assert "workspace.image: required key is missing" in _problems(tmp_path, "  type: docker_volume\n")
     assert "must be a URL" in _problems(tmp_path, "  type: tempdir_snapshot\n  object_storage: /tmp/x\n")

@@ -1,0 +1,163 @@
+"""``git_branch``: the system is a branch of a repository (eval-harness 2.0.2's keys).
+
+When the run starts, a worktree of ``branch`` of ``repo_path`` is checked out (detached,
+so the branch may stay checked out elsewhere) into a temporary folder, ``start_command``
+is started there (an argv, never a shell; ``{port}`` in it is replaced by a free loopback
+port) in its own process group, and once ``healthcheck`` answers 2xx every cell is
+delegated to ``inner_adapter`` built from ``inner_config`` with ``{port}`` filled in. At
+the end the process group is stopped (SIGTERM, then SIGKILL after 5 s) and the worktree
+removed. A service that exits or never gets healthy fails every cell of the variant with
+its last output lines; the run completes.
+
+- ``repo_path``: relative to the eval's folder (``..`` allowed, as in eval-harness) or absolute.
+- Environment: the host's, as in eval-harness, with ``env`` on top (values may use ``{port}``).
+- The service's output goes to a log in the temporary folder; its tail is shown in errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from evalh_pipeline.common.processes import argv_list, env_mapping, kill_group
+from evalh_pipeline.systems.base import AdapterError
+from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem, free_port, render_port
+
+STOP_SECONDS = 5.0
+LOG_TAIL_BYTES = 2048
+_GIT_SETTINGS = ("core.hooksPath=/dev/null", "advice.detachedHead=false", "core.autocrlf=false")
+
+
+class GitBranchConfig(ServiceConfig):
+    repo_path: str = Field(min_length=1)
+    branch: str = Field(min_length=1)
+    start_command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    healthcheck_timeout_seconds: float = Field(default=30, gt=0)
+
+    @field_validator("start_command", mode="before")
+    @classmethod
+    def _argv(cls, value: Any) -> Any:
+        return argv_list(value, "[python, -m, http.server, '{port}']")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env(cls, value: Any) -> Any:
+        return env_mapping(value)
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, value: str) -> str:
+        if value.startswith("-"):
+            raise ValueError(f"branch must name a branch, got {value!r}")
+        return value
+
+
+def _git(repo: Path, *args: str) -> str:
+    command = ["git"]
+    for setting in (*_GIT_SETTINGS, f"safe.directory={repo}"):
+        command += ["-c", setting]
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+    try:
+        done = subprocess.run([*command, "-C", str(repo), *args], capture_output=True, env=env, check=False, timeout=300)
+    except FileNotFoundError:
+        raise AdapterError("git_branch needs the git binary on PATH") from None
+    if done.returncode != 0:
+        raise AdapterError(f"git_branch: git {' '.join(args[:2])} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode()
+
+
+class GitBranchSystem(ServiceSystem):
+    """A branch's service per variant; cells go to the inner adapter (see the module docstring)."""
+
+    Config = GitBranchConfig
+    config: GitBranchConfig
+
+    _folder: Path | None = None
+    _worktree: Path | None = None
+    _process: asyncio.subprocess.Process | None = None
+
+    @property
+    def repo(self) -> Path:
+        path = Path(self.config.repo_path).expanduser()
+        return (path if path.is_absolute() else self.context.eval_dir / path).resolve()
+
+    async def _start_service(self) -> int:
+        cfg = self.config
+        repo = self.repo
+        if not repo.is_dir():
+            raise AdapterError(f"git_branch: repo_path not found: {repo}")
+        try:
+            await asyncio.to_thread(_git, repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{cfg.branch}^{{commit}}")
+        except AdapterError:
+            known = (await asyncio.to_thread(_git, repo, "branch", "--format=%(refname:short)")).split()
+            raise AdapterError(f"git_branch: branch {cfg.branch!r} not found in {repo} (known: {', '.join(known)})") from None
+        self._folder = Path(tempfile.mkdtemp(prefix="evalh-git-branch-"))
+        self._worktree = self._folder / "wt"
+        await asyncio.to_thread(_git, repo, "worktree", "add", "--detach", str(self._worktree), f"refs/heads/{cfg.branch}")
+        port = free_port()
+        env = {**self.context.host_env, **{k: render_port(v, port) for k, v in cfg.env.items()}}
+        argv = render_port(cfg.start_command, port)
+        with open(self._folder / "service.log", "wb") as log:
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    *argv, cwd=self._worktree, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True)
+            except (OSError, ValueError) as exc:
+                await self._stop_service()
+                raise AdapterError(f"git_branch: cannot start {argv[0]!r}: {exc}") from None
+        return port
+
+    async def _exited(self) -> str | None:
+        if self._process is None or self._process.returncode is None:
+            return None
+        return f"start_command exited with code {self._process.returncode}; {await self._last_output()}"
+
+    async def _last_output(self) -> str:
+        log = self._folder / "service.log" if self._folder else None
+        if log is None or not log.exists():
+            return "no output"
+        with open(log, "rb") as handle:
+            handle.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
+            tail = handle.read().decode("utf-8", "replace").strip()
+        return f"its last output:\n{tail}" if tail else "it wrote nothing"
+
+    async def _stop_service(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            # The whole group: what start_command started goes with it.
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                await asyncio.wait_for(process.wait(), STOP_SECONDS)
+            except TimeoutError:
+                pass
+        if process is not None:
+            kill_group(process.pid)  # leftovers of the group, or a service that ignored SIGTERM
+            await process.wait()
+        if self._worktree is not None:
+            worktree, self._worktree = self._worktree, None
+            try:
+                await asyncio.to_thread(_git, self.repo, "worktree", "remove", "--force", str(worktree))
+            except AdapterError:
+                pass  # removed below; prune forgets it
+            await asyncio.to_thread(shutil.rmtree, worktree, True)
+            try:
+                await asyncio.to_thread(_git, self.repo, "worktree", "prune")
+            except AdapterError:
+                pass
+        if self._folder is not None:
+            await asyncio.to_thread(shutil.rmtree, self._folder, True)
+            self._folder = None

@@ -1,0 +1,139 @@
+"""The `git_branch` system: a worktree of a branch, its service started, cells delegated.
+
+A local git repository with one branch per version of a tiny HTTP agent (Python's
+http.server); eval-harness's docs configuration (Adapters.md, "v1: git_branch") with
+`{port}` in the start command.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import run_evalh
+from tests.sandbox.support import records, traces_by_variant
+
+pytestmark = pytest.mark.integration
+
+SERVER = '''
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+ANSWER = {answer!r}
+
+class Agent(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps({{"final_answer": ANSWER + " " + body["q"]}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(data)
+
+print("agent up", flush=True)
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Agent).serve_forever()
+'''
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def agent_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "my-agent"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text(SERVER.format(answer="main says"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "v1")
+    git(repo, "checkout", "-qb", "feat/eval-refactor")
+    (repo / "app.py").write_text(SERVER.format(answer="refactor says"))
+    git(repo, "commit", "-qam", "v2")
+    git(repo, "checkout", "-qb", "broken")
+    (repo / "app.py").write_text("import sys\nprint('booting', flush=True)\nsys.exit('config missing: API_URL')\n")
+    git(repo, "commit", "-qam", "broken")
+    git(repo, "checkout", "-q", "main")
+    return repo
+
+
+def _eval(folder: Path, systems: str) -> Path:
+    folder.mkdir()
+    (folder / "cases.yaml").write_text("cases:\n  - {id: one, input: {q: hello}}\n  - {id: two, input: {q: bye}}\n")
+    (folder / "eval.yaml").write_text("eval: {name: branches}\ndataset: {type: yaml, path: cases.yaml}\nsystems:\n"
+                                      + textwrap.indent(textwrap.dedent(systems), "  ")
+                                      + "evaluators:\n  - {name: says, type: contains_text, config: {all_of: [says]}}\n")
+    return folder / "eval.yaml"
+
+
+def _system(name: str, branch: str, timeout: int = 60) -> str:
+    return f"""
+- name: {name}
+  adapter: git_branch
+  repo_path: ../my-agent
+  branch: {branch}
+  start_command: ["{sys.executable}", "app.py", "{{port}}"]
+  healthcheck: GET /health
+  healthcheck_timeout_seconds: {timeout}
+  inner_adapter: http
+  inner_config:
+    endpoint: "http://localhost:{{port}}/chat"
+    body: {{q: "{{{{ input.q }}}}"}}
+"""
+
+
+def _servers(repo: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any("evalh-git-branch-" in part for part in proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def test_each_branch_serves_its_cells_and_its_worktree_and_process_are_removed(agent_repo, tmp_path, env):
+    path = _eval(tmp_path / "evals", _system("main", "main") + _system("eval_refactor", "feat/eval-refactor"))
+    done = run_evalh(["run", str(path)], env, path.parent, timeout=300)
+    run_dir = sorted((path.parent / "runs").iterdir())[-1]
+    answers = {(t["variant_name"], t["case_id"]): t["output"]["final_answer"] for t in records(run_dir, "traces.jsonl")}
+    assert answers == {("main", "one"): "main says hello", ("main", "two"): "main says bye",
+                       ("eval_refactor", "one"): "refactor says hello",
+                       ("eval_refactor", "two"): "refactor says bye"}, done.stderr[-3000:]
+    assert git(agent_repo, "worktree", "list").count("\n") == 1  # only the repository's own
+    assert git(agent_repo, "status", "--porcelain") == "" and git(agent_repo, "branch", "--show-current") == "main\n"
+    assert _servers(agent_repo) == []
+
+
+def test_a_branch_whose_service_exits_fails_its_cells_with_its_output_and_the_run_completes(agent_repo, tmp_path, env):
+    path = _eval(tmp_path / "evals", _system("main", "main") + _system("broken", "broken"))
+    done = run_evalh(["run", str(path)], env, path.parent, timeout=300)
+    run_dir = sorted((path.parent / "runs").iterdir())[-1]
+    traces = traces_by_variant(run_dir)
+    assert len(records(run_dir, "traces.jsonl")) == 4, done.stderr[-3000:]
+    assert traces["main"]["error"] is None
+    message = traces["broken"]["error"]["message"]
+    assert "start_command exited with code 1" in message and "config missing: API_URL" in message
+    assert git(agent_repo, "worktree", "list").count("\n") == 1
+
+
+def test_an_unknown_branch_or_inner_adapter_is_reported(agent_repo, tmp_path, env):
+    path = _eval(tmp_path / "evals", _system("nope", "no-such-branch"))
+    done = run_evalh(["run", str(path)], env, path.parent, timeout=300)
+    run_dir = sorted((path.parent / "runs").iterdir())[-1]
+    message = traces_by_variant(run_dir)["nope"]["error"]["message"]
+    assert "branch 'no-such-branch' not found" in message and "feat/eval-refactor" in message, done.stderr
+    bad = _eval(tmp_path / "bad", _system("x", "main").replace("inner_adapter: http", "inner_adapter: htttp"))
+    done = run_evalh(["run", str(bad)], env, bad.parent, timeout=120)
+    assert done.returncode != 0 and "inner_adapter" in done.stderr and "htttp" in done.stderr
