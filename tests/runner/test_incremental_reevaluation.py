@@ -176,3 +176,48 @@ def test_rejudging_a_changed_evaluator_never_reads_the_others_results(tmp_path, 
     assert again.evaluators_rejudged == ["says_answer"] and again.results == 6
     assert _by_evaluator(_lines(run_dir))["fast"] == before["fast"]
     assert len(_by_evaluator(_lines(run_dir))["says_answer"]) == 12
+
+
+def test_a_re_evaluation_with_nothing_changed_reads_no_trace_line_and_no_result_line(tmp_path, monkeypatch):
+    from evalh_pipeline.runner import evaluation, judge_workers
+    from evalh_pipeline.store import results_store
+    from evalh_pipeline.store.records import TRACES
+
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    reads = []
+
+    def counted(module, name):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, **k: reads.append(name) or original(*a, **k))
+
+    for module in (evaluation, judge_workers, results_store):
+        counted(module, "iter_raw_lines")
+    counted(TRACES, "content_hash")
+    counted(TRACES, "decode")
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    # The traces file's bytes are hashed as one block stream (store/jsonl.py
+    # complete_lines_digest) to know they are the ones judged; no line is read, parsed or hashed.
+    assert reads == [] and stats.results == 0 and stats.results_kept == 60
+
+
+def test_a_run_folder_copied_elsewhere_is_judged_by_content_not_by_its_files_identity(tmp_path):
+    import shutil
+
+    from evalh_pipeline.store.run_dir import RunDirectory
+
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    copy = RunDirectory(tmp_path / "synced" / run_dir.run_id)
+    shutil.copytree(run_dir.path, copy.path)  # new inodes, times: nothing judged again
+    assert asyncio.run(evaluate_traces(spec, copy)).results == 0
+    lines = copy.traces.read_text().splitlines(keepends=True)
+    edited = json.loads(lines[2])
+    edited["output"]["final_answer"] = "Lyon"  # by hand, its recorded trace_hash left as it was
+    lines[2] = json.dumps(edited, separators=(",", ":")) + "\n"
+    copy.traces.write_text("".join(lines))
+    stats = asyncio.run(evaluate_traces(spec, copy))
+    assert stats.results == 5 and stats.results_kept == 55  # that trace, by every evaluator
+    verdicts = {r["evaluator"]: r["passed"] for r in map(json.loads, _lines(copy))
+                if (r["case_id"], r["variant_name"]) == (edited["case_id"], edited["variant_name"])}
+    assert verdicts["mentions_paris"] is False
