@@ -11,7 +11,6 @@ stage moves the files into the results store as they are.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, judge_all
 from evalh_pipeline.runner.result_lines import result_line_list
-from evalh_pipeline.store.jsonl import complete_lines_digest, iter_raw_lines
+from evalh_pipeline.store.jsonl import FileDigest, complete_lines_digest, iter_raw_lines
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
@@ -44,7 +43,7 @@ class InlineResults:
         self.folder.mkdir()
         self._files = [self.folder / f"{index}.jsonl" for index in range(len(self.evaluators))]
         self._outs = [path.open("wb", buffering=1 << 20) for path in self._files]
-        self._digests = [hashlib.sha256() for _ in self.evaluators]
+        self._digests = [FileDigest() for _ in self.evaluators]
         self._counts = [0 for _ in self.evaluators]
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:

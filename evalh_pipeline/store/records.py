@@ -117,7 +117,7 @@ class RecordCodec(Generic[M]):
         """The line without its hash field (and without surrounding whitespace)."""
         assert self.hash_field is not None, f"{self.model.__name__} lines carry no hash"
         raw = raw.strip()
-        match = self._trailer((self.hash_field,)).search(raw)
+        match = self._trailing_match(raw, (self.hash_field,))
         if match is not None:
             return raw[:match.start()] + b"}"
         if to_json(self.hash_field) not in raw:
@@ -135,12 +135,18 @@ class RecordCodec(Generic[M]):
     def trailing(self, line: bytes, *names: str) -> tuple[str | None, ...]:
         """The values of the str-or-null fields ``names`` (the model's last fields, in order)
         read off the end of ``line``; a line laid out another way is parsed."""
-        match = self._trailer(names).search(line.rstrip())
+        match = self._trailing_match(line.rstrip(), names)
         if match is not None:
             return tuple(None if raw is None else raw.decode("utf-8") for raw in match.groups())
         record = json.loads(line)
         found = tuple(record.get(name) if isinstance(record, dict) else None for name in names)
         return tuple(value if isinstance(value, str) else None for value in found)
+
+    def _trailing_match(self, line: bytes, names: tuple[str, ...]) -> re.Match[bytes] | None:
+        """The match of ``names``' trailer at the end of ``line`` (found from its last key:
+        no scan of the line from its start)."""
+        at = line.rfind(b"," + to_json(names[0]) + b":")
+        return self._trailer(names).match(line, at) if at >= 0 else None
 
     def _trailer(self, names: tuple[str, ...]) -> re.Pattern[bytes]:
         pattern = self._trailers.get(names)

@@ -25,7 +25,6 @@ carry both hashes and they match.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -33,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.store.jsonl import iter_raw_lines, set_aside_torn_tail, write_concatenation
+from evalh_pipeline.store.jsonl import FileDigest, iter_raw_lines, set_aside_torn_tail, write_concatenation
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # Bumped when what store.json or the files mean changes: a store of another format is not
@@ -89,7 +88,7 @@ class NewResults:
         self.run_dir = run_dir
         self.path = run_dir.temp_file("results", run_dir.results_store)
         self._out = self.path.open("wb", buffering=1 << 20)
-        self._digest = hashlib.sha256()
+        self._digest = FileDigest()
         self.count = 0
 
     def write(self, line: bytes) -> None:

@@ -183,7 +183,7 @@ class RunDirectory:
         a file is never rewritten under its name: a new judging makes a new file.
         """
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", evaluator).lstrip(".")[:60] or "evaluator"
-        return self.results_store / f"{slug}-{digest[:24]}.jsonl"
+        return self.results_store / f"{slug}-{digest.rsplit('-', 1)[-1][:24]}.jsonl"
 
     @property
     def last_evaluation(self) -> Path:
