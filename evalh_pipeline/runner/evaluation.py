@@ -196,6 +196,7 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
     stats.evaluators_rejudged = sorted(e.name for e in plan.full)
     stats.results_kept = sum(entry.results for entry in plan.keep.values())
     if plan.nothing_to_do(run_dir):
+        discard_staged(run_dir)  # what an inline pass staged is current in the store already, or stale
         return
     entries: dict[str, EvaluatorEntry] = dict(plan.keep)
     if plan.carried:
@@ -228,12 +229,14 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
     discard_staged(run_dir)
 
 
-def _candidates(run_dir: RunDirectory, plan: _Plan) -> Iterator[bytes]:
-    """Every result line that may be current: the store's (or, without a store, those of
-    results.jsonl) and those staged by inline passes."""
+def _candidates(run_dir: RunDirectory, plan: _Plan, evaluators: Iterable[str]) -> Iterator[bytes]:
+    """Every result line of ``evaluators`` that may be current (and maybe others'): their
+    files in the store (or, without a store, results.jsonl) and the lines staged by inline
+    passes."""
     if plan.entries is not None:
-        for entry in plan.entries.values():
-            yield from entry_lines(run_dir, entry)
+        for name in evaluators:
+            if name in plan.entries:
+                yield from entry_lines(run_dir, plan.entries[name])
     else:
         yield from legacy_results(run_dir)
     yield from staged_lines(run_dir)
@@ -258,7 +261,7 @@ class _Merge:
         self.variants = variants
         self.current: dict[str, int] = {}
         self.traces_judged = 0
-        for line in _candidates(run_dir, plan):
+        for line in _candidates(run_dir, plan, self.bits):
             key = self.current_key(line)
             if key is not None:
                 self.current[key[0]] = self.current.get(key[0], 0) | self.bits[key[1]]
@@ -396,7 +399,7 @@ def _write(run_dir: RunDirectory, plan: _Plan, evaluator: Evaluator, variants: s
         merged = merging is not None and evaluator in merging.evaluators
         if merged or not plan.every_variant:
             seen: set[str] = set()
-            for line in _candidates(run_dir, plan):
+            for line in _candidates(run_dir, plan, [evaluator.name]):
                 variant, name = _variant_and_evaluator(line)
                 if name != evaluator.name:
                     continue
