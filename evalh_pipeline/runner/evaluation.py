@@ -204,7 +204,12 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
     for name, found in plan.adopt.items():
         entries[name] = EvaluatorEntry(adopt_file(run_dir, name, found.path, found.digest), found.evaluator_hash,
                                        plan.traces, found.count)
-        stats.results_kept += found.count
+        # Judged by this run, as its traces were made: counted as judged.
+        stats.results += found.count
+        stats.evaluator_errors += found.errors
+        stats.traces = max(stats.traces, found.judged_traces)
+        for variant, (passed, judged) in found.tallies.items():
+            stats.by_variant.setdefault(variant, {})[name] = [passed, judged]
     judging = plan.full + plan.merge
     if judging:
         cases = CaseIndex(run_dir.cases)

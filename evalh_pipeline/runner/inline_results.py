@@ -45,15 +45,17 @@ class InlineResults:
         self._outs = [path.open("wb", buffering=1 << 20) for path in self._files]
         self._digests = [FileDigest() for _ in self.evaluators]
         self._counts = [0 for _ in self.evaluators]
+        self._errors = [0 for _ in self.evaluators]
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
         """Judge one persisted trace (its ``trace_hash``: that of its line as written)."""
         judged = await judge_all(self.evaluators, case, trace, artifact)
         trace_hash = trace.trace_hash or TRACES.content_hash(trace.model_dump_json())
-        for index, line in enumerate(result_line_list(trace, judged, trace_hash=trace_hash)):
+        for index, (line, j) in enumerate(zip(result_line_list(trace, judged, trace_hash=trace_hash), judged)):
             self._outs[index].write(line)
             self._digests[index].update(line)
             self._counts[index] += 1
+            self._errors[index] += j.error is not None
         count_judged(self.stats, trace, judged)
 
     def close(self, complete: bool) -> None:
@@ -66,9 +68,13 @@ class InlineResults:
         meta = {
             "variants": self.variants,
             "traces": complete_lines_digest(self.run_dir.traces),
-            "evaluators": [[e.name, e.config_hash, path.name, digest.hexdigest(), count]
-                           for e, path, digest, count in zip(self.evaluators, self._files, self._digests,
-                                                              self._counts)],
+            "judged_traces": self.stats.traces,
+            # Per evaluator: its file, what the file holds, and the verdicts counted (variant ->
+            # [passed, judged]) for the results stage's counts.
+            "evaluators": [[e.name, e.config_hash, path.name, digest.hexdigest(), count, errors,
+                            {v: by[e.name] for v, by in self.stats.by_variant.items() if e.name in by}]
+                           for e, path, digest, count, errors in zip(self.evaluators, self._files, self._digests,
+                                                                      self._counts, self._errors)],
         }
         write_atomic(self.folder / META, json.dumps(meta))
 
@@ -84,6 +90,9 @@ class StagedFile:
     count: int
     variants: list[str]
     traces: str
+    errors: int  # its results that record an evaluator error
+    tallies: dict[str, list[int]]  # variant -> [passed, judged]
+    judged_traces: int  # traces the pass judged
 
 
 def staged_files(run_dir: RunDirectory) -> list[StagedFile]:
@@ -92,11 +101,13 @@ def staged_files(run_dir: RunDirectory) -> list[StagedFile]:
     for folder in run_dir.staged_inline_results():
         try:
             meta: dict[str, Any] = json.loads((folder / META).read_text(encoding="utf-8"))
-            for name, digest_of_config, file, digest, count in meta["evaluators"]:
+            for name, digest_of_config, file, digest, count, errors, tallies in meta["evaluators"]:
                 path = folder / str(file)
                 if path.is_file():
                     found.append(StagedFile(path, str(name), digest_of_config, str(digest), int(count),
-                                            [str(v) for v in meta["variants"]], str(meta["traces"])))
+                                            [str(v) for v in meta["variants"]], str(meta["traces"]), int(errors),
+                                            {str(v): [int(p), int(j)] for v, (p, j) in tallies.items()},
+                                            int(meta["judged_traces"])))
         except (OSError, ValueError, TypeError, KeyError):
             continue  # incomplete (or damaged): its lines are still read by staged_lines
     return found

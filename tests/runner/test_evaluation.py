@@ -98,7 +98,9 @@ def test_fresh_run_results_are_judged_inline_and_adopted_when_config_is_unchange
     (staged,) = run_dir.path.glob(".results.inline.*")
     assert (staged / "meta.json").exists()  # a complete pass, waiting for the results stage
     stats = asyncio.run(evaluate_traces(spec, run_dir))
-    assert stats.results == 0 and stats.results_kept == 12  # moved into the store, not judged again
+    # Judged inline as the run went: moved into the store, counted as judged, not judged again.
+    assert stats.results == 12 and stats.results_kept == 0 and stats.evaluator_errors == 2
+    assert stats.by_variant["base"]["explodes_on_case_1"] == [2, 3]
     results = _results(run_dir)
     assert len(results) == 12 and sum(r["error"] is not None for r in results) == 2
     assert not list(run_dir.path.glob(".results.inline.*"))
