@@ -13,8 +13,9 @@ Per evaluator, one of (cheapest first):
 
 - kept: the results store says every result of it was current for exactly these traces
   (the digest of traces.jsonl's complete lines) and this config: nothing is read;
-- adopted: a complete inline pass (runner/inline_results.py) judged exactly these traces
-  with this config: its file moves into the store;
+- adopted: a complete inline pass (runner/inline_results.py) of this run judged exactly
+  these traces with this config: its file moves into the store (also when every result is
+  to be judged again: it was judged just now);
 - judged in full: no result of it can be current (its config changed, it is new, or
   re-judging was asked for): every trace is judged, in worker processes for a large file
   (runner/judge_workers.py) when every evaluator is synchronous;
@@ -166,14 +167,16 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
     for evaluator in evaluators:
         entry = (entries or {}).get(evaluator.name)
         found = staged.get(evaluator.name)
-        if explicit or not incremental:
+        if (not explicit and found is not None and plan.every_variant and plan.traces and found.traces == plan.traces
+                and found.evaluator_hash == evaluator.config_hash and set(found.variants) >= run_variants):
+            # Judged by this run's own trace pass, on exactly these traces, with this config:
+            # as good as judging them now, even when every result is to be judged again.
+            plan.adopt[evaluator.name] = found
+        elif explicit or not incremental:
             plan.full.append(evaluator)
         elif (entry is not None and plan.traces and entry.evaluator_hash == evaluator.config_hash
               and entry.traces == plan.traces):
             plan.keep[evaluator.name] = entry
-        elif (found is not None and plan.every_variant and plan.traces and found.traces == plan.traces
-              and found.evaluator_hash == evaluator.config_hash and set(found.variants) >= run_variants):
-            plan.adopt[evaluator.name] = found
         elif not may_be_current(entry, evaluator.config_hash):
             plan.full.append(evaluator)  # no result of it can be current
         else:
