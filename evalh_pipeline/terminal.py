@@ -192,8 +192,8 @@ class LineProgress:
 class BarProgress:
     """The runner's Progress protocol drawn as rich progress bars (one per phase).
 
-    The bars start drawing with the first phase, not before: until then no refresh thread
-    runs, so ``evalh run`` can still fork its engine process (defs/overlap.py).
+    The bars start drawing with the first phase, not before: a command that fails before
+    any work draws nothing.
     """
 
     def __init__(self, bars: RichProgress) -> None:
@@ -230,8 +230,8 @@ def progress_bars() -> RichProgress:
             self._drawing = self._drawing | (set(threading.enumerate()) - before)
 
         def stop(self) -> None:
-            # rich signals its refresh thread to end but does not wait for it: a caller that
-            # forks next (`evalh re-evaluate`'s recorder) must see no other thread alive.
+            # rich signals its refresh thread to end but does not wait for it: wait, so the
+            # last refresh is drawn before whatever the command prints next.
             super().stop()
             for thread in self._drawing:
                 thread.join()

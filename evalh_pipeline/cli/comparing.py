@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, _RunLocation, _store_options, main
 from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _spec_for_run
 from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.terminal import err, error, escape_control, percentage_points, say, warning
+from evalh_pipeline.terminal import error, escape_control, percentage_points, say, warning
 
 
 @main.command()
@@ -164,18 +163,13 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
     With --store, RUN_DIR is a run id in that store, and the store records the baseline for
     the namespace (what `evalh drift RUN --store …` compares with).
 
-    The pointer is written here, at once (and told to the eval's trace stores); the
-    `baseline` materialization is recorded in the Dagster instance by a background process
-    (defs/record_promotion.py), so the command does not wait for Dagster to start.
+    It is one Dagster run of the eval's promote job on the run's partition, which writes the
+    pointer (and tells the eval's trace stores).
     """
     if store is not None:
         _promote_in_store(run_dir, store, namespace)
         return
-    import os
-    import subprocess
-
-    from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote as write_pointer
-    from evalh_pipeline.store.stores.sync import record_baseline
+    from evalh_pipeline.cli.running import _materialize, _require_run_id
 
     directory = _run_directory(run_dir)
     if directory.is_eval_harness_run():
@@ -183,26 +177,11 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
               "but promotes only its own runs; eval-harness's baselines/<eval> link is read by `evalh drift` "
               "until you promote an evalh run")
         sys.exit(EXIT_CONFIG)
+    _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, None)
-    runs_root = Path(spec.runs_root)
-    previous = current_baseline(runs_root, spec.name)
-    try:
-        promoted = write_pointer(directory)
-    except (ValueError, OSError) as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    was = f" (was {previous.run_id})" if previous else ""
-    say(f"baseline of {spec.name} is now {promoted.run_id}{was}")
-    for failure in record_baseline(spec, promoted.run_id, promoted.promoted_at.isoformat()):
-        warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
-    log = baseline_folder(runs_root, spec.name) / "dagster-record.log"
-    with log.open("a") as sink:
-        subprocess.Popen(
-            [sys.executable, "-m", "evalh_pipeline.defs.record_promotion", str(spec.path), str(directory.path),
-             previous.run_id if previous else ""],
-            stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, cwd=os.getcwd(), start_new_session=True,
-        )
-    err.line(f"recording it in the Dagster instance in the background (log: {log})")
+    promotion = _materialize("promote", spec, directory.run_id, None)
+    was = f" (was {promotion.previous_run_id})" if promotion.previous_run_id else ""
+    say(f"baseline of {spec.name} is now {promotion.run_id}{was}")
 
 
 def _promote_in_store(run_id: str, store: str, namespace: tuple[str, ...]) -> None:

@@ -3,7 +3,6 @@ several commands share."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,36 +56,8 @@ class _EvalhGroup(click.Group):
 
 
 def console_main() -> None:
-    """The ``evalh`` program (the console script): :func:`main`, then a quick exit."""
-    try:
-        main()
-    except SystemExit as done:
-        _leave(done.code)
-
-
-def _leave(code: Any) -> None:
-    """Exit with ``code`` once the exit handlers ran, without tearing down every module.
-
-    Python's orderly shutdown frees each object of every imported module one by one; with
-    Dagster loaded that is most of a second after the work is done. Nothing of ours needs
-    it: files are closed by their writers, and the exit handlers (multiprocessing's,
-    tempfile's, logging's) still run here.
-    """
-    import atexit
-    import logging
-
-    code = 0 if code is None else code
-    if not isinstance(code, int):
-        err.line(str(code))
-        code = 1
-    atexit._run_exitfuncs()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    """The ``evalh`` program (the console script)."""
+    main()
 
 
 @click.group(cls=_EvalhGroup)

@@ -1,9 +1,11 @@
-"""`evalh run`, `re-evaluate` and `retry-failed`: the commands that produce data, through the
-Dagster assets (or the engine first, then Dagster), and how their outcome is printed."""
+"""`evalh run`, `re-evaluate` and `retry-failed`: the commands that produce data, and how their
+outcome is printed. Each adds its eval run's partition to the Dagster instance and executes
+the eval's job for that partition in this process (defs/launch.py): the steps do the work."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,8 +49,6 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     if dry_run:
         _print_plan(spec, resume_dir, max_concurrency)
         return
-    from evalh_pipeline.defs.overlap import run_overlapped
-
     selecting = bool(filters) or limit is not None
     if resume_dir and reuse_dir:
         error("--resume finishes a run, --reuse starts one: give one of them")
@@ -73,17 +73,28 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         spec = _located(spec, run_dir)
     else:
         run_id = new_run_id(spec.name)
+    _require_run_id(run_id)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
-        outcome = _materialize(run_overlapped, spec, run_id, max_concurrency, on_interrupt=resume, engine_first=True,
-                               reuse_from=reuse_from)
+        outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
+                               holding=bool(resume_dir))
     _print_outcome(outcome)
     if reuse_from:
         _print_reuse(outcome, reuse_from)
     _print_ui_visibility(spec)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
+
+
+def _require_run_id(run_id: str) -> None:
+    """A run folder whose name cannot be a run id (a Dagster partition key): one line, exit 1."""
+    from evalh_pipeline.defs.evals.names import run_id_problem
+
+    problem = run_id_problem(run_id)
+    if problem:
+        error(problem)
+        sys.exit(EXIT_CONFIG)
 
 
 def _print_reuse(outcome, reuse_from: str) -> None:
@@ -183,21 +194,12 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--all", "rejudge_all", is_flag=True,
               help="Re-judge every result, not only those of evaluators whose config changed and of new traces.")
-@click.option("--wait-for-dagster", is_flag=True, envvar="EVALH_WAIT_FOR_DAGSTER",
-              help="Return only once the Dagster run is recorded (by default it is recorded in the background "
-                   "after the command returns; env: EVALH_WAIT_FOR_DAGSTER=1).")
-def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool,
-                wait_for_dagster: bool) -> None:
+def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool) -> None:
     """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system).
 
     Only results whose evaluator config changed (or whose trace is new) are judged again;
-    the others are kept as they are. --all re-judges everything. The results, summary, drift
-    and gates are done when the command returns; its Dagster run is recorded right after, in
-    the background (log: dagster-record.log in the run directory)."""
-    from functools import partial
-
-    from evalh_pipeline.defs.record_after import record_log, reevaluate_then_record, take_failed_record
-
+    the others are kept as they are. --all re-judges everything. It is one Dagster run of
+    the eval's judge job on the run's partition: results, summary and drift."""
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
         sys.exit(EXIT_CONFIG)
@@ -205,24 +207,14 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         # A bare run id with --config: the run lives in that eval's runs folder.
         run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
     directory = _run_directory(run_dir)
+    _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    if wait_for_dagster:
-        from evalh_pipeline.defs.overlap import reevaluate_overlapped as action
-    else:  # without the overlap's engine (it imports the cell runner: ~0.2 s)
-        action = partial(reevaluate_then_record, command="evalh re-evaluate")
+    again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
     with _holding(directory.path, "evalh re-evaluate"):
-        said = take_failed_record(directory)
-        if said is not None:
-            warning(f"the last re-evaluation of this run was not recorded in Dagster: {escape_control(said)} "
-                    "(this one is recorded anew)")
-        outcome = _materialize(action, spec, directory.run_id, max_concurrency, engine_first=True,
-                               rejudge_all=rejudge_all)
-        background = _record(outcome, spec)
+        outcome = _materialize("judge", spec, directory.run_id, max_concurrency, on_interrupt=again,
+                               rejudge_all=rejudge_all, holding=True)
     _print_outcome(outcome)
-    if background:
-        err.line(f"Dagster run {outcome.dagster_run_ids[0]}: recorded in the background "
-                 f"(log: {record_log(outcome.run_dir)})")
     from evalh_pipeline.runner.evaluation import last_evaluation
 
     counts = last_evaluation(directory)
@@ -239,53 +231,57 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
-    from evalh_pipeline.defs.overlap import run_overlapped
     from evalh_pipeline.runner.retry import prepare_retry
 
     directory = _run_directory(run_dir)
+    _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, None)
     with _holding(directory.path, "evalh retry-failed"):
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
         resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
-        outcome = _materialize(run_overlapped, spec, directory.run_id, max_concurrency, on_interrupt=resume,
-                               engine_first=True)
+        outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
     _print_outcome(outcome)
     say(f"retried {plural(retried, 'cell')}")
 
 
-def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
-                 engine_first: bool = False, reuse_from: str | None = None,
-                 rejudge_all: bool = False):
-    """Run ``action`` (a defs.launch materialization) and map its failures to exit codes.
+def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
+                 reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False):
+    """Execute the eval's ``job`` (``run``, ``judge`` or ``promote``) for the partition ``run_id``
+    in this process, and map its failures to exit codes.
 
-    With ``engine_first`` the action is ``defs.overlap.run_overlapped``: it starts the run's
-    cells before Dagster is imported, so Dagster is not imported here either.
+    ``holding``: the command holds the run directory's lock, so any CLI Dagster run of this
+    partition still recorded as in progress was left by a killed evalh: it is marked failed.
     """
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
-    def launch(runtime: RunOptions):
-        if engine_first:
-            return action(spec, run_id, runtime)
-        from evalh_pipeline.defs.launch import local_instance
+    def launch(options: RunOptions):
+        from evalh_pipeline.defs import launch as dagster
 
-        return action(spec, run_id, instance=local_instance(), runtime=runtime)
+        instance = dagster.local_instance()
+        if holding:
+            for ended in dagster.end_abandoned_runs(instance, spec.name, run_id, f"finished by `evalh {job}` "
+                                                    f"(process {os.getpid()})"):
+                err.line(f"marked Dagster run {ended} of {run_id} failed: the evalh that ran it was killed")
+        action = {"run": dagster.materialize_run, "judge": dagster.materialize_reevaluation,
+                  "promote": dagster.materialize_promotion}[job]
+        return action(spec, run_id, instance=instance, runtime=options)
 
     started = datetime.now(timezone.utc)
     try:
-        # The assets use `spec` itself (launch hands it over), so a run named on the command
+        # The assets use `spec` itself (the run's resource), so a run named on the command
         # line is worked on where it is, even outside the eval's output folder.
         if err.is_terminal:
             # The context manager hides the cursor and shows it again on any exit, Ctrl-C included.
             with progress_bars() as bars:
                 outcome = launch(RunOptions(progress=BarProgress(bars), max_concurrency=max_concurrency,
-                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
+                                            reuse_from=reuse_from, rejudge_all=rejudge_all))
         else:
             # A CI log gets one line per phase start and end instead of bars.
             outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency,
-                                       reuse_from=reuse_from, rejudge_all=rejudge_all))
+                                        reuse_from=reuse_from, rejudge_all=rejudge_all))
         if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
         return outcome
@@ -297,26 +293,21 @@ def _materialize(action, spec: EvalSpec, run_id: str, max_concurrency: int | Non
         sys.exit(EXIT_CONFIG)
     except InfrastructureError as exc:
         error(_masked(exc, spec))
+        if on_interrupt and _run_started(spec, run_id):
+            err.line(f"what is done is kept. {on_interrupt}")
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}")
+        if on_interrupt and _run_started(spec, run_id):
+            err.line(f"what is done is kept. {on_interrupt}")
         sys.exit(EXIT_INFRA)
 
 
-def _record(outcome, spec: EvalSpec) -> bool:
-    """Make the Dagster record an outcome still needs (defs/record_after.py); True if a
-    background process makes it. Called after the progress bars are gone: their refresh
-    thread would make forking the recorder unsafe."""
-    if outcome.record is None:
-        return False
-    try:
-        return outcome.record()
-    except KeyboardInterrupt:
-        err.line("interrupted while recording the Dagster run; the results, summary and drift are written")
-        sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - the work is on disk; only its record failed
-        error(f"the Dagster run was not recorded: {type(exc).__name__}: {_masked(exc, spec)}")
-        sys.exit(EXIT_INFRA)
+def _run_started(spec: EvalSpec, run_id: str) -> bool:
+    """Whether the run's directory exists (its work so far can be finished with --resume)."""
+    from evalh_pipeline.store.run_dir import run_directory
+
+    return run_directory(spec, run_id).exists()
 
 
 def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:

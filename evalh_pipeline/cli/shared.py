@@ -13,7 +13,7 @@ import click
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA
 from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.terminal import err, error, warning
+from evalh_pipeline.terminal import error, warning
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
@@ -57,8 +57,7 @@ def _holding(run_dir: Path | None, command: str):
         yield
         return
     try:
-        lease = hold_run_directory(run_dir, command, on_wait=lambda holder: err.line(
-            f"waiting for the previous command's Dagster record of this run ({holder})"))
+        lease = hold_run_directory(run_dir, command)
         lease.__enter__()
     except RunDirectoryBusy as exc:
         error(str(exc))

@@ -9,7 +9,7 @@ import dagster as dg
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.discovery import discover_evals, evals_dirs
 from evalh_pipeline.defs.evals.assets import EvalAssets, build_eval_assets
-from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
+from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime, runtime_resource
 
 
 def build_definitions(
@@ -24,7 +24,7 @@ def build_definitions(
         jobs=[job for b in built.values() for job in b.jobs],
         asset_checks=[check for b in built.values() for check in b.checks],
         sensors=[sensor for b in built.values() for sensor in b.sensors],
-        resources={RUNTIME_KEY: runtime or EvalhRuntime()},
+        resources={RUNTIME_KEY: runtime_resource(runtime)},
         # Every step of a run in one process, also for the UI's ad hoc asset selections:
         # a step is a stage of one eval run, not worth a process of its own.
         executor=dg.in_process_executor,

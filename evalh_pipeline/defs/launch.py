@@ -1,14 +1,17 @@
-"""Materialize an eval's assets against a Dagster instance: what `evalh run` does.
+"""Execute an eval's jobs for one partition (eval run) in this process: what the CLI does.
 
-A run of an eval is one Dagster run of ``<eval>__run`` (cases, traces, results, summary
-and drift for every variant, with every check), executed in this process against the
-instance the UI reads, tagged ``evalh/run_id`` so every step works on the same run
-directory. Re-evaluation is one run of ``<eval>__judge``; promotion one of ``<eval>__promote``.
+Every CLI route is one Dagster run of one of the eval's jobs on the partition of its eval
+run (key = run id), executed here against the instance the UI reads: ``evalh run`` and
+``--resume``/``retry-failed`` run ``<eval>__run``, ``re-evaluate`` runs ``<eval>__judge``,
+``promote`` runs ``<eval>__promote``. Each first adds the partition, so the run is in the
+UI's partition list from its first step. The steps compute every stage; nothing is done
+outside them and reported afterwards.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import uuid
@@ -24,92 +27,143 @@ from filelock import FileLock
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import (
+    EVAL_TAG,
+    PARTITION_TAG,
     REJUDGE_TAG,
     REUSE_FROM_TAG,
-    RUN_ID_TAG,
     TRIGGER_TAG,
     judge_job,
     promote_job,
+    run_id_problem,
     run_job,
+    runs_partitions,
 )
-from evalh_pipeline.defs.prestarted import Prestarted
-from evalh_pipeline.defs.resources import EvalhRuntime, Session
+from evalh_pipeline.defs.instance_config import INSTANCE_YAML
+from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
-from evalh_pipeline.runner.stages import load_summary, prepare_cases
+from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import run_directory
 
 DEFAULT_HOME = ".dagster_home"
-_INSTANCE_YAML = """\
-# Written by evalh for a local, embedded Dagster instance. `dagster dev` with
-# DAGSTER_HOME pointing here shows the runs `evalh` made.
-telemetry:
-  enabled: false
-"""
+# Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
+MIN_FREE_BYTES = 64 << 20
+_IN_PROGRESS = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                dg.DagsterRunStatus.CANCELING]
+
+
+def instance_home() -> Path:
+    """``$DAGSTER_HOME`` if set, else ``./.dagster_home``."""
+    home = os.environ.get("DAGSTER_HOME")
+    return Path(home) if home else Path(DEFAULT_HOME).resolve()
 
 
 def local_instance() -> dg.DagsterInstance:
-    """``$DAGSTER_HOME`` if set, else ``./.dagster_home`` (created on first use).
+    """The instance at :func:`instance_home` (``./.dagster_home`` is created on first use,
+    with evalh's dagster.yaml), checked to be usable before any work (:func:`check_instance`).
 
     The environment is only read: the instance is opened from its folder, so nothing
     else in the process sees a DAGSTER_HOME it did not set.
     """
-    home = os.environ.get("DAGSTER_HOME")
-    path = Path(home) if home else Path(DEFAULT_HOME).resolve()
-    if not home:
-        path.mkdir(parents=True, exist_ok=True)
-        config = path / "dagster.yaml"
-        if not config.exists():
-            config.write_text(_INSTANCE_YAML)
-    with _opening(path):
-        return dg.DagsterInstance.get() if home else dg.DagsterInstance.from_config(str(path))
+    home = instance_home()
+    if not os.environ.get("DAGSTER_HOME"):
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            config = home / "dagster.yaml"
+            if not config.exists():
+                config.write_text(INSTANCE_YAML)
+        except OSError as exc:
+            raise InfrastructureError(_instance_problem(home, exc)) from None
+    _check_folder(home)
+    try:
+        with _opening(home):
+            return dg.DagsterInstance.from_config(str(home))
+    except Exception as exc:  # noqa: BLE001 - a storage that cannot be opened, said in one line
+        raise InfrastructureError(_instance_problem(home, exc)) from None
+
+
+def _check_folder(home: Path) -> None:
+    """A missing, read-only or full instance folder, said in one line before the first cell."""
+    if not home.is_dir():
+        raise InfrastructureError(f"Dagster instance folder {home} ($DAGSTER_HOME) is not a directory: create it, "
+                                  "or unset DAGSTER_HOME to use ./.dagster_home")
+    probe = home / f".evalh-write-check-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InfrastructureError(f"Dagster instance folder {home} is not writable ({exc.strerror or exc}): "
+                                  "make it writable, or point DAGSTER_HOME at a writable folder") from None
+    free = shutil.disk_usage(home).free
+    if free < MIN_FREE_BYTES:
+        raise InfrastructureError(f"Dagster instance folder {home} has {free >> 20} MB free (evalh needs "
+                                  f"{MIN_FREE_BYTES >> 20} MB): free some space, or point DAGSTER_HOME elsewhere")
+
+
+def _instance_problem(home: Path, exc: BaseException) -> str:
+    """One line for an instance that cannot be opened or written: what, and where."""
+    cause = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
+    text = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+    if "locked" in text:
+        return (f"Dagster instance {home} is locked by another process (its SQLite database: {text}); "
+                "wait for it, or stop it (`dagster dev`, another evalh), then try again")
+    return f"Dagster instance {home} cannot be used: {type(cause).__name__}: {text}"
 
 
 @contextmanager
 def _opening(home: Path) -> Iterator[None]:
     """One process at a time opens the instance: two `evalh` commands opening a new one at
     once would both create its SQLite tables, and one would fail ("table runs already
-    exists"). A home where no lock file can be made (read-only, missing) is opened as is."""
-    try:
-        lock = FileLock(str(home / ".evalh-instance.lock"))
-        lock.acquire(timeout=120)
-    except OSError:
-        yield
-        return
+    exists")."""
+    lock = FileLock(str(home / ".evalh-instance.lock"))
+    lock.acquire(timeout=120)
     try:
         yield
     finally:
         lock.release()
 
 
-def materialize_run(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
-    snapshot_cases: bool = False, prestarted: Prestarted | None = None,
-) -> RunOutcome:
+def add_run_partition(instance: dg.DagsterInstance, eval_name: str, run_id: str) -> None:
+    """Add ``run_id`` to the eval's partitions (once): the first write of every route, so an
+    instance that cannot be written is found before any cell runs."""
+    problem = run_id_problem(run_id)
+    if problem:
+        raise ConfigError(problem)
+    name = runs_partitions(eval_name)
+    try:
+        if not instance.has_dynamic_partition(name, run_id):
+            instance.add_dynamic_partitions(name, [run_id])
+    except Exception as exc:  # noqa: BLE001 - the storage refusing a write, said in one line
+        raise InfrastructureError(_instance_problem(instance_home(), exc)) from None
+
+
+def end_abandoned_runs(instance: dg.DagsterInstance, eval_name: str, run_id: str, reason: str) -> list[str]:
+    """Mark failed the CLI's Dagster runs of partition ``run_id`` still recorded as in progress.
+
+    Call only while holding the run directory's lock for the whole command: every CLI command
+    that works on the run holds it while it lives, so a CLI run of that partition still "in
+    progress" belongs to an evalh that was killed. Runs launched from the UI or by a sensor
+    are the daemon's (its run monitoring) and are left alone."""
+    ended = []
+    for run in instance.get_runs(dg.RunsFilter(tags={PARTITION_TAG: run_id, EVAL_TAG: eval_name, TRIGGER_TAG: "cli"},
+                                               statuses=_IN_PROGRESS)):
+        instance.report_run_failed(run, f"the evalh process that ran this ended without finishing it (killed?); "
+                                        f"{reason}")
+        ended.append(run.run_id)
+    return ended
+
+
+def materialize_run(spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance,
+                    runtime: RunOptions | None = None) -> RunOutcome:
     """Materialize cases, traces, results, summary and drift of ``run_id``: one Dagster run.
 
-    For an existing run this resumes it: only cells without a trace are run.
-
-    With ``snapshot_cases`` the run directory (header + cases.jsonl) is written from
-    ``spec`` itself before Dagster runs (CLI selection: ``--limit``, ``--filter``). A bad
-    dataset row raises ConfigError before anything is published.
-
-    With ``prestarted`` (defs/overlap.py) the caller is already snapshotting the cases and
-    running the cells: the cases and traces steps wait for that work and report it.
-    """
-    if snapshot_cases:
-        prepare_cases(spec, run_id)
-    return _materialize(spec, run_id, instance, runtime, run_job(spec.name), prestarted)
+    For an existing run this resumes it: only cells without a trace are run."""
+    return _materialize(spec, run_id, instance, runtime, run_job(spec.name))
 
 
-def materialize_reevaluation(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
-    prestarted: Prestarted | None = None, dagster_run_id: str | None = None,
-) -> RunOutcome:
-    """Rematerialize results (every variant), summary and drift of a run from its persisted traces.
-
-    With ``prestarted`` the caller is already judging (or has judged): the steps join that
-    work. ``dagster_run_id``: the id the Dagster run gets (default: a new one)."""
-    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name), prestarted, dagster_run_id)
+def materialize_reevaluation(spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance,
+                             runtime: RunOptions | None = None) -> RunOutcome:
+    """Rematerialize results (every variant), summary and drift of a run from its persisted traces."""
+    return _materialize(spec, run_id, instance, runtime, judge_job(spec.name))
 
 
 @dataclass
@@ -119,63 +173,51 @@ class Promotion:
     dagster_run_id: str
 
 
-def materialize_promotion(
-    spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance, runtime: RunOptions | None = None,
-    recorded_previous_run_id: str | None = None,
-) -> Promotion:
-    """Materialize the eval's ``baseline`` asset for ``run_id`` (the atomic pointer + history).
-
-    With ``recorded_previous_run_id`` the pointer was written already (``evalh promote``):
-    the materialization records it, with that as the run it replaced."""
-    config: dict = {"run_id": run_id}
-    if recorded_previous_run_id is not None:
-        config["recorded_previous_run_id"] = recorded_previous_run_id
-    dagster_run_id, _ = _execute(
-        promote_job(spec.name), instance, spec, runtime, tags={RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"},
-        run_config={"ops": {f"{spec.name}__baseline": {"config": config}}},
-    )
+def materialize_promotion(spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance,
+                          runtime: RunOptions | None = None) -> Promotion:
+    """Materialize the eval's ``baseline`` asset for the partition ``run_id`` (the atomic pointer + history)."""
+    add_run_partition(instance, spec.name, run_id)
+    dagster_run_id, _ = _execute(promote_job(spec.name), instance, spec, run_id, runtime, tags={TRIGGER_TAG: "cli"})
     event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
     previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""
-    return Promotion(run_id=run_id, previous_run_id=previous, dagster_run_id=dagster_run_id)
+    return Promotion(run_id=run_id, previous_run_id=str(previous), dagster_run_id=dagster_run_id)
 
 
-def _materialize(
-    spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None, job_name: str,
-    prestarted: Prestarted | None = None, dagster_run_id: str | None = None,
-) -> RunOutcome:
-    tags = {RUN_ID_TAG: run_id, TRIGGER_TAG: "cli"}
+def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None,
+                 job_name: str) -> RunOutcome:
+    tags = {TRIGGER_TAG: "cli"}
     if runtime is not None and runtime.reuse_from:
         tags[REUSE_FROM_TAG] = runtime.reuse_from
     if runtime is not None and runtime.rejudge_all:
         tags[REJUDGE_TAG] = "all"
-    # No gc.freeze() around this (there was one): with the cells started before Dagster
-    # (defs/overlap.py) it saves nothing measurable. N=10,000 x 2 cells, median CPU s of 3-4
-    # alternated runs, with/without: forked engine 5.97/5.75, threaded fallback 6.61/6.47.
-    dagster_run_id, failed = _execute(job_name, instance, spec, runtime, tags=tags, prestarted=prestarted,
-                                      run_id=dagster_run_id)
+    add_run_partition(instance, spec.name, run_id)
+    dagster_run_id, failed = _execute(job_name, instance, spec, run_id, runtime, tags=tags)
     run_dir = run_directory(spec, run_id)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
                       failed_checks=failed)
 
 
-def _execute(
-    job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, options: RunOptions | None,
-    *, tags: dict[str, str], run_config: dict | None = None, prestarted: Prestarted | None = None,
-    run_id: str | None = None,
-) -> tuple[str, list[str]]:
-    """Run one job in-process; returns its Dagster run id and the asset checks that failed.
+def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partition: str, options: RunOptions | None,
+             *, tags: dict[str, str]) -> tuple[str, list[str]]:
+    """Run one job for ``partition`` in this process; returns its Dagster run id and the
+    asset checks that failed.
 
     A failed check is a verdict reported to the caller, not an infrastructure failure, even
     when it is blocking (the run's data is complete as far as it got).
     """
     options = options or RunOptions()
-    runtime = EvalhRuntime.for_session(Session(progress=options.progress, spec=spec, prestarted=prestarted),
-                                       options.max_concurrency)
-    run_id = run_id or str(uuid.uuid4())
+    runtime = EvalhRuntime(max_concurrency=options.max_concurrency, progress=options.progress, spec=spec)
+    run_id = str(uuid.uuid4())
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
         with _sigterm_kept():
-            _execute_job(job, instance, tags, run_id, run_config)
+            job.execute_in_process(
+                instance=instance, partition_key=partition, tags=tags, run_id=run_id,
+                # The event log keeps every event for the UI; evalh reports failures itself
+                # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
+                run_config={"loggers": {"console": {"config": {
+                    "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}},
+            )
     except ConfigError:
         raise
     except dg.DagsterExecutionInterruptedError:
@@ -186,27 +228,14 @@ def _execute(
         cause = exc.user_exception
         if isinstance(cause, ConfigError):
             raise cause from None
+        if isinstance(cause, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
         if isinstance(cause, dg.Failure):
             raise InfrastructureError(f"{job_name} failed: {cause.description}") from None
         raise InfrastructureError(f"{job_name} failed: {type(cause).__name__}: {cause}") from exc
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
-        raise InfrastructureError(f"{job_name} failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        runtime.close()
+        raise InfrastructureError(f"{job_name} failed: {_instance_problem(instance_home(), exc)}") from exc
     return run_id, _failed_checks(instance, run_id)
-
-
-def _execute_job(job: dg.JobDefinition, instance: dg.DagsterInstance, tags: dict[str, str], run_id: str,
-                 run_config: dict | None) -> None:
-    job.execute_in_process(
-        instance=instance, tags=tags, run_id=run_id,
-        run_config={
-            **(run_config or {}),
-            # The event log keeps every event for the UI; evalh reports failures itself
-            # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
-            "loggers": {"console": {"config": {"log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}},
-        },
-    )
 
 
 @contextmanager
@@ -237,5 +266,5 @@ def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     return failed
 
 
-__all__ = ["InfrastructureError", "Promotion", "RunOptions", "RunOutcome", "local_instance", "materialize_promotion",
-           "materialize_reevaluation", "materialize_run"]
+__all__ = ["InfrastructureError", "Promotion", "RunOptions", "RunOutcome", "add_run_partition", "end_abandoned_runs",
+           "local_instance", "materialize_promotion", "materialize_reevaluation", "materialize_run"]

@@ -1,8 +1,7 @@
-"""What the CLI hands to a run, importable without Dagster (the CLI starts the engine before Dagster)."""
+"""What the CLI hands to a run and gets back, importable without Dagster (cheap for commands that never run one)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalh_pipeline.models import RunSummary
@@ -40,6 +39,3 @@ class RunOutcome:
     summary: RunSummary
     dagster_run_ids: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
-    # The Dagster record still to be made (defs/record_after.py): the caller calls it once its
-    # own threads (a progress display) are stopped; True if it went to a background process.
-    record: Callable[[], bool] | None = None

@@ -1,18 +1,17 @@
 """``python_function``: call ``module:callable`` once per cell, in-process or in worker processes.
 
-``isolation: thread`` (the default) calls the target in this process: async targets on the
-runner's own event loop, each step watched (:mod:`evalh_pipeline.systems.loop_guard`): a
-target that blocks the loop waiting (``time.sleep`` in an ``async def``) has its step
-interrupted when its cell times out and its later calls moved to an event loop of their own
-(a daemon thread), where blocking stalls only its own calls, which the runner still times out. Sync
-targets run on daemon threads. A call that never returns is abandoned when its cell times
-out: its thread cannot be stopped, but it never keeps the process alive. A blocked loop
-also stalls the calls in flight on it (they time out too); later calls get a fresh loop.
+``isolation: thread`` (the default) calls the target in this process: async targets on an
+event loop of their own on a daemon thread (:mod:`evalh_pipeline.systems.system_loop`), so a
+target that blocks its loop (``time.sleep`` in an ``async def``) stalls only its own calls,
+which the runner still times out (the cell's timeout cuts it); later calls get a fresh loop.
+Sync targets run on daemon threads. A call that never returns is abandoned when its cell
+times out: its thread cannot be stopped, but it never keeps the process alive.
 ``isolation: process`` calls it in worker processes
 (:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
 (its whole session), so nothing the target started survives its cell, and an async target
-that blocks its event loop (``time.sleep``) cannot stall the run. Figures for both in
-benchmarks/README.md.
+that blocks its event loop (``time.sleep``) cannot stall the run; a target that calls
+``os._exit`` or crashes the interpreter ends only its worker: the choice for untrusted targets.
+Figures for both in benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from typing import Any, Callable, Literal
 from pydantic import ConfigDict, Field
 
 from evalh_pipeline.models import EvalCase
-from evalh_pipeline.systems import loop_guard
 from evalh_pipeline.systems.base import (
     AdapterError,
     RaisedBySystem,
@@ -43,7 +41,6 @@ from evalh_pipeline.systems.base import (
     SystemResponse,
     Workspace,
 )
-from evalh_pipeline.systems.loop_guard import LoopGuard
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.systems.system_loop import SystemLoop
 
@@ -87,14 +84,9 @@ class PythonFunctionSystem(SystemAdapter):
         self._is_async = is_async_callable(self._fn)
         # Sync targets must not block the event loop, nor keep the process alive when stuck.
         self._threads = None if self._is_async else DaemonThreads(f"evalh-{self.variant.name}")
-        # Async targets run on the runner's loop, watched for steps that block it (loop_guard);
-        # one that blocks it, and any where no guard can watch, on a loop of their own (a daemon
-        # thread), whose blocking stalls only their own calls, which the runner still times out.
-        self._guard: LoopGuard | None = None
+        # Async targets run on a loop of their own (a daemon thread), whose blocking stalls only
+        # their own calls, which the runner still times out.
         self._loop: SystemLoop | None = None
-        if self._is_async and loop_guard.available():
-            self._guard = LoopGuard(self.config.target)
-            self._guard.open()
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
@@ -103,13 +95,8 @@ class PythonFunctionSystem(SystemAdapter):
             variant_dict["_workspace_path"] = str(workspace.path)
         if self._workers is not None:
             return await self._workers.call(case_dict, variant_dict)
-        guarded = self._is_async and self._guard is not None and not self._guard.blocking
-        interrupts = loop_guard.interrupts_seen()
         try:
-            if guarded:
-                assert self._guard is not None
-                value = await self._guard.run(self._fn(case_dict, variant_dict), self.variant.timeout_seconds)
-            elif self._is_async:
+            if self._is_async:
                 if self._loop is None:
                     self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
                 loop = self._loop
@@ -127,10 +114,6 @@ class PythonFunctionSystem(SystemAdapter):
         except (Exception, asyncio.CancelledError):
             raise  # the runner tells a cancelled run from a target that raised CancelledError
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... are the cell's
-            if guarded and loop_guard.interrupts_seen() != interrupts:
-                # The target ran on this thread, where a Ctrl-C (KeyboardInterrupt) or Dagster's
-                # interrupt is raised in whatever code runs at that moment: the run is stopping.
-                raise
             raise RaisedBySystem(exc) from None
         return response_from_dict(value)
 
@@ -138,14 +121,11 @@ class PythonFunctionSystem(SystemAdapter):
         if self._workers is not None:
             await self._workers.close()
             return
-        # Idle threads end now (a process with other threads cannot fork its judging workers);
-        # a thread or loop stuck in a call is left to end with the process.
+        # Idle threads end now; a thread or loop stuck in a call is left to end with the process.
         if self._threads is not None:
             self._threads.shutdown()
         if self._loop is not None:
             self._loop.stop()
-        if self._guard is not None:
-            self._guard.close()
 
 
 def is_async_callable(fn: Any) -> bool:

@@ -2,9 +2,9 @@
 (which rewrites results.jsonl) or a resume (which appends traces) shows downstream assets as
 changed upstream in the UI, and an unchanged re-evaluation does not.
 
-Dagster shows an asset "stale: upstream data changed" when an upstream's latest data version
-differs from the one the asset's last materialization consumed (its
-``dagster/input_data_version/<upstream>`` tag): that is what these tests compare.
+The partition view of the UI shows a partition "stale: upstream data changed" when an
+upstream partition's data version differs from the one its last materialization consumed:
+these tests ask Dagster's own resolver (the one the UI uses) about the run's partition.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dagster as dg
 
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
-from evalh_pipeline.defs.evals.names import RUN_ID_TAG, judge_job
+from evalh_pipeline.defs.evals.names import judge_job
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
@@ -28,17 +28,20 @@ def _version(instance, *path: str) -> str:
     return _latest(instance, *path).tags["dagster/data_version"]
 
 
-def _summary_is_stale(instance) -> bool:
-    consumed = _latest(instance, "toy", "summary").tags["dagster/input_data_version/toy/results"]
-    return consumed != _version(instance, "toy", "results")
+def _summary_is_stale(instance, spec, run_id) -> bool:
+    from dagster._core.definitions.data_version import StaleStatus
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    assets = build_definitions([spec])[1]["toy"].assets
+    resolver = get_stale_status_resolver(instance, [a for a in assets if isinstance(a, dg.AssetsDefinition)])
+    return resolver.get_status(dg.AssetKey(["toy", "summary"]), run_id) == StaleStatus.STALE
 
 
 def _materialize_only_results(spec, run_id, instance) -> None:
     """What the UI's "Materialize selected" on `results` does: that asset alone."""
     defs, _ = build_definitions([spec])
     job = defs.resolve_job_def(judge_job(spec.name))
-    job.execute_in_process(instance=instance, tags={RUN_ID_TAG: run_id},
-                           asset_selection=[dg.AssetKey(["toy", "results"])])
+    job.execute_in_process(instance=instance, partition_key=run_id, asset_selection=[dg.AssetKey(["toy", "results"])])
 
 
 def test_results_data_version_moves_only_when_an_evaluator_changed(tmp_path, instance):
@@ -47,19 +50,19 @@ def test_results_data_version_moves_only_when_an_evaluator_changed(tmp_path, ins
     run_id = new_run_id(spec.name)
     materialize_run(spec, run_id, instance=instance)
     first = _version(instance, "toy", "results")
-    assert not _summary_is_stale(instance)
+    assert not _summary_is_stale(instance, load_eval(path), run_id)
 
     _materialize_only_results(load_eval(path), run_id, instance)  # nothing changed: nothing re-judged
     assert _version(instance, "toy", "results") == first
-    assert not _summary_is_stale(instance)
+    assert not _summary_is_stale(instance, load_eval(path), run_id)
 
     path.write_text(path.read_text().replace("type: contains_text", "type: contains_text\n    config: {case_sensitive: true}"))
     _materialize_only_results(load_eval(path), run_id, instance)
     assert _version(instance, "toy", "results") != first
-    assert _summary_is_stale(instance)  # the UI marks the summary: upstream data changed
+    assert _summary_is_stale(instance, load_eval(path), run_id)  # the UI marks the summary: upstream data changed
 
     materialize_reevaluation(load_eval(path), run_id, instance=instance)  # results, summary and drift
-    assert not _summary_is_stale(instance)
+    assert not _summary_is_stale(instance, load_eval(path), run_id)
 
 
 def test_traces_data_version_moves_when_a_resume_appends_traces(tmp_path, instance):

@@ -36,8 +36,14 @@ def test_each_eval_in_folder_becomes_an_asset_group(tmp_path):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"alpha/cases", "alpha/traces", "alpha/results", "alpha/summary", "beta/summary"} <= keys
-    # No partition dimension can slice a run: a materialization is a whole run, every variant.
-    assert all(graph.get(k).partitions_def is None for k in graph.get_all_asset_keys())
+    # One dynamic partition per eval run: a partition is a whole run, every variant; the
+    # baseline is the eval's one pointer, not partitioned.
+    for eval_name in ("alpha", "beta"):
+        for stage in ("cases", "traces", "results", "summary", "drift"):
+            partitions = graph.get(dg.AssetKey([eval_name, stage])).partitions_def
+            assert isinstance(partitions, dg.DynamicPartitionsDefinition)
+            assert partitions.name == f"{eval_name}__runs"
+        assert graph.get(dg.AssetKey([eval_name, "baseline"])).partitions_def is None
 
 
 def test_any_yaml_with_the_eval_keys_is_an_eval(tmp_path):
@@ -72,6 +78,8 @@ def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypat
     assert outcome.summary.comparison.deltas[0].regressions == ["case_0", "case_3"]
 
     event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "summary"]))
+    assert event.asset_materialization.partition == run_id
+    assert instance.get_dynamic_partitions("toy__runs") == [run_id]
     meta = event.asset_materialization.metadata
     assert meta["run_id"].value == run_id
     assert meta["complete"].value is True and meta["expected_cells"].value == 12
@@ -146,3 +154,47 @@ def test_traces_and_results_materializations_carry_counts_and_tables(tmp_path, i
     assert results["results"].value == 24
     assert results["evaluator_pass_rate/candidate"].value == 10 / 12
     assert "| mentions_paris | 6/6 | 4/6 |" in results["verdicts"].value
+
+
+def _partitions_by_event(instance, dagster_run_id):
+    """(kind, asset/check, partition) of every materialization and check evaluation of a Dagster run."""
+    found = []
+    for record in instance.all_logs(dagster_run_id, of_type={dg.DagsterEventType.ASSET_MATERIALIZATION,
+                                                              dg.DagsterEventType.ASSET_CHECK_EVALUATION}):
+        data = record.dagster_event.event_specific_data
+        if record.dagster_event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            found.append(("materialization", data.materialization.asset_key.path[-1], data.materialization.partition))
+        else:
+            found.append(("check", data.check_name, data.partition))
+    return found
+
+
+def test_every_materialization_and_check_of_a_run_carries_its_partition_and_reevaluation_adds_only_results_on(
+        tmp_path, instance):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=3))
+    first, second = new_run_id(spec.name), new_run_id(spec.name)
+    ran = materialize_run(spec, first, instance=instance)
+    materialize_run(spec, second, instance=instance)
+
+    events = _partitions_by_event(instance, ran.dagster_run_ids[0])
+    assert {(kind, name) for kind, name, _ in events if kind == "materialization"} == {
+        ("materialization", s) for s in ("cases", "traces", "results", "summary", "drift")}
+    assert any(kind == "check" and name == "complete" for kind, name, _ in events)
+    assert {partition for _, _, partition in events} == {first}
+    assert sorted(instance.get_dynamic_partitions("toy__runs")) == sorted([first, second])
+
+    judged = materialize_reevaluation(spec, first, instance=instance)
+
+    events = _partitions_by_event(instance, judged.dagster_run_ids[0])
+    assert sorted(name for kind, name, _ in events if kind == "materialization") == ["drift", "results", "summary"]
+    assert {partition for _, _, partition in events} == {first}
+    # The first run's partition has a second results materialization and still one traces one.
+    results = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["toy", "results"]), asset_partitions=[first]), limit=10).records
+    traces = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["toy", "traces"]), asset_partitions=[first]), limit=10).records
+    assert len(results) == 2 and len(traces) == 1
+    # The other run's summary is untouched: re-judging an old run never makes it another run's "latest".
+    other = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["toy", "summary"]), asset_partitions=[second]), limit=10).records
+    assert len(other) == 1

@@ -15,6 +15,7 @@ from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.fixtures import fixture_fingerprint
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.defs.support import execute_for_partition, execute_requested
 
 def _git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
@@ -40,16 +41,17 @@ def _commit(repo, message):
 
 def _tick(defs, name, instance, cursor=None, sensor=None):
     sensor = sensor or defs.resolve_sensor_def(name)
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    context = dg.build_sensor_context(instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=defs)
     return sensor.evaluate_tick(context)
 
 
 def _assert_one_whole_run(data, job="toy__run"):
-    """One request of the eval's whole-run job, naming a new run id; no partitions involved."""
-    assert data.dynamic_partitions_requests in (None, [])
+    """The tick adds one new partition (a new run id) and requests the whole-run job for it."""
+    (added,) = data.dynamic_partitions_requests
+    assert added.partitions_def_name == "toy__runs"
+    (run_id,) = added.partition_keys
     (request,) = data.run_requests
-    assert request.job_name == job
-    run_id = request.tags["evalh/run_id"]
+    assert request.job_name == job and request.partition_key == run_id
     assert run_id.endswith("_toy")
     return request, run_id
 
@@ -162,7 +164,7 @@ def test_a_variant_added_to_eval_yaml_runs_in_the_next_sensor_run_without_a_relo
 
     changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
     request, run_id = _assert_one_whole_run(changed)
-    result = defs.resolve_job_def(request.job_name).execute_in_process(instance=instance, tags=request.tags)
+    result = execute_requested(defs, changed, instance)
 
     assert result.success
     summary = load_summary(RunDirectory(tmp_path / "toy" / "runs" / run_id))
@@ -176,7 +178,8 @@ def test_a_renamed_eval_refuses_with_the_reload_message(tmp_path, instance, monk
     defs, _ = build_definitions([load_eval(path)])
     path.write_text(path.read_text().replace("name: toy", "name: renamed", 1))
 
-    result = defs.resolve_job_def("toy__run").execute_in_process(instance=instance, raise_on_error=False)
+    result = execute_for_partition(defs, "toy__run", "toy", "2025-01-01T00-00-00-000000_toy", instance,
+                                   raise_on_error=False)
 
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
@@ -293,7 +296,7 @@ def test_a_fixture_run_that_opts_in_reuses_the_latest_complete_runs_unchanged_tr
 
     log = tmp_path / "calls.log"
     monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(log))
-    result = defs.resolve_job_def(request.job_name).execute_in_process(instance=instance, tags=request.tags)
+    result = execute_requested(defs, changed, instance)
 
     assert result.success
     calls = sorted(tuple(json.loads(line)) for line in log.read_text().splitlines())

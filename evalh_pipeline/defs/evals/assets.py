@@ -1,18 +1,20 @@
-"""One eval -> one asset group ``cases -> traces -> results -> summary -> drift``.
+"""One eval -> one asset group ``cases -> traces -> results -> summary -> drift``, partitioned by run.
 
-Each materialization works on one whole eval run (defs/evals/runs.py says which): every
-variant of the run, never a slice of it. The assets are thin: each calls one engine stage
-on the run directory and reports metadata. Data lives in the run directory, not in an IO
-manager; the seam where a stage's output goes to more stores is ``_publish``.
+Every stage asset (and every check on them) is partitioned by the eval's dynamic partitions
+``<eval>__runs``: one partition per eval run, its key the run id (defs/evals/runs.py). A
+materialization of a partition is one whole eval run, every variant, never a slice of it.
+The assets are thin: each calls one engine stage on the run directory and reports metadata.
+Data lives in the run directory, not in an IO manager; the seam where a stage's output goes
+to more stores is ``_publish``. ``baseline`` is not partitioned: it is the eval's one
+promoted run, and its metadata names the partition it points at.
 """
 
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any
 
 import dagster as dg
 
@@ -25,8 +27,8 @@ from evalh_pipeline.defs.evals.metadata import (
     significance_metadata,
     traces_metadata,
 )
-from evalh_pipeline.defs.evals.names import BASELINES_GROUP, judge_job, promote_job, run_job
-from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, resolve_run_id, reuse_source, valid_run_id
+from evalh_pipeline.defs.evals.names import BASELINES_GROUP, EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
+from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.queries.report import comparison_section, completeness_line, evaluators_table, variants_table
@@ -40,19 +42,10 @@ from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stores.sync import record_baseline
 
-T = TypeVar("T")
 
-
-class PromoteConfig(dg.Config):
-    """Which run of the eval to promote.
-
-    ``recorded_previous_run_id`` is set by ``evalh promote``, which writes the pointer itself
-    (at once) and records the promotion here afterwards: the pointer is then not written
-    again, and this is the run it replaced ("" when there was none).
-    """
-
-    run_id: str
-    recorded_previous_run_id: Optional[str] = None
+def runs_partitions_def(eval_name: str) -> dg.DynamicPartitionsDefinition:
+    """The eval's runs as dynamic partitions (key = run id): its stages and checks are partitioned by it."""
+    return dg.DynamicPartitionsDefinition(name=runs_partitions(eval_name))
 
 
 def _version(value: Any) -> str:
@@ -82,8 +75,8 @@ class EvalAssets:
     """The Dagster objects built for one eval."""
 
     spec: EvalSpec
-    assets: list[dg.AssetsDefinition]
-    jobs: list[Any]  # unresolved asset jobs, resolved by Definitions
+    assets: list[dg.AssetsDefinition | dg.AssetSpec]
+    jobs: list[Any]  # unresolved asset jobs (resolved by Definitions) and the promote job
     checks: list[dg.AssetChecksDefinition]
     sensors: list[dg.SensorDefinition] = field(default_factory=list)  # defs/evals/sensors.py
 
@@ -106,8 +99,8 @@ class _Stage:
     def __init__(self, context: dg.AssetExecutionContext, loaded: EvalSpec, stage: str) -> None:
         self.context = context
         self.stage = stage
-        self.live = live_spec(context, loaded)
-        self.run_id = resolve_run_id(context, loaded.name)
+        self.live = live_spec(context.op_execution_context, loaded)
+        self.run_id = run_partition(context.op_execution_context)
         self.run_dir = run_directory(self.live, self.run_id)
         self.runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
 
@@ -125,21 +118,12 @@ class _Stage:
                              "longer defines: restore them to finish this run, or start a new run")
         return names
 
-    def engine_work(self, compute: Callable[[], T]) -> T:
-        """This stage's work: joined when the CLI's engine process is already doing it
-        (defs/overlap.py: it started before Dagster was ready), else ``compute()`` here."""
-        prestarted = self.runtime.prestarted_for(self.run_id)
-        future = getattr(prestarted, self.stage, None) if prestarted is not None else None
-        return future.result() if future is not None else compute()
-
     def result(self, metadata: dict[str, Any], data_file: Path | None = None) -> dg.MaterializeResult:
         """The stage's materialization; its data version is the run, the spec version of the
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
         mark everything downstream as changed upstream in the UI; an untouched file does not."""
-        prestarted = self.runtime.prestarted_for(self.run_id)
-        if prestarted is None or not prestarted.published:
-            _publish(self.context, self.live, self.run_dir, self.stage)
+        _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
         return dg.MaterializeResult(
@@ -152,7 +136,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     """Build the asset group, checks, jobs and sensors of one eval."""
     name = spec.name
     versions = stage_versions(spec)
-    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}}
+    partitions = runs_partitions_def(name)
+    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}, "partitions_def": partitions}
 
     @dg.asset(
         key=[name, "cases"], code_version=versions["cases"], kinds={"evalh"}, **common,
@@ -161,7 +146,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "cases")
-        info = stage.engine_work(lambda: prepare_cases(stage.live, stage.run_id))
+        info = prepare_cases(stage.live, stage.run_id)
         return stage.result({
             "cases": info.cases, "variants": dg.MetadataValue.json(run_variants(info.run_dir, stage.live)),
             "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
@@ -176,9 +161,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         variants = stage.variants()
-        stats = stage.engine_work(lambda: asyncio.run(produce_traces(
+        stats = asyncio.run(produce_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, reuse_from=reuse_source(context, stage.live))))
+            progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live)))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
@@ -193,9 +178,9 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "results")
         stage.require_run()
         variants = stage.variants()
-        stats = stage.engine_work(lambda: asyncio.run(evaluate_traces(
+        stats = asyncio.run(evaluate_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, incremental=not rejudge_all(context))))
+            progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context)))
         return stage.result(results_metadata(stats, stage.run_dir), stage.run_dir.results)
 
     @dg.asset(
@@ -206,7 +191,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "summary")
         stage.require_run()
-        result = stage.engine_work(lambda: write_summary(stage.live, stage.run_dir))
+        result = write_summary(stage.live, stage.run_dir)
         comp = result.comparison
         done = result.completeness
         if done is not None and not done.complete:
@@ -237,7 +222,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "drift")
         stage.require_run()
-        result = stage.engine_work(lambda: write_drift(name, stage.run_dir, Path(stage.live.runs_root)))
+        result = write_drift(name, stage.run_dir, Path(stage.live.runs_root))
         if result.comparison is None:
             context.log.info(f"{name} has no promoted baseline: nothing to compare {stage.run_id} with")
         return stage.result({
@@ -250,53 +235,72 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "report": dg.MetadataValue.md(result.markdown),
         })
 
-    @dg.asset(
+    baseline = dg.AssetSpec(
         key=[name, "baseline"], deps=[summary], group_name=BASELINES_GROUP, kinds={"evalh"},
-        required_resource_keys={RUNTIME_KEY},
-        description=f"The promoted baseline run of `{name}` that drift compares against (`evalh promote`).",
+        description=(f"The promoted baseline run of `{name}` that drift compares against. Not partitioned: it "
+                     f"points at one run, and its metadata names that partition. Launch the {promote_job(name)} "
+                     "job for the run to promote (or `evalh promote`)."),
     )
-    def baseline(context: dg.AssetExecutionContext, config: PromoteConfig) -> dg.MaterializeResult:
+
+    @dg.op(name=f"{name}__promote_run", required_resource_keys={RUNTIME_KEY},
+           description=f"Point the baseline of `{name}` at the partition's run.")
+    def promote_run(context: dg.OpExecutionContext) -> None:
         live = live_spec(context, spec)
         runs_root = Path(live.runs_root)
+        run_id = run_partition(context)
+        run_dir = run_directory(live, run_id)
+        if not run_dir.exists():
+            raise dg.Failure(f"run {run_id} of {name} does not exist ({run_dir.path} has no run.json): "
+                             "pick a partition that is a finished run")
         previous = current_baseline(runs_root, name)
-        run_dir = run_directory(live, valid_run_id(config.run_id))
-        if config.recorded_previous_run_id is not None:
-            # `evalh promote` wrote the pointer (and told the trace stores) already, and a later
-            # promotion may have replaced it since: only record this one, never write it again.
-            previous_run_id = config.recorded_previous_run_id
-        else:
-            previous_run_id = previous.run_id if previous else ""
+        try:
             promoted = promote(run_dir)
-            for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
-                context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: "
-                                    f"{failure.error}")
-        return dg.MaterializeResult(metadata={
-            "run_id": config.run_id,
-            "previous_run_id": previous_run_id,
+        except (ValueError, OSError) as exc:
+            raise dg.Failure(str(exc)) from None
+        for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
+            context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
+        context.log_event(dg.AssetMaterialization(asset_key=baseline.key, metadata={
+            "run_id": run_id,
+            "partition": run_id,
+            "previous_run_id": previous.run_id if previous else "",
             "pointer": dg.MetadataValue.path(str(baseline_folder(runs_root, name) / "current.json")),
             **run_dir_metadata(run_dir),
-        })
+        }))
 
-    checks = build_summary_checks(spec, summary) + build_drift_checks(spec, drift)
+    checks = build_summary_checks(spec, summary, partitions) + build_drift_checks(spec, drift, partitions)
     in_process = dg.in_process_executor
+    tags = {EVAL_TAG: name}
     jobs = [
         dg.define_asset_job(
             run_job(name), selection=dg.AssetSelection.assets(cases, traces, results, summary, drift),
-            executor_def=in_process, tags={"evalh/eval": name},
-            description=(f"A whole run of `{name}`: snapshot the cases, run every cell of every variant, judge, "
-                         "summarize and compare with the promoted baseline, with every check. In one process."),
+            executor_def=in_process, tags=tags,
+            description=(f"A whole run of `{name}` for one partition (the run id): snapshot the cases, run every "
+                         "cell of every variant, judge, summarize and compare with the promoted baseline, with every "
+                         "check, in one process. On a partition that exists it resumes: only cells without a trace "
+                         "call the system."),
         ),
         dg.define_asset_job(
             judge_job(name), selection=dg.AssetSelection.assets(results, summary, drift),
-            executor_def=in_process, tags={"evalh/eval": name},
-            description="Re-judge the latest run's persisted traces (tag evalh/run_id picks another run); "
-                        "never calls the system.",
+            executor_def=in_process, tags=tags,
+            description="Re-judge the persisted traces of the partition's run with the current evaluators: "
+                        "results, summary and drift; never calls the system.",
         ),
-        dg.define_asset_job(promote_job(name), selection=[baseline], executor_def=in_process,
-                            description="Make a run the eval's baseline (run config: run_id)."),
+        _promote_job(name, promote_run, partitions, tags),
     ]
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
                       checks=checks, sensors=build_eval_sensors(spec))
+
+
+def _promote_job(name: str, promote_run: dg.OpDefinition, partitions: dg.PartitionsDefinition,
+                 tags: dict[str, str]) -> dg.JobDefinition:
+    """``<eval>__promote``: partitioned like the runs, so the UI's launchpad asks which run to promote."""
+
+    @dg.job(name=promote_job(name), partitions_def=partitions, executor_def=dg.in_process_executor, tags=tags,
+            description=f"Make the partition's run the baseline of `{name}` that drift compares against.")
+    def promote_runs() -> None:
+        promote_run()
+
+    return promote_runs
 
 
 def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:

@@ -5,11 +5,13 @@ The README, the CLI and the tests refer to these names; change them here only.
 
 from __future__ import annotations
 
+import re
+
 STAGES = ("cases", "traces", "results", "summary", "drift")
 BASELINES_GROUP = "evalh_baselines"
 
-# Tags on the Dagster runs of an eval.
-RUN_ID_TAG = "evalh/run_id"  # which eval run (run directory) a Dagster run works on
+# Tags on the Dagster runs of an eval. Which eval run a Dagster run works on is never a tag
+# of ours: it is the run's partition key (the run id), Dagster's own `dagster/partition`.
 EVAL_TAG = "evalh/eval"
 TRIGGER_TAG = "evalh/trigger"  # cli | fixtures | schedule (absent: launched from the UI)
 FIXTURE_COMMIT_TAG = "evalh/fixture_commit"
@@ -20,6 +22,25 @@ DRIFT_TICK_TAG = "evalh/drift_tick"
 # `automation.reuse_unchanged_traces`.
 REUSE_FROM_TAG = "evalh/reuse_from"
 REJUDGE_TAG = "evalh/rejudge"  # "all": re-judge every result (`evalh re-evaluate --all`)
+PARTITION_TAG = "dagster/partition"  # Dagster's own: the partition key of a partitioned run
+
+# A run id names a run folder and is a partition key: letters, digits, `_`, `-` and `.`,
+# starting with a letter or digit, never `...` (Dagster refuses it in a partition key).
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+MAX_RUN_ID = 200
+RUN_ID_RULE = "letters, digits, '_', '-' and '.' (no '...'), starting with a letter or digit, at most 200 characters"
+
+
+def run_id_problem(run_id: str) -> str:
+    """Why ``run_id`` cannot be a run id (a run folder and a partition key); "" if it can."""
+    if not _RUN_ID.fullmatch(run_id) or "..." in run_id or len(run_id) > MAX_RUN_ID:
+        return f"{run_id!r} cannot be a run id (a partition key and a folder name): use {RUN_ID_RULE}"
+    return ""
+
+
+def runs_partitions(eval_name: str) -> str:
+    """The name of the eval's dynamic partitions definition: one partition per run (key = run id)."""
+    return f"{eval_name}__runs"
 
 
 def run_job(eval_name: str) -> str:
@@ -33,6 +54,7 @@ def judge_job(eval_name: str) -> str:
 
 
 def promote_job(eval_name: str) -> str:
+    """Make a run (the partition picked at launch) the eval's baseline."""
     return f"{eval_name}__promote"
 
 

@@ -1,67 +1,47 @@
-"""Which eval run a Dagster run works on, and the eval.yaml it works with.
+"""Which eval run a Dagster step works on: the partition of its run (key = run id).
 
-An eval run is one run directory (``runs/<run_id>/``) holding every variant's cells. A
-Dagster run of the eval's assets works on exactly one eval run:
-
-- the ``evalh/run_id`` tag names it (``evalh run``, the sensors, a resume from the UI);
-- else, when the Dagster run materializes ``cases`` (the UI's "Materialize all"), it is a
-  new run whose id is made from the Dagster run's creation time, so every step of the
-  Dagster run (in any process) derives the same id;
-- else (the UI materializes, say, only ``summary``) it is the run of the latest
-  materialization of the first selected stage's upstream asset: the latest run.
-
-The assets re-read eval.yaml when they execute, so edits apply without a reload; what
-Dagster fixed when it loaded the code location (the eval's name, so its asset keys, and
-whether its checks block) must still match, or the step refuses with one line saying to
-reload.
+Every asset of an eval's stages, and every check on them, is partitioned by the eval's
+dynamic partitions (``<eval>__runs``), so a Dagster run of them always names its eval run:
+``evalh run`` adds the partition and executes the job for it, the UI asks for a partition
+(or adds one) before it launches, the sensors add one and request its run in the same tick,
+and Dagster's own "Re-execute" keeps the partition of the run it re-executes. The run
+directory is ``<runs folder>/<partition key>``.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.evals.names import REJUDGE_TAG, REUSE_FROM_TAG, RUN_ID_TAG, STAGES, judge_job, run_job
+from evalh_pipeline.defs.evals.names import PARTITION_TAG, REJUDGE_TAG, REUSE_FROM_TAG, run_id_problem
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.store.run_dir import RunDirectory, new_run_id, run_directory
+from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 RELOAD = "reload the code location (Deployment → Reload, or restart `dagster dev`)"
-
-# Dagster run id -> eval run id / live spec: the steps of one in-process run resolve once.
-_RESOLVED: dict[str, str] = {}
-_LIVE: dict[tuple[str, str], EvalSpec] = {}
 
 
 def valid_run_id(run_id: str) -> str:
-    """``run_id`` if it can name a run directory (letters, digits, ``_``, ``-``, ``.``), else a Failure."""
-    if not _RUN_ID.fullmatch(run_id) or len(run_id) > 200:
-        raise dg.Failure(f"tag {RUN_ID_TAG}={run_id!r} cannot name a run directory: use letters, digits, _, - and .")
+    """``run_id`` if it can be a run id (a folder name and a partition key), else a one-line Failure."""
+    problem = run_id_problem(run_id)
+    if problem:
+        raise dg.Failure(problem)
     return run_id
 
 
-def live_spec(context: dg.OpExecutionContext | dg.AssetCheckExecutionContext, loaded: EvalSpec) -> EvalSpec:
-    """The eval as it is on disk now (or as the in-process caller handed it over), once per Dagster run.
+def live_spec(context: dg.OpExecutionContext, loaded: EvalSpec) -> EvalSpec:
+    """The eval as it is on disk now (or as the in-process caller handed it over).
 
     Refuses (one line) when the edit needs a reload: the eval renamed (its asset keys) or
     ``gates.blocking`` changed (Dagster fixed the checks' blocking at load).
     """
-    key = (str(loaded.path), context.run.run_id)
-    if key in _LIVE:
-        return _LIVE[key]
     runtime = getattr(context.resources, RUNTIME_KEY, None)
     spec = (runtime.spec_for(loaded.path) if runtime is not None else None) or load_eval(loaded.path, settings=loaded.settings)
     reason = reload_reason(loaded, spec)
     if reason:
         raise dg.Failure(f"{loaded.path}: {reason}; {RELOAD}")
-    if len(_LIVE) > 64:
-        _LIVE.clear()
-    _LIVE[key] = spec
     return spec
 
 
@@ -75,40 +55,13 @@ def reload_reason(loaded: EvalSpec, live: EvalSpec) -> str:
     return ""
 
 
-def _first_stage_in_run(context: dg.OpExecutionContext | dg.AssetCheckExecutionContext, eval_name: str) -> str:
-    selection = context.run.asset_selection
-    if selection is None:
-        return "results" if context.run.job_name == judge_job(eval_name) else "cases"
-    for stage in STAGES:
-        if dg.AssetKey([eval_name, stage]) in selection:
-            return stage
-    return STAGES[-1]
-
-
-def resolve_run_id(context: dg.OpExecutionContext | dg.AssetCheckExecutionContext, eval_name: str) -> str:
-    """The eval run this Dagster run works on (see the module docstring)."""
-    tagged = context.run.tags.get(RUN_ID_TAG)
-    if tagged:
-        return valid_run_id(tagged)
-    if context.run.run_id in _RESOLVED:
-        return _RESOLVED[context.run.run_id]
-    first = _first_stage_in_run(context, eval_name)
-    if first == "cases":
-        record = context.instance.get_run_record_by_id(context.run.run_id)
-        created = record.create_timestamp if record is not None else datetime.now(timezone.utc)
-        run_id = new_run_id(eval_name, created.astimezone(timezone.utc))
-    else:
-        upstream = dg.AssetKey([eval_name, STAGES[STAGES.index(first) - 1]])
-        event = context.instance.get_latest_materialization_event(upstream)
-        value = event.asset_materialization.metadata.get("run_id") if event and event.asset_materialization else None
-        if value is None:
-            raise dg.Failure(f"no run of {eval_name} has materialized {upstream.to_user_string()} yet: "
-                             f"launch the {run_job(eval_name)} job (Materialize all)")
-        run_id = valid_run_id(str(value.value))
-    if len(_RESOLVED) > 256:
-        _RESOLVED.clear()
-    _RESOLVED[context.run.run_id] = run_id
-    return run_id
+def run_partition(context: dg.OpExecutionContext) -> str:
+    """The eval run of this step: its run's partition key (the run id), validated."""
+    key = context.partition_key if context.has_partition_key else context.run.tags.get(PARTITION_TAG)
+    if not key:
+        raise dg.Failure("this run has no partition: pick the eval run (a partition of the eval's runs) "
+                         "before launching, or add one")
+    return valid_run_id(key)
 
 
 def reuse_source(context: dg.OpExecutionContext, live: EvalSpec) -> RunDirectory | None:

@@ -9,8 +9,9 @@
   The cursor is the last tick handled; the first evaluation only records the latest tick,
   and ticks missed while the daemon was down get one run, for the latest.
 
-Each request is one ``<eval>__run`` Dagster run (cases -> traces -> results -> summary ->
-drift and every check), tagged with the new run id: no helper sensor follows it. Both read
+Each request adds the new run's partition (key = a new run id) and requests one
+``<eval>__run`` Dagster run of it (cases -> traces -> results -> summary -> drift and every
+check) in the same tick (``SensorResult``): no helper sensor follows it. Both read
 eval.yaml at every evaluation (a new variant, dataset or cron applies without a reload).
 ``automation.on_fixture_change: true`` / ``automation.drift_cron`` in eval.yaml make them
 running by default; the UI's toggle turns either on or off regardless. While a run started
@@ -39,11 +40,11 @@ from evalh_pipeline.defs.evals.names import (
     FIXTURE_COMMIT_TAG,
     FIXTURE_KEY_TAG,
     REUSE_FROM_TAG,
-    RUN_ID_TAG,
     TRIGGER_TAG,
     drift_sensor,
     fixture_sensor,
     run_job,
+    runs_partitions,
 )
 from evalh_pipeline.defs.evals.runs import RELOAD, reload_reason
 from evalh_pipeline.runner.loading import load_eval
@@ -80,11 +81,11 @@ def latest_complete_run(instance: dg.DagsterInstance, live: EvalSpec) -> str:
         if materialization is None:
             continue
         complete = materialization.metadata.get("complete")
-        run_id = materialization.metadata.get("run_id")
-        if complete is None or complete.value is not True or run_id is None:
+        run_id = materialization.partition
+        if complete is None or complete.value is not True or not run_id:
             continue
-        if run_directory(live, str(run_id.value)).exists():
-            return str(run_id.value)
+        if run_directory(live, run_id).exists():
+            return run_id
     return ""
 
 
@@ -98,10 +99,14 @@ def _live(spec: EvalSpec) -> EvalSpec | dg.SkipReason:
     return dg.SkipReason(f"{spec.path}: {reason}; {RELOAD}") if reason else live
 
 
-def _run_request(live: EvalSpec, run_key: str, tags: dict[str, str], now: datetime | None = None) -> dg.RunRequest:
+def _new_run(live: EvalSpec, run_key: str, tags: dict[str, str], now: datetime | None = None) -> dg.SensorResult:
+    """Add a new run's partition and request its whole run, in one tick."""
     run_id = new_run_id(live.name, now)
-    return dg.RunRequest(job_name=run_job(live.name), run_key=run_key,
-                         tags={RUN_ID_TAG: run_id, EVAL_TAG: live.name, **tags})
+    return dg.SensorResult(
+        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(runs_partitions(live.name), [run_id])],
+        run_requests=[dg.RunRequest(job_name=run_job(live.name), run_key=run_key, partition_key=run_id,
+                                    tags={EVAL_TAG: live.name, **tags})],
+    )
 
 
 def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
@@ -119,7 +124,7 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
             "Running by default with `automation: {on_fixture_change: true}` in the eval file."
         ),
     )
-    def fixtures_changed(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    def fixtures_changed(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         live = _live(spec)
         if isinstance(live, dg.SkipReason):
             return live
@@ -139,7 +144,7 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
                                  "the change starts a run once it is over")
         context.update_cursor(current.key)
         previous = latest_complete_run(context.instance, live) if live.config.automation.reuse_unchanged_traces else ""
-        return _run_request(live, f"fixtures:{current.key}", {
+        return _new_run(live, f"fixtures:{current.key}", {
             TRIGGER_TAG: "fixtures", FIXTURE_KEY_TAG: current.key,
             **({FIXTURE_COMMIT_TAG: current.commit} if current.commit else {}),
             **({REUSE_FROM_TAG: previous} if previous else {}),
@@ -164,7 +169,7 @@ def build_drift_sensor(spec: EvalSpec, clock: Callable[[], datetime] = _utc_now)
             "against the promoted baseline. Running by default with `automation: {drift_cron: ...}`."
         ),
     )
-    def scheduled_drift(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    def scheduled_drift(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         live = _live(spec)
         if isinstance(live, dg.SkipReason):
             return live
@@ -183,7 +188,7 @@ def build_drift_sensor(spec: EvalSpec, clock: Callable[[], datetime] = _utc_now)
         context.update_cursor(tick_key)
         if busy:
             return dg.SkipReason(f"tick {tick_key} skipped: automation run {busy} of {live.name} is in progress")
-        return _run_request(live, f"drift:{tick_key}", {TRIGGER_TAG: "schedule", DRIFT_TICK_TAG: tick_key}, now)
+        return _new_run(live, f"drift:{tick_key}", {TRIGGER_TAG: "schedule", DRIFT_TICK_TAG: tick_key}, now)
 
     return scheduled_drift
 

@@ -1,0 +1,37 @@
+"""The dagster.yaml evalh writes for a local instance (``./.dagster_home``, ``./dev``).
+
+Runs launched from the UI, by a sensor or by a backfill go through Dagster's queued run
+coordinator (the daemon starts them): one partition (eval run) never has two runs at once,
+and an eval has at most ``EVAL_RUNS_IN_FLIGHT`` runs in flight, so a "Missing"/"All" backfill
+over thousands of partitions queues instead of launching thousands of paid runs at once.
+The CLI executes its run in its own process (no coordinator); it holds the run directory's
+lock meanwhile, so a queued run of the same partition waits for it at its first write.
+"""
+
+from __future__ import annotations
+
+EVAL_RUNS_IN_FLIGHT = 4
+MAX_CONCURRENT_RUNS = 8
+
+INSTANCE_YAML = f"""\
+# Written by evalh for a local, embedded Dagster instance. `dagster dev` with
+# DAGSTER_HOME pointing here shows the runs `evalh` made.
+telemetry:
+  enabled: false
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: {MAX_CONCURRENT_RUNS}
+    tag_concurrency_limits:
+      # One run at a time per partition (eval run) ...
+      - key: "dagster/partition"
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+      # ... and a bounded number per eval.
+      - key: "evalh/eval"
+        value:
+          applyLimitPerUniqueValue: true
+        limit: {EVAL_RUNS_IN_FLIGHT}
+"""

@@ -1,0 +1,383 @@
+"""The viewer's web application: its routes, each page's data, and the headers every answer carries.
+
+Read-only by construction: only GET (and HEAD) routes exist, and every page reads the run
+folders through the queries (DuckDB over the JSONL files, or the run's cell store), never
+writing. Handlers are plain functions, which Starlette runs in its thread pool: DuckDB's
+work never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from evalh_pipeline.common.yaml_files import load_yaml_text
+from evalh_pipeline.queries.compare import compare_runs
+from evalh_pipeline.queries.sql import UnreadableRecordsError
+from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
+from evalh_pipeline.queries.view_cell import read_artifact, read_case
+from evalh_pipeline.queries.view_history import eval_history
+from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
+from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
+
+# The pages run no script at all, load nothing from elsewhere, and cannot be framed: an
+# injected <script>, inline handler, javascript: URL or remote image is refused by the browser
+# even if some markup were ever to slip through the escaping.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                           "base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+PAGE_SIZE = 50
+RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
+HISTORY_RUNS = 10
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+class SecurityHeaders:
+    """Adds :data:`SECURITY_HEADERS` to every response; refuses a Host the viewer is not served as.
+
+    The Host check keeps a web page elsewhere from reaching a loopback viewer through a
+    rebound DNS name.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: tuple[str, ...] | None) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.allowed_hosts is not None and _host(scope) not in self.allowed_hosts:
+            response = PlainTextResponse("unknown host", status_code=400)
+            await response(scope, receive, self._with_headers(send))
+            return
+        await self.app(scope, receive, self._with_headers(send))
+
+    @staticmethod
+    def _with_headers(send: Send) -> Callable[[Message], Awaitable[None]]:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        return sending
+
+
+def _host(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"host":
+            host: str = value.decode("latin-1")
+            return host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return ""
+
+
+class NotFound(Exception):
+    """A page for something the runs folder does not have."""
+
+
+# Pages computed at once: each holds an in-memory DuckDB (up to 256 MB), so the viewer's memory
+# stays bounded however many requests arrive together; the others wait their turn.
+CONCURRENT_PAGES = 2
+
+
+@dataclass
+class Viewer:
+    """The pages over one runs folder."""
+
+    folder: RunsFolder
+    slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(CONCURRENT_PAGES))
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def runs(self, request: Request) -> Response:
+        wanted = request.query_params.get("eval", "")
+        page = _int(request.query_params.get("page"), 1)
+        entries = self.folder.entries()
+        evals = sorted({e.eval_name for e in entries})
+        by_eval: dict[str, list[RunEntry]] = {}
+        for entry in entries:
+            if not wanted or entry.eval_name == wanted:
+                by_eval.setdefault(entry.eval_name, []).append(entry)
+        # Each eval's newest runs (all of one eval, a page at a time, when filtered): only the
+        # runs shown have their summary read.
+        size = PAGE_SIZE if wanted else RUNS_PER_EVAL
+        start = (page - 1) * size if wanted else 0
+        shown = {name: [self.folder.add_figures(e) for e in runs[start:start + size]]
+                 for name, runs in sorted(by_eval.items())}
+        counts = {name: len(runs) for name, runs in by_eval.items()}
+        return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted,
+                     by_eval=shown, counts=counts, page=page, size=size,
+                     baselines={name: self.folder.baseline_of(name) for name in shown})
+
+    # -- one run --------------------------------------------------------------------------
+
+    def run(self, request: Request) -> Response:
+        run = self._run(request.path_params["run_id"])
+        meta, config = _meta(run), _config(run)
+        order = [str(v) for v in meta.get("variants") or []]
+        q = request.query_params
+        filters = MatrixFilter(
+            failed=q.get("failed") == "1", errored=q.get("errored") == "1", regressed=q.get("regressed") == "1",
+            improved=q.get("improved") == "1", flaky=q.get("flaky") == "1", evaluator=q.get("evaluator", ""),
+            meta_key=q.get("meta_key", ""), meta_value=q.get("meta_value", ""), text=q.get("text", ""))
+        page = _int(q.get("page"), 1)
+        summary = _summary(run)
+        # This project's summary.yaml holds the figures and the baseline comparison: shown as
+        # it states them (nothing to aggregate or bootstrap again). An eval-harness run's are
+        # computed with the same SQL the summary uses.
+        figures = summary_figures(summary) if meta.get("written_by") != "eval-harness" else None
+        with RunCells(run) as cells:
+            if figures is None:
+                variants = [v.model_dump() for v in cells.variants(order)]
+                evaluators = {name: {v: asdict(f) for v, f in by.items()} for name, by in cells.evaluators().items()}
+            else:
+                variants, evaluators = figures
+            names = [str(v["name"]) for v in variants]
+            baseline = _baseline_variant(config, names)
+            comparisons: list[Any] | None = summary_comparisons(summary, baseline) if figures is not None else None
+            if comparisons is None:
+                comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
+            matrix = cells.matrix(filters, baseline=baseline, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+        query = {k: v for k, v in q.items() if k != "page" and v}
+        return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
+                     intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
+                     evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
+                     filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
+                     completeness=(summary or {}).get("completeness"),
+                     is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id)
+
+    def variants(self, request: Request) -> Response:
+        run = self._run(request.path_params["run_id"])
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        with RunCells(run) as cells:
+            names = [v.name for v in cells.variants([str(v) for v in _meta(run).get("variants") or []])]
+            if a not in names or b not in names:
+                raise NotFound(f"run {run.run_id} has no variants {a!r} and {b!r} (it has {', '.join(names)})")
+            pair = cells.compare_variants(a, b, flips_limit=2000)
+        return _page("compare_variants.html", title=f"{b} against {a}", run_id=run.run_id, pair=pair, names=names)
+
+    # -- one cell -------------------------------------------------------------------------
+
+    def case(self, request: Request) -> Response:
+        run = self._run(request.path_params["run_id"])
+        case_id = request.path_params.get("case_id", request.query_params.get("id"))
+        if case_id is None:
+            raise NotFound("no case id given")
+        records = read_case(run, case_id)
+        if not records.traces:
+            raise NotFound(f"run {run.run_id} has no trace of case {case_id!r}")
+        meta, config = _meta(run), _config(run)
+        order = [str(v) for v in meta.get("variants") or []]
+        cells = sorted(records.cells(), key=lambda c: (order.index(c[0]) if c[0] in order else len(order), c))
+        names = list(dict.fromkeys(v for v, _ in cells))
+        baseline = _baseline_variant(config, names)
+        a = request.query_params.get("a") or baseline or names[0]
+        columns = [_column(records, run, variant, sample, read_artifact) for variant, sample in cells]
+        answers = {v: _final_answer(records.trace(v, 0) or {}) for v in names}
+        diffs = [(a, b) for b in ([request.query_params["b"]] if request.query_params.get("b") else names)
+                 if b != a and b in answers and a in answers]
+        return _page("case.html", title=f"{case_id} · {run.run_id}", run_id=run.run_id, case_id=case_id,
+                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers)
+
+    # -- two runs -------------------------------------------------------------------------
+
+    def compare(self, request: Request) -> Response:
+        run_a = self._run(request.path_params["run_a"])
+        run_b = self._run(request.path_params["run_b"])
+        result = compare_runs(run_a, run_b)
+        intervals = {(side, v.variant): wilson_interval(getattr(v, side).cases_passed, getattr(v, side).cases_total)
+                     for v in result.variants for side in ("a", "b")}
+        return _page("compare_runs.html", title=f"{run_b.run_id} against {run_a.run_id}", result=result,
+                     intervals=intervals, limit=200)
+
+    def compare_case(self, request: Request) -> Response:
+        run_a = self._run(request.path_params["run_a"])
+        run_b = self._run(request.path_params["run_b"])
+        case_id, variant = request.query_params.get("id"), request.query_params.get("variant", "")
+        if case_id is None:
+            raise NotFound("no case id given")
+        sides = []
+        for run in (run_a, run_b):
+            records = read_case(run, case_id)
+            samples = sorted(s for v, s in records.cells() if v == variant)
+            sides.append((run, [_column(records, run, variant, s, read_artifact) for s in samples]))
+        if not any(columns for _, columns in sides):
+            raise NotFound(f"neither run has a trace of case {case_id!r} on variant {variant!r}")
+        answers = [_final_answer(columns[0]["trace"]) if columns else None for _, columns in sides]
+        return _page("compare_case.html", title=f"{case_id} · {variant}", case_id=case_id, variant=variant,
+                     sides=sides, answers=answers, run_a=run_a.run_id, run_b=run_b.run_id)
+
+    # -- an eval's history ----------------------------------------------------------------
+
+    def history(self, request: Request) -> Response:
+        eval_name = request.path_params["eval_name"]
+        entries = [e for e in self.folder.entries() if e.eval_name == eval_name and not e.problem]
+        if not safe_name(eval_name) or not entries:
+            raise NotFound(f"no runs of eval {eval_name!r}")
+        q = request.query_params
+        count = min(max(_int(q.get("runs"), HISTORY_RUNS), 1), 50)
+        page = _int(q.get("page"), 1)
+        unstable_only = q.get("unstable") == "1"
+        shown = [self.folder.add_figures(e) for e in entries[:count]]
+        runs = [self._run(e.run_id) for e in shown]
+        history = eval_history(runs, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE, unstable_only=unstable_only)
+        # In the order the runs' summaries list them, then any other.
+        found = {v for _, v in history.rates}
+        variants = [v for v in dict.fromkeys(r.name for e in shown for r in e.variants) if v in found]
+        variants += sorted(found - set(variants))
+        total = history.unstable_cases if unstable_only else history.total_cases
+        return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown,
+                     history=history, variants=variants, count=count, page=page, unstable_only=unstable_only,
+                     pages=max(1, -(-total // PAGE_SIZE)), wilson=wilson_interval,
+                     baseline=self.folder.baseline_of(eval_name))
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _run(self, run_id: str) -> Any:
+        run = self.folder.run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in the runs folder")
+        return run
+
+
+def _column(records: Any, run: Any, variant: str, sample: int, read_artifact: Any) -> dict[str, Any]:
+    """One trace column of a cell page: the trace, its results and its workspace artifact."""
+    try:
+        artifact = read_artifact(run, records.case_id, variant, sample)
+    except (OSError, ValueError):
+        artifact = None
+    trace = records.trace(variant, sample) or {}
+    return {"variant": variant, "sample": sample, "trace": trace, "tools": tool_rows(trace),
+            "results": records.results_of(variant, sample), "artifact": artifact}
+
+
+def _final_answer(trace: dict[str, Any]) -> Any:
+    output = trace.get("output")
+    return output.get("final_answer") if isinstance(output, dict) else None
+
+
+def tool_rows(trace: dict[str, Any]) -> list[tuple[Any, Any, Any]]:
+    """(tool, arguments, result) per tool call: a result is matched by its call id, else by position."""
+    calls = [c for c in _list(trace.get("tool_calls")) if isinstance(c, dict)]
+    results = [r for r in _list(trace.get("tool_results")) if isinstance(r, dict)]
+    by_id = {r.get("tool_call_id"): r for r in results if r.get("tool_call_id") is not None}
+    rows = []
+    used: set[int] = set()
+    for index, call in enumerate(calls):
+        result = by_id.get(call.get("id")) if call.get("id") is not None else None
+        if result is None and index < len(results) and results[index].get("tool_call_id") is None:
+            result = results[index]
+        if result is not None:
+            used.add(id(result))
+        rows.append((call.get("name"), call.get("arguments"), None if result is None else result.get("content")))
+    rows += [(r.get("name"), None, r.get("content")) for r in results if id(r) not in used]
+    return rows
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _meta(run: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = run.read_meta()
+    return meta
+
+
+def _config(run: Any) -> dict[str, Any]:
+    if not run.config_yaml.is_file():
+        return {}
+    config = load_yaml_text(run.config_yaml.read_text(encoding="utf-8"))
+    return config if isinstance(config, dict) else {}
+
+
+def _summary(run: Any) -> dict[str, Any] | None:
+    try:
+        return read_summary(run)
+    except (OSError, ValueError):
+        return None
+
+
+def _baseline_variant(config: dict[str, Any], names: list[str]) -> str | None:
+    """The run's baseline variant (run.baseline_variant), else its first variant."""
+    section = config.get("run")
+    wanted = section.get("baseline_variant") if isinstance(section, dict) else None
+    if isinstance(wanted, str) and wanted in names:
+        return wanted
+    return names[0] if names else None
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return max(1, int(value)) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _page(template: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, **context))
+
+
+def _handler(viewer: Viewer, name: str) -> Callable[[Request], Response]:
+    """A route's endpoint: the page, or an error page saying what is missing or unreadable."""
+    method = getattr(viewer, name)
+
+    def endpoint(request: Request) -> Response:
+        try:
+            with viewer.slots:
+                response: Response = method(request)
+            return response
+        except NotFound as exc:
+            return HTMLResponse(render("error.html", title="Not found", message=str(exc)), status_code=404)
+        except (UnreadableRecordsError, duckdb.Error, OSError, ValueError) as exc:
+            return HTMLResponse(render("error.html", title="Unreadable", message=f"could not read: {exc}"),
+                                status_code=422)
+
+    endpoint.__name__ = name
+    return endpoint
+
+
+def _healthz(request: Request) -> Response:
+    return PlainTextResponse("evalh view")
+
+
+def _highlight_css(request: Request) -> Response:
+    return Response(highlight_css(), media_type="text/css")
+
+
+def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS) -> ASGIApp:
+    """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any)."""
+    viewer = Viewer(RunsFolder(runs_dir))
+    preload()
+    routes = [
+        Route("/", _handler(viewer, "runs")),
+        Route("/healthz", _healthz),
+        Route("/static/highlight.css", _highlight_css),
+        Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+        Route("/runs/{run_id}", _handler(viewer, "run")),
+        Route("/runs/{run_id}/variants", _handler(viewer, "variants")),
+        Route("/runs/{run_id}/case", _handler(viewer, "case")),
+        Route("/runs/{run_id}/cases/{case_id:path}", _handler(viewer, "case")),
+        Route("/compare/{run_a}/{run_b}", _handler(viewer, "compare")),
+        Route("/compare/{run_a}/{run_b}/case", _handler(viewer, "compare_case")),
+        Route("/evals/{eval_name}", _handler(viewer, "history")),
+    ]
+    app = Starlette(routes=routes)
+    return SecurityHeaders(app, allowed_hosts)

@@ -1,0 +1,60 @@
+"""The viewer's run queries agree with the run's summary: the same figures, the same statistics.
+
+The run page shows this project's summary.yaml as it is, and computes the same tables with
+queries/view_run.py where a run has none (eval-harness's folders); both must say the same.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalh_pipeline.config.schema import PassCriteria
+from evalh_pipeline.queries.summary import summarize_run
+from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.store.run_dir import RunDirectory
+from tests.view.support import eval_harness_run, reference
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> RunDirectory:
+    """The compat eval's run made this project's own (run.json added), with its cell store."""
+    folder = eval_harness_run(tmp_path / "runs", "2026-05-01T10-00-00-000000_regressions")
+    (folder / "run.json").write_text(json.dumps({"run_id": folder.name, "eval_name": "regressions",
+                                                 "variants": ["main", "candidate"]}))
+    return RunDirectory(folder)
+
+
+def test_the_figures_and_statistics_are_the_summarys(run):
+    summary = summarize_run(run, variant_order=["main", "candidate"],
+                            pass_criteria=PassCriteria(all_required=["lookup"],
+                                                       any_required=["mentions_suburb", "price_fact"]),
+                            baseline_variant="main", config_path="eval.yaml", config_hash="h")
+    with RunCells(run) as cells:
+        variants = cells.variants(["main", "candidate"])
+        evaluators = cells.evaluators()
+        pair = cells.compare_variants("main", "candidate")
+    assert [(v.name, v.cases_total, v.cases_passed, v.cases_errored) for v in variants] == [
+        (v.name, v.cases_total, v.cases_passed, v.cases_errored) for v in summary.variants]
+    assert {r.evaluator: {k: (f.pass_rate, f.avg_score, f.errored) for k, f in r.by_variant.items()}
+            for r in summary.by_evaluator} == {
+        name: {k: (f.pass_rate, f.avg_score, f.errored) for k, f in by.items()} for name, by in evaluators.items()}
+    (delta,) = summary.comparison.deltas
+    assert pair.regressions == delta.regressions == reference()["comparison"]["candidate"]["regressions"]
+    assert pair.improvements == delta.improvements
+    assert pair.overall == delta.significance  # the same model: declared once
+    assert {k: v.model_dump() for k, v in pair.by_evaluator.items()} == {
+        k: v.model_dump() for k, v in delta.by_evaluator.items()}
+
+
+def test_an_unfiltered_page_has_the_same_cells_as_the_whole_run(run):
+    with RunCells(run) as paged:
+        first = paged.matrix(MatrixFilter(), baseline="main", offset=5, limit=4)
+    with RunCells(run) as whole:
+        whole.variants([])  # the whole run's cells, as a filter or a figure needs them
+        second = whole.matrix(MatrixFilter(), baseline="main", offset=5, limit=4)
+    assert first.cases == second.cases == ["case_05", "case_06", "case_07", "case_08"]
+    assert first.cells == second.cells and first.total == second.total == 12
+    assert first.cells[("case_05", "candidate")].flip == "regressed"
