@@ -14,7 +14,8 @@ class EvaluationResult(CellRecord):
     """The single result shape every evaluator produces, so rollups never branch on type.
 
     ``evaluator_hash`` (runner/hashes.py) is the hash of the evaluator's config when it
-    judged: re-evaluation re-judges a result only when it changed (None: unknown, re-judged).
+    judged, and ``trace_hash`` the hash of the trace line it judged (models/trace.py): a
+    result is current only while both still match (None: unknown, re-judged).
     """
 
     evaluator: str
@@ -28,3 +29,4 @@ class EvaluationResult(CellRecord):
     latency_ms: int
     error: TraceError | None = None
     evaluator_hash: str | None = None
+    trace_hash: str | None = None

@@ -63,7 +63,7 @@ class EvaluatorRollup(BaseModel):
 
 
 class PairedStats(BaseModel):
-    """How much to believe a pass-rate change (stats/paired.py ``PairedComparison``).
+    """How much to believe a pass-rate change (stats/paired.py ``compare_paired``).
 
     Over the cases both sides have: ``pass_rate_delta`` is the mean per-case change of the
     pass fraction, ``delta_ci95`` its paired-bootstrap 95% interval, ``mcnemar_p_value``
@@ -80,6 +80,15 @@ class PairedStats(BaseModel):
     alpha: float = 0.05
     significant: bool = False
     verdict: str = ""
+
+    @property
+    def significant_regression(self) -> bool:
+        return self.significant and self.cases_worse > self.cases_better
+
+    def regression_at(self, alpha: float) -> bool:
+        """Whether this is a regression significant at ``alpha`` (more worse than better cases, p < alpha)."""
+        return (self.mcnemar_p_value is not None and self.mcnemar_p_value < alpha
+                and self.cases_worse > self.cases_better)
 
 
 class VariantDelta(BaseModel):

@@ -112,6 +112,11 @@ class Trace(CellRecord):
     ``case_hash``, ``variant_hash`` and ``fixture_hash`` (runner/hashes.py) say what the
     trace was made from; a later run reuses it (``reused_from``: the run it was first made
     in) only while all three are unchanged. None in traces written before they existed.
+
+    ``trace_hash`` is the hash of the trace's own line without it (store/records.py
+    ``TRACES.content_hash``): results record the trace_hash they judged, and a result is
+    current only while its trace still has that hash. It is always the last field; readers
+    compute it from the line (traces written before it existed have none).
     """
 
     started_at: datetime
@@ -133,3 +138,4 @@ class Trace(CellRecord):
     variant_hash: str | None = None
     fixture_hash: str | None = None
     reused_from: str | None = None
+    trace_hash: str | None = None

@@ -1,34 +1,26 @@
-"""A run's cell store: what the queries read of traces.jsonl and results.jsonl, as Parquet.
+"""A run's cell store: what the queries read of the traces and results, as Parquet.
 
 The summary of a 100,000-trace run reads 500,000 result lines (a quarter of a gigabyte of
 JSON) to count verdicts; after re-judging one evaluator of five, four fifths of those lines
-are the same bytes as before. The store keeps, in the run's ``.cells/`` folder:
+are the same as before. The store keeps, in the run's ``.cells/`` folder:
 
-    store.json              which files describe which traces.jsonl / results.jsonl (and
-                            how many cases cases.jsonl holds, with that file's identity)
-    t-<key>.parquet         the cell columns of every trace (queries/cells.py CELL_TRACES_SQL)
-    r-<key>.parquet         the verdict columns of one range of results.jsonl (VERDICTS_SQL)
+    store.json          the format, the digest of the traces it describes, its files, memos
+    t-<key>.parquet     the cell columns of every trace (queries/cells.py CELL_TRACES_SQL),
+                        keyed by the digest of traces.jsonl's complete lines
+    r-<key>.parquet     the verdict columns (VERDICTS_SQL) of one results file: of one
+                        evaluator's file of the results store (store/results_store.py, named
+                        by its content hash), or of results.jsonl by its digest in a run
+                        without a store (written before it, or by eval-harness)
 
-results.jsonl is cut into ranges by its evaluator blocks (store/result_slices.py: ranges of
-one evaluator's lines, each with an id that survives a byte-for-byte copy into a rewritten
-file) and the lines between them (gaps). A block's Parquet is named after its id, so after
-an evaluator is re-judged only its new block is read again. A gap's Parquet is named after
-the file and the range; when the slice manifest records where a gap's lines came from (a
-range of the file it was rewritten from, less the re-judged slice's lines, as after the
-first re-evaluation of a run judged trace by trace), its Parquet is derived from that
-range's Parquet, less the slice's rows, checked against the number of lines the writer
-left out; otherwise the range is read.
+Every key is a content hash with the store's format in it: a Parquet is used only for the
+exact content it was made from, whatever the files' inodes, sizes or times. After an
+evaluator is re-judged, only its new file is read again.
 
-It is a cache; the JSONL files stay the record. Recovery rule: ``store.json`` names the
-exact files it describes (inode, size, mtime in ns of traces.jsonl and results.jsonl) and a
-format number. A reader (compare, drift) uses the store only when both match and every file
-it names reads back; otherwise it reads the JSONL. The writer (the summary, under the run's
-lock) reuses a Parquet only when its name says it holds the same lines (the traces file's
-identity, a block id from a slice manifest that matches results.jsonl, or results.jsonl's
-identity and the range), and rebuilds anything missing, stale or unreadable from the JSONL.
-Another writer of results.jsonl (a hand edit, ``evalh retry-failed``, a tool that does not
-know the manifest) changes its identity, so nothing derived from the old file is used.
-Deleting ``.cells/`` changes nothing but the time.
+It is a cache; the JSONL files stay the record. A reader (compare, drift) uses the store
+only when its manifest has this format and describes the run's current contents, and every
+file it names reads back; otherwise it reads the JSONL. The writer (the summary, under the
+run's lock) reuses a Parquet only under its key, and rebuilds anything missing, stale or
+unreadable. Deleting ``.cells/`` changes nothing but the time.
 """
 
 from __future__ import annotations
@@ -42,32 +34,32 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
-from evalh_pipeline.store.jsonl import count_lines
-from evalh_pipeline.store.result_slices import file_identity, recorded_blocks, recorded_gaps
-from evalh_pipeline.store.results_file import copy_range
+from evalh_pipeline.store.jsonl import complete_lines_digest, count_lines
+from evalh_pipeline.store.results_store import read_store
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-# Bumped whenever what a Parquet holds changes (its SQL, its columns): older stores are
+# Bumped whenever what a Parquet holds or what store.json says changes: older stores are
 # then stale as a whole. The SQL is part of the key too, as a guard.
-FORMAT = 1
+FORMAT = 2
 _FORMAT_KEY = hashlib.sha256(f"{FORMAT}\n{CELL_TRACES_SQL}\n{VERDICTS_SQL}".encode()).hexdigest()[:16]
 MANIFEST = "store.json"
 
 
 @dataclass(frozen=True)
-class _Range:
-    """A range of results.jsonl and the name of the Parquet of its verdicts."""
+class _Source:
+    """A results file the verdicts come from, its content key, and its evaluator (None:
+    results.jsonl, any evaluator's lines)."""
 
-    start: int
-    end: int
-    name: str
-    evaluator: str | None = None  # a block's evaluator; None: any evaluator's lines
-    # The range it was copied from (the Parquet name of that range) without a slice's lines:
-    # (name, variants, evaluators, lines left out), from the slice manifest's gaps.
-    parent: tuple[str, list[str], list[str], int] | None = None
+    path: Path
+    key: str
+    evaluator: str | None
+
+    @property
+    def part(self) -> str:
+        return f"r-{_key('results', self.key)}.parquet"
 
 
 def _key(*parts: Any) -> str:
@@ -76,6 +68,20 @@ def _key(*parts: Any) -> str:
 
 def _literal(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+def _sources(run_dir: RunDirectory) -> list[_Source]:
+    """The run's results files: its results store's, or results.jsonl without a store."""
+    entries = read_store(run_dir)
+    if entries is not None:
+        return [_Source(run_dir.results_store / e.file, e.file, name) for name, e in entries.items()]
+    if not run_dir.results.exists():
+        return []
+    return [_Source(run_dir.results, complete_lines_digest(run_dir.results), None)]
+
+
+def _traces_part(digest: str) -> str:
+    return f"t-{_key('traces', digest)}.parquet"
 
 
 def _read_manifest(run_dir: RunDirectory) -> dict[str, Any] | None:
@@ -96,7 +102,8 @@ def _well_formed(data: dict[str, Any]) -> bool:
     evaluators = data.get("evaluators", {})
     memo = data.get("memo", [])
     cases = data.get("cases")
-    return (isinstance(data.get("traces_part"), str) and names(data.get("result_parts"))
+    return (isinstance(data.get("traces"), str) and isinstance(data.get("traces_part"), str)
+            and names(data.get("result_parts"))
             and (cases is None or (isinstance(cases, list) and len(cases) == 2 and type(cases[1]) is int))
             and isinstance(evaluators, dict) and all(names(v) for v in evaluators.values())
             and isinstance(memo, list)
@@ -121,29 +128,24 @@ def _view_parts(con: duckdb.DuckDBPyConnection, view: str, files: Sequence[Path]
 
 def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix: str = "") -> bool:
     """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's cell store when
-    it describes the run's current files; False (nothing created) when it does not."""
+    it describes the run's current contents; False (nothing created) when it does not."""
     data = _read_manifest(run_dir)
-    if data is None or data.get("traces") != file_identity(run_dir.traces) \
-            or data.get("results") != file_identity(run_dir.results):
+    if data is None:
+        return False
+    sources = _sources(run_dir)
+    if data["result_parts"] != [s.part for s in sources] or data["traces"] != complete_lines_digest(run_dir.traces):
         return False
     folder = run_dir.cells_cache
     try:
-        traces = folder / str(data["traces_part"])
-        parts = [folder / str(name) for name in data["result_parts"]]
-        _read_parts(con, f"cell_traces{suffix}", [traces])
-        if parts:
-            _read_parts(con, f"verdicts{suffix}", parts)
+        _read_parts(con, f"cell_traces{suffix}", [folder / str(data["traces_part"])])
+        if sources:
+            _read_parts(con, f"verdicts{suffix}", [folder / s.part for s in sources])
         else:
             con.execute(f"CREATE TEMP TABLE verdicts{suffix} AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
-    except (KeyError, TypeError, duckdb.Error):
+    except duckdb.Error:
         # Removed by a newer summary meanwhile, or damaged: the JSONL answer instead.
         for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
-        return False
-    # Files replaced while they were read make the tables a mix: only matching files count.
-    if data.get("traces") != file_identity(run_dir.traces) or data.get("results") != file_identity(run_dir.results):
-        for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
-            con.execute(f"DROP TABLE {table}")
         return False
     return True
 
@@ -159,12 +161,12 @@ class Store:
 
     run_dir: RunDirectory
     saved: bool = False
+    traces: str = ""  # the digest of the traces the store describes
     traces_part: str = ""
     result_parts: list[str] = field(default_factory=list)
     evaluators: dict[str, list[str]] = field(default_factory=dict)  # part -> evaluators in it
     memo: list[dict[str, Any]] = field(default_factory=list)
-    identities: tuple[Any, Any] = (None, None)
-    cases: list[Any] | None = None  # [identity of cases.jsonl, its cases], as counted last
+    cases: list[Any] | None = None  # [digest of cases.jsonl, its cases], as counted last
     # ``verdicts`` is a view of the store's files, read by each query: a query that fails on
     # a damaged file should drop the store (:meth:`discard`) and summarize from the JSONL.
     views: bool = False
@@ -190,15 +192,13 @@ class Store:
 
     def cases_total(self) -> int:
         """The cases of the run's cases snapshot (its complete, non-blank lines), counted once
-        per cases.jsonl (by its identity: a file rewritten or replaced is counted again)."""
-        path = self.run_dir.cases
-        identity = file_identity(path)
-        if identity is not None and self.cases is not None and self.cases[0] == identity:
+        per content of cases.jsonl."""
+        digest = complete_lines_digest(self.run_dir.cases)
+        if self.cases is not None and self.cases[0] == digest:
             return int(self.cases[1])
-        count = count_lines(path)
-        if identity is not None and file_identity(path) == identity:  # not changed while counted
-            self.cases = [identity, count]
-            self._changed = True
+        count = count_lines(self.run_dir.cases)
+        self.cases = [digest, count]
+        self._changed = True
         return count
 
     def parts_of(self, evaluator: str) -> list[str] | None:
@@ -232,51 +232,47 @@ class Store:
             self._changed = True
 
     def save(self) -> None:
-        """Write what was remembered, if the run's files are still the ones the store describes."""
-        if self.saved and self._changed and self.identities == (file_identity(self.run_dir.traces),
-                                                                file_identity(self.run_dir.results)):
+        """Write what was remembered (the summary holds the run's lock: the files are those read)."""
+        if self.saved and self._changed:
             _write_manifest(self)
             self._changed = False
 
 
 def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Store:
-    """Create ``cell_traces`` and ``verdicts`` for the run, from its cell store where that still
-    holds the same lines and from the JSONL for the rest, and save the store.
+    """Create ``cell_traces`` and ``verdicts`` for the run, from its cell store where it holds
+    the same contents and from the JSONL for the rest, and save the store.
 
     Call it holding the run's lock (the summary does), so that no writer that respects the
-    lock changes the files meanwhile; the store is saved only if they did not change.
+    lock changes the files meanwhile.
     """
     folder = run_dir.cells_cache
-    traces_id, results_id = file_identity(run_dir.traces), file_identity(run_dir.results)
-    store = Store(run_dir, identities=(traces_id, results_id))
+    run_dir.remove_stale_temp_files("cells")  # a killed summary's (this writer holds the lock)
+    digest = complete_lines_digest(run_dir.traces)
+    sources = _sources(run_dir)
+    store = Store(run_dir, traces=digest)
     old = _read_manifest(run_dir) or {}
-    if old.get("cases") is not None and old["cases"][0] == file_identity(run_dir.cases):
+    if old.get("cases") is not None:
         store.cases = old["cases"]
-    known = {old.get("traces_part"), *old.get("result_parts", [])}
     try:
         folder.mkdir(exist_ok=True)
         writable = True
     except OSError:
         writable = False  # a read-only run directory: answered from the JSONL, nothing saved
 
-    writable = writable and traces_id is not None  # no traces yet: nothing worth keeping
-    traces_part = folder / f"t-{_key('traces', traces_id)}.parquet"
-    if not _reuse(con, "cell_traces", traces_part, known):
+    writable = writable and run_dir.traces.exists()  # no traces yet: nothing worth keeping
+    traces_part = folder / _traces_part(digest)
+    if not _reuse(con, "cell_traces", traces_part):
         load_table(con, "trace_rows", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
         con.execute(f"CREATE TEMP TABLE cell_traces AS {CELL_TRACES_SQL.format(raw='trace_rows')}")
         con.execute("DROP TABLE trace_rows")
         writable = writable and _save(con, "cell_traces", traces_part, run_dir)
 
-    ranges = _ranges(run_dir, results_id)
     evaluators = {name: list(names) for name, names in (old.get("evaluators") or {}).items()
                   if isinstance(names, list)}
-    built = _build(con, run_dir, ranges, known, evaluators) if writable else None
-    if built is not None:
-        files = [folder / piece.name for piece in ranges]
+    if writable and _build(con, run_dir, sources, evaluators):
+        files = [folder / s.part for s in sources]
         try:
-            if built:
-                pass  # every range just read: the verdicts table holds the Parquet's rows, in the same order
-            elif files:
+            if files:
                 # Read by each query rather than copied into a table first: the queries need
                 # a few columns each (the store's files stay put: the summary holds the lock).
                 _view_parts(con, "verdicts", files)
@@ -285,99 +281,54 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
                 con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
         except duckdb.Error:
             # A damaged Parquet: this summary reads the JSONL below, the next rebuilds the store.
+            con.execute("DROP VIEW IF EXISTS verdicts")
             con.execute("DROP TABLE IF EXISTS verdicts")
             store.views = False
             (folder / MANIFEST).unlink(missing_ok=True)
         else:
-            if file_identity(run_dir.traces) == traces_id and file_identity(run_dir.results) == results_id:
-                names = [f.name for f in files]
-                store.saved, store.traces_part, store.result_parts = True, traces_part.name, names
-                store.evaluators = {name: evaluators[name] for name in names}
-                # What earlier summaries derived from files that are still part of the store.
-                store.memo = [m for m in old.get("memo", []) if isinstance(m, dict)
-                              and m.get("traces_part") == traces_part.name and set(m.get("parts", [])) <= set(names)]
-                _write_manifest(store)
+            names = [s.part for s in sources]
+            store.saved, store.traces_part, store.result_parts = True, traces_part.name, names
+            store.evaluators = {name: evaluators[name] for name in names}
+            # What earlier summaries derived from files that are still part of the store.
+            store.memo = [m for m in old.get("memo", []) if isinstance(m, dict)
+                          and m.get("traces_part") == traces_part.name and set(m.get("parts", [])) <= set(names)]
+            _write_manifest(store)
             return store
-    load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
-    con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw='result_rows')}")
-    con.execute("DROP TABLE result_rows")
+    _load_verdicts(con, "verdicts", sources)
     return store
 
 
-# Below this share of results.jsonl to read again, ranges are copied out and read one by
-# one; above it, the whole file is read once and split by evaluator.
-_READ_WHOLE_SHARE = 0.5
+def _load_verdicts(con: duckdb.DuckDBPyConnection, table: str, sources: list[_Source]) -> None:
+    """``table`` := the verdicts of every source, read from the JSONL, in order."""
+    con.execute(f"CREATE TEMP TABLE {table} AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
+    for source in sources:
+        load_table(con, "result_rows", source.path, RESULT_COLUMNS, str(source.path))
+        con.execute(f"INSERT INTO {table} {VERDICTS_SQL.format(raw='result_rows')}")
+        con.execute("DROP TABLE result_rows")
 
 
-def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, ranges: list[_Range], known: set[Any],
-           evaluators: dict[str, list[str]]) -> bool | None:
-    """Write the Parquet of every range that has none yet (``evaluators``: part -> the
-    evaluators it holds, filled in); None when one could not be written. True when every
-    range was just read and the ``verdicts`` table is made already (the rows of all the
-    ranges' Parquet files, in order), False when it is to be read from them."""
+def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, sources: list[_Source],
+           evaluators: dict[str, list[str]]) -> bool:
+    """Write the Parquet of every source that has none yet (``evaluators``: part -> the
+    evaluators it holds, filled in); False when one could not be written."""
     folder = run_dir.cells_cache
-    missing = [piece for piece in ranges
-               if not (piece.name in known and piece.name in evaluators and (folder / piece.name).exists())]
-    if not missing:
-        return False
-    size = ranges[-1].end
-    blocks = [piece.evaluator for piece in ranges]
-    if (sum(p.end - p.start for p in missing) > _READ_WHOLE_SHARE * size and None not in blocks
-            and len(set(blocks)) == len(blocks)):
-        # Each range is the only one of its evaluator: its rows are that evaluator's, in order.
-        load_table(con, "result_rows", run_dir.results, RESULT_COLUMNS, str(run_dir.results))
+    for source in sources:
+        if source.part in evaluators and (folder / source.part).exists():
+            continue
+        load_table(con, "result_rows", source.path, RESULT_COLUMNS, str(source.path))
         try:
-            for piece in missing:
-                query = VERDICTS_SQL.format(raw="result_rows") + f" WHERE evaluator = '{_quote(piece.evaluator)}'"
-                if not _write_part(con, query, piece, run_dir, evaluators):
-                    return None
-            if len(missing) == len(ranges):
-                # The ranges are the file's blocks in file order: the whole file's rows are
-                # their Parquet files' rows, in the same order, without reading those back.
-                con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw='result_rows')}")
-                return True
+            con.execute(f"CREATE TEMP TABLE part_rows AS {VERDICTS_SQL.format(raw='result_rows')}")
+            if source.evaluator is not None:
+                evaluators[source.part] = [source.evaluator]
+            else:
+                evaluators[source.part] = [e for (e,) in con.execute(
+                    "SELECT DISTINCT evaluator FROM part_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
+            if not _save(con, "part_rows", folder / source.part, run_dir):
+                return False
         finally:
-            con.execute("DROP TABLE result_rows")
-        return False
-    for piece in missing:
-        if _derive(con, run_dir, piece, known, "derived_rows"):
-            query = "SELECT * FROM derived_rows"
-        else:
-            _read_range(con, run_dir, piece, "range_rows")
-            query = VERDICTS_SQL.format(raw="range_rows")
-        try:
-            # The only range (a results file without blocks, as a run writes it) is kept as the
-            # verdicts table itself rather than read back from its Parquet.
-            if not _write_part(con, query, piece, run_dir, evaluators, keep_as="verdicts" if len(ranges) == 1 else None):
-                return None
-        finally:
-            con.execute("DROP TABLE IF EXISTS range_rows")
-            con.execute("DROP TABLE IF EXISTS derived_rows")
-    return len(ranges) == 1
-
-
-def _quote(text: str | None) -> str:
-    return (text or "").replace("'", "''")
-
-
-def _write_part(con: duckdb.DuckDBPyConnection, query: str, piece: _Range, run_dir: RunDirectory,
-                evaluators: dict[str, list[str]], keep_as: str | None = None) -> bool:
-    """Save ``query``'s rows as ``piece``'s Parquet (``keep_as``: and keep them as that table)."""
-    con.execute(f"CREATE TEMP TABLE part_rows AS {query}")
-    saved = False
-    try:
-        if piece.evaluator is not None:
-            evaluators[piece.name] = [piece.evaluator]
-        else:
-            evaluators[piece.name] = [e for (e,) in con.execute(
-                "SELECT DISTINCT evaluator FROM part_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
-        saved = _save(con, "part_rows", run_dir.cells_cache / piece.name, run_dir)
-        return saved
-    finally:
-        if saved and keep_as is not None:
-            con.execute(f"ALTER TABLE part_rows RENAME TO {keep_as}")
-        else:
-            con.execute("DROP TABLE part_rows")
+            con.execute("DROP TABLE IF EXISTS part_rows")
+            con.execute("DROP TABLE IF EXISTS result_rows")
+    return True
 
 
 def _empty(columns: dict[str, str]) -> str:
@@ -385,9 +336,9 @@ def _empty(columns: dict[str, str]) -> str:
     return f"(SELECT {nulls} WHERE false)"
 
 
-def _reuse(con: duckdb.DuckDBPyConnection, table: str, path: Path, known: set[Any]) -> bool:
-    """``table`` := ``path``'s rows when the old manifest listed it and it reads back."""
-    if path.name not in known or not path.exists():
+def _reuse(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> bool:
+    """``table`` := ``path``'s rows when it exists and reads back (its name is its key)."""
+    if not path.exists():
         return False
     try:
         _read_parts(con, table, [path])
@@ -395,102 +346,6 @@ def _reuse(con: duckdb.DuckDBPyConnection, table: str, path: Path, known: set[An
         con.execute(f"DROP TABLE IF EXISTS {table}")
         return False
     return True
-
-
-def _ranges(run_dir: RunDirectory, results_id: list[int] | None) -> list[_Range]:
-    """results.jsonl cut at its recorded evaluator blocks (when the slice manifest matches the
-    file and its blocks fit it), in file order; one range for the whole file otherwise."""
-    if results_id is None or results_id[1] == 0:
-        return []
-    size = results_id[1]
-    ranges: list[_Range] = []
-    position = 0
-
-    gaps = {(start, end): lineage for start, end, lineage in recorded_gaps(run_dir)}
-
-    def outside(start: int, end: int) -> None:
-        if end > start:
-            ranges.append(_Range(start, end, _range_name(results_id, start, end), parent=_parent(gaps.get((start, end)))))
-
-    blocks = sorted(recorded_blocks(run_dir), key=lambda b: b[2])
-    for evaluator, variants, start, end, block_id in blocks:
-        if start < position or end < start or end > size:
-            return [_Range(0, size, _range_name(results_id, 0, size))]
-        outside(position, start)
-        if block_id:
-            ranges.append(_Range(start, end, _block_name(block_id, evaluator, list(variants), end - start), evaluator))
-        else:
-            outside(start, end)
-        position = end
-    outside(position, size)
-    return ranges
-
-
-def _range_name(file: list[int] | None, start: int, end: int) -> str:
-    return f"r-{_key('range', file, start, end)}.parquet"
-
-
-def _block_name(block_id: str, evaluator: str, variants: list[str], length: int) -> str:
-    return f"r-{_key('block', block_id, evaluator, variants, length)}.parquet"
-
-
-def _parent(lineage: dict[str, Any] | None) -> tuple[str, list[str], list[str], int] | None:
-    """The Parquet name of the range a gap was copied from, and what was left out of it."""
-    if lineage is None:
-        return None
-    try:
-        start, end = int(lineage["start"]), int(lineage["end"])
-        block = lineage.get("block")
-        name = (_block_name(str(block[0]), str(block[1]), [str(v) for v in block[2]], end - start) if block
-                else _range_name(lineage["file"], start, end))
-        return name, [str(v) for v in lineage["variants"]], [str(e) for e in lineage["evaluators"]], \
-            int(lineage["dropped"])
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None  # not a lineage this version understands: the range is read
-
-
-def _derive(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _Range, known: set[Any],
-            table: str) -> bool:
-    """``table`` := ``piece``'s verdicts from those of the range it was copied from, without the
-    re-judged slice's rows; False (nothing created) when that Parquet is not in the store or
-    the rows left out are not exactly as many as the writer left out."""
-    if piece.parent is None:
-        return False
-    name, variants, evaluators, dropped = piece.parent
-    parent = run_dir.cells_cache / name
-    if name not in known or not parent.exists():
-        return False
-    in_slice = "coalesce(list_contains($variants, variant_name) AND list_contains($evaluators, evaluator), false)"
-    try:
-        (total, left_out), = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE {in_slice}) FROM read_parquet('{_literal(parent)}')",
-            {"variants": variants, "evaluators": evaluators}).fetchall()
-        if left_out != dropped:
-            return False
-        con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet('{_literal(parent)}') WHERE NOT {in_slice}",
-                    {"variants": variants, "evaluators": evaluators})
-    except duckdb.Error:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        return False
-    return True
-
-
-def _read_range(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, piece: _Range, table: str) -> None:
-    """``table`` := ``piece``'s lines of results.jsonl (RESULT_COLUMNS; a copy of the range is
-    read, the whole file in place)."""
-    source = run_dir.results
-    size = source.stat().st_size
-    copy: Path | None = None
-    try:
-        if (piece.start, piece.end) != (0, size):
-            copy = run_dir.temp_file("cells")
-            with source.open("rb") as src, copy.open("wb") as out:
-                copy_range(src, out, piece.start, piece.end)
-            source = copy
-        load_table(con, table, source, RESULT_COLUMNS, str(run_dir.results))
-    finally:
-        if copy is not None:
-            copy.unlink(missing_ok=True)
 
 
 def _save(con: duckdb.DuckDBPyConnection, table: str, path: Path, run_dir: RunDirectory) -> bool:
@@ -508,14 +363,13 @@ def _save(con: duckdb.DuckDBPyConnection, table: str, path: Path, run_dir: RunDi
 
 
 def _write_manifest(store: Store) -> None:
-    """Save which Parquet files describe the run's files now, and remove every other file of the store."""
+    """Save which Parquet files describe the run's contents now, and remove every other file of the store."""
     folder = store.run_dir.cells_cache
     tmp = store.run_dir.temp_file("cells")
-    traces_id, results_id = store.identities
     try:
-        tmp.write_text(json.dumps({"format": _FORMAT_KEY, "traces": traces_id, "results": results_id,
-                                   "traces_part": store.traces_part, "result_parts": store.result_parts,
-                                   "evaluators": store.evaluators, "memo": store.memo, "cases": store.cases}),
+        tmp.write_text(json.dumps({"format": _FORMAT_KEY, "traces": store.traces, "traces_part": store.traces_part,
+                                   "result_parts": store.result_parts, "evaluators": store.evaluators,
+                                   "memo": store.memo, "cases": store.cases}),
                        encoding="utf-8")
         os.replace(tmp, folder / MANIFEST)
     except OSError:

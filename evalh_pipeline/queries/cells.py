@@ -17,8 +17,7 @@ of :data:`CELL_TRACES_SQL`) and ``verdicts`` (one row per line of results.jsonl,
 date and compare and drift read while it matches the files). The JSONL stay the only source
 of truth.
 
-This module imports neither pydantic nor the config loader: ``evalh compare`` and
-``evalh drift`` are whole processes that must start fast.
+Rows become the DataModel's own records (models/summary.py: declared once, read here too).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from evalh_pipeline.models import VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -118,6 +118,26 @@ SELECT v.evaluator, variant_name, case_id,
 FROM {verdicts} v JOIN {traces} USING (case_id, variant_name, sample)
 GROUP BY ALL
 """
+
+
+def variant_summary(row: tuple) -> VariantSummary:
+    """A VariantSummary from a VARIANTS_SQL row (samples reported only when a case has several)."""
+    name, cases, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
+    samples = {}
+    if len(row) > 13 and (row[13] or 0) > 1:
+        samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
+    return VariantSummary(
+        name=name,
+        cases_total=cases,
+        cases_passed=passed,
+        cases_errored=errored,
+        pass_rate=passed / cases if cases else 0.0,
+        avg_latency_ms=latency or 0.0,
+        avg_cost_usd=cost,
+        avg_tokens_input=tokens_in,
+        avg_tokens_output=tokens_out,
+        **samples,
+    )
 
 
 class PassRule(Protocol):

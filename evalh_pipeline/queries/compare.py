@@ -13,23 +13,23 @@ in its summary), and every delta is B minus A.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
 
+from pydantic import BaseModel
+
+from evalh_pipeline.models import ComparisonReport, PairedStats, VariantDelta, VariantSummary
 from evalh_pipeline.queries.cells import (
     EVALUATOR_FRACTIONS_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     load_cells,
     run_pass_criteria,
+    variant_summary,
 )
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect
-from evalh_pipeline.stats.paired import PairedComparison
 from evalh_pipeline.store.run_dir import RunDirectory
-
-if TYPE_CHECKING:
-    from evalh_pipeline.models import ComparisonReport
 
 PER_CASE_SQL = "CREATE TEMP TABLE {per_case} AS " + PASS_FRACTIONS_SQL
 
@@ -66,82 +66,13 @@ FROM a FULL OUTER JOIN b ON a.variant_name = b.variant_name
 """
 
 
-# Plain dataclasses mirroring the pydantic models of models/summary.py, field for field
-# (same names, same order, so the JSON is the same): importing the models costs more than
-# the whole comparison query, and `evalh compare` is a whole process.
-
-
-@dataclass(frozen=True)
-class VariantFigures:
-    """One variant's figures in one run (the fields of models.VariantSummary)."""
-
-    name: str
-    cases_total: int
-    cases_passed: int
-    cases_errored: int
-    pass_rate: float
-    avg_latency_ms: float
-    avg_cost_usd: float | None = None
-    avg_tokens_input: float | None = None
-    avg_tokens_output: float | None = None
-    samples_total: int | None = None
-    samples_passed: int | None = None
-    samples_errored: int | None = None
-    # pass@k, flaky cases: the summary's (models.RepeatStats); compare does not compute them.
-    repeats: dict[str, Any] | None = None
-
-    @classmethod
-    def from_row(cls, row: tuple) -> VariantFigures:
-        """From a VARIANTS_SQL row (samples only when a case has several)."""
-        name, cells, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
-        if len(row) > 13 and (row[13] or 0) > 1:
-            return cls(name=name, cases_total=cells, cases_passed=passed, cases_errored=errored,
-                       pass_rate=passed / cells if cells else 0.0, avg_latency_ms=latency or 0.0,
-                       avg_cost_usd=cost, avg_tokens_input=tokens_in, avg_tokens_output=tokens_out,
-                       samples_total=row[10], samples_passed=row[11], samples_errored=row[12])
-        return cls(name=name, cases_total=cells, cases_passed=passed, cases_errored=errored,
-                   pass_rate=passed / cells if cells else 0.0, avg_latency_ms=latency or 0.0,
-                   avg_cost_usd=cost, avg_tokens_input=tokens_in, avg_tokens_output=tokens_out)
-
-
-@dataclass(frozen=True)
-class Flips:
-    """How one variant moved against the baseline run (the fields of models.VariantDelta)."""
-
-    variant: str
-    pass_rate_delta: float
-    avg_latency_delta_ms: float
-    regressions: list[str] = field(default_factory=list)
-    improvements: list[str] = field(default_factory=list)
-    significance: PairedComparison | None = None
-    by_evaluator: dict[str, PairedComparison] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The comparison against a baseline run (the fields of models.ComparisonReport)."""
-
-    baseline: str
-    deltas: list[Flips]
-    kind: str = "ad_hoc"
-    baseline_run_id: str | None = None
-    regressions_count: int | None = None
-    improvements_count: int | None = None
-
-    def to_report(self) -> ComparisonReport:
-        """The same comparison as the DataModel's ComparisonReport."""
-        from evalh_pipeline.models import ComparisonReport
-
-        return ComparisonReport.model_validate(asdict(self))
-
-
 @dataclass(frozen=True)
 class VariantComparison:
     """One variant's figures in both runs; deltas are B minus A (None when either side lacks the metric)."""
 
     variant: str
-    a: VariantFigures
-    b: VariantFigures
+    a: VariantSummary
+    b: VariantSummary
     pass_rate_delta: float
     avg_latency_delta_ms: float
     avg_cost_delta_usd: float | None = None
@@ -160,7 +91,7 @@ class RunComparison:
 
     run_a: str
     run_b: str
-    comparison: Comparison
+    comparison: ComparisonReport
     variants: list[VariantComparison]
     variants_only_in_a: list[str] = field(default_factory=list)
     variants_only_in_b: list[str] = field(default_factory=list)
@@ -182,10 +113,24 @@ class RunComparison:
                    for d in self.comparison.deltas)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON types: the records in it as their models dump them."""
+        return _plain(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every dataclass and model in it as plain JSON types."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _delta(b: float | None, a: float | None) -> float | None:
@@ -215,13 +160,13 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
         significance = paired_by_group(con.execute(PAIRED_SQL).fetchall())
-        per_evaluator: dict[str, dict[str, PairedComparison]] = {}
+        per_evaluator: dict[str, dict[str, PairedStats]] = {}
         for (variant, evaluator), paired in sorted(paired_by_group(con.execute(EVALUATOR_PAIRED_SQL).fetchall()).items()):
             per_evaluator.setdefault(variant, {})[evaluator] = paired
     finally:
         con.close()
 
-    deltas: list[Flips] = []
+    deltas: list[VariantDelta] = []
     variants: list[VariantComparison] = []
     only_a: list[str] = []
     only_b: list[str] = []
@@ -233,9 +178,9 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         if row_a is None or row_a["variant_name"] is None:
             only_b.append(name)
             continue
-        a, b = VariantFigures.from_row(tuple(row_a.values())), VariantFigures.from_row(tuple(row_b.values()))
+        a, b = variant_summary(tuple(row_a.values())), variant_summary(tuple(row_b.values()))
         _, shared, in_a, in_b, regressions, improvements = flips.get(name, (name, 0, 0, 0, [], []))
-        delta = Flips(
+        delta = VariantDelta(
             variant=name,
             pass_rate_delta=b.pass_rate - a.pass_rate,
             avg_latency_delta_ms=b.avg_latency_ms - a.avg_latency_ms,
@@ -258,7 +203,7 @@ def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
     return RunComparison(
         run_a=run_a.run_id,
         run_b=run_b.run_id,
-        comparison=Comparison(
+        comparison=ComparisonReport(
             baseline=run_a.run_id,
             deltas=deltas,
             kind="ad_hoc",

@@ -11,5 +11,5 @@ from evalh_pipeline.store.run_dir import RunDirectory
 def drift_report(run_dir: RunDirectory, baseline_dir: RunDirectory) -> RunComparison:
     """``run_dir`` against ``baseline_dir``, reported as a ``kind: drift`` comparison."""
     report = compare_runs(baseline_dir, run_dir)
-    comparison = replace(report.comparison, kind="drift", baseline_run_id=baseline_dir.run_id)
+    comparison = report.comparison.model_copy(update={"kind": "drift", "baseline_run_id": baseline_dir.run_id})
     return replace(report, comparison=comparison)

@@ -71,7 +71,7 @@ def _p(stats: Any) -> str:
 def significance_lines(deltas: list[Any], baseline: str) -> list[str]:
     """Each variant's verdict in words, then a per-evaluator table of the same statistics.
 
-    ``deltas`` are VariantDelta models or compare's Flips (the same attribute names)."""
+    ``deltas`` are VariantDelta models (a summary's or a comparison's)."""
     lines: list[str] = []
     for d in deltas:
         if d.significance is not None:

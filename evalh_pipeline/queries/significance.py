@@ -2,7 +2,7 @@
 
 The queries return one row per (group, difference) with the number of cases that have that
 difference; :func:`paired_by_group` turns them into one
-:class:`~evalh_pipeline.stats.paired.PairedComparison` per group. Differences are rounded
+:class:`~evalh_pipeline.models.PairedStats` per group. Differences are rounded
 so that equal fractions (k/n) group together despite floating-point noise.
 """
 
@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evalh_pipeline.stats.paired import DEFAULT_ALPHA, PairedComparison, compare_paired
+from evalh_pipeline.models import PairedStats
+from evalh_pipeline.stats.paired import DEFAULT_ALPHA, compare_paired
 
 # Rounded so 2/3 - 1/3 and 1/3 group together.
 DIFFERENCE = "round({after}.fraction - {before}.fraction, 9)"
 
 
-def paired_by_group(rows: Iterable[tuple[Any, ...]], *, alpha: float = DEFAULT_ALPHA) -> dict[Any, PairedComparison]:
-    """``(group..., difference, cases)`` rows -> group -> PairedComparison.
+def paired_by_group(rows: Iterable[tuple[Any, ...]], *, alpha: float = DEFAULT_ALPHA) -> dict[Any, PairedStats]:
+    """``(group..., difference, cases)`` rows -> group -> PairedStats.
 
     The group is the leading columns (one column: its value; several: a tuple).
     """

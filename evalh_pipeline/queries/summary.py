@@ -10,7 +10,6 @@ per case each variant also gets pass@k, pass^k and its flaky cases.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,7 +22,6 @@ from evalh_pipeline.models import (
     RepeatStats,
     RunSummary,
     VariantDelta,
-    VariantSummary,
 )
 from evalh_pipeline.queries.cell_store import Store, refresh_store
 from evalh_pipeline.queries.cells import (
@@ -31,6 +29,7 @@ from evalh_pipeline.queries.cells import (
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     create_cells,
+    variant_summary,
 )
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect, duckdb
@@ -101,7 +100,7 @@ def repeat_stats(con: Any) -> dict[str, RepeatStats]:
     by_variant: dict[str, list[tuple[str, int, int]]] = {}
     for variant, case_id, samples, passed in con.execute(REPEATS_SQL).fetchall():
         by_variant.setdefault(variant, []).append((case_id, samples, passed))
-    return {variant: RepeatStats.model_validate(asdict(repeat_figures(cases, samples_per_case)))
+    return {variant: repeat_figures(cases, samples_per_case)
             for variant, cases in by_variant.items()}
 
 
@@ -136,7 +135,7 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None,
         query = EVALUATOR_PAIRED_SQL if source is None else _EVALUATOR_PAIRED.format(source=source)
         rows = con.execute(query, {"baseline": baseline, "every": every,
                                    "evaluators": [n for n in todo if n is not None]}).fetchall()
-        computed = {key: asdict(stats) for key, stats in paired_by_group(rows).items()}
+        computed = {key: stats.model_dump() for key, stats in paired_by_group(rows).items()}
         found.update({key: PairedStats.model_validate(stats) for key, stats in computed.items()})
         if store is not None and None not in todo:
             for name in todo:
@@ -145,27 +144,7 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None,
     per_evaluator: dict[str, dict[str, PairedStats]] = {}
     for (variant, evaluator), stats in sorted(found.items()):
         per_evaluator.setdefault(variant, {})[evaluator] = stats
-    return ({v: PairedStats.model_validate(asdict(stats)) for v, stats in overall.items()}, per_evaluator)
-
-
-def variant_summary(row: tuple) -> VariantSummary:
-    """A VariantSummary from a VARIANTS_SQL row (samples reported only when a case has several)."""
-    name, cases, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
-    samples = {}
-    if len(row) > 13 and (row[13] or 0) > 1:
-        samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
-    return VariantSummary(
-        name=name,
-        cases_total=cases,
-        cases_passed=passed,
-        cases_errored=errored,
-        pass_rate=passed / cases if cases else 0.0,
-        avg_latency_ms=latency or 0.0,
-        avg_cost_usd=cost,
-        avg_tokens_input=tokens_in,
-        avg_tokens_output=tokens_out,
-        **samples,
-    )
+    return overall, per_evaluator
 
 
 def summarize_run(

@@ -20,11 +20,17 @@ from typing import Any
 
 # Imported with this module, not on a page's first use: the viewer imports it when it starts.
 from evalh_pipeline.queries.cell_store import load_store
-from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, VARIANTS_SQL, create_cells, load_jsonl, run_pass_criteria
-from evalh_pipeline.queries.compare import VariantFigures
+from evalh_pipeline.models import PairedStats, VariantSummary
+from evalh_pipeline.queries.cells import (
+    PASS_FRACTIONS_SQL,
+    VARIANTS_SQL,
+    create_cells,
+    load_jsonl,
+    run_pass_criteria,
+    variant_summary,
+)
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
-from evalh_pipeline.stats.paired import PairedComparison
 from evalh_pipeline.store.run_dir import RunDirectory
 
 EVALUATOR_FIGURES_SQL = """
@@ -157,8 +163,8 @@ class VariantPair:
 
     a: str
     b: str
-    overall: PairedComparison | None
-    by_evaluator: dict[str, PairedComparison]
+    overall: PairedStats | None
+    by_evaluator: dict[str, PairedStats]
     regressions: list[str]
     improvements: list[str]
 
@@ -196,10 +202,10 @@ class RunCells:
         create_cells(self.con, self.criteria)
         self.con.execute(f"CREATE TEMP TABLE per_case AS {PASS_FRACTIONS_SQL.format(cells='cells')}")
 
-    def variants(self, order: list[str]) -> list[VariantFigures]:
+    def variants(self, order: list[str]) -> list[VariantSummary]:
         """Per-variant figures (cases, passed, errored, averages), declared order first."""
         self._cells()
-        rows = {r[0]: VariantFigures.from_row(r) for r in self.con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
+        rows = {r[0]: variant_summary(r) for r in self.con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
         return [rows[n] for n in order if n in rows] + [rows[n] for n in sorted(set(rows) - set(order))]
 
     def evaluators(self) -> dict[str, dict[str, EvaluatorFigures]]:

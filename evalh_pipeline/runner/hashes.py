@@ -113,10 +113,16 @@ class CellHashes:
 
 
 def file_version(path: Path) -> str:
-    """A version of a run file: the hash of its size, inode and mtime (cheap for a 100 MB
-    file; appended to, rewritten or replaced, it changes; untouched, it stays)."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
+    """A version of a run file, from its content only: the hash of its complete lines. For
+    results.jsonl of a run with a results store, the hash of the store's manifest, which
+    names each evaluator's file by its content hash (store/results_store.py), so a 250 MB
+    results file is not read to say it did not change."""
+    from evalh_pipeline.store.jsonl import complete_lines_digest
+    from evalh_pipeline.store.run_dir import RunDirectory
+
+    run_dir = RunDirectory(path.parent)
+    if path == run_dir.results and run_dir.results_manifest.is_file():
+        return content_hash(["store", run_dir.results_manifest.read_text(encoding="utf-8")])
+    if not path.exists():
         return "missing"
-    return content_hash([stat.st_size, stat.st_ino, stat.st_mtime_ns])
+    return content_hash(complete_lines_digest(path))

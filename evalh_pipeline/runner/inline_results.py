@@ -1,85 +1,127 @@
-"""Results judged while a fresh run is still calling its systems, staged until adopted.
+"""Results judged while a fresh run is still calling its systems, staged for the results stage.
 
-The staged results are adopted by the results stage only if the evaluator config is
-unchanged and the traces file is exactly the one judged; otherwise they are discarded
-and the traces are judged again.
+Judging while the systems are busy overlaps the two. Each evaluator's results go to its
+own staged file; every line records the hash of the trace line it judged and the
+evaluator's config hash, like any result, so the results stage takes exactly those still
+current (runner/evaluation.py) whatever happened since: a kill mid-run, a resume, a hand
+edit. When the pass completes, ``meta.json`` records each file's content hash and the
+digest of the traces they cover: while the traces and configs are unchanged, the results
+stage moves the files into the results store as they are.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
-from evalh_pipeline.runner.judging import (
-    EvaluationStats,
-    build_evaluators,
-    count_judged,
-    evaluators_fingerprint,
-    judge_all,
-    judgements_of,
-    slices_of,
-)
-from evalh_pipeline.runner.result_lines import result_lines
-from evalh_pipeline.store.result_slices import traces_identity
-from evalh_pipeline.store.results_file import replace_results
+from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, judge_all
+from evalh_pipeline.runner.result_lines import result_line_list
+from evalh_pipeline.store.jsonl import FileDigest, complete_lines_digest, iter_raw_lines
+from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+
+META = "meta.json"
 
 
 class InlineResults:
-    """Results judged right after each trace of a fresh run is persisted.
-
-    Judging while the systems are busy overlaps the two; the results stay in a staging
-    file that the results stage adopts only if the evaluator config is unchanged and
-    every trace was judged. The trace is always on disk before its evaluators run.
-    """
+    """Results judged right after each trace of a fresh run is persisted (the trace is
+    always on disk before its evaluators run)."""
 
     def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str]) -> None:
         self.evaluators = build_evaluators(spec)
         self.run_dir = run_dir
-        self.meta = {"fingerprint": evaluators_fingerprint(spec), "variants": sorted(variants)}
         self.stats = EvaluationStats()
-        self._slice = sorted(variants)
-        self._out = run_dir.inline_results(self._slice)[0].open("wb", buffering=1 << 20)
+        self.variants = sorted(variants)
+        self.folder = run_dir.inline_results(self.variants)
+        shutil.rmtree(self.folder, ignore_errors=True)  # a fresh pass: what an older one staged is not ours
+        self.folder.mkdir()
+        self._files = [self.folder / f"{index}.jsonl" for index in range(len(self.evaluators))]
+        self._outs = [path.open("wb", buffering=1 << 20) for path in self._files]
+        self._digests = [FileDigest() for _ in self.evaluators]
+        self._counts = [0 for _ in self.evaluators]
+        self._errors = [0 for _ in self.evaluators]
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
+        """Judge one persisted trace (its ``trace_hash``: that of its line as written)."""
         judged = await judge_all(self.evaluators, case, trace, artifact)
-        self._out.write(result_lines(trace, judged))
+        trace_hash = trace.trace_hash or TRACES.content_hash(trace.model_dump_json())
+        for index, (line, j) in enumerate(zip(result_line_list(trace, judged, trace_hash=trace_hash), judged)):
+            self._outs[index].write(line)
+            self._digests[index].update(line)
+            self._counts[index] += 1
+            self._errors[index] += j.error is not None
         count_judged(self.stats, trace, judged)
 
     def close(self, complete: bool) -> None:
-        """Publish the staged results (``complete``) or throw them away."""
-        self._out.close()
+        """Close the staged files; when the pass ``complete``d, record what they cover. An
+        incomplete pass leaves its files too: their results are still candidates."""
+        for out in self._outs:
+            out.close()
         if not complete:
-            _discard_inline(self.run_dir, self._slice)
             return
-        # The traces file as judged: any later change to it voids the staged results.
-        meta = {**self.meta, "traces_bytes": self.run_dir.traces.stat().st_size, "stats": asdict(self.stats)}
-        write_atomic(self.run_dir.inline_results(self._slice)[1], json.dumps(meta))
+        meta = {
+            "variants": self.variants,
+            "traces": complete_lines_digest(self.run_dir.traces),
+            "judged_traces": self.stats.traces,
+            # Per evaluator: its file, what the file holds, and the verdicts counted (variant ->
+            # [passed, judged]) for the results stage's counts.
+            "evaluators": [[e.name, e.config_hash, path.name, digest.hexdigest(), count, errors,
+                            {v: by[e.name] for v, by in self.stats.by_variant.items() if e.name in by}]
+                           for e, path, digest, count, errors in zip(self.evaluators, self._files, self._digests,
+                                                                      self._counts, self._errors)],
+        }
+        write_atomic(self.folder / META, json.dumps(meta))
 
 
-def adopt_inline_results(run_dir: RunDirectory, variants: list[str], fingerprint: str, stats: EvaluationStats,
-                         hashes: dict[str, str] | None = None) -> bool:
-    """Move staged inline results into results.jsonl if they match this evaluation exactly."""
-    staged, meta_path = run_dir.inline_results(variants)
-    if not meta_path.exists():
-        _discard_inline(run_dir, variants)
-        return False
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    traces_bytes = run_dir.traces.stat().st_size if run_dir.traces.exists() else -1
-    if (meta.get("fingerprint"), meta.get("variants"), meta.get("traces_bytes")) != (fingerprint, variants, traces_bytes):
-        _discard_inline(run_dir, variants)
-        return False
-    for key, value in meta["stats"].items():
-        setattr(stats, key, value)
-    identity = traces_identity(run_dir.traces)
-    judged = judgements_of(stats, hashes or {}, identity) if identity is not None else None
-    replace_results(run_dir, staged, set(variants), None, slices_of(meta["stats"]["by_variant"]), judged)
-    _discard_inline(run_dir, variants)
-    return True
+@dataclass(frozen=True)
+class StagedFile:
+    """One evaluator's staged results, as a complete pass recorded them."""
+
+    path: Path
+    evaluator: str
+    evaluator_hash: str | None
+    digest: str
+    count: int
+    variants: list[str]
+    traces: str
+    errors: int  # its results that record an evaluator error
+    tallies: dict[str, list[int]]  # variant -> [passed, judged]
+    judged_traces: int  # traces the pass judged
 
 
-def _discard_inline(run_dir: RunDirectory, variants: list[str]) -> None:
-    for path in reversed(run_dir.inline_results(variants)):  # the meta first: it vouches for the results
-        path.unlink(missing_ok=True)
+def staged_files(run_dir: RunDirectory) -> list[StagedFile]:
+    """The staged files of every complete pass (their ``meta.json`` says what they cover)."""
+    found = []
+    for folder in run_dir.staged_inline_results():
+        try:
+            meta: dict[str, Any] = json.loads((folder / META).read_text(encoding="utf-8"))
+            for name, digest_of_config, file, digest, count, errors, tallies in meta["evaluators"]:
+                path = folder / str(file)
+                if path.is_file():
+                    found.append(StagedFile(path, str(name), digest_of_config, str(digest), int(count),
+                                            [str(v) for v in meta["variants"]], str(meta["traces"]), int(errors),
+                                            {str(v): [int(p), int(j)] for v, (p, j) in tallies.items()},
+                                            int(meta["judged_traces"])))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # incomplete (or damaged): its lines are still read by staged_lines
+    return found
+
+
+def staged_lines(run_dir: RunDirectory) -> Iterator[bytes]:
+    """Every complete line of every staged file, complete pass or not (candidate results)."""
+    for folder in run_dir.staged_inline_results():
+        for path in sorted(folder.glob("*.jsonl")):
+            for _, line in iter_raw_lines(path):
+                yield line
+
+
+def discard_staged(run_dir: RunDirectory) -> None:
+    """Remove every staged pass (the results stage took what was current of them)."""
+    for folder in run_dir.staged_inline_results():
+        shutil.rmtree(folder, ignore_errors=True)

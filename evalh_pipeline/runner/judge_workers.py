@@ -1,8 +1,13 @@
 """Judging a traces file with synchronous evaluators, in this process and worker processes.
 
 A large traces file is cut into byte ranges of whole lines; each range is judged into its
-own part file (the first in this process, the others in a process pool), and the parts,
-concatenated in order, are the same results one process would write (timestamps aside).
+own part files, one per evaluator (the first in this process, the others in a process
+pool), and each evaluator's parts, concatenated in order, are the results one process would
+write (timestamps aside). The ranges only share the work out: what a result judged is
+recorded by content, as the ``trace_hash`` of its trace's line (store/records.py).
+
+With a ``select`` (in this process only), each trace is judged by the evaluators it names
+for the trace's hash: those without a current result for it (runner/evaluation.py).
 """
 
 from __future__ import annotations
@@ -29,11 +34,16 @@ from evalh_pipeline.runner.result_lines import Judged, raised, result_line_list,
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, split_lines
 from evalh_pipeline.store.records import TRACES
-from evalh_pipeline.store.results_file import Part, settle_releases
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
 logger = logging.getLogger(__name__)
+
+# Evaluator name -> its part files of new results, in trace order.
+Parts = dict[str, list[Path]]
+# The positions (in the plan's evaluators) of the evaluators to judge a trace of this hash
+# by, or None: every one.
+Select = Callable[[str], Sequence[int] | None]
 
 # Below this many bytes of traces per process, starting a worker costs more than it saves.
 MIN_BYTES_PER_PROCESS = 8 << 20
@@ -61,15 +71,9 @@ def process_count(traces: Path, requested: int | None) -> int:
 
 def judge_in_processes(
     plan: SpanPlan, run_dir: RunDirectory, processes: int, stats: EvaluationStats, progress: Progress,
-    alongside: Callable[[], None] | None = None,
-) -> list[Part]:
-    """Judge the traces file in up to ``processes`` processes (this one included); the part
-    files, evaluator by evaluator and in trace order within each.
-
-    ``alongside`` starts other work in a thread (runner/evaluation.py: copying the results
-    kept); it is called once the worker processes exist, since forking a process with
-    more than one thread is not safe and spawning workers costs a second.
-    """
+) -> Parts:
+    """Judge the traces file in up to ``processes`` processes (this one included) with every
+    evaluator of the plan; each evaluator's part files, in trace order."""
     spans: list[LineSpan | None] = list(split_lines(plan.traces, processes)) if processes > 1 else [None]
     context = process_context(plan) if len(spans) > 1 else None
     if context is None:
@@ -77,15 +81,11 @@ def judge_in_processes(
     parts = [[run_dir.temp_file("results") for _ in plan.evaluators] for _ in spans]
     try:
         if len(spans) == 1:
-            if alongside is not None:
-                alongside()
             _judge_span(plan, spans[0], parts[0], stats, progress)
         else:
             with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=context) as pool:
                 futures = [pool.submit(_judge_span_in_worker, plan, span, files)
                            for span, files in zip(spans[1:], parts[1:])]
-                if alongside is not None:
-                    alongside()
                 _judge_span(plan, spans[0], parts[0], stats, progress)  # this process takes the first span meanwhile
                 for future in futures:
                     try:
@@ -99,21 +99,22 @@ def judge_in_processes(
             for part in files:
                 part.unlink(missing_ok=True)
         raise
-    return [(evaluator.name, files[e]) for e, evaluator in enumerate(plan.evaluators) for files in parts]
+    return {evaluator.name: [files[e] for files in parts] for e, evaluator in enumerate(plan.evaluators)}
 
 
-def judge_one_span(
-    plan: SpanPlan, run_dir: RunDirectory, span: LineSpan, stats: EvaluationStats, progress: Progress
-) -> list[Part]:
-    """Judge only ``span`` of the traces file (traces appended since) in this process; its part files."""
+def judge_selected(
+    plan: SpanPlan, run_dir: RunDirectory, select: Select, stats: EvaluationStats, progress: Progress
+) -> Parts:
+    """Judge each trace of the traces file, in this process, by the evaluators ``select``
+    names for its hash; each evaluator's part file."""
     files = [run_dir.temp_file("results") for _ in plan.evaluators]
     try:
-        _judge_span(plan, span, files, stats, progress)
+        _judge_span(plan, None, files, stats, progress, select)
     except BaseException:
         for part in files:
             part.unlink(missing_ok=True)
         raise
-    return [(evaluator.name, part) for evaluator, part in zip(plan.evaluators, files)]
+    return {evaluator.name: [part] for evaluator, part in zip(plan.evaluators, files)}
 
 
 def process_context(plan: SpanPlan) -> BaseContext | None:
@@ -126,7 +127,6 @@ def process_context(plan: SpanPlan) -> BaseContext | None:
     """
     if multiprocessing.current_process().daemon:
         return None
-    settle_releases()  # a results file still being freed by a thread: done first, so fork stays safe
     try:
         pickle.dumps(plan)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -171,9 +171,10 @@ def _judge_span_in_worker(plan: SpanPlan, span: LineSpan, parts: list[Path]) -> 
 
 
 def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], stats: EvaluationStats,
-                progress: Progress) -> None:
-    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators,
-    each evaluator's lines into its own file of ``out_paths``."""
+                progress: Progress, select: Select | None = None) -> None:
+    """Judge the traces of ``span`` (all of them for ``None``) with synchronous evaluators
+    (those ``select`` names for each trace's hash, or all), each evaluator's lines into its
+    own file of ``out_paths``; every result records the hash of its trace's line."""
     evaluators: list[SyncEvaluator] = plan.evaluators  # type: ignore[assignment]
     variants, cases, traces_path = plan.variants, plan.cases, plan.traces
     decode = trace_decoder(evaluators)
@@ -181,8 +182,10 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], st
     skim = decode == TRACES.decode
     reads_case = any(e.reads_case for e in evaluators)
     secrets = secrets_of(evaluators)
+    everyone = range(len(evaluators))
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
+    content_hash = TRACES.content_hash
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
     with ExitStack() as files:
         outs = [files.enter_context(path.open("wb", buffering=1 << 20)) for path in out_paths]
@@ -192,6 +195,12 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], st
                 leading = TRACES.leading(line, "variant_name")
                 if leading is not None and leading[0] not in variants:
                     continue
+            trace_hash = content_hash(line)
+            chosen = select(trace_hash) if select is not None else None
+            if chosen is None:
+                chosen = everyone
+            elif not chosen:
+                continue  # every evaluator has a current result for it: not even decoded
             trace = decode(line, traces_path, number)
             if trace.variant_name not in variants or (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
                 continue
@@ -199,7 +208,8 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], st
             artifact = plan.artifacts.get(trace.case_id, trace.variant_name, trace.sample)
             judged = []
             started = now(utc)
-            for evaluator in evaluators:
+            for index in chosen:
+                evaluator = evaluators[index]
                 error = None
                 try:
                     verdict = evaluator.evaluate_sync(case, trace, artifact)
@@ -208,12 +218,12 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], st
                 finished = now(utc)
                 judged.append(Judged(evaluator, verdict, error, started, finished))
                 started = finished
-            for out, result in zip(outs, result_line_list(trace, judged, secrets)):
-                out.write(result)
             rows = tallies.get(trace.variant_name)
             if rows is None:
                 rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]
-            for row, j in zip(rows, judged):
+            for index, result, j in zip(chosen, result_line_list(trace, judged, secrets, trace_hash), judged):
+                outs[index].write(result)
+                row = rows[index]
                 row[0] += j.verdict.passed and j.error is None
                 row[1] += 1
                 row[2] += j.error is not None
@@ -228,6 +238,8 @@ def _judge_span(plan: SpanPlan, span: LineSpan | None, out_paths: list[Path], st
     for variant, rows in tallies.items():
         by_evaluator = stats.by_variant.setdefault(variant, {})
         for evaluator, (passed, judged_n, errored) in zip(evaluators, rows):
+            if not judged_n:
+                continue
             tally = by_evaluator.setdefault(evaluator.name, [0, 0])
             tally[0] += passed
             tally[1] += judged_n

@@ -10,7 +10,6 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
@@ -18,7 +17,6 @@ from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace
 from evalh_pipeline.runner.hashes import evaluator_hash
 from evalh_pipeline.runner.result_lines import Judged, build_result, raised
-from evalh_pipeline.store.result_slices import Judgement, Slice
 from evalh_pipeline.store.run_dir import runs_cache_dir
 
 # Cells the runner never started have nothing to judge.
@@ -33,7 +31,8 @@ class EvaluationStats:
     # variant -> evaluator -> [passed, judged]
     by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     # Incremental re-evaluation: result lines kept as they were, evaluators re-judged on
-    # every trace, and traces judged only because they were appended since.
+    # every trace, and traces judged because some evaluator had no current result for them
+    # (appended by a resume, or changed).
     results_kept: int = 0
     evaluators_rejudged: list[str] = field(default_factory=list)
     traces_appended: int = 0
@@ -106,19 +105,6 @@ def count_judged(stats: EvaluationStats, trace: Trace, judged: list[Judged]) -> 
     for j in judged:
         stats.tally(trace.variant_name, j.evaluator.name, j.verdict.passed and j.error is None, j.error is not None)
     stats.traces += 1
-
-
-
-def judgements_of(stats: EvaluationStats, hashes: dict[str, str], traces: tuple[int, int]) -> dict[Slice, Judgement]:
-    """How the slices ``stats`` counted were judged (by evaluators of known hash), against the
-    traces file of identity ``traces``."""
-    return {(variant, name): Judgement(hashes[name], traces[0], traces[1], judged)
-            for variant, by in stats.by_variant.items() for name, (_, judged) in by.items() if name in hashes}
-
-
-def slices_of(by_variant: dict[str, dict[str, Any]]) -> set[Slice]:
-    """The (variant, evaluator) pairs of a ``by_variant`` tally."""
-    return {(variant, evaluator) for variant, by_evaluator in by_variant.items() for evaluator in by_evaluator}
 
 
 

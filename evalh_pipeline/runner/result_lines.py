@@ -39,8 +39,9 @@ def raised(evaluator: Evaluator, exc: Exception) -> tuple[Verdict, TraceError]:
     return verdict, error
 
 
-def build_result(trace: Trace, judged: Judged) -> EvaluationResult:
-    """The EvaluationResult of ``judged`` (validated)."""
+def build_result(trace: Trace, judged: Judged, trace_hash: str | None = None) -> EvaluationResult:
+    """The EvaluationResult of ``judged`` (validated); ``trace_hash``: of the trace's line
+    (default: the trace's own ``trace_hash``)."""
     verdict, error = judged.verdict, judged.error
     return EvaluationResult(
         run_id=trace.run_id,
@@ -58,6 +59,7 @@ def build_result(trace: Trace, judged: Judged) -> EvaluationResult:
         latency_ms=round((judged.finished - judged.started).total_seconds() * 1000),
         error=error,
         evaluator_hash=getattr(judged.evaluator, "config_hash", None),
+        trace_hash=trace_hash if trace_hash is not None else getattr(trace, "trace_hash", None),
     )
 
 
@@ -66,17 +68,22 @@ def secrets_of(evaluators: Iterable[Evaluator]) -> frozenset[str]:
     return frozenset().union(*(getattr(getattr(e, "context", None), "secret_values", ()) for e in evaluators))
 
 
-def result_lines(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None) -> bytes:
+def result_lines(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None,
+                 trace_hash: str | None = None) -> bytes:
     """``build_result(trace, j).model_dump_json()`` of each of ``judged``, one line each, as bytes, but faster.
 
     Known secrets (the evaluators' ``context.secret_values``, or ``secrets`` when the caller
     collected them once for many traces: :func:`secrets_of`) are masked in the lines.
     """
-    return b"".join(result_line_list(trace, judged, secrets))
+    return b"".join(result_line_list(trace, judged, secrets, trace_hash))
 
 
-def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None) -> list[bytes]:
-    """The lines of :func:`result_lines`, one per judgement, in order."""
+def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str] | None = None,
+                     trace_hash: str | None = None) -> list[bytes]:
+    """The lines of :func:`result_lines`, one per judgement, in order; each records
+    ``trace_hash`` (the hash of the trace's line: default, the trace's own)."""
+    if trace_hash is None:
+        trace_hash = getattr(trace, "trace_hash", None)
     lines = []
     for j in judged:
         verdict = j.verdict
@@ -89,7 +96,7 @@ def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str]
             and (score is None or type(score) is float)
         ):
             # Values the model would coerce (an int score, a truthy passed) or reject: let it.
-            lines.append(_safe_line(trace, j))
+            lines.append(_safe_line(trace, j, trace_hash))
             continue
         try:
             line = RESULTS.encode_values({
@@ -107,10 +114,11 @@ def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str]
                 "finished_at": j.finished,
                 "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
                 "evaluator_hash": getattr(j.evaluator, "config_hash", None),
+                "trace_hash": trace_hash,
             })
         except (PydanticSerializationError, ValueError, TypeError, RecursionError):
             # A file name that is not UTF-8 in a reason, an object in detail: see recording.py.
-            line = _safe_line(trace, j)
+            line = _safe_line(trace, j, trace_hash)
         lines.append(line)
     if secrets is None:
         secrets = secrets_of(j.evaluator for j in judged)
@@ -119,11 +127,11 @@ def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str]
     return lines
 
 
-def _safe_line(trace: Trace, judged: Judged) -> bytes:
+def _safe_line(trace: Trace, judged: Judged, trace_hash: str | None) -> bytes:
     """The line of a result whose values may not serialize as they are (escaped, capped)."""
     from evalh_pipeline.store.recording import result_line
 
-    result = build_result(trace, judged)
+    result = build_result(trace, judged, trace_hash)
     try:
         return RESULTS.encode(result)
     except (PydanticSerializationError, ValueError, TypeError, RecursionError):

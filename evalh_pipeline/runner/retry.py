@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from evalh_pipeline.runner.cells import CellKey
-from evalh_pipeline.store.jsonl import iter_lines
+from evalh_pipeline.store.jsonl import iter_lines, set_aside_torn_tail
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import TRACES, RecordCodec
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -53,6 +53,7 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
         return 0
     removed = 0
     with locked(run_dir.lock):
+        set_aside_torn_tail(run_dir.traces)  # kept in traces.jsonl.torn, not lost with the rewrite
         tmp_name = run_dir.temp_file("traces.retry")
         try:
             with tmp_name.open("w", encoding="utf-8") as kept:
@@ -66,7 +67,8 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
         except BaseException:
             tmp_name.unlink(missing_ok=True)
             raise
-        # Results staged by an inline judge describe the old traces file: never adopt them.
+        # Results staged by an inline judge describe the old traces file: never adopt them
+        # whole (their lines stay candidates: each names the trace it judged by its hash).
         for staged in run_dir.staged_inline_metas():
             staged.unlink(missing_ok=True)
     return removed

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.runner.cells import completed_cells, iter_cases
 from evalh_pipeline.runner.hashes import CellHashes, case_hash
-from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines
+from evalh_pipeline.store.jsonl import iter_raw_lines
+from evalh_pipeline.store.records import traces_appender
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def reuse_traces(spec: EvalSpec, run_dir: RunDirectory, previous: RunDirectory) 
             for sample in range(samples):
                 if (case.id, variant, sample) not in done:
                     wanted[(case.id, variant, sample)] = (digest, variant_digest)
-    with JsonlAppender(run_dir.traces) as out:
+    with traces_appender(run_dir.traces) as out:
         for _, line in iter_raw_lines(previous.traces):
             trace: dict[str, Any] = json.loads(line)
             key = (trace.get("case_id"), trace.get("variant_name"), int(trace.get("sample") or 0))

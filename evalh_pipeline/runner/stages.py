@@ -20,7 +20,6 @@ from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.locking import locked
-from evalh_pipeline.store.results_file import settle_releases
 from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory, staged_run_directory, write_atomic, write_run_header
 from evalh_pipeline.workspaces.ledger import read_accounting
@@ -95,9 +94,6 @@ def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         for stale in (run_dir.drift, run_dir.drift_report):
             stale.unlink(missing_ok=True)
         summary = _write_summary(spec, run_dir)
-    # The results file an evaluation replaced was freed meanwhile (store/results_file.py); no
-    # thread of that outlives the summary.
-    settle_releases()
     return summary
 
 

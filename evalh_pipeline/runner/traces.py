@@ -29,7 +29,7 @@ from evalh_pipeline.runner.reuse import reuse_traces
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
-from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.records import traces_appender
 from evalh_pipeline.common.masking import mask_json_text
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -134,7 +134,7 @@ async def produce_traces(
         hashes.stamp(trace, cell)
         return trace, artifact
 
-    with JsonlAppender(run_dir.traces) as out:
+    with traces_appender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
             if per_variant is None:
                 trace, artifact = await one_cell(cell)
@@ -151,7 +151,7 @@ async def produce_traces(
             if masked is not line:
                 # Judged as stored, so re-evaluation gives the same verdicts.
                 line, trace = masked, Trace.model_validate_json(masked)
-            out.write(line)
+            trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
             if inline is not None:
                 await inline.judge(cell.case, trace, artifact)
             stats.count(trace)

@@ -23,8 +23,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
-
+from evalh_pipeline.models import PairedStats
 from evalh_pipeline.stats.binomial import binomial_variate
 
 DEFAULT_ALPHA = 0.05
@@ -104,50 +103,22 @@ def paired_bootstrap_ci(
     return (low, high)
 
 
-@dataclass(frozen=True)
-class PairedComparison:
-    """How much to believe a change in pass rate between two sets of verdicts on the same cases.
-
-    ``pass_rate_delta`` is the mean per-case difference (after minus before) over the
-    ``cases_compared``; ``cases_worse`` / ``cases_better`` are the cases whose pass fraction
-    went down / up (the discordant pairs of McNemar's test). ``significant`` is judged at
-    ``alpha``; ``verdict`` says it in words.
-    """
-
-    cases_compared: int
-    cases_worse: int
-    cases_better: int
-    pass_rate_delta: float
-    delta_ci95: list[float] | None
-    mcnemar_p_value: float | None
-    alpha: float
-    significant: bool
-    verdict: str
-
-    @property
-    def significant_regression(self) -> bool:
-        return self.significant and self.cases_worse > self.cases_better
-
-    def regression_at(self, alpha: float) -> bool:
-        """Whether this is a regression significant at ``alpha`` (more worse than better cases, p < alpha)."""
-        return (self.mcnemar_p_value is not None and self.mcnemar_p_value < alpha
-                and self.cases_worse > self.cases_better)
-
-
-def compare_paired(differences: Mapping[float, int], *, alpha: float = DEFAULT_ALPHA) -> PairedComparison:
-    """The paired statistics of a histogram of per-case differences (difference -> cases)."""
+def compare_paired(differences: Mapping[float, int], *, alpha: float = DEFAULT_ALPHA) -> PairedStats:
+    """The paired statistics of a histogram of per-case differences (difference -> cases), as
+    the DataModel's PairedStats."""
     counts = {float(d): int(n) for d, n in differences.items() if n > 0}
     compared = sum(counts.values())
     worse = sum(n for d, n in counts.items() if d < 0)
     better = sum(n for d, n in counts.items() if d > 0)
     if compared == 0:
-        return PairedComparison(0, 0, 0, 0.0, None, None, alpha, False, "no case to compare")
+        return PairedStats(cases_compared=0, cases_worse=0, cases_better=0, pass_rate_delta=0.0, delta_ci95=None,
+                           mcnemar_p_value=None, alpha=alpha, significant=False, verdict="no case to compare")
     delta = sum(d * n for d, n in counts.items()) / compared
     ci = paired_bootstrap_ci(counts)
     p = mcnemar_exact_p_value(worse, better)
     significant = p < alpha
     interval = [ci[0], ci[1]] if ci is not None else None
-    return PairedComparison(
+    return PairedStats(
         cases_compared=compared, cases_worse=worse, cases_better=better, pass_rate_delta=delta,
         delta_ci95=interval, mcnemar_p_value=p, alpha=alpha, significant=significant,
         verdict=verdict_text(delta, interval, p, worse, better, alpha),

@@ -13,8 +13,9 @@ Averaged over cases. A case is flaky when its samples disagree (0 < c < n).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from math import comb
+
+from evalh_pipeline.models import RepeatStats
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -46,19 +47,7 @@ def reported_ks(samples: int) -> list[int]:
     return sorted(ks)
 
 
-@dataclass(frozen=True)
-class RepeatFigures:
-    """One variant's figures over cases with several samples each."""
-
-    samples_per_case: int
-    pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
-    # "passed/samples" -> how many cases, e.g. {"3/3": 80, "2/3": 5, "0/3": 15}.
-    case_pass_fractions: dict[str, int]
-    flaky_cases: list[str] = field(default_factory=list)
-
-
-def repeat_figures(cases: Iterable[tuple[str, int, int]], samples_per_case: int) -> RepeatFigures:
+def repeat_figures(cases: Iterable[tuple[str, int, int]], samples_per_case: int) -> RepeatStats:
     """Figures from ``(case_id, samples, passed)`` per case; a case with fewer samples than k
     (a resumed or limited run) counts only for the k it has."""
     ks = reported_ks(samples_per_case)
@@ -79,7 +68,7 @@ def repeat_figures(cases: Iterable[tuple[str, int, int]], samples_per_case: int)
                 at[k][1] += 1
                 hat[k][0] += pass_hat_k(n, c, k)
                 hat[k][1] += 1
-    return RepeatFigures(
+    return RepeatStats(
         samples_per_case=samples_per_case,
         pass_at_k={k: s / m for k, (s, m) in at.items() if m},
         pass_hat_k={k: s / m for k, (s, m) in hat.items() if m},

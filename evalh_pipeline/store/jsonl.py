@@ -1,15 +1,19 @@
 """JSON Lines files: append one record per line, read them back with migration.
 
 Recovery rule: a record is durable once its line ends with a newline. A final line
-without one is the torn write of a killed process; readers skip it and the next
-appender truncates it away before writing.
+without one is the torn write of a killed process (or of a full disk); readers skip it.
+The next appender moves it aside before writing, never destroying it: the torn bytes are
+appended to ``<file>.torn`` beside the file (made durable first), then cut from the file,
+and a warning says so once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
@@ -21,6 +25,29 @@ from evalh_pipeline.models.versioning import SCHEMA_VERSION, migrate
 
 M = TypeVar("M", bound=BaseModel)
 
+logger = logging.getLogger(__name__)
+
+try:  # the `fast` extra: several times sha256's speed, for hashing whole run files
+    import blake3 as _blake3
+except ImportError:  # pragma: no cover - exercised only without the extra
+    _blake3 = None  # type: ignore[assignment]
+
+
+class FileDigest:
+    """A content hash of a run file's bytes, fed in blocks: blake3 where installed (the
+    ``fast`` extra), else sha256. Its hex digest names the algorithm, so a digest made with
+    one is never taken for one made with the other (they simply differ)."""
+
+    def __init__(self) -> None:
+        self._hash = _blake3.blake3() if _blake3 is not None else hashlib.sha256()
+        self._prefix = "b3-" if _blake3 is not None else "s2-"
+
+    def update(self, data: bytes | memoryview) -> None:
+        self._hash.update(data)
+
+    def hexdigest(self) -> str:
+        return self._prefix + self._hash.hexdigest()
+
 
 class CorruptRecordError(ValueError):
     """A complete line of a JSONL file is not a valid record."""
@@ -29,16 +56,25 @@ class CorruptRecordError(ValueError):
 class JsonlAppender:
     """Appends lines with one ``write`` each, so a killed process loses at most a torn tail."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, seal: Callable[[bytes], tuple[bytes, str]] | None = None) -> None:
+        """``seal``: makes each line's bytes (with its newline) and its content hash (the
+        traces codec's, store/records.py ``traces_appender``)."""
         self.path = path
-        truncate_torn_tail(path)
+        self._seal = seal
+        set_aside_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, line: str) -> None:
-        data = (line + "\n").encode("utf-8")
+    def write(self, line: str) -> str | None:
+        """Append ``line``; its content hash when the appender seals lines."""
+        digest = None
+        if self._seal is not None:
+            data, digest = self._seal(line.encode("utf-8"))
+        else:
+            data = (line + "\n").encode("utf-8")
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
+        return digest
 
     def close(self) -> None:
         os.close(self._fd)
@@ -50,29 +86,93 @@ class JsonlAppender:
         self.close()
 
 
-def truncate_torn_tail(path: Path) -> None:
-    """Drop a final line that has no newline (the partial write of a killed process)."""
+def torn_path(path: Path) -> Path:
+    """Where the torn tails of ``path`` are kept: ``<name>.torn`` beside it."""
+    return path.with_name(path.name + ".torn")
+
+
+def set_aside_torn_tail(path: Path) -> Path | None:
+    """Move a final line that has no newline (the partial write of a killed process) to
+    ``<name>.torn`` beside the file and cut it from the file; where it went (None: there
+    was none). The torn bytes reach the ``.torn`` file (flushed to disk) before the file is
+    cut, so a crash in between leaves them in both places, never in neither."""
     if not path.exists():
-        return
+        return None
     with path.open("rb+") as handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
-            return
+            return None
         handle.seek(size - 1)
         if handle.read(1) == b"\n":
-            return
-        block = 1 << 16
-        position = size
-        while position > 0:
-            start = max(0, position - block)
-            handle.seek(start)
-            chunk = handle.read(position - start)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                handle.truncate(start + newline + 1)
-                return
-            position = start
-        handle.truncate(0)
+            return None
+        cut = _last_line_start(handle, size)
+        handle.seek(cut)
+        torn = handle.read(size - cut)
+        aside = torn_path(path)
+        with aside.open("ab") as kept:
+            kept.write(torn + b"\n")
+            kept.flush()
+            os.fsync(kept.fileno())
+        handle.truncate(cut)
+    logger.warning("%s: its last line was torn (%d bytes, the write of a process that was killed or ran out "
+                   "of disk); it was moved to %s", path, len(torn), aside)
+    return aside
+
+
+def _last_line_start(handle: BinaryIO, size: int) -> int:
+    """The offset just after the last newline of a file of ``size`` bytes (0: none)."""
+    block = 1 << 16
+    position = size
+    while position > 0:
+        start = max(0, position - block)
+        handle.seek(start)
+        chunk = handle.read(position - start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        position = start
+    return 0
+
+
+def complete_lines_digest(path: Path) -> str:
+    """The content hash (:class:`FileDigest`) of a JSONL file's complete lines (a torn tail left out: readers skip it),
+    read in blocks; "" for a missing file. What a store of things derived from the file
+    records to know the file still says the same, whatever its inode, size or mtime."""
+    if not path.exists():
+        return ""
+    digest = FileDigest()
+    pending = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 22):
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                pending += chunk
+                continue
+            if pending:
+                digest.update(pending)
+            digest.update(memoryview(chunk)[:cut])
+            pending = chunk[cut:]
+    return digest.hexdigest()
+
+
+def write_concatenation(sources: Iterable[Path], target: Path) -> None:
+    """``target`` := the bytes of ``sources`` one after another (copied in the kernel where
+    it can). The caller renames ``target`` into place."""
+    with target.open("wb") as out:
+        for source in sources:
+            with source.open("rb") as src:
+                remaining = os.fstat(src.fileno()).st_size
+                out.flush()  # what went through the buffer first
+                try:
+                    while remaining > 0:
+                        sent = os.sendfile(out.fileno(), src.fileno(), None, remaining)
+                        if sent == 0:
+                            break
+                        remaining -= sent
+                except (AttributeError, OSError):
+                    src.seek(os.fstat(src.fileno()).st_size - remaining)
+                    while chunk := src.read(1 << 22):
+                        out.write(chunk)
 
 
 def iter_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple[int, str]]:

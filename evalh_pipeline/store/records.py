@@ -5,6 +5,11 @@ Every layout fact here is derived from the pydantic models in ``evalh_pipeline.m
 without another edit. Readers and writers use the codecs below instead of spelling out
 key orders or line patterns: :data:`CASES`, :data:`TRACES` and :data:`RESULTS`.
 
+A trace line carries the hash of its own content (``trace_hash``, its last field): the
+sha256 of the line without that field (:meth:`RecordCodec.content_hash`). Writers seal a
+line with it (:meth:`RecordCodec.seal`); readers compute it again from the line, so a
+trace edited by hand, or written before the field existed, has the hash of what it says.
+
 Two fast paths keep large runs cheap and stay byte-identical to the models:
 
 * :meth:`RecordCodec.encode_values` writes a line from values that are already exactly
@@ -17,6 +22,7 @@ Two fast paths keep large runs cheap and stay byte-identical to the models:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import types
@@ -29,7 +35,7 @@ from pydantic_core import to_json
 
 from evalh_pipeline.models import EvalCase, EvaluationResult, Trace
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
-from evalh_pipeline.store.jsonl import LineSpan, iter_raw_lines, parse_record
+from evalh_pipeline.store.jsonl import JsonlAppender, LineSpan, iter_raw_lines, parse_record
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -40,11 +46,16 @@ _PLAIN_STRING = rb'[^"\\\n]*'
 class RecordCodec(Generic[M]):
     """Encoding, decoding and line patterns of one persisted record type, from its model."""
 
-    def __init__(self, model: type[M], kind: str) -> None:
+    def __init__(self, model: type[M], kind: str, hash_field: str | None = None) -> None:
         self.model = model
         self.kind = kind
         #: The keys of a line, in the order the model (and so every writer) puts them.
         self.fields: tuple[str, ...] = tuple(model.model_fields)
+        #: The field holding the hash of the rest of the line (the last field), if any.
+        self.hash_field = hash_field
+        if hash_field is not None and self.fields[-1] != hash_field:
+            raise TypeError(f"{model.__name__}.{hash_field} must be the model's last field")
+        self._trailers: dict[tuple[str, ...], re.Pattern[bytes]] = {}
         self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
         self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
         self._views: dict[tuple[str, ...], type[BaseModel]] = {}  # projection models, by their fields
@@ -85,6 +96,67 @@ class RecordCodec(Generic[M]):
         if info.is_required():
             raise KeyError(f"{self.model.__name__}.{name} is required")
         return info.get_default(call_default_factory=True)
+
+    def seal(self, line: bytes | str) -> tuple[bytes, str]:
+        """``line`` (one JSON object, with or without its newline) with its hash field set to
+        the hash of the rest of it, as the last key; and that hash."""
+        raw = line.encode("utf-8") if isinstance(line, str) else line
+        body = self._body(raw)
+        digest = _digest(body)
+        key = to_json(self.hash_field)
+        sealed = body[:-1] + (b"," if body != b"{}" else b"") + key + b":" + to_json(digest) + b"}\n"
+        return sealed, digest
+
+    def content_hash(self, line: bytes | str) -> str:
+        """The hash of ``line``'s content without its hash field: what :meth:`seal` wrote in it
+        when nobody changed it since, else the hash of what it says now."""
+        raw = line.encode("utf-8") if isinstance(line, str) else line
+        return _digest(self._body(raw))
+
+    def _body(self, raw: bytes) -> bytes:
+        """The line without its hash field (and without surrounding whitespace)."""
+        assert self.hash_field is not None, f"{self.model.__name__} lines carry no hash"
+        raw = raw.strip()
+        match = self._trailing_match(raw, (self.hash_field,))
+        if match is not None:
+            return raw[:match.start()] + b"}"
+        if to_json(self.hash_field) not in raw:
+            return raw  # written before the field existed, or by another tool: the line as it is
+        # The field elsewhere (keys reordered by a tool or a hand): the record without it.
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return raw
+        if not isinstance(record, dict):
+            return raw
+        record.pop(self.hash_field, None)
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def trailing(self, line: bytes, *names: str) -> tuple[str | None, ...]:
+        """The values of the str-or-null fields ``names`` (the model's last fields, in order)
+        read off the end of ``line``; a line laid out another way is parsed."""
+        match = self._trailing_match(line.rstrip(), names)
+        if match is not None:
+            return tuple(None if raw is None else raw.decode("utf-8") for raw in match.groups())
+        record = json.loads(line)
+        found = tuple(record.get(name) if isinstance(record, dict) else None for name in names)
+        return tuple(value if isinstance(value, str) else None for value in found)
+
+    def _trailing_match(self, line: bytes, names: tuple[str, ...]) -> re.Match[bytes] | None:
+        """The match of ``names``' trailer at the end of ``line`` (found from its last key:
+        no scan of the line from its start)."""
+        at = line.rfind(b"," + to_json(names[0]) + b":")
+        return self._trailer(names).match(line, at) if at >= 0 else None
+
+    def _trailer(self, names: tuple[str, ...]) -> re.Pattern[bytes]:
+        pattern = self._trailers.get(names)
+        if pattern is None:
+            if self.fields[-len(names):] != names:
+                raise ValueError(f"{', '.join(names)} are not the last fields of {self.model.__name__}")
+            parts = [re.escape(b"," + to_json(name) + b":") + b'(?:null|"(' + _PLAIN_STRING + b')")'
+                     for name in names]
+            pattern = self._trailers[names] = re.compile(b"".join(parts) + rb"\}$")
+        return pattern
 
     # -- reading ---------------------------------------------------------------------
 
@@ -245,6 +317,16 @@ def _scalar(annotation: Any) -> Any:
     return annotation
 
 
+def _digest(body: bytes) -> str:
+    """The content hash of a line: 32 hex digits of its sha256."""
+    return hashlib.sha256(body).hexdigest()[:32]
+
+
 CASES: RecordCodec[EvalCase] = RecordCodec(EvalCase, "case")
-TRACES: RecordCodec[Trace] = RecordCodec(Trace, "trace")
+TRACES: RecordCodec[Trace] = RecordCodec(Trace, "trace", hash_field="trace_hash")
 RESULTS: RecordCodec[EvaluationResult] = RecordCodec(EvaluationResult, "result")
+
+
+def traces_appender(path: Path) -> JsonlAppender:
+    """An appender of trace lines that seals each with its ``trace_hash`` (:meth:`RecordCodec.seal`)."""
+    return JsonlAppender(path, seal=TRACES.seal)

@@ -5,8 +5,13 @@
       config.yaml        the expanded config, secrets masked
       config_hash.txt    sha256 of the masked config
       cases.jsonl        the selected cases, as run
-      traces.jsonl       one Trace per cell (write-once, appended)
-      results.jsonl      one EvaluationResult per (cell, evaluator), replaced per variant
+      traces.jsonl       one Trace per cell (write-once, appended; each line carries its trace_hash)
+      traces.jsonl.torn  torn last lines set aside by the next writer (store/jsonl.py), if any
+      results.jsonl      one EvaluationResult per (trace, evaluator): the results store's files
+                         one after another, replaced whole (the file users and tools read)
+      results/           the results store (store/results_store.py):
+        store.json       evaluator -> its file, config hash, and the traces it is current for
+        <evaluator>-<digest>.jsonl   one evaluator's results, named by their content hash
       summary.yaml       RunSummary (regenerable)
       report.md          the summary for humans (regenerable)
       drift.yaml         the run against the eval's promoted baseline (regenerable)
@@ -16,12 +21,11 @@
 
     hidden (the engine's bookkeeping; never published, see store/publishing.py):
       .lock                       held while results.jsonl is replaced (store/locking.py)
-      .results.slices.json        which (variant, evaluator) slices results.jsonl holds
-      .results.inline.<key>.jsonl results judged during a fresh run, staged until adopted
-      .results.inline.<key>.json  what they were judged from (evaluator fingerprint, traces size)
+      .results.inline.<key>/      results judged during a fresh run, staged until the results
+                                  stage takes them (runner/inline_results.py)
       .publish-state.json         what each output[] mirror last received
-      .cells/                     the cell store: Parquet copies of what the queries read of
-                                  traces/results.jsonl, per evaluator block (queries/cell_store.py)
+      .cells/                     the cell store: Parquet copies of what the queries read of the
+                                  traces and results, keyed by content hashes (queries/cell_store.py)
       .stores.lock                held while the run is written to its trace stores
       .stores-state.json          what each SQL trace store last took (store/stores/sql.py)
       .otel-<key>.json            which traces an OTLP endpoint already took (store/stores/otel.py)
@@ -37,6 +41,7 @@ Every path above is named here and nowhere else.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -168,8 +173,22 @@ class RunDirectory:
         return self.path / ".lock"
 
     @property
-    def results_slices(self) -> Path:
-        return self.path / ".results.slices.json"
+    def results_store(self) -> Path:
+        """The results store's folder: one file per evaluator and ``store.json``."""
+        return self.path / "results"
+
+    @property
+    def results_manifest(self) -> Path:
+        return self.results_store / "store.json"
+
+    def evaluator_results(self, evaluator: str, digest: str) -> Path:
+        """The results store's file of ``evaluator``'s results whose content hash is ``digest``.
+
+        Named by the evaluator (reduced to characters safe in a file name) and the hash, so
+        a file is never rewritten under its name: a new judging makes a new file.
+        """
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", evaluator).lstrip(".")[:60] or "evaluator"
+        return self.results_store / f"{slug}-{digest.rsplit('-', 1)[-1][:24]}.jsonl"
 
     @property
     def last_evaluation(self) -> Path:
@@ -196,24 +215,46 @@ class RunDirectory:
         """Which traces the OTLP store at ``endpoint`` has exported (one file per endpoint)."""
         return self.path / f".otel-{hashlib.sha256(endpoint.encode()).hexdigest()[:12]}.json"
 
-    def inline_results(self, variants: Sequence[str]) -> tuple[Path, Path]:
-        """The staged inline results of a variant slice and their meta file.
+    def inline_results(self, variants: Sequence[str]) -> Path:
+        """The folder of the staged inline results of a variant slice: one file per evaluator
+        (``<n>.jsonl``, n its position in eval.yaml) and ``meta.json`` once complete.
 
-        One pair per slice, so concurrent passes over other variants never collide.
+        One folder per slice, so concurrent passes over other variants never collide.
         """
         key = hashlib.sha256("\0".join(variants).encode()).hexdigest()[:12]
-        results = self.path / f".results.inline.{key}.jsonl"
-        return results, results.with_suffix(".json")
+        return self.path / f".results.inline.{key}"
+
+    def staged_inline_results(self) -> list[Path]:
+        """Every staged inline results folder (see :meth:`inline_results`)."""
+        return sorted(p for p in self.path.glob(".results.inline.*") if p.is_dir())
 
     def staged_inline_metas(self) -> list[Path]:
         """The meta files of every staged inline result (see :meth:`inline_results`)."""
-        return sorted(self.path.glob(".results.inline.*.json"))
+        return [folder / "meta.json" for folder in self.staged_inline_results() if (folder / "meta.json").exists()]
 
-    def temp_file(self, purpose: str) -> Path:
-        """A new empty hidden file ``.<purpose>.<random>.tmp`` in the run folder, to be renamed or removed."""
-        fd, name = tempfile.mkstemp(dir=self.path, prefix=f".{purpose}.", suffix=".tmp")
+    def temp_file(self, purpose: str, folder: Path | None = None) -> Path:
+        """A new empty hidden file ``.<purpose>.<random>.tmp`` in the run folder (or in
+        ``folder``, one of its own), to be renamed or removed."""
+        fd, name = tempfile.mkstemp(dir=folder or self.path, prefix=f".{purpose}.", suffix=".tmp")
         os.close(fd)
         return Path(name)
+
+    def remove_stale_temp_files(self, *purposes: str) -> list[Path]:
+        """Remove the temp files (:meth:`temp_file`) of ``purposes`` a killed writer left behind.
+
+        Only for a writer that holds the run's lock: no other writer of those purposes is
+        at work then, so every such file is a leftover. Returns what was removed.
+        """
+        removed = []
+        for folder in (self.path, self.results_store):
+            for purpose in purposes:
+                for stale in folder.glob(f".{glob.escape(purpose)}.*.tmp"):
+                    try:
+                        stale.unlink()
+                        removed.append(stale)
+                    except OSError:
+                        pass  # not ours to remove after all (permissions): left as it was
+        return removed
 
     def exists(self) -> bool:
         return self.meta.exists() or self.is_eval_harness_run()

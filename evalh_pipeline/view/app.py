@@ -146,7 +146,7 @@ class Viewer:
         figures = summary_figures(summary) if meta.get("written_by") != "eval-harness" else None
         with RunCells(run) as cells:
             if figures is None:
-                variants = [asdict(v) for v in cells.variants(order)]
+                variants = [v.model_dump() for v in cells.variants(order)]
                 evaluators = {name: {v: asdict(f) for v, f in by.items()} for name, by in cells.evaluators().items()}
             else:
                 variants, evaluators = figures

@@ -20,23 +20,20 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.retry import prepare_retry
 from evalh_pipeline.runner.stages import write_summary
 from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.result_slices import recorded_blocks
+from evalh_pipeline.store.results_store import read_store
 from tests.queries.test_compare import A_CELLS, A_RESULTS, _results
 from tests.queries.test_compare import _run as _toy_run
 from tests.runner.test_incremental_reevaluation import FIVE, _run, _spec
 
 
 class _Reads:
-    """Which ranges of results.jsonl and which JSONL files the store read."""
+    """Which JSONL files the store read."""
 
     def __init__(self, monkeypatch):
-        self.ranges, self.files = [], []
-        read_range, load_table = cell_store._read_range, cell_store.load_table
-        monkeypatch.setattr(cell_store, "_read_range",
-                            lambda con, run_dir, piece, table: self.ranges.append(piece.end - piece.start)
-                            or read_range(con, run_dir, piece, table))
+        self.files = []
+        load_table = cell_store.load_table
         monkeypatch.setattr(cell_store, "load_table",
-                            lambda con, name, path, *rest: self.files.append(rest[-1]) or load_table(con, name, path, *rest))
+                            lambda con, name, path, *rest: self.files.append(path) or load_table(con, name, path, *rest))
 
 
 def _summary_files(run_dir):
@@ -53,16 +50,19 @@ def _from_scratch(spec, run_dir):
 def _judged_by_blocks(tmp_path):
     spec = _spec(tmp_path)
     run_dir = _run(spec)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))  # evaluator by evaluator
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
     write_summary(spec, run_dir)
     return spec, run_dir
 
 
-def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_lines(tmp_path, monkeypatch):
+def _file_of(run_dir, evaluator):
+    return run_dir.results_store / read_store(run_dir)[evaluator].file
+
+
+def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_file(tmp_path, monkeypatch):
     spec, run_dir = _judged_by_blocks(tmp_path)
     changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     asyncio.run(evaluate_traces(changed, run_dir))
-    (block,) = [end - start for name, _, start, end, _ in recorded_blocks(run_dir) if name == "says_answer"]
     reads = _Reads(monkeypatch)
     grouped = []
     paired_by_group = summary_module.paired_by_group
@@ -71,71 +71,58 @@ def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_lines(tm
 
     write_summary(changed, run_dir)
 
-    assert reads.ranges == [block]  # says_answer's new block; the traces and other blocks from the store
-    assert reads.files == [str(run_dir.results)]
+    assert reads.files == [_file_of(run_dir, "says_answer")]  # the traces and other evaluators from the store
     overall, per_evaluator = grouped  # the other evaluators' paired statistics are remembered
     assert set(overall) == {"candidate"} and set(per_evaluator) == {("candidate", "says_answer")}
     incremental = _summary_files(run_dir)
-    summary = json.dumps(incremental[0].decode())
-    assert "says_answer" in summary
+    assert "says_answer" in incremental[0].decode()
     assert incremental == _from_scratch(changed, run_dir)
 
 
-def test_after_a_run_each_rejudged_evaluator_costs_the_summary_only_its_new_lines(tmp_path, monkeypatch):
+def test_after_a_run_each_rejudged_evaluator_costs_the_summary_only_its_new_file(tmp_path, monkeypatch):
     spec = _spec(tmp_path)
-    run_dir = _run(spec)  # results as the run judged them: trace by trace, no blocks
+    run_dir = _run(spec)
     write_summary(spec, run_dir)
     reads = _Reads(monkeypatch)
     first = FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\"")
-    for changed in (first, first.replace("max_ms: 60000", "max_ms: 1"), first):  # one evaluator each time
+    for changed, name in ((first, "says_answer"), (first.replace("max_ms: 60000", "max_ms: 1"), "fast"),
+                          (first, "fast")):  # one evaluator each time
         new_spec = _spec(tmp_path, changed)
-        assert len(asyncio.run(evaluate_traces(new_spec, run_dir)).evaluators_rejudged) == 1
-        fresh = [end - start for *_, start, end, _ in recorded_blocks(run_dir)][-1:]
-        reads.ranges.clear()
+        assert asyncio.run(evaluate_traces(new_spec, run_dir)).evaluators_rejudged == [name]
+        reads.files.clear()
 
         write_summary(new_spec, run_dir)
 
-        # The lines kept from the run's file are derived from what the last summary read of it.
-        assert reads.ranges == fresh
+        assert reads.files == [_file_of(run_dir, name)]
         assert _summary_files(run_dir) == _from_scratch(new_spec, run_dir)
 
 
-def test_a_block_rejudged_for_one_variant_is_derived_not_read(tmp_path, monkeypatch):
+def test_an_evaluator_rejudged_for_one_variant_costs_the_summary_its_file_only(tmp_path, monkeypatch):
     spec, run_dir = _judged_by_blocks(tmp_path)
     changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
-    asyncio.run(evaluate_traces(changed, run_dir, ["base"]))  # says_answer's block keeps candidate's lines
-    fresh = [end - start for *_, start, end, _ in recorded_blocks(run_dir)][-1]
+    asyncio.run(evaluate_traces(changed, run_dir, ["base"]))  # says_answer's file keeps candidate's lines
     reads = _Reads(monkeypatch)
 
     write_summary(changed, run_dir)
 
-    assert reads.ranges == [fresh]
+    assert reads.files == [_file_of(run_dir, "says_answer")]
     assert _summary_files(run_dir) == _from_scratch(changed, run_dir)
 
 
-def test_kept_blocks_keep_their_ids_and_rejudged_ones_get_new_ids(tmp_path):
+def test_a_run_folder_copied_elsewhere_keeps_its_store_and_a_trace_edited_by_hand_is_read_again(
+        tmp_path, monkeypatch):
     spec, run_dir = _judged_by_blocks(tmp_path)
-    before = {name: block_id for name, _, _, _, block_id in recorded_blocks(run_dir)}
-    asyncio.run(evaluate_traces(_spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1")), run_dir))
-    after = {name: block_id for name, _, _, _, block_id in recorded_blocks(run_dir)}
-    assert set(after) == set(before) and all(len(i) == 24 for i in after.values())
-    assert {name for name in before if before[name] != after[name]} == {"fast"}
-
-
-def test_a_results_file_edited_by_hand_is_summarized_from_the_file_not_the_store(tmp_path, monkeypatch):
-    spec, run_dir = _judged_by_blocks(tmp_path)
-    before = run_dir.summary.read_text()
-    lines = run_dir.results.read_text().splitlines(keepends=True)
-    flipped = next(i for i, line in enumerate(lines) if '"passed":true' in line)
-    lines[flipped] = lines[flipped].replace('"passed":true', '"passed":false')
-    run_dir.results.write_text("".join(lines))  # same size: only the mtime (and content) moved
+    copy = type(run_dir)(tmp_path / "elsewhere" / run_dir.run_id)
+    shutil.copytree(run_dir.path, copy.path)  # new inodes and times: the contents say the same
     reads = _Reads(monkeypatch)
-
-    write_summary(spec, run_dir)
-
-    assert reads.ranges == [run_dir.results.stat().st_size]  # the slice manifest is stale too: one range
-    assert run_dir.summary.read_text() != before
-    assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
+    write_summary(spec, copy)
+    assert reads.files == []
+    assert _summary_files(copy) == _summary_files(run_dir)
+    lines = copy.traces.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].replace('"latency_ms":', '"latency_ms":1')  # same size or not: content is what counts
+    copy.traces.write_text("".join(lines))
+    write_summary(spec, copy)
+    assert reads.files == [copy.traces]
 
 
 def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path, monkeypatch):
@@ -156,7 +143,7 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     reads = _Reads(monkeypatch)
     write_summary(spec, run_dir)
 
-    assert str(run_dir.traces) in reads.files  # the rewritten traces file is read again
+    assert run_dir.traces in reads.files  # the rewritten traces file is read again
     assert json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())["traces_part"] != traces_part
     assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
 
@@ -208,7 +195,7 @@ def test_only_the_files_of_the_current_store_are_kept(tmp_path):
     data = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())
     assert sorted(p.name for p in run_dir.cells_cache.iterdir()) == sorted(
         [cell_store.MANIFEST, data["traces_part"], *data["result_parts"]])
-    assert len(data["result_parts"]) == 5  # one per evaluator block
+    assert len(data["result_parts"]) == 5  # one per evaluator's file
 
 
 def _summarize(run_dir, criteria=None):

@@ -123,6 +123,6 @@ def test_compare_pairs_runs_case_by_case(tmp_path):
     assert as_json["comparison"]["deltas"][0]["significance"]["mcnemar_p_value"] == pytest.approx(2 * 0.5**30)
     assert as_json["comparison"]["deltas"][0]["by_evaluator"]["x"]["delta_ci95"][1] < 0
     # The JSON mirrors the DataModel's ComparisonReport, field for field.
-    assert report.comparison.to_report().deltas[0].significance.cases_worse == 30
+    assert report.comparison.deltas[0].significance.cases_worse == 30
     text = drift_markdown("toy", "b", report)
     assert "## Significance" in text and "a real regression" in text

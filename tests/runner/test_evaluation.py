@@ -95,11 +95,14 @@ def test_cost_limited_cells_are_not_judged(tmp_path):
 
 def test_fresh_run_results_are_judged_inline_and_adopted_when_config_is_unchanged(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    staged = list(run_dir.path.glob(".results.inline.*"))
-    assert len(staged) == 2  # results + their meta, waiting for the results stage
-    stats = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
-    assert stats.results == 12 and stats.evaluator_errors == 2
-    assert len(_results(run_dir)) == 12
+    (staged,) = run_dir.path.glob(".results.inline.*")
+    assert (staged / "meta.json").exists()  # a complete pass, waiting for the results stage
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    # Judged inline as the run went: moved into the store, counted as judged, not judged again.
+    assert stats.results == 12 and stats.results_kept == 0 and stats.evaluator_errors == 2
+    assert stats.by_variant["base"]["explodes_on_case_1"] == [2, 3]
+    results = _results(run_dir)
+    assert len(results) == 12 and sum(r["error"] is not None for r in results) == 2
     assert not list(run_dir.path.glob(".results.inline.*"))
 
 
@@ -117,6 +120,6 @@ def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path
 def test_adopting_inline_results_leaves_no_temporary_files(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
-    # .lock, the slice manifest (store/result_slices.py) and the last evaluation's counts are kept on purpose.
-    kept = {".lock", ".results.slices.json", ".evaluation.json"}
+    # .lock and the last evaluation's counts are kept on purpose.
+    kept = {".lock", ".evaluation.json"}
     assert not [p.name for p in run_dir.path.iterdir() if p.name.startswith(".") and p.name not in kept]

@@ -1,5 +1,5 @@
 """Re-evaluation judges only what changed: evaluators whose config hash changed, traces
-appended since; every other result line is kept byte for byte."""
+with no current result; every other result line is kept byte for byte."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 
-import pytest
 
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
@@ -119,17 +118,24 @@ def test_traces_appended_since_are_judged_by_the_unchanged_evaluators_only(tmp_p
     stats = asyncio.run(evaluate_traces(spec, run_dir))
     assert stats.evaluators_rejudged == [] and stats.traces_appended == 1 and stats.results == 5
     after = _lines(run_dir)
-    assert after[:len(before)] == before and len(after) == len(before) + 5
+    assert set(before) <= set(after) and len(after) == len(before) + 5  # every old line kept byte for byte
 
 
-def test_results_written_by_another_tool_are_rejudged_in_full(tmp_path):
+def test_results_of_a_run_from_before_the_store_are_kept_where_they_carry_matching_hashes(tmp_path):
+    import shutil
+
     spec = _spec(tmp_path)
     run_dir = _run(spec)
-    with run_dir.results.open("ab") as f:
-        f.write(b"\n")  # any other writer makes the manifest stale
+    shutil.rmtree(run_dir.results_store)  # results.jsonl only, as an older version left it
     stats = asyncio.run(evaluate_traces(spec, run_dir))
-    assert stats.results == 60 and stats.evaluators_rejudged == sorted(
-        ["mentions_paris", "used_lookup", "says_answer", "fast", "case_sensitive_paris"])
+    assert stats.results == 0 and stats.results_kept == 60
+    # Lines without a trace_hash (eval-harness, or written before it existed) prove nothing: judged again.
+    lines = [json.loads(line) for line in _lines(run_dir)]
+    shutil.rmtree(run_dir.results_store)
+    run_dir.results.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "trace_hash"}) + "\n"
+                                       for r in lines))
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    assert stats.results == 60 and stats.results_kept == 0
 
 
 def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_judging(tmp_path):
@@ -149,80 +155,69 @@ def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_j
     assert len(incremental["fast"]) == 12 and verdicts(incremental["fast"]) == verdicts(full["fast"])
 
 
-def _blocks_hold_their_evaluators_lines(run_dir):
-    from evalh_pipeline.store.result_slices import recorded_blocks
-
-    data = run_dir.results.read_bytes()
-    blocks = recorded_blocks(run_dir)
-    for name, _, start, end, _ in blocks:
-        assert {json.loads(line)["evaluator"] for line in data[start:end].splitlines()} == {name}
-    return [name for name, *_ in blocks]
-
-
-@pytest.mark.parametrize("kernel_copy", [True, False])
-def test_after_a_full_judging_a_changed_evaluator_is_dropped_as_one_block(tmp_path, monkeypatch, kernel_copy):
-    from evalh_pipeline.store import results_file
+def test_rejudging_a_changed_evaluator_never_reads_the_others_results(tmp_path, monkeypatch):
+    from evalh_pipeline.runner import evaluation
 
     spec = _spec(tmp_path)
-    run_dir = _run(spec)  # inline results: trace by trace, no blocks
-    assert _blocks_hold_their_evaluators_lines(run_dir) == []
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))  # evaluator by evaluator
-    order = ["mentions_paris", "used_lookup", "says_answer", "fast", "case_sensitive_paris"]
-    assert _blocks_hold_their_evaluators_lines(run_dir) == order
+    run_dir = _run(spec)
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
     before = _by_evaluator(_lines(run_dir))
-    filtered = []
-    original = results_file._filter_range
-    monkeypatch.setattr(results_file, "_filter_range",
-                        lambda source, start, end, *rest: filtered.append(end - start) or original(source, start, end, *rest))
-    if not kernel_copy:
-        def unsupported(*args):
-            raise OSError(95, "Operation not supported")
-        monkeypatch.setattr(results_file.os, "copy_file_range", unsupported)
-
+    reads = []
+    original = evaluation.entry_lines
+    monkeypatch.setattr(evaluation, "entry_lines", lambda *a: reads.append(a[1].file) or original(*a))
     changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     stats = asyncio.run(evaluate_traces(changed, run_dir))
-
     assert stats.evaluators_rejudged == ["says_answer"] and stats.results == 12 and stats.results_kept == 48
-    assert set(filtered) <= {0}  # no line was read to keep the other blocks
+    assert reads == []  # the other four evaluators' files were not opened
     after = _by_evaluator(_lines(run_dir))
     assert all(after[name] == before[name] for name in before if name != "says_answer")
-    assert _blocks_hold_their_evaluators_lines(run_dir) == [n for n in order if n != "says_answer"] + ["says_answer"]
-    # Re-judging one variant of a block reads that block only, and keeps its other variant's lines.
+    # Re-judging one variant keeps the other variant's lines.
     again = asyncio.run(evaluate_traces(_spec(tmp_path), run_dir, ["base"]))
     assert again.evaluators_rejudged == ["says_answer"] and again.results == 6
     assert _by_evaluator(_lines(run_dir))["fast"] == before["fast"]
     assert len(_by_evaluator(_lines(run_dir))["says_answer"]) == 12
 
 
-def _gaps_are_their_parents_without_the_slice(run_dir, old_bytes, old_identity, variants, evaluators):
-    from evalh_pipeline.store.result_slices import recorded_gaps
-
-    new_bytes = run_dir.results.read_bytes()
-    gaps = recorded_gaps(run_dir)
-    for start, end, lineage in gaps:
-        assert lineage["file"] == old_identity
-        parent = old_bytes[lineage["start"]:lineage["end"]].splitlines(keepends=True)
-        kept = [line for line in parent if not (json.loads(line)["variant_name"] in variants
-                                                and json.loads(line)["evaluator"] in evaluators)]
-        assert new_bytes[start:end] == b"".join(kept)
-        assert lineage["dropped"] == len(parent) - len(kept)
-        assert (lineage["variants"], lineage["evaluators"]) == (sorted(variants), sorted(evaluators))
-    return gaps
-
-
-def test_the_lines_kept_between_blocks_record_where_they_came_from(tmp_path):
-    from evalh_pipeline.store.result_slices import file_identity
+def test_a_re_evaluation_with_nothing_changed_reads_no_trace_line_and_no_result_line(tmp_path, monkeypatch):
+    from evalh_pipeline.runner import evaluation, judge_workers
+    from evalh_pipeline.store import results_store
+    from evalh_pipeline.store.records import TRACES
 
     spec = _spec(tmp_path)
-    run_dir = _run(spec)  # trace by trace: the kept lines are one gap, the whole old file less a slice
-    old, identity = run_dir.results.read_bytes(), file_identity(run_dir.results)
-    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
-    asyncio.run(evaluate_traces(changed, run_dir))
-    (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base", "candidate"}, {"says_answer"})
-    assert gap[2]["block"] is None and (gap[2]["start"], gap[2]["end"]) == (0, len(old)) and gap[2]["dropped"] == 12
+    run_dir = _run(spec)
+    reads = []
 
-    asyncio.run(evaluate_traces(changed, run_dir, incremental=False, processes=2))  # evaluator blocks
-    old, identity = run_dir.results.read_bytes(), file_identity(run_dir.results)
-    asyncio.run(evaluate_traces(spec, run_dir, ["base"]))  # one variant of says_answer's block
-    (gap,) = _gaps_are_their_parents_without_the_slice(run_dir, old, identity, {"base"}, {"says_answer"})
-    assert gap[2]["block"][1:] == ["says_answer", ["base", "candidate"]] and gap[2]["dropped"] == 6
+    def counted(module, name):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, **k: reads.append(name) or original(*a, **k))
+
+    for module in (evaluation, judge_workers, results_store):
+        counted(module, "iter_raw_lines")
+    counted(TRACES, "content_hash")
+    counted(TRACES, "decode")
+    stats = asyncio.run(evaluate_traces(spec, run_dir))
+    # The traces file's bytes are hashed as one block stream (store/jsonl.py
+    # complete_lines_digest) to know they are the ones judged; no line is read, parsed or hashed.
+    assert reads == [] and stats.results == 0 and stats.results_kept == 60
+
+
+def test_a_run_folder_copied_elsewhere_is_judged_by_content_not_by_its_files_identity(tmp_path):
+    import shutil
+
+    from evalh_pipeline.store.run_dir import RunDirectory
+
+    spec = _spec(tmp_path)
+    run_dir = _run(spec)
+    copy = RunDirectory(tmp_path / "synced" / run_dir.run_id)
+    shutil.copytree(run_dir.path, copy.path)  # new inodes, times: nothing judged again
+    assert asyncio.run(evaluate_traces(spec, copy)).results == 0
+    lines = copy.traces.read_text().splitlines(keepends=True)
+    edited = json.loads(lines[2])
+    edited["output"]["final_answer"] = "Lyon"  # by hand, its recorded trace_hash left as it was
+    lines[2] = json.dumps(edited, separators=(",", ":")) + "\n"
+    copy.traces.write_text("".join(lines))
+    stats = asyncio.run(evaluate_traces(spec, copy))
+    assert stats.results == 5 and stats.results_kept == 55  # that trace, by every evaluator
+    verdicts = {r["evaluator"]: r["passed"] for r in map(json.loads, _lines(copy))
+                if (r["case_id"], r["variant_name"]) == (edited["case_id"], edited["variant_name"])}
+    assert verdicts["mentions_paris"] is False

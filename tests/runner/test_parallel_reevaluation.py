@@ -1,4 +1,4 @@
-"""Re-evaluation's fast paths: worker processes, direct result lines, the slice-dropping merge."""
+"""Re-evaluation's fast paths: worker processes, direct result lines."""
 
 from __future__ import annotations
 
@@ -153,26 +153,18 @@ def test_result_lines_are_byte_for_byte_the_models_json(verdict, error, tz, micr
     assert result_lines(trace, [first, second]).decode() == expected
 
 
-def test_rejudging_keeps_other_slices_and_odd_lines_and_drops_a_torn_tail(tmp_path):
+def test_a_legacy_results_file_is_replaced_from_the_store_and_its_torn_tail_set_aside(tmp_path):
     spec, run_dir = _prepared(tmp_path, cases=4)
     other = {"schema_version": "1.0", "run_id": "r", "case_id": "x", "variant_name": "gone", "sample": 0,
              "evaluator": "e", "evaluator_type": "t", "passed": True, "reason": "", "started_at": "2026-01-01T00:00:00Z",
              "finished_at": "2026-01-01T00:00:00Z", "latency_ms": 0}
-    reordered = {"variant_name": "base", "evaluator": "mentions_paris", "case_id": "y"}
-    reordered.update({k: v for k, v in other.items() if k not in reordered})
-    escaped = {**other, "variant_name": "q\"uote"}
-    run_dir.results.write_text("\n".join([
-        json.dumps(other, separators=(",", ":")),   # another variant: kept
-        "",                                          # blank: dropped
-        json.dumps(reordered),                       # in the slice, other layout: dropped
-        json.dumps(escaped, separators=(",", ":")),  # escaped name, not in the slice: kept
-        '{"schema_version":"1.0","run_id":"r","case_id":"torn"',  # torn tail: dropped
-    ]))
+    torn = '{"schema_version":"1.0","run_id":"r","case_id":"torn"'
+    run_dir.results.write_text("\n".join([json.dumps(other), "", torn]))
     asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
     records = [json.loads(line) for _, line in iter_lines(run_dir.results)]
-    assert [r["variant_name"] for r in records[:2]] == ["gone", "q\"uote"]
-    assert len(records) == 2 + 4 * 2 * 5
-    assert not any(r["case_id"] in ("y", "torn") for r in records)
+    # An evaluator no longer configured loses its results; every configured one judged every trace.
+    assert len(records) == 4 * 2 * 5 and not any(r["case_id"] in ("x", "torn") for r in records)
+    assert (run_dir.path / "results.jsonl.torn").read_text() == torn + "\n"
 
 
 def test_split_lines_cuts_whole_lines_and_numbers_them(tmp_path):
@@ -195,30 +187,6 @@ def test_a_case_index_pickles_without_its_handle_and_reopens(tmp_path):
     assert other.get("case_0").id == "case_0"
     for handle in (index, copy, other):
         handle.close()
-
-
-def test_a_recorded_slice_manifest_skips_reading_old_results_and_a_stale_one_is_ignored(tmp_path, monkeypatch):
-    from evalh_pipeline.store import results_file
-    from evalh_pipeline.store.result_slices import recorded_slices
-
-    spec, run_dir = _prepared(tmp_path, cases=4)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
-    assert recorded_slices(run_dir) == {(v, e) for v in ("base", "candidate") for e in
-                                                ("mentions_paris", "used_lookup", "exact_answer", "says_answer", "fast")}
-    reads = []
-    original = results_file._copy_outside_slice
-    monkeypatch.setattr(results_file, "_copy_outside_slice", lambda *a: reads.append(1) or original(*a))
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
-    assert reads == []  # every old line was in the re-judged slice
-    asyncio.run(evaluate_traces(spec, run_dir, ["candidate"], processes=1, incremental=False))
-    assert reads == [1]  # base's lines had to be kept
-    with run_dir.results.open("a") as handle:  # another writer: the manifest no longer describes the file
-        handle.write(json.dumps({"variant_name": "other", "evaluator": "e"}) + "\n")
-    assert recorded_slices(run_dir) is None
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
-    assert reads == [1, 1]
-    assert sum('"variant_name": "other"' in line for line in run_dir.results.read_text().splitlines()) == 1
-    assert len(run_dir.results.read_text().splitlines()) == 1 + 4 * 2 * 5
 
 
 @pytest.mark.integration

@@ -1,4 +1,4 @@
-"""JSON Lines: a torn last line is skipped by readers and truncated by the next writer."""
+"""JSON Lines: a torn last line is skipped by readers and set aside (never destroyed) by the next writer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 from evalh_pipeline.models import SchemaVersionError, Trace
 from evalh_pipeline.models import versioning
 from evalh_pipeline.store import jsonl
-from evalh_pipeline.store.jsonl import CorruptRecordError, JsonlAppender, iter_lines, iter_records, truncate_torn_tail
+from evalh_pipeline.store.jsonl import (
+    CorruptRecordError,
+    JsonlAppender,
+    complete_lines_digest,
+    iter_lines,
+    iter_records,
+    set_aside_torn_tail,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -42,26 +49,55 @@ def test_iter_lines_skips_a_torn_last_line_cut_inside_a_multibyte_character(tmp_
     assert [n for n, _ in iter_lines(path)] == [1]
 
 
-def test_appender_truncates_a_torn_tail_before_writing(tmp_path):
+def test_appender_sets_a_torn_tail_aside_before_writing_and_says_so_once(tmp_path, caplog):
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1}\n{"b": 2}\n{"c": 3')
     with JsonlAppender(path) as out:
         out.write('{"d": 4}')
     assert path.read_text() == '{"a": 1}\n{"b": 2}\n{"d": 4}\n'
+    assert (tmp_path / "t.jsonl.torn").read_text() == '{"c": 3\n'
+    assert [r.getMessage() for r in caplog.records if "torn" in r.getMessage()] and "t.jsonl.torn" in caplog.text
+    caplog.clear()
+    JsonlAppender(path).close()  # nothing torn any more: nothing said, nothing moved
+    assert "torn" not in caplog.text and (tmp_path / "t.jsonl.torn").read_text() == '{"c": 3\n'
 
 
-def test_appender_truncates_a_file_that_holds_only_a_torn_line(tmp_path):
+def test_torn_tails_accumulate_in_the_torn_file_never_overwritten(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"first')
+    set_aside_torn_tail(path)
+    path.write_text(path.read_text() + '{"second')
+    set_aside_torn_tail(path)
+    assert (tmp_path / "t.jsonl.torn").read_text() == '{"first\n{"second\n'
+    assert path.read_text() == '{"a": 1}\n'
+
+
+def test_appender_sets_aside_a_file_that_holds_only_a_torn_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"partial": ')
     JsonlAppender(path).close()
     assert path.read_bytes() == b""
+    assert (tmp_path / "t.jsonl.torn").read_text() == '{"partial": \n'
 
 
-def test_appender_truncates_a_torn_tail_cut_inside_a_multibyte_character(tmp_path):
+def test_a_torn_tail_cut_inside_a_multibyte_character_is_set_aside_byte_for_byte(tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_bytes('{"a": "Zürich"}\n{"b": "Zü'.encode()[:-1])
-    truncate_torn_tail(path)
+    torn = '{"b": "Zü'.encode()[:-1]
+    path.write_bytes('{"a": "Zürich"}\n'.encode() + torn)
+    assert set_aside_torn_tail(path) == tmp_path / "t.jsonl.torn"
     assert path.read_text(encoding="utf-8") == '{"a": "Zürich"}\n'
+    assert (tmp_path / "t.jsonl.torn").read_bytes() == torn + b"\n"
+
+
+def test_the_digest_of_complete_lines_ignores_a_torn_tail_and_nothing_else(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n')
+    whole = complete_lines_digest(path)
+    path.write_text('{"a": 1}\n{"b": 2}\n{"c": ')
+    assert complete_lines_digest(path) == whole
+    path.write_text('{"a": 1}\n{"b": 3}\n')
+    assert complete_lines_digest(path) != whole
+    assert complete_lines_digest(tmp_path / "absent.jsonl") == ""
 
 
 def test_appender_keeps_complete_files_and_creates_missing_ones(tmp_path):

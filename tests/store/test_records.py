@@ -154,3 +154,35 @@ def test_a_projection_migrates_older_lines_and_reports_corrupt_ones_like_decode(
         decode(b'{"schema_version":"1.0", torn', tmp_path / "t.jsonl", 7)
     with pytest.raises(KeyError, match="no field nonsense"):
         TRACES.projection({"nonsense"})
+
+
+def test_a_sealed_trace_line_ends_with_the_hash_of_the_rest_and_readers_recompute_it():
+    from datetime import datetime, timezone
+
+    from evalh_pipeline.models import Trace
+    from evalh_pipeline.store.records import TRACES
+
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    line = TRACES.encode(Trace(run_id="r", case_id="c", variant_name="v", started_at=now, finished_at=now,
+                               latency_ms=0))
+    sealed, digest = TRACES.seal(line)
+    assert sealed.endswith(b',"trace_hash":"' + digest.encode() + b'"}\n') and len(digest) == 32
+    assert TRACES.content_hash(sealed) == TRACES.content_hash(line) == digest  # unsealed: the same content
+    assert TRACES.seal(sealed) == (sealed, digest)  # sealing twice changes nothing
+    # Edited by hand, its recorded hash left as it was: the hash of what it says now.
+    edited = sealed.replace(b'"case_id":"c"', b'"case_id":"d"')
+    assert TRACES.content_hash(edited) != digest
+    # Written before the field existed (or by another tool): the hash of the line as it is.
+    legacy = line.replace(b',"trace_hash":null', b"")
+    assert len(TRACES.content_hash(legacy)) == 32
+
+
+def test_result_hashes_are_read_off_the_end_of_a_line_or_parsed():
+    import json
+
+    from evalh_pipeline.store.records import RESULTS
+
+    fast = b'{"evaluator":"e","detail":{"x":",\\"trace_hash\\":1"},"evaluator_hash":"abc","trace_hash":"def"}\n'
+    assert RESULTS.trailing(fast, "evaluator_hash", "trace_hash") == ("abc", "def")
+    other = json.dumps({"trace_hash": "def", "evaluator": "e", "evaluator_hash": None}).encode()
+    assert RESULTS.trailing(other, "evaluator_hash", "trace_hash") == (None, "def")

@@ -129,9 +129,34 @@ def test_a_run_leaves_only_files_its_run_directory_names(toy_eval):
     named = {p.name for p in (run_dir.meta, run_dir.config_yaml, run_dir.config_hash_txt, run_dir.cases,
                               run_dir.traces, run_dir.results, run_dir.summary, run_dir.report, run_dir.drift,
                               run_dir.drift_report, run_dir.artifacts, run_dir.publish_log, run_dir.lock,
-                              run_dir.results_slices, run_dir.publish_state, run_dir.cells_cache,
+                              run_dir.results_store, run_dir.publish_state, run_dir.cells_cache,
                               run_dir.stores_lock, run_dir.stores_state, run_dir.last_evaluation, run_dir.reuse_record,
-                              *run_dir.inline_results(spec.variant_names))}
+                              run_dir.inline_results(spec.variant_names))}
     left = {p.name for p in run_dir.path.iterdir()}
     assert left <= named, left - named
     assert not [p for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]  # no temp file outlives its write
+    store = {p.name for p in run_dir.results_store.iterdir()}
+    assert len(store) == 1 + len(spec.config.evaluators)  # store.json and one file per evaluator
+
+
+def test_a_killed_writers_temp_files_are_removed_by_the_next_writer_of_the_run(toy_eval):
+    import asyncio
+
+    from evalh_pipeline.runner.evaluation import evaluate_traces
+    from evalh_pipeline.runner.loading import load_eval
+    from evalh_pipeline.runner.stages import prepare_cases, write_summary
+    from evalh_pipeline.runner.traces import produce_traces
+    from evalh_pipeline.store.run_dir import new_run_id
+
+    spec = load_eval(toy_eval)
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+    asyncio.run(produce_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(spec, run_dir))
+    # What a re-evaluate (and a summary) killed mid-write leaves behind (issue 25 item 13).
+    leftovers = [run_dir.temp_file("results"), run_dir.temp_file("results.merge"),
+                 run_dir.temp_file("results", run_dir.results_store), run_dir.temp_file("cells")]
+    other = run_dir.temp_file("traces.retry")  # not the evaluation's: left to its own writer
+    asyncio.run(evaluate_traces(spec, run_dir))
+    write_summary(spec, run_dir)
+    assert not [p for p in leftovers if p.exists()]
+    assert other.exists()
