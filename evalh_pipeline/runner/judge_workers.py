@@ -16,7 +16,6 @@ import logging
 import multiprocessing
 import os
 import pickle
-import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable, Sequence
@@ -118,10 +117,12 @@ def judge_selected(
 
 
 def process_context(plan: SpanPlan) -> BaseContext | None:
-    """fork when this process has no other threads (cheap), else spawn; None: this process only.
+    """forkserver where the platform has it, else spawn; None: this process only.
 
-    Forking a multi-threaded process can deadlock on a lock another thread held. Either
-    way the plan is pickled to the workers, which it is for the built-in evaluators; a
+    Never fork: the CLI's process runs Dagster's threads and the system loop's, and forking a
+    multi-threaded process can deadlock on a lock another thread held (a thread count does
+    not see native threads). The forkserver starts workers from a clean single-threaded
+    server, at the price of importing the engine once. Either way the plan is pickled to the workers, which it is for the built-in evaluators; a
     plan that does not pickle (a plugin evaluator) is judged here, with a warning. A
     daemonic process (a Dagster step's) may not have children.
     """
@@ -134,8 +135,8 @@ def process_context(plan: SpanPlan) -> BaseContext | None:
         logger.warning("judging in one process: the evaluators (%s) cannot be sent to worker processes (%s)",
                        names, exc)
         return None
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context("spawn")
 
 
