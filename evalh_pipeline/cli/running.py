@@ -83,6 +83,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     if reuse_from:
         _print_reuse(outcome, reuse_from)
     _print_ui_visibility(spec)
+    _print_viewer_link(spec, run_id)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
 
@@ -118,6 +119,16 @@ def _print_ui_visibility(spec: EvalSpec) -> None:
         extra = f":{os.environ[EVALS_DIR_ENV]}" if os.environ.get(EVALS_DIR_ENV) else ""
         err.line(f"note: {spec.path} is outside the UI's evals folder ({folders}); to see its runs in the UI: "
                  f"{EVALS_DIR_ENV}={spec.eval_dir}{extra} ./dev ui")
+
+
+def _print_viewer_link(spec: EvalSpec, run_id: str) -> None:
+    """The run's page in `evalh view`, when a viewer answers at ``$EVALH_VIEWER_URL`` (or the default port)."""
+    from evalh_pipeline.view.links import VIEWER_URL_ENV, running_viewer_run_url
+
+    # A short wait: a viewer that does not answer at once is not worth holding the prompt for.
+    url = running_viewer_run_url(run_id, spec.settings.env.get(VIEWER_URL_ENV), timeout_s=2.0)
+    if url:
+        say(f"viewer: {url}")
 
 
 def _require_eval_file(eval_path: str) -> None:
