@@ -83,6 +83,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     if reuse_from:
         _print_reuse(outcome, reuse_from)
     _print_ui_visibility(spec)
+    _print_viewer_link(spec, run_id)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
 
@@ -118,6 +119,16 @@ def _print_ui_visibility(spec: EvalSpec) -> None:
         extra = f":{os.environ[EVALS_DIR_ENV]}" if os.environ.get(EVALS_DIR_ENV) else ""
         err.line(f"note: {spec.path} is outside the UI's evals folder ({folders}); to see its runs in the UI: "
                  f"{EVALS_DIR_ENV}={spec.eval_dir}{extra} ./dev ui")
+
+
+def _print_viewer_link(spec: EvalSpec, run_id: str) -> None:
+    """The run's page in `evalh view`, when a viewer answers at ``$EVALH_VIEWER_URL`` (or the default port)."""
+    from evalh_pipeline.view.links import VIEWER_URL_ENV, running_viewer_run_url
+
+    # A short wait: a viewer that does not answer at once is not worth holding the prompt for.
+    url = running_viewer_run_url(run_id, spec.settings.env.get(VIEWER_URL_ENV), timeout_s=2.0)
+    if url:
+        say(f"viewer: {url}")
 
 
 def _require_eval_file(eval_path: str) -> None:
@@ -379,8 +390,6 @@ def delete_run(run_dir: str, yes: bool) -> None:
     """Delete RUN_DIR and its partition in the Dagster instance (so no partition points at deleted data).
 
     The eval's promoted baseline is refused: promote another run first."""
-    import shutil
-
     from evalh_pipeline.store.baselines import current_baseline
 
     if "://" in run_dir:
@@ -395,7 +404,14 @@ def delete_run(run_dir: str, yes: bool) -> None:
         sys.exit(EXIT_CONFIG)
     if not yes and not click.confirm(f"delete {directory.path} and its Dagster partition?", err=True):
         sys.exit(EXIT_CONFIG)
-    with _holding(directory.path, "evalh delete-run"):
+    _delete(directory, eval_name, "evalh delete-run")
+
+
+def _delete(directory: RunDirectory, eval_name: str, holder: str) -> None:
+    """Remove ``directory``'s partition, then the folder (never a baseline: the callers refuse it)."""
+    import shutil
+
+    with _holding(directory.path, holder):
         # The partition first: a folder whose deletion fails half-way is no longer offered as a run.
         if eval_name and not run_id_problem_of(directory.run_id):
             from evalh_pipeline.defs import launch as dagster
@@ -404,12 +420,52 @@ def delete_run(run_dir: str, yes: bool) -> None:
             try:
                 removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, directory.run_id)
             except InfrastructureError as exc:
-                error(f"{exc} (nothing was deleted)")
+                error(f"{exc} (nothing more was deleted)")
                 sys.exit(EXIT_INFRA)
             if removed:
                 err.line(f"removed partition {directory.run_id} of {eval_name}")
         shutil.rmtree(directory.path)
     say(f"deleted {directory.path}")
+
+
+@main.command()
+@click.argument("eval_path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--keep", type=click.IntRange(min=0), required=True, help="How many of the newest runs to keep.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def prune(eval_path: str, keep: int, yes: bool) -> None:
+    """Delete all but the KEEP newest runs of EVAL_PATH's eval and their Dagster partitions.
+
+    Newest by the time recorded in run.json (then the run id). The promoted baseline is never
+    deleted and does not count toward KEEP."""
+    from evalh_pipeline.store.baselines import current_baseline
+
+    spec = _load(eval_path)
+    root = Path(spec.runs_root)
+    if "://" in str(spec.runs_root) or not root.is_dir():
+        say(f"no local runs of {spec.name} in {spec.runs_root}")
+        return
+    runs = []
+    for folder in sorted(root.iterdir()):
+        directory = RunDirectory(folder)
+        if folder.is_symlink() or not folder.is_dir() or not directory.exists():
+            continue
+        meta = directory.read_meta() or {}
+        if meta.get("eval_name") == spec.name:
+            runs.append((str(meta.get("created_at") or ""), directory.run_id, directory))
+    baseline = current_baseline(root, spec.name)
+    runs = [r for r in runs if baseline is None or r[1] != baseline.run_id]
+    runs.sort(reverse=True)
+    doomed = [directory for _, _, directory in runs[keep:]]
+    if not doomed:
+        say(f"nothing to prune: {len(runs)} run(s) of {spec.name}, keeping {keep}")
+        return
+    if not yes and not click.confirm(f"delete {len(doomed)} run(s) of {spec.name} and their Dagster partitions?",
+                                     err=True):
+        sys.exit(EXIT_CONFIG)
+    for directory in doomed:
+        _delete(directory, spec.name, "evalh prune")
+    say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"
+        + (f" and the baseline {baseline.run_id}" if baseline is not None else ""))
 
 
 def run_id_problem_of(run_id: str) -> str:

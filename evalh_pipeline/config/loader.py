@@ -21,7 +21,7 @@ from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig
+from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig, eval_key
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
@@ -90,6 +90,9 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
                                + " (an error with --strict)") for w in warnings]
     if issues:
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0))
+    if eval_key(config.eval.name) != config.eval.name:  # a note, not an error even with --strict
+        warnings.append(where.issue(("eval", "name"), f"{config.eval.name!r} is not a run-id key; its runs and Dagster "
+                                                 f"assets use {eval_key(config.eval.name)!r}"))
 
     # Secrets by use: a webhook's URL is its credential, whatever the variable is called.
     secrets |= frozenset(str((output.model_extra or {})[key]) for output in config.output if output.type == "webhook"

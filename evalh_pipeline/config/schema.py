@@ -7,6 +7,7 @@ rather than a silently ignored key. Adapter-specific keys of ``systems[]`` and
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,8 +29,22 @@ class _Strict(BaseModel):
 MAX_EVAL_NAME = 128
 
 
+# What an eval's key (run ids, run folders, Dagster asset keys and partitions) may hold; a name
+# eval-harness allows outside it (`agent main`) is kept for display and keyed by `eval_key`.
+EVAL_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+def eval_key(name: str) -> str:
+    """The key of an eval named ``name``: the name itself when it is one, else every run of other
+    characters as ``_`` (`agent main` -> `agent_main`), starting with a letter or digit, no `..`."""
+    if re.fullmatch(EVAL_KEY_PATTERN, name) and ".." not in name:
+        return name
+    key = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", name)).strip("_.-")
+    return key if key and key[0].isalnum() else f"eval_{key}".rstrip("_")
+
+
 class EvalInfo(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=NAME_PATTERN)
     description: str | None = None
     owner: str | None = None
     tags: list[str] = Field(default_factory=list)

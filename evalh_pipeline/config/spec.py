@@ -8,7 +8,7 @@ from typing import Any
 
 from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.config.errors import ConfigIssue
-from evalh_pipeline.config.schema import EvalConfig
+from evalh_pipeline.config.schema import EvalConfig, eval_key
 from evalh_pipeline.models import RunVariant
 
 
@@ -47,6 +47,12 @@ class EvalSpec:
 
     @property
     def name(self) -> str:
+        """The eval's key: run ids, run folders, Dagster asset keys and partitions use it."""
+        return eval_key(self.config.eval.name)
+
+    @property
+    def display_name(self) -> str:
+        """The name as eval.yaml gives it (may hold spaces: `agent main`)."""
         return self.config.eval.name
 
     @property

@@ -1,4 +1,4 @@
-"""`evalh delete-run`: the run folder and its partition go together; the promoted baseline is refused."""
+"""`evalh delete-run` and `evalh prune`: run folders and their partitions go together; the promoted baseline is never deleted."""
 
 from __future__ import annotations
 
@@ -28,3 +28,22 @@ def test_delete_run_removes_the_folder_and_its_partition_and_never_the_baseline(
     assert not doomed.exists() and kept.exists()
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         assert instance.get_dynamic_partitions("toy__runs") == [kept.name]
+
+
+def test_prune_keeps_the_newest_runs_and_the_baseline_and_removes_the_rest_with_their_partitions(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    path = write_eval(tmp_path / "toy", cases=1)
+    for _ in range(4):
+        assert run_evalh(["run", str(path)], env, tmp_path, timeout=300).returncode == 0
+    baseline, older, old, newest = sorted((tmp_path / "toy" / "runs").glob("2*"))
+    assert run_evalh(["promote", str(baseline)], env, tmp_path, timeout=300).returncode == 0
+
+    pruned = run_evalh(["prune", str(path), "--keep", "1", "--yes"], env, tmp_path)
+
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"pruned 2 run(s) of toy; kept 1 and the baseline {baseline.name}" in pruned.stdout
+    assert baseline.exists() and newest.exists() and not older.exists() and not old.exists()
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        assert sorted(instance.get_dynamic_partitions("toy__runs")) == [baseline.name, newest.name]
+    again = run_evalh(["prune", str(path), "--keep", "1", "--yes"], env, tmp_path)
+    assert again.returncode == 0 and "nothing to prune: 1 run(s) of toy, keeping 1" in again.stdout

@@ -41,6 +41,7 @@ from evalh_pipeline.store.baselines import baseline_folder, current_baseline, pr
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stores.sync import record_baseline
+from evalh_pipeline.view.links import VIEWER_URL_ENV, run_page_url
 
 
 def runs_partitions_def(eval_name: str) -> dg.DynamicPartitionsDefinition:
@@ -133,6 +134,18 @@ class _Stage:
         )
 
 
+def _viewer_metadata(stage: _Stage) -> dict[str, Any]:
+    """A link to the run's page in `evalh view` when a viewer address is configured.
+
+    The address is ``$EVALH_VIEWER_URL`` of the settings read at the edge (the CLI's or the code
+    location's ``Settings.from_environment()``, carried by the spec); no viewer, no link.
+    """
+    configured = stage.live.settings.env.get(VIEWER_URL_ENV)
+    if not configured or not configured.strip():
+        return {}
+    return {"viewer": dg.MetadataValue.url(run_page_url(stage.run_id, configured))}
+
+
 def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     """Build the asset group, checks, jobs and sensors of one eval."""
     name = spec.name
@@ -220,6 +233,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "comparison": dg.MetadataValue.md(comparison_section(result, stage.live.config.run.baseline_variant)),
             **significance_metadata(comp.deltas if comp else []),
             **repeats_metadata(result),
+            **_viewer_metadata(stage),
         })
 
     @dg.asset(

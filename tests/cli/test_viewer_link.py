@@ -1,0 +1,79 @@
+"""`evalh run` prints the run's page in `evalh view` when a viewer is running, and nothing when none is."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from evalh_pipeline.view.links import VIEWER_URL_ENV
+from tests.conftest import EVALH, run_evalh, write_eval
+
+pytestmark = pytest.mark.e2e
+
+# How long a cold `evalh view` may take to answer /healthz on a loaded machine (a bound, not a pace).
+STARTUP_TIMEOUT_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _started_run_id(stderr: str) -> str:
+    (line,) = [line for line in stderr.splitlines() if line.startswith("starting run ")]
+    return line.split()[2]
+
+
+def _wait_for_viewer(proc: subprocess.Popen, url: str, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while True:
+        assert proc.poll() is None, f"evalh view exited with {proc.returncode}:\n{log.read_text()}"
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"evalh view did not answer within {STARTUP_TIMEOUT_S} s"
+        time.sleep(0.2)
+
+
+def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=1)
+    runs = path.parent / "runs"
+    runs.mkdir()
+    url = f"http://127.0.0.1:{_free_port()}"
+    env = {**env, VIEWER_URL_ENV: url}
+    log = tmp_path / "view.log"
+    with log.open("w") as out:
+        viewer = subprocess.Popen([*EVALH, "view", str(runs), "--port", url.rsplit(":", 1)[1]], cwd=tmp_path, env=env,
+                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        _wait_for_viewer(viewer, url, log)
+        proc = run_evalh(["run", str(path)], env, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        run_id = _started_run_id(proc.stderr)
+        (printed,) = [line for line in proc.stdout.splitlines() if line.startswith("viewer: ")]
+        assert printed == f"viewer: {url}/runs/{run_id}"
+        # The printed page is the run's page of the viewer that answered.
+        with urllib.request.urlopen(printed.removeprefix("viewer: "), timeout=60) as page:
+            assert page.status == 200 and run_id in page.read().decode()
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=60)
+
+
+def test_run_prints_no_viewer_url_when_none_answers(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=1)
+    env = {**env, VIEWER_URL_ENV: f"http://127.0.0.1:{_free_port()}"}
+
+    proc = run_evalh(["run", str(path)], env, tmp_path)
+
+    assert proc.returncode == 0, proc.stderr
+    assert "viewer:" not in proc.stdout

@@ -1,0 +1,46 @@
+"""An eval-harness file whose eval or variant name is no partition key still runs: the name is kept
+for display, a derived key names its runs, assets and partitions, and loading says so in one line."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from evalh_pipeline.config.schema import eval_key
+from evalh_pipeline.defs.evals.names import run_id_problem
+from evalh_pipeline.defs.launch import materialize_run
+from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.conftest import write_eval
+
+
+def test_an_eval_named_with_spaces_runs_under_a_derived_key(tmp_path, instance):
+    path = write_eval(tmp_path / "toy", cases=2, systems="""
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: agent main
+    adapter: python_function
+    target: stub_agent:run
+""")
+    path.write_text(path.read_text().replace("name: toy", "name: 'agent main (v2)'"))
+
+    spec = load_eval(path)
+
+    assert spec.display_name == "agent main (v2)" and spec.name == "agent_main_v2"
+    (note,) = [str(w) for w in spec.warnings if "eval.name" in str(w)]
+    assert "'agent_main_v2'" in note and "\n" not in note
+    run_id = new_run_id(spec.name)
+    assert run_id_problem(run_id) == ""
+    outcome = materialize_run(spec, run_id, instance=instance)
+    assert {v.name for v in outcome.summary.variants} == {"base", "agent main"}
+    assert instance.get_dynamic_partitions("agent_main_v2__runs") == [run_id]
+    event = instance.get_latest_materialization_event(dg.AssetKey(["agent_main_v2", "summary"]))
+    assert event.asset_materialization.partition == run_id
+
+
+def test_derived_keys_are_valid_run_id_parts():
+    for name in ("agent main", "...x", "a|b[c],d", "tab\there", "ünï", "x..y", "-lead"):
+        key = eval_key(name)
+        assert run_id_problem(f"2026-01-01T00-00-00-000000_{key}") == "", (name, key)
+        assert run_id_problem(key) == "", (name, key)
+    assert eval_key("already_fine.v2") == "already_fine.v2"
