@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -159,9 +160,14 @@ def realistic_scenario(server: Server, root: Path, n: int, concurrency: int, too
             env = bench.with_bytecode({**env, "DAGSTER_HOME": str(bench.fresh_dagster_home(fixture))},
                                       bench.our_python(), fixture)
         server.get("/reset")
+        started = time.monotonic()
         m = bench.measure_process(label, tool, [str(evalh), "run", str(fixture / "eval.yaml")], cwd=fixture,
                                   env=env, timeout_s=timeout_s, log_name=f"{label}-{tool}")
         stats = server.get("/stats")
+        # Where the time beyond the requests' own span went: before the first request, after the last stream.
+        first, last = stats["first_arrival_monotonic"], stats["last_end_monotonic"]
+        before = first - started if first else float("nan")
+        after = started + m.wall_s - last if last else float("nan")
         run_dir = bench.find_run_dir(fixture)
         if m.ok and tool == bench.OURS and (run_dir is None or not (run_dir / "summary.yaml").exists()):
             m.ok, m.note = False, "no summary.yaml"
@@ -173,9 +179,12 @@ def realistic_scenario(server: Server, root: Path, n: int, concurrency: int, too
               f"  {'':<13} server: {stats['requests']} requests, open streams max {stats['max_open_streams']} / "
               f"mean {stats['mean_open_streams']:.0f} over {stats['span_s']:.1f} s, stream end late by p50 "
               f"{late['p50']:.1f} / p99 {late['p99']:.1f} / max {late['max']:.1f} ms, server CPU {stats['cpu_s']:.1f} s "
-              f"({100 * stats['cpu_s'] / max(m.wall_s, 1e-9):.0f}% of a core)  ({bench.load_text()})", flush=True)
+              f"({100 * stats['cpu_s'] / max(m.wall_s, 1e-9):.0f}% of a core)\n"
+              f"  {'':<13} process start to first request {before:.2f} s, requests' span {stats['span_s']:.2f} s "
+              f"(ideal {ideal:.2f} s), last stream end to exit {after:.2f} s  ({bench.load_text()})", flush=True)
         rows[tool] = {"wall_s": m.wall_s, "over_ideal": m.wall_s / ideal, "peak_pss_mb": m.peak_pss_mb,
                       "max_rss_mb": m.max_rss_mb, "ok": m.ok, "note": m.note, "load": m.load, "server": stats,
+                      "start_to_first_request_s": before, "last_stream_to_exit_s": after,
                       "log": m.log}
     if bench.OURS in rows and bench.PEER in rows:
         print(f"  ours / eval-harness: wall {rows[bench.OURS]['wall_s'] / rows[bench.PEER]['wall_s']:.2f}, peak PSS "

@@ -104,6 +104,8 @@ class Stats:
             "max_open_streams": self.max_open,
             "mean_open_streams": self.busy / span if span > 0 else 0.0,
             "span_s": span,
+            # time.monotonic() is the system's CLOCK_MONOTONIC: comparable with the client's.
+            "first_arrival_monotonic": self.first_arrival, "last_end_monotonic": self.last_end,
             "lateness_ms": {"mean": 1000 * statistics.fmean(late) if late else 0.0, "p50": 1000 * q(0.5),
                             "p99": 1000 * q(0.99), "max": 1000 * (late[-1] if late else 0.0)},
             "cpu_s": _cpu_seconds() - self.cpu_at_reset,
