@@ -175,14 +175,14 @@ def realistic_scenario(server: Server, root: Path, n: int, concurrency: int, too
             m.ok, m.note = False, f"server saw {stats['requests']} requests ({stats['completed']} completed), expected {2 * n}"
         late = stats["lateness_ms"]
         print(f"  {tool:<13} wall {m.wall_s:7.2f} s = {m.wall_s / ideal:.3f}x ideal   peak PSS {m.peak_pss_mb:4.0f} MB "
-              f"(largest process {m.max_rss_mb:.0f} MB)   {'ok' if m.ok else 'FAILED: ' + m.note + ' (' + m.log + ')'}\n"
+              f"(largest process {m.max_rss_mb:.0f} MB), CPU {m.cpu_s:.1f} s   {'ok' if m.ok else 'FAILED: ' + m.note + ' (' + m.log + ')'}\n"
               f"  {'':<13} server: {stats['requests']} requests, open streams max {stats['max_open_streams']} / "
               f"mean {stats['mean_open_streams']:.0f} over {stats['span_s']:.1f} s, stream end late by p50 "
               f"{late['p50']:.1f} / p99 {late['p99']:.1f} / max {late['max']:.1f} ms, server CPU {stats['cpu_s']:.1f} s "
               f"({100 * stats['cpu_s'] / max(m.wall_s, 1e-9):.0f}% of a core)\n"
               f"  {'':<13} process start to first request {before:.2f} s, requests' span {stats['span_s']:.2f} s "
               f"(ideal {ideal:.2f} s), last stream end to exit {after:.2f} s  ({bench.load_text()})", flush=True)
-        rows[tool] = {"wall_s": m.wall_s, "over_ideal": m.wall_s / ideal, "peak_pss_mb": m.peak_pss_mb,
+        rows[tool] = {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "over_ideal": m.wall_s / ideal, "peak_pss_mb": m.peak_pss_mb,
                       "max_rss_mb": m.max_rss_mb, "ok": m.ok, "note": m.note, "load": m.load, "server": stats,
                       "start_to_first_request_s": before, "last_stream_to_exit_s": after,
                       "log": m.log}

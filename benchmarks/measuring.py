@@ -45,6 +45,7 @@ LOGS = OUT / "logs"
 FIXTURE_SCRIPT = REPO / "benchmarks" / "make_fixture.py"
 DEFAULT_PEER = Path("/tmp/ehvenv/bin/evalh")
 POLL_SECONDS = 0.05
+LAST_CPU_S = [0.0]  # CPU seconds of the process measure() reaped last
 OURS, PEER = "ours", "eval-harness"
 
 
@@ -63,6 +64,7 @@ class Measurement:
     log: str
     load: tuple[float, float, float]  # the load average when the process ended
     note: str = ""
+    cpu_s: float = 0.0  # user + system CPU of the process and the children it waited for
     extra: dict = field(default_factory=dict)
 
 
@@ -227,6 +229,7 @@ def kill_tree(pid: int) -> None:
 def measure(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeout_s: float,
             memory: bool = True) -> tuple[float, float, float, int]:
     """Run ``cmd`` to completion; return (wall s, peak tree PSS MB, ru_maxrss MB, exit code).
+    The process's CPU time (wait4's rusage) is kept in ``LAST_CPU_S``.
 
     Output goes to ``log``. A process that runs past ``timeout_s`` is killed and reported
     with exit code -9. ``memory=False`` samples nothing (peak PSS 0) and sleeps until the
@@ -254,6 +257,7 @@ def measure(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeou
             _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
     proc.returncode = -9 if pid == 0 else os.waitstatus_to_exitcode(status)  # we reaped it; tell Popen
+    LAST_CPU_S[0] = usage.ru_utime + usage.ru_stime
     return wall, peak / 2**20, usage.ru_maxrss / 1024, proc.returncode
 
 
@@ -275,7 +279,8 @@ def measure_process(scenario: str, tool: str, cmd: list[str], *, cwd: Path, env:
     log = LOGS / f"{log_name or f'{scenario}-{tool}'}.log"
     wall, pss, maxrss, code = measure(cmd, cwd=cwd, env=env, log=log, timeout_s=timeout_s, memory=memory)
     note = "timed out" if code == -9 else ("" if code == 0 else f"exit {code}")
-    return Measurement(scenario, tool, " ".join(cmd), wall, pss, maxrss, code, code == 0, str(log), load(), note)
+    return Measurement(scenario, tool, " ".join(cmd), wall, pss, maxrss, code, code == 0, str(log), load(), note,
+                       cpu_s=LAST_CPU_S[0])
 
 
 # --------------------------------------------------------------------------- printing

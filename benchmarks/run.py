@@ -71,7 +71,7 @@ def fixture_run(scenario: str, root: Path, n: int, latency_s: float, timeout_s: 
     if m.ok and (run_dir is None or not (run_dir / "summary.yaml").exists()):
         m.ok, m.note = False, "no summary.yaml"
     print(f"  [{scenario}] N={n:,} x 2, LAT={latency_s:g} s: wall {m.wall_s:.2f} s, peak PSS {m.peak_pss_mb:.0f} MB "
-          f"(largest process {m.max_rss_mb:.0f} MB)  {'ok' if m.ok else 'FAILED: ' + m.note + ' (' + m.log + ')'}  "
+          f"(largest process {m.max_rss_mb:.0f} MB), CPU {m.cpu_s:.2f} s  {'ok' if m.ok else 'FAILED: ' + m.note + ' (' + m.log + ')'}  "
           f"(load average {' '.join(f'{x:.2f}' for x in m.load)})", flush=True)
     shutil.rmtree(fixture, ignore_errors=True)  # 100k runs are large; /tmp is shared
     return m
@@ -82,14 +82,14 @@ def stub_scenario(root: Path, n: int, timeout_s: float) -> dict:
     print(f"\n== stub: N={n:,} x 2, LAT={STUB_LATENCY_S} s, concurrency {STUB_CONCURRENCY}: limit {limit:.2f} s "
           f"({bench.load_text()})", flush=True)
     m = fixture_run("stub", root, n, STUB_LATENCY_S, timeout_s)
-    return {"n": n, "limit_s": limit, "wall_s": m.wall_s, "over_limit": m.wall_s / limit, "peak_pss_mb": m.peak_pss_mb,
+    return {"n": n, "limit_s": limit, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "over_limit": m.wall_s / limit, "peak_pss_mb": m.peak_pss_mb,
             "max_rss_mb": m.max_rss_mb, "ok": m.ok, "note": m.note, "load": m.load}
 
 
 def scale_scenario(root: Path, n_big: int, n_small: int, timeout_s: float) -> dict:
     print(f"\n== scale: N={n_big:,} and N={n_small:,} x 2, LAT=0 ({bench.load_text()})", flush=True)
     runs = {n: fixture_run(f"scale-{n}", root, n, 0.0, timeout_s) for n in (n_big, n_small)}
-    return {str(n): {"wall_s": m.wall_s, "peak_pss_mb": m.peak_pss_mb, "max_rss_mb": m.max_rss_mb, "ok": m.ok,
+    return {str(n): {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_pss_mb": m.peak_pss_mb, "max_rss_mb": m.max_rss_mb, "ok": m.ok,
                      "note": m.note, "load": m.load} for n, m in runs.items()}
 
 
@@ -112,9 +112,9 @@ def targets(results: dict, sizes: dict) -> list[dict]:
         last = floor["rounds"][-1]["reeval"]["load"]
         m = floor["medians_s"]
         rows.append(_row("evalh run (1 case) / Dagster floor", floor["run_over_floor"], 1.3, "x", last,
-                         f"medians {m['run']:.2f} / {m['floor']:.2f} s"))
+                         f"medians {m['run']:.2f} / {m['floor']:.2f} s; CPU {floor['run_over_floor_cpu']:.2f}x"))
         rows.append(_row("evalh re-evaluate / Dagster floor", floor["reeval_over_floor"], 1.3, "x", last,
-                         f"medians {m['reeval']:.2f} / {m['floor']:.2f} s"))
+                         f"medians {m['reeval']:.2f} / {m['floor']:.2f} s; CPU {floor['reeval_over_floor_cpu']:.2f}x"))
     for key in ("realistic", "realistic1000"):
         found = results.get(key)
         if not found:
