@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# reeval_bench and run (the benchmark harness) are imported by main() only: the timed engine
+# reeval_bench and measuring (the benchmark harness) are imported by main() only: the timed engine
 # process (--engine) is this script too, and should import what the product imports.
 if TYPE_CHECKING:
-    import run as bench
+    import measuring as bench
 
 TARGET_RATIO = 0.25
 # The evaluator whose config each incremental pass changes, and its two configs (alternated):
@@ -94,17 +94,17 @@ def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeou
           n: int) -> bench.Measurement:
     log = bench.LOGS / f"incremental-{kind}-{mode}-{rep}.log"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
+    wall, rss, max_rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m = bench.Measurement(f"{kind}-{mode}", kind, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
-                          "" if code == 0 else f"exit {code}")
+    m = bench.Measurement(f"{kind}-{mode}", kind, " ".join(cmd), wall, rss, max_rss, code, code == 0, str(log),
+                          bench.load(), "" if code == 0 else f"exit {code}")
     if code == 0 and kind in ("engine", "other"):
         m.extra = json.loads(log.read_text().strip().splitlines()[-1])
     # CPU seconds of the process and the processes it waited for (the judging workers): unlike
     # the wall time, barely moved by other work on a shared machine. Informative only: the
     # target is on wall time.
     m.extra["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    line = (f"  [{mode:<11}] {kind:<6} wall {wall:6.2f} s  cpu {m.extra['cpu_s']:6.2f} s  peak RSS {rss:5.0f} MB  "
+    line = (f"  [{mode:<11}] {kind:<6} wall {wall:6.2f} s  cpu {m.extra['cpu_s']:6.2f} s  peak PSS {rss:5.0f} MB  "
             f"{'ok' if m.ok else 'FAILED ' + str(log)}")
     if "evaluate_s" in m.extra:
         e = m.extra
@@ -136,9 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     global bench, reeval_bench
     import reeval_bench
-    import run as bench
+    import measuring as bench
 
-    bench.find_fixture_script()
     ours = bench.Tool(bench.OURS, bench.find_our_evalh())
     python = ours.evalh.parent / "python"
     n_cases = 5_000 if args.quick else 50_000
@@ -159,7 +158,6 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = reeval_bench.produce(fixture, args.timeout)
         subprocess.run([str(ours.evalh), "re-evaluate", "--all", str(run_dir)], cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)  # untimed first judging
-        bench.wait_for_recorder(run_dir, args.timeout)
         # The fixture's stub agent first; a PYTHONPATH of the caller's (another checkout) kept.
         engine_env = {**env, "PYTHONPATH": os.pathsep.join(
             p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)}
@@ -173,16 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.repeat):
             measurements.append(timed("cli", "full", [str(ours.evalh), "re-evaluate", "--all", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
-            bench.wait_for_recorder(run_dir, args.timeout)  # its Dagster record, after it returned
             change_config(eval_yaml, args.changed)
             measurements.append(timed("cli", "incremental", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
-            bench.wait_for_recorder(run_dir, args.timeout)
             # Nothing changed: what every re-evaluation pays whatever it judges (start, imports,
             # the summary over the store, gates, drift, exit).
             measurements.append(timed("cli", "unchanged", [str(ours.evalh), "re-evaluate", str(run_dir)],
                                       fixture, env, args.timeout, rep, traces))
-            bench.wait_for_recorder(run_dir, args.timeout)
             # The checkouts take turns going first, so neither always follows the other's writes.
             for kind, kind_env in engines if rep % 2 == 0 else engines[::-1]:
                 measurements.append(timed(kind, "full", [*engine, "full"], fixture, kind_env, args.timeout, rep,

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
+import measuring as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
 
 TARGET_S = 5.0
 FIVE_EVALUATORS = """evaluators:
@@ -120,27 +120,21 @@ def count_results(run_dir: Path) -> int:
 
 def timed_cli(scenario: str, tool: bench.Tool, fixture: Path, run_dir: Path, env: dict, n: int,
               timeout_s: float, rep: int) -> bench.Measurement:
-    log = bench.LOGS / f"{scenario}-{tool.name}-{rep}.log"
     # --all: every timed pass re-judges everything (an unchanged config would re-judge nothing).
     cmd = [str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)]
-    wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
-    bench.wait_for_recorder(run_dir, timeout_s)
-    m = bench.Measurement(scenario, tool.name, " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
-                          "" if code == 0 else f"exit {code}")
-    return m
+    return bench.measure_process(scenario, tool.name, cmd, cwd=fixture, env=env, timeout_s=timeout_s,
+                                 log_name=f"{scenario}-{tool.name}-{rep}")
 
 
 def timed_engine(scenario: str, tool: bench.Tool, fixture: Path, run_dir: Path, n: int, timeout_s: float,
                  rep: int) -> bench.Measurement:
     python = tool.evalh.parent / "python"
     cmd = [str(python), str(Path(__file__).resolve()), "--engine", str(fixture / "eval.yaml"), str(run_dir)]
-    log = bench.LOGS / f"{scenario}-engine-{rep}.log"
     env = {**os.environ, "PYTHONPATH": str(fixture)}
-    wall, rss, code = bench.measure(cmd, cwd=fixture, env=env, log=log, timeout_s=timeout_s)
-    m = bench.Measurement(scenario, "ours-engine", " ".join(cmd), n, 0.0, wall, rss, code, code == 0, str(log),
-                          "" if code == 0 else f"exit {code}")
-    if code == 0:
-        m.extra = json.loads(log.read_text().strip().splitlines()[-1])
+    m = bench.measure_process(scenario, "ours-engine", cmd, cwd=fixture, env=env, timeout_s=timeout_s,
+                              log_name=f"{scenario}-engine-{rep}")
+    if m.ok:
+        m.extra = json.loads(Path(m.log).read_text().strip().splitlines()[-1])
     return m
 
 
@@ -148,7 +142,7 @@ def report(m: bench.Measurement, results: int) -> None:
     rate = results / m.wall_s if m.ok else 0.0
     m.extra = {**m.extra, "results": results, "evaluations_per_s": rate}
     status = "ok" if m.ok else f"FAILED ({m.note}; see {m.log})"
-    line = f"  [{m.scenario}] {m.tool:<12} wall {m.wall_s:6.2f} s  {rate:9,.0f} evaluations/s  peak RSS {m.peak_rss_mb:5.0f} MB  {status}"
+    line = f"  [{m.scenario}] {m.tool:<12} wall {m.wall_s:6.2f} s  {rate:9,.0f} evaluations/s  peak PSS {m.peak_pss_mb:5.0f} MB  {status}"
     if m.tool == "ours-engine" and m.ok:
         e = m.extra
         line += (f"\n           in-process: import {e['import_s']:.2f} s, evaluate_traces {e['evaluate_s']:.2f} s "
@@ -177,7 +171,6 @@ def scenario(name: str, n_cases: int, five: bool, tools: list[bench.Tool], root:
         subprocess.run([str(tool.evalh), "re-evaluate", *(["--all"] if tool.name == bench.OURS else []), str(run_dir)],
                        cwd=fixture, env=env,
                        capture_output=True, timeout=args.timeout, check=True)
-        bench.wait_for_recorder(run_dir, args.timeout)
         prepared.append((tool, fixture, run_dir, env))
     measurements = []
     for rep in range(args.repeat):
@@ -246,7 +239,6 @@ def main(argv: list[str] | None = None) -> int:
         engine_main(*args.engine)
         return 0
 
-    bench.find_fixture_script()
     ours = bench.Tool(bench.OURS, bench.find_our_evalh())
     peer_path = None if args.skip_peer else bench.find_peer_evalh()
     n5, n2 = (5_000, 1_000) if args.quick else (50_000, 10_000)

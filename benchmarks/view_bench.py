@@ -38,7 +38,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
+import measuring as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
 
 FIRST_PAINT_TARGET_S = 2.0
 MEMORY_TARGET_MB = 300.0
