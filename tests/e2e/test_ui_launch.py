@@ -54,7 +54,14 @@ def _page(dagster_dev):
             page.add_locator_handler(page.get_by_text("Join the Dagster community"),
                                      lambda: page.get_by_role("button", name="Skip").click())
             page.goto(dagster_dev.url + "/")
-            yield page
+            try:
+                yield page
+            except Exception as exc:
+                # What the page showed when a step failed: a CI log alone cannot say.
+                shot = dagster_dev.log.with_name("failure.png")
+                page.screenshot(path=str(shot))
+                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
+                raise
         finally:
             browser.close()
 
@@ -97,7 +104,12 @@ def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
         page.get_by_text("quick__run", exact=True).first.click()
         page.get_by_role("button", name="Materialize all").click()              # 1
         page.get_by_text("Add a partition", exact=True).first.click()           # 2
-        page.keyboard.type("first_from_ui")                                     # 3
+        # Typing before the dialog's box has focus sends the keys nowhere (seen once in CI on a
+        # cold start): wait for the box, type into it, and check it holds the name before Save.
+        name_box = page.get_by_placeholder("name", exact=True)
+        name_box.wait_for()
+        name_box.press_sequentially("first_from_ui")                            # 3
+        assert name_box.input_value() == "first_from_ui"
         page.get_by_role("button", name="Save").click()                         # 4
         page.get_by_role("button", name="Launch 1 run").click()                 # 5
 
