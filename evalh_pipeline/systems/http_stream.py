@@ -11,6 +11,7 @@ connection breaks, keeps what arrived and has ``stream_completed`` false.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -28,6 +29,11 @@ STREAM_MAPPING_KEYS = (
 )
 # Without a reported output token count, tokens_per_second estimates tokens as chars / 4.
 CHARS_PER_TOKEN_ESTIMATE = 4
+# After the done marker, how long the rest of the body may take to end. A body read to its end
+# leaves the connection reusable; one cut short is closed, and the next request pays a new
+# TCP (and TLS) handshake. Servers end the body right after the marker; one that holds it
+# open past this is cut, and the stream still counts as completed.
+DRAIN_SECONDS = 1.0
 
 
 class StreamTooLarge(Exception):
@@ -394,6 +400,7 @@ async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
     """
     size = 0
     data_lines: list[str] = []
+    lines = resp.aiter_lines()
 
     def dispatch() -> bool:
         payload = "\n".join(data_lines)
@@ -409,13 +416,14 @@ async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
         return stream.done
 
     try:
-        async for line in resp.aiter_lines():
+        async for line in lines:
             size += len(line) + 1
             if size > cap:
                 raise StreamTooLarge()
             if line.startswith("data:"):
                 data_lines.append(line[5:].removeprefix(" "))
             elif not line.strip() and data_lines and dispatch():
+                await _drain(lines, cap - size)
                 return
             # other lines: comments and event:/id:/retry: fields
     except httpx.HTTPError:
@@ -428,8 +436,9 @@ async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
 async def read_json_lines(resp: httpx.Response, stream: Stream, cap: int) -> None:
     """One JSON value per line (blank and malformed lines are skipped), same ending rules as SSE."""
     size = 0
+    lines = resp.aiter_lines()
     try:
-        async for line in resp.aiter_lines():
+        async for line in lines:
             size += len(line) + 1
             if size > cap:
                 raise StreamTooLarge()
@@ -441,10 +450,28 @@ async def read_json_lines(resp: httpx.Response, stream: Stream, cap: int) -> Non
                 continue
             stream.feed(event, time.monotonic())
             if stream.done:
+                await _drain(lines, cap - size)
                 return
     except httpx.HTTPError:
         return
     stream.finished_normally()
+
+
+async def _drain(lines: Any, budget: int) -> None:
+    """Read what follows the done marker to the body's end (see DRAIN_SECONDS), ignoring it.
+
+    Whatever happens here (a body that never ends, more than ``budget`` bytes, a broken
+    connection) the stream is already complete: the response is then closed, and the
+    connection with it.
+    """
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for line in lines:
+                budget -= len(line) + 1
+                if budget < 0:
+                    return
+    except (TimeoutError, httpx.HTTPError):
+        return
 
 
 async def read_raw_chunks(resp: httpx.Response, stream: Stream, cap: int) -> None:
