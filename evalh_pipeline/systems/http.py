@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
-import itertools
 import json
 import re
 import time
@@ -307,7 +307,9 @@ class HttpSystem(SystemAdapter):
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
         # httpcore scans every pooled connection for each request it assigns, so one pool of
         # N connections costs O(N) per request; pools of CONNECTIONS_PER_POOL keep that flat.
-        # Together they still hold exactly max_concurrency connections.
+        # Together they still hold exactly max_concurrency connections. A request takes a free
+        # connection slot (see _slots), never the next pool in turn: a pool whose connections
+        # all wait on slow answers would queue it while other pools sit idle.
         limit = max(1, self.context.max_concurrency)
         sizes = [CONNECTIONS_PER_POOL] * (limit // CONNECTIONS_PER_POOL) + (
             [limit % CONNECTIONS_PER_POOL] if limit % CONNECTIONS_PER_POOL else [])
@@ -323,7 +325,10 @@ class HttpSystem(SystemAdapter):
             )
             for size in sizes
         ]
-        self._next_client = itertools.cycle(self._clients)
+        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for client, size in zip(self._clients, sizes):
+            for _ in range(size):
+                self._slots.put_nowait(client)
 
     async def close(self) -> None:
         for client in getattr(self, "_clients", []):
@@ -399,20 +404,24 @@ class HttpSystem(SystemAdapter):
         stream: Stream | None = None
         fmt = cfg.stream_format or "sse"
         try:
-            started = time.monotonic()
-            async with next(self._next_client).stream(cfg.method, url, **kwargs) as resp:
-                status = resp.status_code
-                content_type = resp.headers.get("content-type", "")
-                if cfg.stream and 200 <= status < 300 and (
-                        fmt != "sse" or "text/event-stream" in content_type.lower()):
-                    stream = self._new_stream(started)
-                    raw = b""
-                    try:
-                        await READERS[fmt](resp, stream, cfg.max_response_bytes)
-                    except StreamTooLarge:
-                        raw = None
-                else:
-                    raw = await _read_capped(resp, cfg.max_response_bytes)
+            client = await self._slots.get()
+            try:
+                started = time.monotonic()
+                async with client.stream(cfg.method, url, **kwargs) as resp:
+                    status = resp.status_code
+                    content_type = resp.headers.get("content-type", "")
+                    if cfg.stream and 200 <= status < 300 and (
+                            fmt != "sse" or "text/event-stream" in content_type.lower()):
+                        stream = self._new_stream(started)
+                        raw = b""
+                        try:
+                            await READERS[fmt](resp, stream, cfg.max_response_bytes)
+                        except StreamTooLarge:
+                            raw = None
+                    else:
+                        raw = await _read_capped(resp, cfg.max_response_bytes)
+            finally:
+                self._slots.put_nowait(client)
         except httpx.TimeoutException as exc:
             raise AdapterError(f"HTTP request timed out: {type(exc).__name__}", type="timeout") from None
         except httpx.HTTPError as exc:

@@ -14,7 +14,7 @@ import pytest
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import SystemContext
-from evalh_pipeline.systems.http import HttpSystem
+from evalh_pipeline.systems.http import CONNECTIONS_PER_POOL, HttpSystem
 
 pytestmark = pytest.mark.integration
 
@@ -144,3 +144,35 @@ def test_a_body_held_open_after_the_done_marker_is_cut_and_the_answer_kept(serve
     assert held.output.final_answer == "Paris" and held.metrics.stream_completed
     assert after.output.final_answer == "Paris"
     assert server.connections == 2  # the held connection was closed, not reused
+
+
+def test_a_request_takes_a_free_connection_while_another_pool_waits_on_slow_answers(server_factory):
+    # Two pools of CONNECTIONS_PER_POOL connections. The slow requests are answered only after
+    # eight others were: that happens only if no request queues behind them in a busy pool
+    # while the other pool has free connections.
+    pools = 2
+    server = server_factory(release_after=2 * CONNECTIONS_PER_POOL)
+
+    async def go():
+        system = _system(server.url, concurrency=pools * CONNECTIONS_PER_POOL)
+        await system.start()
+        try:
+            # Slow and fast requests in turn, each started before the next, so that handing out
+            # the pools in turn would give every slow request the same pool.
+            first = []
+            for i in range(pools * CONNECTIONS_PER_POOL):
+                first.append(asyncio.ensure_future(system.run(_case(i, "fast" if i % 2 else "slow"), None)))
+                await asyncio.sleep(0)
+            slow, fast = first[0::2], first[1::2]
+            answers = await asyncio.gather(*fast)
+            more = [_case(100 + i, "fast") for i in range(CONNECTIONS_PER_POOL)]
+            # A generous bound: without a free connection taken, this never completes.
+            answers += await asyncio.wait_for(asyncio.gather(*(system.run(c, None) for c in more)), 120)
+            answers += await asyncio.wait_for(asyncio.gather(*slow), 120)
+            return answers
+        finally:
+            await system.close()
+
+    answers = asyncio.run(go())
+    assert len(answers) == pools * CONNECTIONS_PER_POOL + CONNECTIONS_PER_POOL
+    assert all(a.output.final_answer == "Paris" for a in answers)
