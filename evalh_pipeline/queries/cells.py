@@ -112,6 +112,15 @@ FROM {cells} GROUP BY variant_name, case_id
 
 # Per (evaluator, variant, case): the share of the case's samples that evaluator passed
 # (cells without a result from it do not count; results without a trace neither).
+# Per (evaluator, variant): the pass rate, mean score and errored verdicts of the run.
+EVALUATOR_FIGURES_SQL = """
+SELECT evaluator, variant_name,
+       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
+       avg(score) AS avg_score,
+       count(*) FILTER (WHERE errored) AS errored
+FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
+"""
+
 EVALUATOR_FRACTIONS_SQL = """
 SELECT v.evaluator, variant_name, case_id,
        avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction

@@ -25,6 +25,7 @@ from evalh_pipeline.models import (
 )
 from evalh_pipeline.queries.cell_store import Store, refresh_store
 from evalh_pipeline.queries.cells import (
+    EVALUATOR_FIGURES_SQL,
     EVALUATOR_FRACTIONS_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
@@ -35,14 +36,6 @@ from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import connect, duckdb
 from evalh_pipeline.stats.repeats import repeat_figures
 from evalh_pipeline.store.run_dir import RunDirectory
-
-EVALUATORS_SQL = """
-SELECT evaluator, variant_name,
-       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
-       avg(score) AS avg_score,
-       count(*) FILTER (WHERE errored) AS errored
-FROM verdicts GROUP BY evaluator, variant_name
-"""
 
 # The summary's queries below read each (variant, case)'s pass fraction from this table,
 # made once per summary.
@@ -192,7 +185,7 @@ def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: 
     repeats = repeat_stats(con)
     variants = [v.model_copy(update={"repeats": repeats.get(v.name)}) for v in variants]
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
-    for evaluator, variant, rate, score, errored in con.execute(EVALUATORS_SQL).fetchall():
+    for evaluator, variant, rate, score, errored in con.execute(EVALUATOR_FIGURES_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(
             pass_rate=rate, avg_score=score, errored=errored)
 

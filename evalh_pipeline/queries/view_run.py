@@ -22,6 +22,7 @@ from typing import Any
 from evalh_pipeline.queries.cell_store import load_store
 from evalh_pipeline.models import PairedStats, VariantSummary
 from evalh_pipeline.queries.cells import (
+    EVALUATOR_FIGURES_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     create_cells,
@@ -32,14 +33,6 @@ from evalh_pipeline.queries.cells import (
 from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
 from evalh_pipeline.store.run_dir import RunDirectory
-
-EVALUATOR_FIGURES_SQL = """
-SELECT evaluator, variant_name,
-       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
-       avg(score) AS avg_score,
-       count(*) FILTER (WHERE errored) AS errored
-FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
-"""
 
 # (difference, cases) of variant $b against variant $a on the cases both have.
 PAIRED_SQL = f"""
