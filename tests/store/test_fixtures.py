@@ -11,6 +11,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.schema import WorkspaceConfig
 from evalh_pipeline.store.fixtures import fixture_fingerprint, tree_sha256, workspace_version
 from tests.conftest import write_eval
+from tests.same_stat import rewrite_keeping_stat
 
 
 def _with_copy_from(spec, folder):
@@ -113,18 +114,6 @@ def test_a_fifo_in_the_tree_counts_by_its_kind_and_is_never_opened(tmp_path):
     assert tree_sha256(tree) != first
 
 
-def _rewrite_keeping_size_and_times(path, data: bytes) -> None:
-    """Rewrite ``path`` in place (same inode) with ``data`` of its size, then put its times back:
-    what a copy preserving times, `touch -d` or a coarse file-system clock leaves."""
-    before = os.stat(path)
-    assert len(data) == before.st_size
-    with open(path, "r+b") as handle:
-        handle.write(data)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = os.stat(path)
-    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
-
-
 def test_a_fixture_rewritten_with_its_size_and_mtime_kept_changes_the_key(tmp_path, monkeypatch):
     # The fixture sensor fingerprints every tick in one long-lived process: the second look must
     # read the file again, whatever its stat says.
@@ -135,12 +124,12 @@ def test_a_fixture_rewritten_with_its_size_and_mtime_kept_changes_the_key(tmp_pa
     spec = _with_copy_from(load_eval(write_eval(tmp_path / "toy", cases=2)), "../fixture_repo")
     first = fixture_fingerprint(spec)
 
-    _rewrite_keeping_size_and_times(tree / "src" / "main.py", b"answer = 2\n")
+    rewrite_keeping_stat(tree / "src" / "main.py", b"answer = 1", b"answer = 2")
     second = fixture_fingerprint(spec)
     assert second.key != first.key and second.workspace == f"sha256:{tree_sha256(tree)}" != first.workspace
 
     dataset = spec.dataset_path
-    _rewrite_keeping_size_and_times(dataset, dataset.read_bytes().replace(b"case_0", b"case_X"))
+    rewrite_keeping_stat(dataset, b"case_0", b"case_X")
     third = fixture_fingerprint(spec)
     assert third.key != second.key and third.dataset_hash != second.dataset_hash
     assert third.dataset_hash == hashlib.sha256(dataset.read_bytes()).hexdigest()
