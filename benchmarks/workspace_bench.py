@@ -9,7 +9,7 @@
 Fixture: N text files of ~20 KB in N/10 folders; a stub agent edits one file.
 
 - ours: TempdirSnapshotWorkspace.prepare (seed by cp --reflink=auto -a + before manifest),
-  the edit, collect_artifacts (after manifest with the stat cache, diff, before/ after/
+  the edit, collect_artifacts (after manifest, every file hashed again; diff, before/ after/
   diff.txt artifact.json published into the run's artifacts folder) and cleanup.
 - git: ``cp -r``, ``git init && git add -A && git commit``, the edit, ``git add -A &&
   git diff --cached``.

@@ -21,7 +21,7 @@ from typing import Any
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, judge_all
-from evalh_pipeline.runner.result_lines import result_line_list
+from evalh_pipeline.runner.result_lines import result_line_list, secrets_of
 from evalh_pipeline.store.jsonl import FileDigest, complete_lines_digest, iter_raw_lines
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
@@ -35,6 +35,7 @@ class InlineResults:
 
     def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str]) -> None:
         self.evaluators = build_evaluators(spec)
+        self._secrets = secrets_of(self.evaluators)  # masked in every line; collected once, not per trace
         self.run_dir = run_dir
         self.stats = EvaluationStats()
         self.variants = sorted(variants)
@@ -51,7 +52,7 @@ class InlineResults:
         """Judge one persisted trace (its ``trace_hash``: that of its line as written)."""
         judged = await judge_all(self.evaluators, case, trace, artifact)
         trace_hash = trace.trace_hash or TRACES.content_hash(trace.model_dump_json())
-        for index, (line, j) in enumerate(zip(result_line_list(trace, judged, trace_hash=trace_hash), judged)):
+        for index, (line, j) in enumerate(zip(result_line_list(trace, judged, self._secrets, trace_hash), judged)):
             self._outs[index].write(line)
             self._digests[index].update(line)
             self._counts[index] += 1

@@ -142,7 +142,9 @@ async def produce_traces(
                 async with per_variant[cell.variant.name]:
                     trace, artifact = await one_cell(cell)
             # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
-            await enrich_trace(enrichers.get(cell.variant.name, ()), cell.case, trace)
+            chain = enrichers.get(cell.variant.name)
+            if chain:  # most variants have none: no coroutine per cell for an empty chain
+                await enrich_trace(chain, cell.case, trace)
             apply_capture(trace, capture)
             annotate_trace(stores, trace)
             # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.

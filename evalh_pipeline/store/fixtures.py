@@ -33,13 +33,6 @@ GIT_TIMEOUT_SECONDS = 5
 NO_GIT = "nogit"
 TRACKED, MODIFIED, UNTRACKED = "tracked", "modified", "untracked"
 
-# path -> (size, mtime_ns, sha256): the sensor re-fingerprints every tick, and unchanged files
-# of a copy_from tree are not read again. One entry per path (its latest version), so a
-# long-lived sensor process never keeps stale versions.
-_FILE_HASHES: dict[str, tuple[int, int, str]] = {}
-# A bound for processes that see many fixture trees: past it, the cache starts over.
-_FILE_HASHES_MAX = 100_000
-
 
 @dataclass(frozen=True)
 class FixtureFingerprint:
@@ -128,21 +121,11 @@ def _entry_version(path: Path) -> str:
     if not stat.S_ISREG(mode):
         return f"special:{special_kind(mode)}"
     try:
-        return _cached_sha256(path)
+        # Read every time: a file rewritten with its size and mtime kept (a copy preserving
+        # times, `touch -d`, a coarse clock) is still a new version. Content is the only evidence.
+        return file_sha256(path)
     except NotARegularFile:  # swapped for a special file since the lstat
         return "special:changed"
-
-
-def _cached_sha256(path: Path) -> str:
-    stat = path.stat()
-    cached = _FILE_HASHES.get(str(path))
-    if cached is not None and cached[:2] == (stat.st_size, stat.st_mtime_ns):
-        return cached[2]
-    if len(_FILE_HASHES) >= _FILE_HASHES_MAX:
-        _FILE_HASHES.clear()
-    digest = file_sha256(path)
-    _FILE_HASHES[str(path)] = (stat.st_size, stat.st_mtime_ns, digest)
-    return digest
 
 
 def copy_from_path(spec: EvalSpec) -> Path | None:
@@ -189,7 +172,7 @@ def fixture_paths(spec: EvalSpec) -> list[Path]:
 def _content_version(path: Path) -> str:
     if path.is_dir():
         return f"sha256:{tree_sha256(path)}"
-    return f"sha256:{_cached_sha256(path)}" if path.is_file() else "missing"
+    return f"sha256:{file_sha256(path)}" if path.is_file() else "missing"
 
 
 def _git_versions(root: Path, rels: list[str]) -> tuple[dict[str, str], set[str]]:
@@ -216,6 +199,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     paths = fixture_paths(spec)
     root = git_root(spec.eval_dir)
     versions: dict[str, str] = {}
+    content: dict[Path, str] = {}  # path -> its content version, when it was hashed
     states: list[str] = []
     inside = [p for p in paths if p.is_relative_to(root)] if root is not None else []
     ids: dict[str, str] = {}
@@ -234,7 +218,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
             # Relative to the eval folder, so moving the whole folder keeps the key.
             rel = Path(os.path.relpath(path, spec.eval_dir.resolve())).as_posix()
             states.append(UNTRACKED)
-        versions[rel] = _content_version(path)
+        versions[rel] = content[path] = _content_version(path)
     status = TRACKED if all(s == TRACKED for s in states) else MODIFIED if MODIFIED in states else UNTRACKED
     commit = ""
     if status == TRACKED and root is not None:
@@ -249,10 +233,13 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
             else resolved.as_posix()
         if root is None or not resolved.is_relative_to(root):
             rel = Path(os.path.relpath(resolved, spec.eval_dir.resolve())).as_posix()
-        workspace = versions.get(rel, _content_version(resolved))
+        workspace = versions[rel] if rel in versions else _content_version(resolved)
+    dataset = spec.dataset_path.resolve()
+    # Hashed once per fingerprint (a dataset can be a gigabyte): its content version when it has one.
+    dataset_hash = (content[dataset].removeprefix("sha256:") if content.get(dataset, "").startswith("sha256:")
+                    else file_sha256(dataset) if dataset.is_file() else "")
     return FixtureFingerprint(
-        key=digest[:24], status=status, commit=commit,
-        dataset_hash=file_sha256(spec.dataset_path) if spec.dataset_path.is_file() else "",
+        key=digest[:24], status=status, commit=commit, dataset_hash=dataset_hash,
         workspace=workspace, paths=versions,
     )
 

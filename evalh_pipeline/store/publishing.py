@@ -11,8 +11,12 @@ Rules:
 
 - each file is put whole (the recovery rule: after a stage, the finished file is uploaded
   again; a half-uploaded file is replaced by the next publish);
-- a file whose size and mtime did not change since its last upload to that target is
-  skipped; a file that disappeared locally (stale drift files) is removed from the target;
+- a file whose content hash did not change since its last upload to that target is
+  skipped (never its size or mtime: a file rewritten with both kept is uploaded again); a
+  file that disappeared locally (stale drift files) is removed from the target;
+- the results store (``results/``, one file per evaluator) stays local: ``results.jsonl``
+  is made from it and holds the same lines, so it is what a target gets (a run fetched
+  back reads it as a run without a store does);
 - hidden entries at the top of the run directory (``.lock``, staging, this module's
   ``.publish-state.json``) and ``.<name>.tmp`` files anywhere are never uploaded;
   symlinks are skipped (object stores cannot hold them; workspace manifests record them);
@@ -34,7 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.store.jsonl import JsonlAppender
+from evalh_pipeline.store.jsonl import FileDigest, JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 if TYPE_CHECKING:
@@ -166,17 +170,21 @@ class RunPublisher:
         from evalh_pipeline.store.object_storage import FsspecObjectStorage, encode_path_part
 
         storage = FsspecObjectStorage(run_url(target, run_dir.run_id))
-        seen: dict[str, list[int]] = state.setdefault(target, {})
-        current = dict(_publishable_files(run_dir.path))
-        for relative, (path, signature) in sorted(current.items()):
-            if seen.get(relative) == signature:
+        seen: dict[str, str] = state.setdefault(target, {})
+        current = dict(_publishable_files(run_dir))
+        for relative, path in sorted(current.items()):
+            digest = _file_digest(path)
+            if seen.get(relative) == digest:
                 continue
             key = "/".join(encode_path_part(part) for part in relative.split("/"))
             if storage.local:
-                storage.put(key, path.read_bytes())  # atomic: readers of a folder mirror never see half a file
+                data = path.read_bytes()
+                storage.put(key, data)  # atomic: readers of a folder mirror never see half a file
+                digest = _bytes_digest(data)  # what was put, even if the file changed since
             else:
+                # A change after the hash was taken goes up too, and is uploaded again next time.
                 storage.fs.put_file(str(path), f"{storage.root}/{key}")
-            seen[relative] = signature
+            seen[relative] = digest
             report.uploaded[target] = report.uploaded.get(target, 0) + 1
         for relative in sorted(set(seen) - set(current)):
             key = "/".join(encode_path_part(part) for part in relative.split("/"))
@@ -222,12 +230,28 @@ def _url_hash(url: str) -> str:
     return hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
 
 
-def _publishable_files(root: Path) -> Iterator[tuple[str, tuple[Path, list[int]]]]:
+def _file_digest(path: Path) -> str:
+    """The content hash of a file's bytes: what decides whether a target has it already."""
+    digest = FileDigest()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _bytes_digest(data: bytes) -> str:
+    digest = FileDigest()
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _publishable_files(run_dir: RunDirectory) -> Iterator[tuple[str, Path]]:
+    root = run_dir.path
     for folder, dirs, files in os.walk(root):
         relative_folder = os.path.relpath(folder, root)
         top = relative_folder == "."
         if top:
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            dirs[:] = [d for d in dirs if not d.startswith(".") and root / d != run_dir.results_store]
         for name in files:
             if (top and name.startswith(".")) or (name.startswith(".") and name.endswith(".tmp")):
                 continue
@@ -236,7 +260,7 @@ def _publishable_files(root: Path) -> Iterator[tuple[str, tuple[Path, list[int]]
             if not stat.S_ISREG(st.st_mode):
                 continue
             relative = name if top else f"{relative_folder.replace(os.sep, '/')}/{name}"
-            yield relative, (path, [st.st_size, st.st_mtime_ns])
+            yield relative, path
 
 
 def _load_state(run_dir: RunDirectory) -> dict[str, Any]:

@@ -55,7 +55,9 @@ class RecordCodec(Generic[M]):
         self.hash_field = hash_field
         if hash_field is not None and self.fields[-1] != hash_field:
             raise TypeError(f"{model.__name__}.{hash_field} must be the model's last field")
-        self._trailers: dict[tuple[str, ...], re.Pattern[bytes]] = {}
+        # names -> (``,"first name":``, the pattern of the trailer they make): see _trailing_match.
+        self._trailers: dict[tuple[str, ...], tuple[bytes, re.Pattern[bytes]]] = {}
+        self._hash_key = to_json(hash_field) if hash_field is not None else b""
         self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
         self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
         self._views: dict[tuple[str, ...], type[BaseModel]] = {}  # projection models, by their fields
@@ -102,9 +104,8 @@ class RecordCodec(Generic[M]):
         the hash of the rest of it, as the last key; and that hash."""
         raw = line.encode("utf-8") if isinstance(line, str) else line
         body = self._body(raw)
-        digest = _digest(body)
-        key = to_json(self.hash_field)
-        sealed = body[:-1] + (b"," if body != b"{}" else b"") + key + b":" + to_json(digest) + b"}\n"
+        digest = _digest(body)  # hex digits: a JSON string as they are
+        sealed = b"".join((body[:-1], b"," if body != b"{}" else b"", self._hash_key, b':"', digest.encode(), b'"}\n'))
         return sealed, digest
 
     def content_hash(self, line: bytes | str) -> str:
@@ -120,7 +121,7 @@ class RecordCodec(Generic[M]):
         match = self._trailing_match(raw, (self.hash_field,))
         if match is not None:
             return raw[:match.start()] + b"}"
-        if to_json(self.hash_field) not in raw:
+        if self._hash_key not in raw:
             return raw  # written before the field existed, or by another tool: the line as it is
         # The field elsewhere (keys reordered by a tool or a hand): the record without it.
         try:
@@ -145,18 +146,19 @@ class RecordCodec(Generic[M]):
     def _trailing_match(self, line: bytes, names: tuple[str, ...]) -> re.Match[bytes] | None:
         """The match of ``names``' trailer at the end of ``line`` (found from its last key:
         no scan of the line from its start)."""
-        at = line.rfind(b"," + to_json(names[0]) + b":")
-        return self._trailer(names).match(line, at) if at >= 0 else None
+        needle, pattern = self._trailer(names)
+        at = line.rfind(needle)
+        return pattern.match(line, at) if at >= 0 else None
 
-    def _trailer(self, names: tuple[str, ...]) -> re.Pattern[bytes]:
-        pattern = self._trailers.get(names)
-        if pattern is None:
+    def _trailer(self, names: tuple[str, ...]) -> tuple[bytes, re.Pattern[bytes]]:
+        found = self._trailers.get(names)
+        if found is None:
             if self.fields[-len(names):] != names:
                 raise ValueError(f"{', '.join(names)} are not the last fields of {self.model.__name__}")
             parts = [re.escape(b"," + to_json(name) + b":") + b'(?:null|"(' + _PLAIN_STRING + b')")'
                      for name in names]
-            pattern = self._trailers[names] = re.compile(b"".join(parts) + rb"\}$")
-        return pattern
+            found = self._trailers[names] = (b"," + to_json(names[0]) + b":", re.compile(b"".join(parts) + rb"\}$"))
+        return found
 
     # -- reading ---------------------------------------------------------------------
 

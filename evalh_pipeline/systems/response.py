@@ -57,13 +57,13 @@ def _as_text(answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     answer) is recorded as ``<unserializable Foo: …>`` and errors the cell, as the same
     object in ``structured`` does.
     """
-    from evalh_pipeline.store.recording import json_safe
-
     not_text: list[str] = []
     for key in ("final_answer", "thinking"):
         value = answer.get(key)
         if value is None or isinstance(value, str):
             continue
+        from evalh_pipeline.store.recording import json_safe  # only for answers that are not text
+
         if isinstance(value, (bool, int, float)) or (isinstance(value, (list, dict)) and not json_safe(value)[1]):
             answer = {**answer, key: str(value)}
             continue

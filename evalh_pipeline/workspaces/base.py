@@ -246,7 +246,7 @@ class WorkspaceAdapter(ABC):
         before_manifest = workspace.before.manifest
         # A secret the system used as a name (cache_<token>.json) is masked like one in a file.
         _mask_secret_names(tree, self.context.secret_values, self.exclude_top)
-        after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
+        after = take_snapshot(tree, exclude_top=self.exclude_top)
         diff, notes = build_file_diff(
             before_manifest, after.manifest, lambda key: self._original(workspace, key),
             lambda key: _read_regular(key_to_path(tree, key)), self.limits,
@@ -255,7 +255,7 @@ class WorkspaceAdapter(ABC):
         masked = _mask_secrets(tree, [*diff.added, *diff.modified], self.context.secret_values)
         extra = self._after_state(workspace)
         if masked:
-            after = take_snapshot(tree, workspace.before, exclude_top=self.exclude_top)
+            after = take_snapshot(tree, exclude_top=self.exclude_top)
             diff, notes = build_file_diff(
                 before_manifest, after.manifest, lambda key: self._original(workspace, key),
                 lambda key: _read_regular(key_to_path(tree, key)), self.limits,

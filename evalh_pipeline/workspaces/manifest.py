@@ -7,6 +7,12 @@ them back); artifact.json writes them as ``\\udcXX`` escapes, which round-trip e
 A symlink is recorded as a link: ``mode`` carries ``S_IFLNK``, ``size`` the length of
 its target and the hash is the hash of the target text. Fifos, sockets and devices are
 recorded (hash ``special:<kind>``) but never opened, so a fifo cannot hang the walk.
+
+Every regular file is read and hashed on every walk. A file's stat (size, mtime, ctime,
+inode) is never taken as proof that its content is unchanged: on a file system with
+one-second timestamps (ext4 with small inodes, ext3, FAT, many NFS servers) a system that
+rewrites a file with the same size within the second it was seeded leaves every stat field
+as it was, and the after-manifest would then claim the old content.
 """
 
 from __future__ import annotations
@@ -14,9 +20,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalh_pipeline.common.file_kinds import NotARegularFile, open_regular, special_kind
@@ -29,11 +34,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 HASH_ALGORITHM = "blake3" if _blake3 is not None else "sha256"
 _CHUNK = 1 << 20
-# Linux file timestamps come from a coarse clock (one jiffy, up to 10 ms): a file changed
-# within that window of the snapshot may keep identical stat fields, so it is re-hashed.
-_RACY_MARGIN_NS = 50_000_000
-
-StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
 
 def new_hasher():  # noqa: ANN201 - hashlib and blake3 objects share no public base class
@@ -60,26 +60,11 @@ def hash_file(path: str | os.PathLike[str]) -> str:
 
 @dataclass
 class Snapshot:
-    """A manifest plus what is needed to re-snapshot cheaply (as git's index does).
-
-    ``stats`` holds (size, mtime_ns, ctime_ns, inode) of every regular file; a later
-    snapshot re-hashes only files whose stat changed or that are racy.
-    """
+    """A workspace's manifest, and the bytes and files it covers (for the accounting)."""
 
     manifest: FileManifest
-    stats: dict[str, StatKey] = field(default_factory=dict)
-    started_ns: int = 0
     total_bytes: int = 0
     hashed_files: int = 0
-
-    def reusable_hash(self, key: str, current: StatKey) -> str | None:
-        """The recorded hash of ``key`` if its stat is unchanged and not racy."""
-        recorded = self.stats.get(key)
-        if recorded is None or recorded != current:
-            return None
-        if max(current[1], current[2]) >= self.started_ns - _RACY_MARGIN_NS:
-            return None
-        return self.manifest.files[key].sha256
 
 
 def _entry(size: int, mode: int, mtime: float, digest: str) -> FileEntry:
@@ -101,21 +86,18 @@ def _hash_or_mark(path: str) -> str:
 
 
 def take_snapshot(
-    root: str | os.PathLike[str], previous: Snapshot | None = None, *, exclude_top: frozenset[str] = frozenset(),
-    threads: int | None = None,
+    root: str | os.PathLike[str], *, exclude_top: frozenset[str] = frozenset(), threads: int | None = None,
 ) -> Snapshot:
-    """Walk ``root`` (never following links) and hash every file not unchanged since ``previous``.
+    """Walk ``root`` (never following links) and hash every regular file.
 
     ``exclude_top`` names top-level entries to skip (``.git`` for git workspaces).
     Deep trees are walked with an explicit stack, never recursion.
     """
-    started = time.time_ns()
     root_str = os.fspath(root)
     if os.path.islink(root_str) or not os.path.isdir(root_str):
         # The system may swap its whole workspace for a link to elsewhere: never walk that.
         raise ValueError(f"workspace root {root_str} is not a real folder (a symlink, or gone)")
     files: dict[str, FileEntry] = {}
-    stats: dict[str, StatKey] = {}
     to_hash: list[tuple[str, str]] = []
     total = 0
     stack: list[tuple[str, str]] = [(root_str, "")]
@@ -139,13 +121,9 @@ def take_snapshot(
                 if not stat.S_ISREG(mode):
                     files[key] = _entry(0, mode, st.st_mtime, f"special:{special_kind(mode)}")
                     continue
-                current = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                stats[key] = current
                 total += st.st_size
-                digest = previous.reusable_hash(key, current) if previous is not None else None
-                files[key] = _entry(st.st_size, mode, st.st_mtime, digest or "")
-                if digest is None:
-                    to_hash.append((key, entry.path))
+                files[key] = _entry(st.st_size, mode, st.st_mtime, "")
+                to_hash.append((key, entry.path))
     if to_hash:
         # File reads and both hashes release the GIL: threads overlap I/O and hashing.
         workers = threads or min(8, 2 * (os.cpu_count() or 1))
@@ -157,7 +135,7 @@ def take_snapshot(
         for (key, _), digest in zip(to_hash, digests):
             files[key].sha256 = digest
     manifest = FileManifest(files=dict(sorted(files.items())))
-    return Snapshot(manifest=manifest, stats=stats, started_ns=started, total_bytes=total, hashed_files=len(to_hash))
+    return Snapshot(manifest=manifest, total_bytes=total, hashed_files=len(to_hash))
 
 
 def key_to_path(root: Path, key: str) -> Path:

@@ -8,6 +8,7 @@ exactly as a user would run ``./dev ui``.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -24,6 +25,39 @@ from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
 
 STARTUP_TIMEOUT = 240
+
+# A system for the resume tests: it logs every call (case, variant, pid) to calls.log beside it,
+# and a case whose input says `hang` waits while the file `hold` beside it exists, so a test can
+# kill the run while some cells have a trace and others have none.
+HANGING_AGENT = """
+import asyncio, json, os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+async def run(case, variant):
+    with open(HERE / "calls.log", "a") as f:
+        f.write(json.dumps([case["id"], variant["name"], os.getpid()]) + "\\n")
+    while case["input"].get("hang") and (HERE / "hold").exists():
+        await asyncio.sleep(0.1)
+    return {"final_answer": case["input"]["answer"], "tool_calls": [{"name": "lookup", "arguments": {}}]}
+"""
+HANGING_CASES = 6  # the last two hang
+HANGING_SYSTEMS = """
+  - name: base
+    adapter: python_function
+    target: hanging_agent:run
+  - name: candidate
+    adapter: python_function
+    target: hanging_agent:run
+"""
+# One case, one variant, a system that answers at once: the backfill test's runs cost little.
+CHEAP_SYSTEMS = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+"""
 
 
 def free_port() -> int:
@@ -95,6 +129,13 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
+    hanging = write_eval(evals / "killable", cases=HANGING_CASES, systems=HANGING_SYSTEMS)
+    (hanging.parent / "hanging_agent.py").write_text(HANGING_AGENT)
+    cases = [json.loads(line) for line in (hanging.parent / "cases.jsonl").read_text().splitlines()]
+    for case in cases[-2:]:
+        case["input"]["hang"] = True
+    (hanging.parent / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    write_eval(evals / "queued", cases=1, systems=CHEAP_SYSTEMS)
     (repo / "README.md").write_text("fixtures for the e2e tests\n")
     commit(repo, "evals")
 

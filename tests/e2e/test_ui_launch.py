@@ -10,78 +10,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from tests.e2e.browser import README, type_into, ui_page
+from tests.e2e.support import finished_run, materialized
+
 pytestmark = pytest.mark.e2e
-
-CHROMIUM = Path(os.environ.get("EVALH_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-gpu", "--disable-dev-shm-usage"]
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _browser_or_skip():
-    """Playwright's sync API, or a loud skip (a failure when EVALH_REQUIRE_BROWSER=1, as in CI)."""
-    reason = ""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "the `playwright` package is not installed (pip install -e '.[dev]')"
-    if not reason and not CHROMIUM.exists():
-        reason = f"no browser at {CHROMIUM}: `apt-get install chromium` (./dev test does it when run as root)"
-    if reason:
-        if os.environ.get("EVALH_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"browser test required but cannot run: {reason}")
-        pytest.skip(f"BROWSER TEST NOT RUN: {reason}")
-    return sync_playwright
-
-
-@contextmanager
-def _page(dagster_dev):
-    sync_playwright = _browser_or_skip()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(60_000)
-            # Dagster's first-visit "Join the Dagster community" dialog: dismiss it whenever it shows.
-            page.add_locator_handler(page.get_by_text("Join the Dagster community"),
-                                     lambda: page.get_by_role("button", name="Skip").click())
-            page.goto(dagster_dev.url + "/")
-            try:
-                yield page
-            except Exception as exc:
-                # What the page showed when a step failed: a CI log alone cannot say.
-                shot = dagster_dev.log.with_name("failure.png")
-                page.screenshot(path=str(shot))
-                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
-                raise
-        finally:
-            browser.close()
-
-
-def _finished_run(instance, job, log, partition=None, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = [r for r in instance.get_runs(dg.RunsFilter(job_name=job))
-                if partition is None or r.tags.get("dagster/partition") == partition]
-        if runs and runs[0].is_finished:
-            return runs[0]
-        time.sleep(2)
-    raise AssertionError(f"no finished {job} run\n{log.read_text()[-4000:]}")
-
-
-def _materialized(instance, run_id):
-    return {e.dagster_event.event_specific_data.materialization.asset_key.path[-1]:
-            e.dagster_event.event_specific_data.materialization
-            for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)}
-
 
 def _cli_run(dagster_dev, eval_name):
     from tests.conftest import run_evalh
@@ -99,24 +37,19 @@ def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
     assert ("**Jobs** → **`<eval>__run`** → **Materialize all** → **Add a partition** → type a name → "
             "**Save** → **Launch 1 run**") in README.read_text()
     instance = dagster_dev.instance()
-    with _page(dagster_dev) as page:
+    with ui_page(dagster_dev) as page:
         page.get_by_text("Jobs", exact=True).first.click()
         page.get_by_text("quick__run", exact=True).first.click()
         page.get_by_role("button", name="Materialize all").click()              # 1
         page.get_by_text("Add a partition", exact=True).first.click()           # 2
-        # Typing before the dialog's box has focus sends the keys nowhere (seen once in CI on a
-        # cold start): wait for the box, type into it, and check it holds the name before Save.
-        name_box = page.get_by_placeholder("name", exact=True)
-        name_box.wait_for()
-        name_box.press_sequentially("first_from_ui")                            # 3
-        assert name_box.input_value() == "first_from_ui"
+        type_into(page.get_by_placeholder("name", exact=True), "first_from_ui")  # 3
         page.get_by_role("button", name="Save").click()                         # 4
         page.get_by_role("button", name="Launch 1 run").click()                 # 5
 
-        run = _finished_run(instance, "quick__run", dagster_dev.log, "first_from_ui")
+        run = finished_run(instance, "quick__run", dagster_dev.log, "first_from_ui")
         assert run.status == dg.DagsterRunStatus.SUCCESS
         assert run.tags.get("dagster/from_ui") == "true"
-        events = _materialized(instance, run.run_id)
+        events = materialized(instance, run.run_id)
         assert set(events) == {"cases", "traces", "results", "summary", "drift"}
         assert {m.partition for m in events.values()} == {"first_from_ui"}
         summary = events["summary"].metadata
@@ -148,7 +81,7 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
     eval_yaml, run_dir = _cli_run(dagster_dev, "rejudged")
     run_id = run_dir.name
     traces_before = (run_dir / "traces.jsonl").read_bytes()
-    with _page(dagster_dev) as page:
+    with ui_page(dagster_dev) as page:
         page.get_by_text("Jobs", exact=True).first.click()
         page.get_by_text("rejudged__judge", exact=True).first.click()
         page.get_by_role("button", name="Materialize all").click()
@@ -156,9 +89,9 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
         page.get_by_text(run_id, exact=True).first.click()
         page.get_by_role("button", name="Launch 1 run").click()
 
-        judged = _finished_run(instance, "rejudged__judge", dagster_dev.log, run_id)
+        judged = finished_run(instance, "rejudged__judge", dagster_dev.log, run_id)
         assert judged.status == dg.DagsterRunStatus.SUCCESS
-        events = _materialized(instance, judged.run_id)
+        events = materialized(instance, judged.run_id)
         assert set(events) == {"results", "summary", "drift"}  # never traces: the system is not called
         assert {m.partition for m in events.values()} == {run_id}
         assert (run_dir / "traces.jsonl").read_bytes() == traces_before  # write-once: no cell ran
@@ -171,7 +104,7 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
         page.get_by_text(run_id, exact=True).first.click()
         page.get_by_role("button", name="Launch Run").click()
 
-        promoted = _finished_run(instance, "rejudged__promote", dagster_dev.log, run_id)
+        promoted = finished_run(instance, "rejudged__promote", dagster_dev.log, run_id)
         assert promoted.status == dg.DagsterRunStatus.SUCCESS
         baseline = instance.get_latest_materialization_event(dg.AssetKey(["rejudged", "baseline"]))
         assert baseline.asset_materialization.metadata["partition"].value == run_id
@@ -188,7 +121,7 @@ def test_the_summary_partition_shows_unsynced_once_results_were_rejudged_after_a
 
     instance = dagster_dev.instance()
     eval_yaml, run_dir = _cli_run(dagster_dev, "versioned")
-    with _page(dagster_dev) as page:
+    with ui_page(dagster_dev) as page:
         page.goto(f"{dagster_dev.url}/assets/versioned/summary")
         page.get_by_text("pass_rate/base", exact=True).first.wait_for()
         assert "Unsynced" not in page.inner_text("body")

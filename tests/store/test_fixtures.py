@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from dataclasses import replace
@@ -10,6 +11,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.schema import WorkspaceConfig
 from evalh_pipeline.store.fixtures import fixture_fingerprint, tree_sha256, workspace_version
 from tests.conftest import write_eval
+from tests.same_stat import rewrite_keeping_stat
 
 
 def _with_copy_from(spec, folder):
@@ -110,3 +112,24 @@ def test_a_fifo_in_the_tree_counts_by_its_kind_and_is_never_opened(tmp_path):
     (tree / "pipe").unlink()
     (tree / "pipe").write_text("")
     assert tree_sha256(tree) != first
+
+
+def test_a_fixture_rewritten_with_its_size_and_mtime_kept_changes_the_key(tmp_path, monkeypatch):
+    # The fixture sensor fingerprints every tick in one long-lived process: the second look must
+    # read the file again, whatever its stat says.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    tree = tmp_path / "fixture_repo"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "main.py").write_text("answer = 1\n")
+    spec = _with_copy_from(load_eval(write_eval(tmp_path / "toy", cases=2)), "../fixture_repo")
+    first = fixture_fingerprint(spec)
+
+    rewrite_keeping_stat(tree / "src" / "main.py", b"answer = 1", b"answer = 2")
+    second = fixture_fingerprint(spec)
+    assert second.key != first.key and second.workspace == f"sha256:{tree_sha256(tree)}" != first.workspace
+
+    dataset = spec.dataset_path
+    rewrite_keeping_stat(dataset, b"case_0", b"case_X")
+    third = fixture_fingerprint(spec)
+    assert third.key != second.key and third.dataset_hash != second.dataset_hash
+    assert third.dataset_hash == hashlib.sha256(dataset.read_bytes()).hexdigest()

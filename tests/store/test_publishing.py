@@ -23,6 +23,7 @@ from evalh_pipeline.store.publishing import (
 )
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
+from tests.same_stat import rewrite_keeping_stat
 
 RUN_FILES = {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "traces.jsonl", "results.jsonl",
              "summary.yaml", "report.md"}
@@ -82,9 +83,11 @@ def remote_files(url: str) -> dict[str, bytes]:
 
 
 def local_files(folder: Path) -> dict[str, bytes]:
-    """The files a publish copies: not the hidden top-level entries (.lock, .cells/ caches...)."""
+    """The files a publish copies: not the hidden top-level entries (.lock, .cells/ caches...),
+    nor the results store (results/: results.jsonl holds its lines)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and not p.relative_to(folder).parts[0].startswith(".")}
+            if p.is_file() and not p.relative_to(folder).parts[0].startswith(".")
+            and p.relative_to(folder).parts[0] != "results"}
 
 
 def test_memory_url_canonical_gets_every_run_file_while_the_engine_works_in_the_cache(tmp_path, cache_dir):
@@ -122,6 +125,55 @@ def test_unchanged_files_are_skipped_changed_ones_uploaded_and_deleted_ones_remo
     assert publisher.publish(run_dir, "delete").removed == {url: 1}
     assert "report.md" not in remote_files(f"{url}/{run_dir.run_id}")
 
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_a_file_rewritten_with_its_size_and_mtime_kept_is_uploaded_again(tmp_path, cache_dir, kind):
+    url = (f"memory://evalh-{uuid.uuid4().hex}/runs" if kind == "memory" else f"file://{tmp_path / 'bucket'}")
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
+    publisher = RunPublisher.for_spec(spec)
+
+    rewrite_keeping_stat(run_dir.results, b'"score":1.0', b'"score":0.5')  # a hand edit, stat put back
+    assert publisher.publish(run_dir, "edit").uploaded == {url: 1}
+    assert remote_files(f"{url}/{run_dir.run_id}")["results.jsonl"] == run_dir.results.read_bytes()
+    assert publisher.publish(run_dir, "again").uploaded == {}
+
+
+def test_a_run_folder_copied_with_its_publish_state_uploads_what_differs_from_the_target(tmp_path, cache_dir):
+    # The working copy is restored from a backup that kept its times and its publish state,
+    # then edited in place: what the target holds is judged by content alone.
+    import shutil
+
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec, run_dir, _ = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
+    backup = tmp_path / "backup"
+    shutil.copytree(run_dir.path, backup)
+    rewrite_keeping_stat(backup / "report.md", b"#", b"=")
+    shutil.rmtree(run_dir.path)
+    shutil.copytree(backup, run_dir.path)
+
+    assert RunPublisher.for_spec(spec).publish(run_dir, "restored").uploaded == {url: 1}
+    assert remote_files(f"{url}/{run_dir.run_id}") == local_files(run_dir.path)
+
+
+def test_each_result_is_uploaded_once_as_results_jsonl_and_a_fetched_run_reads_it(tmp_path, cache_dir):
+    from evalh_pipeline.queries.inspect import inspect_run
+    from evalh_pipeline.store.run_dir import RunDirectory
+
+    def verdicts(folder: Path) -> list[tuple]:
+        return [(c.case_id, c.variant_name, c.passed, sorted((r["evaluator"], r["passed"]) for r in c.results))
+                for c in inspect_run(RunDirectory(folder)).cells]
+
+    url = f"memory://evalh-{uuid.uuid4().hex}/runs"
+    spec, run_dir, reports = run_all_stages(eval_with_outputs(tmp_path / "toy", url), cache_dir)
+
+    published = remote_files(f"{url}/{run_dir.run_id}")
+    assert run_dir.results_store.is_dir()  # the engine's own store stays in the working copy
+    assert not any(name.startswith("results/") for name in published)
+    assert published["results.jsonl"] == run_dir.results.read_bytes()
+    assert reports[2].uploaded == {url: 1}  # the results stage: results.jsonl, nothing else
+    fetched = fetch_run(f"{url}/{run_dir.run_id}", cache_dir)
+    assert verdicts(fetched) == verdicts(run_dir.path) and len(verdicts(fetched)) == 6
 
 def test_hidden_temp_and_symlinked_files_are_never_uploaded(tmp_path, cache_dir):
     url = f"memory://evalh-{uuid.uuid4().hex}/runs"

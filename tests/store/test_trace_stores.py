@@ -17,6 +17,7 @@ from evalh_pipeline.store.stores.base import StoreContext, StoreError
 from evalh_pipeline.store.stores.registry import STORES
 from tests.conftest import write_eval
 from tests.postgres_server import fresh_schema
+from tests.same_stat import rewrite_keeping_stat
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -98,6 +99,42 @@ def test_a_store_follows_records_the_run_directory_replaced(store_entry, tmp_pat
     assert records(back / "results.jsonl") == records(run.results)
     assert records(back / "traces.jsonl") == records(run.traces)
 
+
+
+def test_a_store_follows_a_run_file_rewritten_with_its_size_and_mtime_kept(store_entry, tmp_path):
+    # A hand edit (or a copy preserving times) of traces.jsonl and results.jsonl in place: same
+    # size, same mtime, same inode. The store must still take the new content.
+    run = make_run(tmp_path)
+    store = open_store(store_entry, tmp_path)
+    store.write_run(run, "summary")
+    rewrite_keeping_stat(run.results, b'"score":1.0', b'"score":0.5')
+    rewrite_keeping_stat(run.traces, b'"final_answer":"answer 0 Paris"', b'"final_answer":"answer 0 Rome!"')
+    store.write_run(run, "summary")
+
+    back = tmp_path / "back"
+    store.export_run(run.run_id, back)
+    store.close()
+    assert records(back / "results.jsonl") == records(run.results)
+    assert records(back / "traces.jsonl") == records(run.traces)
+
+
+def test_a_run_folder_copied_elsewhere_and_edited_syncs_its_own_content(store_entry, tmp_path):
+    # The copy keeps every file's mtime and the store state file; its results are then edited
+    # in place. Whatever the copy's stat says, the store ends with the copy's content.
+    import shutil
+
+    run = make_run(tmp_path)
+    store = open_store(store_entry, tmp_path)
+    store.write_run(run, "summary")
+    moved = RunDirectory(tmp_path / "elsewhere" / run.run_id)
+    shutil.copytree(run.path, moved.path)
+    rewrite_keeping_stat(moved.results, b'"passed":true', b'"passed":null')
+    store.write_run(moved, "summary")
+
+    back = tmp_path / "back"
+    store.export_run(run.run_id, back)
+    store.close()
+    assert records(back / "results.jsonl") == records(moved.results) != records(run.results)
 
 def test_a_namespace_filter_returns_only_its_runs(store_entry, tmp_path):
     run_a, run_b = make_run(tmp_path, "alpha"), make_run(tmp_path, "beta")

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import fsspec
@@ -18,6 +19,8 @@ from evalh_pipeline.workspaces.base import WorkspaceContext, WorkspaceError
 from evalh_pipeline.workspaces.ownership import CONTAINER_PREFIX, OWNER_FILE, create_container
 from evalh_pipeline.workspaces.registry import WORKSPACES
 from evalh_pipeline.store.object_storage import artifact_key, encode_key_part
+from tests.mounts import one_second_clock_fs
+from tests.same_stat import rewrite_keeping_stat
 
 CASE = EvalCase.model_validate({"id": "fix/pricing bug", "input": {}})
 VARIANT = RunVariant(name="agent-a", adapter="python_function")
@@ -267,3 +270,32 @@ def test_huge_file_change_is_listed_without_a_body(eval_dir, tmp_path):
     assert artifact.diff.added == ["big.log"] and "big.log" not in artifact.diff.text_diffs
     assert artifact.diff_notes == {"too_large": ["big.log"]}
     assert "File big.log changed (too large for a text diff)" in (Path(artifact.artifacts_path) / "diff.txt").read_text()
+
+
+def _early_in_a_second() -> None:
+    """Wait (at most a second) until the clock is 0.2-0.5 s into a second. Only so that a stat
+    cache, were one used, would be fooled: the seeding, the snapshot and the rewrite then share
+    one second of a one-second clock. The test's assertion holds at any timing."""
+    while not 0.2 <= time.time() % 1 < 0.5:
+        time.sleep(0.01)
+
+
+def test_a_same_size_rewrite_in_the_second_of_seeding_is_a_modification_on_a_one_second_clock(eval_dir, tmp_path):
+    # ext4 with 128-byte inodes (like ext3, FAT, many NFS servers) keeps whole seconds: a system
+    # that rewrites a seeded file with the same size and puts its mtime back within that second
+    # leaves size, mtime, ctime and inode as the before-manifest saw them. Only the bytes differ.
+    with one_second_clock_fs(tmp_path / "coarse", tmp_path / "coarse.img") as base:
+        adapter = _adapter(eval_dir, {"type": "tempdir_snapshot", "copy_from": "fixture", "base_path": str(base)},
+                           tmp_path)
+        _early_in_a_second()
+        workspace = adapter.prepare(CASE, VARIANT)
+        try:
+            rewrite_keeping_stat(workspace.path / "src" / "pricing.py", b"x * 2", b"x * 3")
+            artifact = adapter.collect_artifacts(workspace)
+        finally:
+            adapter.cleanup(workspace)
+
+    assert artifact.diff.modified == ["src/pricing.py"]
+    assert "+    return x * 3" in artifact.diff.text_diffs["src/pricing.py"]
+    folder = Path(artifact.artifacts_path)
+    assert (folder / "after" / "src" / "pricing.py").read_text().endswith("x * 3\n")

@@ -1,16 +1,16 @@
-"""Manifests and diffs on real files: links, odd names, permissions, deep trees, the stat cache."""
+"""Manifests and diffs on real files: links, odd names, permissions, deep trees, content as the only evidence."""
 
 from __future__ import annotations
 
 import os
 import stat
-import time
 
 import pytest
 
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, compare_manifests, render_diff_text
 from evalh_pipeline.workspaces.manifest import hash_bytes, take_snapshot
 from evalh_pipeline.common.trees import remove_tree
+from tests.same_stat import rewrite_keeping_stat
 
 
 def _read(root):
@@ -58,30 +58,17 @@ def test_deep_tree_and_fifo_are_walked_without_hanging(tmp_path):
     assert remove_tree(tmp_path / "d0") == len("bottom")
 
 
-def test_unchanged_files_are_not_rehashed_but_edits_are_seen(tmp_path):
+def test_every_walk_hashes_every_file_so_a_same_size_edit_is_seen(tmp_path):
     for i in range(40):
         (tmp_path / f"f{i}.txt").write_text(f"file {i}\n")
-    time.sleep(0.12)  # leave the racy window, so the stat cache may be trusted
     before = take_snapshot(tmp_path)
     (tmp_path / "f3.txt").write_text("file 3\n")  # rewritten, same content
-    (tmp_path / "f4.txt").write_text("FILE 4\n")  # same size, new content
-    after = take_snapshot(tmp_path, before)
-    assert before.hashed_files == 40 and after.hashed_files == 2
+    rewrite_keeping_stat(tmp_path / "f4.txt", b"file 4", b"FILE 4")  # new content, stat put back
+    after = take_snapshot(tmp_path)
+    assert before.hashed_files == after.hashed_files == 40
+    assert after.manifest.files["f4.txt"].sha256 == hash_bytes(b"FILE 4\n")
     added, removed, modified = compare_manifests(before.manifest, after.manifest)
     assert (added, removed, modified) == ([], [], ["f4.txt"])
-
-
-def test_racy_file_is_rehashed_even_with_identical_stat(tmp_path):
-    path = tmp_path / "racy.txt"
-    path.write_text("aaaa")
-    before = take_snapshot(tmp_path)
-    st = os.stat(path)
-    # Same size, and mtime forced back to the recorded one: only the racy rule catches it.
-    path.write_text("bbbb")
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    before.stats["racy.txt"] = (st.st_size, st.st_mtime_ns, os.stat(path).st_ctime_ns, st.st_ino)
-    after = take_snapshot(tmp_path, before)
-    assert after.manifest.files["racy.txt"].sha256 == hash_bytes(b"bbbb")
 
 
 def test_text_binary_and_capped_diffs(tmp_path):

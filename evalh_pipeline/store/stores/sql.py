@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.store.stores import records
 from evalh_pipeline.store.stores.base import ReadableStore, StoredRun, StoreError, namespace_json
@@ -104,18 +105,20 @@ class SqlStore(ReadableStore):
         meta = run_dir.read_meta()
         ns = namespace_json(self.namespace)
         conn = self.conn
-        # traces.jsonl / results.jsonl unchanged (size, mtime, inode) since this store last took
-        # them: nothing to compare (most stages change neither). The state is written after commit.
+        # traces.jsonl / results.jsonl whose complete lines hash as when this store last took
+        # them: nothing to compare (most stages change neither). Their content, never their
+        # stat: a file rewritten with its size and mtime kept is compared again. The state is
+        # written after commit.
         state_path = run_dir.stores_state
         state = _load_state(state_path)
         mine = state.get(self._state_key(), {})
-        seen = {"traces": _signature(run_dir.traces), "results": _signature(run_dir.results)}
+        seen = {"traces": complete_lines_digest(run_dir.traces), "results": complete_lines_digest(run_dir.results)}
         with self._transaction(conn):
             self._write_run_row(run_dir.run_id, meta, ns)
             self._sync_rows("run_files", run_dir.run_id, ns, records.file_rows(run_dir))
-            if seen["traces"] is None or mine.get("traces") != seen["traces"]:
+            if not seen["traces"] or mine.get("traces") != seen["traces"]:
                 self._sync_rows("traces", run_dir.run_id, ns, records.trace_rows(run_dir))
-            if seen["results"] is None or mine.get("results") != seen["results"]:
+            if not seen["results"] or mine.get("results") != seen["results"]:
                 self._sync_rows("results", run_dir.run_id, ns, records.result_rows(run_dir))
             self._sync_rows("artifacts", run_dir.run_id, ns, records.artifact_rows(run_dir))
             self._sync_summary(run_dir.run_id, ns, records.summary_payload(run_dir))
@@ -270,14 +273,6 @@ class SqlStore(ReadableStore):
             lines("results", "variant_name, case_id, sample, evaluator"),
             artifacts,
         )
-
-
-def _signature(path: Path) -> list[int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
 def _load_state(path: Path) -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""A real browser for the UI tests: Playwright's sync API driving Debian's chromium (never `playwright install`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("EVALH_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--disable-gpu", "--disable-dev-shm-usage"]
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def browser_or_skip() -> Any:
+    """Playwright's sync API, or a loud skip (a failure when EVALH_REQUIRE_BROWSER=1, as in CI)."""
+    reason = ""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        reason = "the `playwright` package is not installed (pip install -e '.[dev]')"
+    if not reason and not CHROMIUM.exists():
+        reason = f"no browser at {CHROMIUM}: `apt-get install chromium` (./dev test does it when run as root)"
+    if reason:
+        if os.environ.get("EVALH_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"browser test required but cannot run: {reason}")
+        pytest.skip(f"BROWSER TEST NOT RUN: {reason}")
+    return sync_playwright
+
+
+@contextmanager
+def ui_page(dagster_dev: Any) -> Iterator[Any]:
+    """A page on the `dagster dev` UI's front page; on a failure, the screenshot and page text go with it."""
+    sync_playwright = browser_or_skip()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(60_000)
+            # Dagster's first-visit "Join the Dagster community" dialog opens a second after a page
+            # loads, over whatever dialog a test has opened by then: say it was dismissed in this
+            # browser (its localStorage key), and dismiss it should it show anyway.
+            page.add_init_script("window.localStorage.setItem('communityNux', '\"1\"')")
+            page.add_locator_handler(page.get_by_text("Join the Dagster community"),
+                                     lambda: page.get_by_role("button", name="Skip").click())
+            page.goto(dagster_dev.url + "/")
+            try:
+                yield page
+            except Exception as exc:
+                # What the page showed when a step failed: a CI log alone cannot say.
+                shot = dagster_dev.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
+                page.screenshot(path=str(shot))
+                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
+                raise
+        finally:
+            browser.close()
+
+
+def type_into(box: Any, text: str) -> None:
+    """Type ``text`` into ``box`` once it is visible, and check it holds it: keys typed before a
+    dialog's box has focus go nowhere (seen in CI on a cold start)."""
+    box.wait_for()
+    box.press_sequentially(text)
+    assert box.input_value() == text, box.input_value()
