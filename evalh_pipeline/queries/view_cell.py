@@ -20,8 +20,13 @@ from evalh_pipeline.store.run_dir import RunDirectory
 # One JSON object per line; a line that is not one (a torn tail) never matches.
 _LINES_SQL = """
 SELECT json FROM read_ndjson_objects('{path}', ignore_errors=true, maximum_object_size={size})
-WHERE json_extract_string(json, '$.{key}') = $value
+WHERE {prefilter} json_extract_string(json, '$.{key}') = $value
 """
+# Extracting a key parses every line; a substring test does not, so it goes first and halves
+# a cell page on a large run. It is only a prefilter, and only for a value that JSON writers
+# in use spell the same way between quotes (no escapes: quotes, backslashes, "/", which some
+# writers escape, control and non-ASCII characters); the key test decides.
+_PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "/"}
 
 
 @dataclass
@@ -59,7 +64,12 @@ def _matching(con: Any, path: Path, key: str, value: str) -> list[dict[str, Any]
     if not path.exists() or path.stat().st_size == 0:
         return []
     literal = str(path).replace("'", "''")
-    rows = con.execute(_LINES_SQL.format(path=literal, size=MAX_RECORD_BYTES, key=key), {"value": value}).fetchall()
+    params = {"value": value}
+    prefilter = ""
+    if value and set(value) <= _PLAIN:
+        prefilter, params["needle"] = "contains(json, $needle) AND", f'"{value}"'
+    sql = _LINES_SQL.format(path=literal, size=MAX_RECORD_BYTES, key=key, prefilter=prefilter)
+    rows = con.execute(sql, params).fetchall()
     found = []
     for (text,) in rows:
         record = json.loads(text)
