@@ -74,7 +74,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     else:
         run_id = new_run_id(spec.name)
     _require_run_id(run_id)
-    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
+    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
         outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
@@ -303,15 +303,17 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
         error(f"invalid eval input\n{_masked(exc, spec)}")
         sys.exit(EXIT_CONFIG)
     except InfrastructureError as exc:
-        error(_masked(exc, spec))
-        if on_interrupt and _run_started(spec, run_id):
-            err.line(f"what is done is kept. {on_interrupt}")
+        # One line: what failed and where, and (once the run exists) the command that finishes it.
+        error(_masked(exc, spec) + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
-        error(f"{type(exc).__name__}: {_masked(exc, spec)}")
-        if on_interrupt and _run_started(spec, run_id):
-            err.line(f"what is done is kept. {on_interrupt}")
+        error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+def _finish_hint(spec: EvalSpec, run_id: str, on_interrupt: str) -> str:
+    """``; what is done is kept. Finish it with: …`` for a run that exists, else ""."""
+    return f"; what is done is kept. {on_interrupt}" if on_interrupt and _run_started(spec, run_id) else ""
 
 
 def _run_started(spec: EvalSpec, run_id: str) -> bool:
