@@ -292,6 +292,17 @@ class _StoreFailureLines(io.TextIOBase):
     def flush(self) -> None:
         self.stream.flush()
 
+    # The rest is the real stream's: Dagster's compute-log capture and rich ask for them.
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
 
 @contextmanager
 def _sigterm_kept() -> Iterator[None]:
