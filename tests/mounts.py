@@ -46,14 +46,16 @@ def remount_read_only(folder: Path) -> None:
 def fill(folder: Path) -> Path:
     """Write into ``folder`` until its file system is full; the file that holds the space."""
     ballast = folder / "ballast"
-    with ballast.open("wb") as handle:
-        block = b"\0" * (1 << 16)
-        try:
-            while True:
-                handle.write(block)
-                handle.flush()
-        except OSError:
-            pass  # ENOSPC: full
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for size in (1 << 20, 1 << 12, 1):  # big blocks, then the last pages, then the last bytes
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                pass  # ENOSPC at this block size
+    finally:
+        os.close(fd)
     return ballast
 
 

@@ -74,12 +74,12 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     else:
         run_id = new_run_id(spec.name)
     _require_run_id(run_id)
-    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root) / run_id}"
+    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
         outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
                                holding=bool(resume_dir))
-    _print_outcome(outcome)
+    _print_outcome(outcome, spec)
     if reuse_from:
         _print_reuse(outcome, reuse_from)
     _print_ui_visibility(spec)
@@ -225,7 +225,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     with _holding(directory.path, "evalh re-evaluate"):
         outcome = _materialize("judge", spec, directory.run_id, max_concurrency, on_interrupt=again,
                                rejudge_all=rejudge_all, holding=True)
-    _print_outcome(outcome)
+    _print_outcome(outcome, spec)
     from evalh_pipeline.runner.evaluation import last_evaluation
 
     counts = last_evaluation(directory)
@@ -252,7 +252,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
         resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
         outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
-    _print_outcome(outcome)
+    _print_outcome(outcome, spec)
     say(f"retried {plural(retried, 'cell')}")
 
 
@@ -303,15 +303,17 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
         error(f"invalid eval input\n{_masked(exc, spec)}")
         sys.exit(EXIT_CONFIG)
     except InfrastructureError as exc:
-        error(_masked(exc, spec))
-        if on_interrupt and _run_started(spec, run_id):
-            err.line(f"what is done is kept. {on_interrupt}")
+        # One line: what failed and where, and (once the run exists) the command that finishes it.
+        error(_masked(exc, spec) + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
-        error(f"{type(exc).__name__}: {_masked(exc, spec)}")
-        if on_interrupt and _run_started(spec, run_id):
-            err.line(f"what is done is kept. {on_interrupt}")
+        error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+def _finish_hint(spec: EvalSpec, run_id: str, on_interrupt: str) -> str:
+    """``; what is done is kept. Finish it with: …`` for a run that exists, else ""."""
+    return f"; what is done is kept. {on_interrupt}" if on_interrupt and _run_started(spec, run_id) else ""
 
 
 def _run_started(spec: EvalSpec, run_id: str) -> bool:
@@ -336,8 +338,8 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
                 f"{failure['error']} (recorded in {run_dir.publish_log})")
 
 
-def _print_outcome(outcome) -> None:
-    _print_summary(outcome.summary, outcome.run_dir)
+def _print_outcome(outcome, spec: EvalSpec) -> None:
+    _print_summary(outcome.summary, outcome.run_dir, spec.display_name)
     done = outcome.summary.completeness
     if done is not None and not done.complete:
         warning(done.describe())
@@ -363,12 +365,13 @@ def _print_outcome(outcome) -> None:
             sys.exit(EXIT_CONFIG)
 
 
-def _print_summary(summary: RunSummary, run_dir: RunDirectory) -> None:
+def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
+    """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
     table(["variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"],
           [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
             f"{v.avg_latency_ms:.1f}", "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
            for v in summary.variants],
-          title=f"run {summary.run_id}")
+          title=f"{escape_control(eval_name)} · run {summary.run_id}")
     if summary.comparison is not None:
         for d in summary.comparison.deltas:
             say(f"{d.variant} vs {summary.comparison.baseline}: pass rate {percentage_points(d.pass_rate_delta)}, "

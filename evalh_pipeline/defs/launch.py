@@ -10,15 +10,20 @@ outside them and reported afterwards.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import os
 import shutil
 import signal
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import dagster as dg
 from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at the top level
@@ -83,24 +88,41 @@ def local_instance() -> dg.DagsterInstance:
 
 def _check_folder(home: Path) -> None:
     """A missing, read-only or full instance folder, said in one line before the first cell."""
+    problem = _folder_problem(home)
+    if problem:
+        raise InfrastructureError(problem)
+
+
+def _folder_problem(home: Path) -> str:
+    """What is wrong with the instance folder (not a folder, not writable, too little space); "" if nothing."""
     if not home.is_dir():
-        raise InfrastructureError(f"Dagster instance folder {home} ($DAGSTER_HOME) is not a directory: create it, "
-                                  "or unset DAGSTER_HOME to use ./.dagster_home")
+        return (f"Dagster instance folder {home} ($DAGSTER_HOME) is not a directory: create it, "
+                "or unset DAGSTER_HOME to use ./.dagster_home")
     probe = home / f".evalh-write-check-{uuid.uuid4().hex}"
     try:
         probe.write_bytes(b"")
-        probe.unlink()
     except OSError as exc:
-        raise InfrastructureError(f"Dagster instance folder {home} is not writable ({exc.strerror or exc}): "
-                                  "make it writable, or point DAGSTER_HOME at a writable folder") from None
+        if exc.errno != errno.ENOSPC:  # a full file system is said below, with its free space
+            return (f"Dagster instance folder {home} is not writable ({exc.strerror or exc}): "
+                    "make it writable, or point DAGSTER_HOME at a writable folder")
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
     free = shutil.disk_usage(home).free
     if free < MIN_FREE_BYTES:
-        raise InfrastructureError(f"Dagster instance folder {home} has {free >> 20} MB free (evalh needs "
-                                  f"{MIN_FREE_BYTES >> 20} MB): free some space, or point DAGSTER_HOME elsewhere")
+        return (f"Dagster instance folder {home} has {free >> 20} MB free (evalh needs "
+                f"{MIN_FREE_BYTES >> 20} MB): free some space, or point DAGSTER_HOME elsewhere")
+    return ""
 
 
 def _instance_problem(home: Path, exc: BaseException) -> str:
-    """One line for an instance that cannot be opened or written: what, and where."""
+    """One line for an instance that cannot be opened or written: what, and where.
+
+    The folder is looked at first: SQLite says "disk I/O error" or "unable to open database
+    file" for a full or read-only file system, which names neither the cause nor the place."""
+    folder = _folder_problem(home)
+    if folder:
+        return folder
     cause = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
     text = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
     if "locked" in text:
@@ -222,7 +244,7 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     run_id = str(uuid.uuid4())
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
-        with _sigterm_kept():
+        with _sigterm_kept(), contextlib.redirect_stderr(_StoreFailureLines(sys.stderr)):
             job.execute_in_process(
                 instance=instance, partition_key=partition, tags=tags, run_id=run_id,
                 # The event log keeps every event for the UI; evalh reports failures itself
@@ -248,6 +270,38 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {_instance_problem(instance_home(), exc)}") from exc
     return run_id, _failed_checks(instance, run_id)
+
+
+class _StoreFailureLines(io.TextIOBase):
+    """stderr while a job runs, without the lines Dagster writes for each event it could not
+    store (``Exception while writing logger call to event log: …`` with the SQL and its
+    parameters). The run then fails, and evalh says in one line what is wrong with the
+    instance and where (:func:`_instance_problem`)."""
+
+    PREFIX = "Exception while writing logger call to event log"
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.startswith(self.PREFIX):
+            self.stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    # The rest is the real stream's: Dagster's compute-log capture and rich ask for them.
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
 
 
 @contextmanager

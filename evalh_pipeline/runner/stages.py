@@ -114,7 +114,7 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
     if accounting is not None:
         summary.workspace = {**accounting.as_dict(), "mismatch": accounting.mismatch()}
     write_atomic(run_dir.summary, dump_yaml(summary.model_dump(mode="json")))
-    write_atomic(run_dir.report, render_report(summary, spec.name, spec.config.run.baseline_variant))
+    write_atomic(run_dir.report, render_report(summary, spec.display_name, spec.config.run.baseline_variant))
     return summary
 
 

@@ -162,7 +162,8 @@ class Viewer:
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
                      completeness=(summary or {}).get("completeness"),
-                     is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id)
+                     is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
+                     eval_display=_display_name(config, meta))
 
     def variants(self, request: Request) -> Response:
         run = self._run(request.path_params["run_id"])
@@ -299,6 +300,13 @@ def _list(value: Any) -> list[Any]:
 def _meta(run: Any) -> dict[str, Any]:
     meta: dict[str, Any] = run.read_meta()
     return meta
+
+
+def _display_name(config: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The eval's name as its eval.yaml gives it (the run's config snapshot: `agent main`), else its key."""
+    info = config.get("eval")
+    name = info.get("name") if isinstance(info, dict) else None
+    return str(name) if name else str(meta.get("eval_name", ""))
 
 
 def _config(run: Any) -> dict[str, Any]:

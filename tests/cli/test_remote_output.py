@@ -18,8 +18,10 @@ def _with_outputs(path: Path, *outputs: str) -> Path:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
+    """What a publish copies: not hidden top-level entries, nor the results store (results.jsonl holds its lines)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and not p.relative_to(folder).parts[0].startswith(".")}
+            if p.is_file() and not p.relative_to(folder).parts[0].startswith(".")
+            and p.relative_to(folder).parts[0] != "results"}
 
 
 def test_run_with_a_file_url_output_publishes_the_run_and_records_a_failing_mirror(tmp_path, env):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dagster as dg
 
 from evalh_pipeline.config.schema import eval_key
-from evalh_pipeline.defs.evals.names import run_id_problem
+from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.evals.names import STAGES, run_id_problem
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
@@ -36,6 +37,54 @@ def test_an_eval_named_with_spaces_runs_under_a_derived_key(tmp_path, instance):
     assert instance.get_dynamic_partitions("agent_main_v2__runs") == [run_id]
     event = instance.get_latest_materialization_event(dg.AssetKey(["agent_main_v2", "summary"]))
     assert event.asset_materialization.partition == run_id
+
+
+def _display_named_eval(tmp_path):
+    path = write_eval(tmp_path / "toy", cases=2)
+    path.write_text(path.read_text().replace("name: toy", "name: 'agent main'"))
+    return load_eval(path)
+
+
+def test_the_assets_and_jobs_of_a_display_named_eval_show_its_name(tmp_path):
+    spec = _display_named_eval(tmp_path)
+    defs, _ = build_definitions([spec])
+    graph = defs.resolve_asset_graph()
+    keys = [dg.AssetKey(["agent_main", stage]) for stage in (*STAGES, "baseline")]
+    for key in keys:
+        node = graph.get(key)
+        assert node.metadata["eval"] == "agent main" and node.metadata["eval_key"] == "agent_main", key
+        assert "agent main (key `agent_main`)" in (node.description or ""), key
+    assert {graph.get(k).group_name for k in keys[:-1]} == {"agent_main"}
+    for job in ("agent_main__run", "agent_main__judge"):
+        assert "agent main (key `agent_main`)" in (defs.resolve_job_def(job).description or "")
+
+
+def test_the_summary_metadata_report_and_cli_table_of_a_display_named_eval_show_its_name(tmp_path, instance, capsys):
+    from evalh_pipeline.cli.running import _print_summary
+
+    spec = _display_named_eval(tmp_path)
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+
+    event = instance.get_latest_materialization_event(dg.AssetKey(["agent_main", "summary"]))
+    assert event.asset_materialization.metadata["eval"].value == "agent main"
+    assert outcome.run_dir.report.read_text().splitlines()[0] == f"# agent main — run `{run_id}`"
+    _print_summary(outcome.summary, outcome.run_dir, spec.display_name)
+    assert f"agent main · run {run_id}" in capsys.readouterr().out
+
+
+def test_the_viewer_run_page_of_a_display_named_eval_shows_its_name(tmp_path, instance):
+    from starlette.testclient import TestClient
+
+    from evalh_pipeline.view.app import create_app
+
+    spec = _display_named_eval(tmp_path)
+    run_id = new_run_id(spec.name)
+    outcome = materialize_run(spec, run_id, instance=instance)
+
+    page = TestClient(create_app(outcome.run_dir.path.parent), base_url="http://127.0.0.1:8790").get(f"/runs/{run_id}")
+    assert page.status_code == 200
+    assert ">agent main</a> <span class=\"muted\">(key agent_main)</span>" in page.text
 
 
 def test_derived_keys_are_valid_run_id_parts():

@@ -66,3 +66,4 @@ def type_into(box: Any, text: str) -> None:
     box.wait_for()
     box.press_sequentially(text)
     assert box.input_value() == text, box.input_value()
+

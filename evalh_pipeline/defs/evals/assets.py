@@ -128,7 +128,8 @@ class _Stage:
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
         return dg.MaterializeResult(
-            metadata={"run_id": self.run_id, **metadata, "spec_version": version, "data_version": data,
+            metadata={"eval": self.live.display_name, "run_id": self.run_id, **metadata, "spec_version": version,
+                      "data_version": data,
                       **run_dir_metadata(self.run_dir)},
             data_version=dg.DataVersion(data),
         )
@@ -149,13 +150,15 @@ def _viewer_metadata(stage: _Stage) -> dict[str, Any]:
 def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     """Build the asset group, checks, jobs and sensors of one eval."""
     name = spec.name
+    shown = _shown_name(spec)
     versions = stage_versions(spec)
     partitions = runs_partitions_def(name)
-    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}, "partitions_def": partitions}
+    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}, "partitions_def": partitions,
+              "metadata": _definition_metadata(spec)}
 
     @dg.asset(
         key=[name, "cases"], code_version=versions["cases"], kinds={"evalh"}, **common,
-        description=(f"The cases of one run of `{name}` (filtered and sampled), snapshotted with the config "
+        description=(f"The cases of one run of {shown} (filtered and sampled), snapshotted with the config "
                      "in a new run directory. A run that exists keeps its snapshot (resume)."),
     )
     def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -168,7 +171,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     @dg.asset(
         key=[name, "traces"], deps=[cases], code_version=versions["traces"], kinds={"evalh"}, **common,
-        description="One trace per (case, variant, sample) of the run, every variant. Write-once: "
+        description=f"One trace per (case, variant, sample) of a run of {shown}, every variant. Write-once: "
                     "rematerializing runs only the cells that have no trace yet.",
     )
     def traces(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -184,7 +187,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     @dg.asset(
         key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
-        description=("Evaluator verdicts on the run's persisted traces. Never calls the system; re-judges only "
+        description=(f"Evaluator verdicts on the persisted traces of a run of {shown}. Never calls the system; re-judges only "
                      "evaluators whose config changed and traces appended since (tag evalh/rejudge=all: every "
                      "result); the other results are kept byte for byte."),
     )
@@ -207,7 +210,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     @dg.asset(
         key=[name, "summary"], deps=[results], code_version=versions["summary"], kinds={"evalh", "duckdb"}, **common,
-        description="Per-variant and per-evaluator rollups, completeness (expected cells against traces) and "
+        description=f"{shown}: per-variant and per-evaluator rollups, completeness (expected cells against traces) and "
                     "the baseline-variant comparison (DuckDB over the JSONL).",
     )
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -238,7 +241,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     @dg.asset(
         key=[name, "drift"], deps=[summary], code_version=versions["drift"], kinds={"evalh", "duckdb"}, **common,
-        description=("The run against the eval's promoted baseline run (`evalh promote`): flips per case and "
+        description=(f"A run of {shown} against the eval's promoted baseline run (`evalh promote`): flips per case and "
                      "pass-rate deltas, in drift.yaml and drift.md (regressions first). Without a promoted "
                      "baseline it says so and gates nothing."),
     )
@@ -260,7 +263,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     baseline = dg.AssetSpec(
         key=[name, "baseline"], deps=[summary], group_name=BASELINES_GROUP, kinds={"evalh"},
-        description=(f"The promoted baseline run of `{name}` that drift compares against. Not partitioned: it "
+        metadata=_definition_metadata(spec),
+        description=(f"The promoted baseline run of {shown} that drift compares against. Not partitioned: it "
                      f"points at one run, and its metadata names that partition. Launch the {promote_job(name)} "
                      "job for the run to promote (or `evalh promote`)."),
     )
@@ -297,7 +301,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         dg.define_asset_job(
             run_job(name), selection=dg.AssetSelection.assets(cases, traces, results, summary, drift),
             executor_def=in_process, tags=tags,
-            description=(f"A whole run of `{name}` for one partition (the run id): snapshot the cases, run every "
+            description=(f"A whole run of {shown} for one partition (the run id): snapshot the cases, run every "
                          "cell of every variant, judge, summarize and compare with the promoted baseline, with every "
                          "check, in one process. On a partition that exists it resumes: only cells without a trace "
                          "call the system."),
@@ -305,13 +309,25 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         dg.define_asset_job(
             judge_job(name), selection=dg.AssetSelection.assets(results, summary, drift),
             executor_def=in_process, tags=tags,
-            description="Re-judge the persisted traces of the partition's run with the current evaluators: "
+            description=f"Re-judge the persisted traces of the partition's run of {shown} with the current evaluators: "
                         "results, summary and drift; never calls the system.",
         ),
         _promote_job(name, promote_run, partitions, tags),
     ]
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
                       checks=checks, sensors=build_eval_sensors(spec))
+
+
+def _shown_name(spec: EvalSpec) -> str:
+    """The eval as descriptions name it: ``agent main`` (key `agent_main`) when eval.yaml's name is no key."""
+    if spec.display_name == spec.name:
+        return f"`{spec.name}`"
+    return f"{spec.display_name} (key `{spec.name}`)"
+
+
+def _definition_metadata(spec: EvalSpec) -> dict[str, Any]:
+    """What every asset of the eval shows in its definition: the eval's name as eval.yaml gives it, and the file."""
+    return {"eval": spec.display_name, "eval_key": spec.name, "eval_file": dg.MetadataValue.path(str(spec.path))}
 
 
 def _promote_job(name: str, promote_run: dg.OpDefinition, partitions: dg.PartitionsDefinition,
