@@ -52,11 +52,25 @@ HANGING_SYSTEMS = """
     adapter: python_function
     target: hanging_agent:run
 """
-# One case, one variant, a system that answers at once: the backfill test's runs cost little.
-CHEAP_SYSTEMS = """
+# One case, one variant, no work: the backfill test's runs cost little. Its answer waits while the
+# file `gate` beside it exists, so the test can hold the runs in flight and watch the queue.
+GATED_AGENT = """
+import asyncio
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+async def run(case, variant):
+    while (HERE / "gate").exists():
+        await asyncio.sleep(0.1)
+    return {"final_answer": case["input"]["answer"], "tool_calls": [{"name": "lookup", "arguments": {}}]}
+"""
+GATED_SYSTEMS = """
   - name: base
     adapter: python_function
-    target: stub_agent:run
+    target: gated_agent:run
+    timeout_seconds: 900
 """
 
 
@@ -135,7 +149,8 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
     for case in cases[-2:]:
         case["input"]["hang"] = True
     (hanging.parent / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
-    write_eval(evals / "queued", cases=1, systems=CHEAP_SYSTEMS)
+    queued = write_eval(evals / "queued", cases=1, systems=GATED_SYSTEMS)
+    (queued.parent / "gated_agent.py").write_text(GATED_AGENT)
     (repo / "README.md").write_text("fixtures for the e2e tests\n")
     commit(repo, "evals")
 
