@@ -67,3 +67,24 @@ def type_into(box: Any, text: str) -> None:
     box.press_sequentially(text)
     assert box.input_value() == text, box.input_value()
 
+
+def launch_new_partition(page: Any, name: str) -> None:
+    """After **Save** in the add-partition dialog: **Launch 1 run** of ``name``.
+
+    Dagster's dialog selects a new partition once it has refetched its list; on a loaded
+    machine it sometimes never does and keeps saying "0 partitions" (seen in CI). The README
+    says what a user does then, and so does this: reload the page, open **Materialize all**
+    again and pick the name under **Select a partition or create one**.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    launch = page.get_by_role("button", name="Launch 1 run")
+    try:
+        launch.wait_for(timeout=30_000)
+    except PlaywrightTimeout:
+        page.reload()
+        page.get_by_role("button", name="Materialize all").click()
+        page.get_by_text("Select a partition or create one", exact=True).first.click()
+        page.get_by_text(name, exact=True).first.click()
+    launch.click()
+

@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.e2e.browser import README, type_into, ui_page
+from tests.e2e.browser import README, launch_new_partition, type_into, ui_page
 from tests.e2e.support import finished_run, materialized
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
         page.get_by_text("Add a partition", exact=True).first.click()           # 2
         type_into(page.get_by_placeholder("name", exact=True), "first_from_ui")  # 3
         page.get_by_role("button", name="Save").click()                         # 4
-        page.get_by_role("button", name="Launch 1 run").click()                 # 5
+        launch_new_partition(page, "first_from_ui")                             # 5
 
         run = finished_run(instance, "quick__run", dagster_dev.log, "first_from_ui")
         assert run.status == dg.DagsterRunStatus.SUCCESS
