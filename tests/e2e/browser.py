@@ -8,28 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 
-CHROMIUM = Path(os.environ.get("EVALH_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-gpu", "--disable-dev-shm-usage"]
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+
 README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def browser_or_skip() -> Any:
-    """Playwright's sync API, or a loud skip (a failure when EVALH_REQUIRE_BROWSER=1, as in CI)."""
-    reason = ""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "the `playwright` package is not installed (pip install -e '.[dev]')"
-    if not reason and not CHROMIUM.exists():
-        reason = f"no browser at {CHROMIUM}: `apt-get install chromium` (./dev test does it when run as root)"
-    if reason:
-        if os.environ.get("EVALH_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"browser test required but cannot run: {reason}")
-        pytest.skip(f"BROWSER TEST NOT RUN: {reason}")
-    return sync_playwright
 
 
 @contextmanager
@@ -37,7 +19,7 @@ def ui_page(dagster_dev: Any) -> Iterator[Any]:
     """A page on the `dagster dev` UI's front page; on a failure, the screenshot and page text go with it."""
     sync_playwright = browser_or_skip()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.set_default_timeout(60_000)

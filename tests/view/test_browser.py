@@ -28,11 +28,9 @@ import pytest
 from evalh_pipeline.store.baselines import promote
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.conftest import REPO, run_evalh
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 from tests.view.support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     HOSTILE_ANSWERS,
-    browser_or_skip,
     eval_harness_run,
     reference,
     write_hostile_eval,
