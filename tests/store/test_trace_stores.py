@@ -58,12 +58,7 @@ def test_a_run_written_to_a_store_reads_back_as_the_same_run(store_entry, tmp_pa
     store = open_store(store_entry, tmp_path, project="a")
     store.write_run(run, "summary")
 
-    back = tmp_path / "back"
-    store.export_run(run.run_id, back)
-    store.close()
-
-    assert records(back / "traces.jsonl") == records(run.traces)
-    assert records(back / "results.jsonl") == records(run.results)
+    back = _assert_exported_as(store, run, tmp_path)
     for name in ("cases.jsonl", "config.yaml", "config_hash.txt", "summary.yaml", "report.md"):
         assert (back / name).read_text() == (run.path / name).read_text(), name
     meta = json.loads((back / "run.json").read_text())
@@ -80,6 +75,17 @@ def test_syncing_again_writes_no_row_twice(store_entry, tmp_path):
     assert (listed.traces, listed.results) == (8, 16)  # 4 cases x 2 variants, x 2 evaluators
 
 
+def _assert_exported_as(store, run, tmp_path):
+    """The store, exported and closed, holds exactly ``run``'s traces and results as they are now;
+    the export's folder."""
+    back = tmp_path / "back"
+    store.export_run(run.run_id, back)
+    store.close()
+    assert records(back / "results.jsonl") == records(run.results)
+    assert records(back / "traces.jsonl") == records(run.traces)
+    return back
+
+
 def test_a_store_follows_records_the_run_directory_replaced(store_entry, tmp_path):
     run = make_run(tmp_path)
     store = open_store(store_entry, tmp_path)
@@ -93,11 +99,7 @@ def test_a_store_follows_records_the_run_directory_replaced(store_entry, tmp_pat
     run.traces.write_text("".join(line + "\n" for line in [json.dumps(first), *traces[2:]]))
     store.write_run(run, "results")
 
-    back = tmp_path / "back"
-    store.export_run(run.run_id, back)
-    store.close()
-    assert records(back / "results.jsonl") == records(run.results)
-    assert records(back / "traces.jsonl") == records(run.traces)
+    _assert_exported_as(store, run, tmp_path)
 
 
 
@@ -111,11 +113,7 @@ def test_a_store_follows_a_run_file_rewritten_with_its_size_and_mtime_kept(store
     rewrite_keeping_stat(run.traces, b'"final_answer":"answer 0 Paris"', b'"final_answer":"answer 0 Rome!"')
     store.write_run(run, "summary")
 
-    back = tmp_path / "back"
-    store.export_run(run.run_id, back)
-    store.close()
-    assert records(back / "results.jsonl") == records(run.results)
-    assert records(back / "traces.jsonl") == records(run.traces)
+    _assert_exported_as(store, run, tmp_path)
 
 
 def test_a_run_folder_copied_elsewhere_and_edited_syncs_its_own_content(store_entry, tmp_path):
@@ -135,6 +133,7 @@ def test_a_run_folder_copied_elsewhere_and_edited_syncs_its_own_content(store_en
     store.export_run(run.run_id, back)
     store.close()
     assert records(back / "results.jsonl") == records(moved.results) != records(run.results)
+
 
 def test_a_namespace_filter_returns_only_its_runs(store_entry, tmp_path):
     run_a, run_b = make_run(tmp_path, "alpha"), make_run(tmp_path, "beta")
