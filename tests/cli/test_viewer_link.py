@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from evalh_pipeline.view.links import VIEWER_URL_ENV
 from tests.conftest import EVALH, run_evalh, write_eval
+from tests.view.support import wait_for_viewer
 
 pytestmark = pytest.mark.e2e
 
@@ -30,20 +29,6 @@ def _started_run_id(stderr: str) -> str:
     return line.split()[2]
 
 
-def _wait_for_viewer(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
-        assert proc.poll() is None, f"evalh view exited with {proc.returncode}:\n{log.read_text()}"
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"evalh view did not answer within {STARTUP_TIMEOUT_S} s"
-        time.sleep(0.2)
-
-
 def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=1)
     runs = path.parent / "runs"
@@ -55,7 +40,7 @@ def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
         viewer = subprocess.Popen([*EVALH, "view", str(runs), "--port", url.rsplit(":", 1)[1]], cwd=tmp_path, env=env,
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        _wait_for_viewer(viewer, url, log)
+        wait_for_viewer(viewer, url, log, STARTUP_TIMEOUT_S)
         proc = run_evalh(["run", str(path)], env, tmp_path)
         assert proc.returncode == 0, proc.stderr
         run_id = _started_run_id(proc.stderr)

@@ -16,8 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +31,7 @@ from tests.view.support import (
     HOSTILE_ANSWERS,
     eval_harness_run,
     reference,
+    wait_for_viewer,
     write_hostile_eval,
 )
 
@@ -94,17 +93,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
                                 start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"evalh view exited with {proc.returncode}:\n{log.read_text()}"
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"evalh view did not answer within {STARTUP_TIMEOUT_S} s"
-            time.sleep(0.2)
+        wait_for_viewer(proc, url, log, STARTUP_TIMEOUT_S)
         shots = SCREENSHOTS if os.environ.get("EVALH_UPDATE_SCREENSHOTS") == "1" else root / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         yield Viewer(url=url, runs=runs, shots=shots, run_ids=made)
