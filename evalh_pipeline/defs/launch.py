@@ -176,10 +176,14 @@ def end_abandoned_runs(instance: dg.DagsterInstance, eval_name: str, run_id: str
     Call only while holding the run directory's lock for the whole command: every CLI command
     that works on the run holds it while it lives, so a CLI run of that partition still "in
     progress" belongs to an evalh that was killed. Runs launched from the UI or by a sensor
-    are the daemon's (its run monitoring) and are left alone."""
+    are the daemon's (its run monitoring) and are left alone, and so is a re-execution from
+    the UI of a CLI run: Dagster copies the parent's tags (``evalh/trigger=cli`` among them)
+    onto it, but the CLI never re-executes, so a run with a parent is never the CLI's."""
     ended = []
     for run in instance.get_runs(dg.RunsFilter(tags={PARTITION_TAG: run_id, EVAL_TAG: eval_name, TRIGGER_TAG: "cli"},
                                                statuses=_IN_PROGRESS)):
+        if run.parent_run_id is not None:
+            continue
         instance.report_run_failed(run, f"the evalh process that ran this ended without finishing it (killed?); "
                                         f"{reason}")
         ended.append(run.run_id)
