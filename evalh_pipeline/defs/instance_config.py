@@ -3,7 +3,9 @@
 Runs launched from the UI, by a sensor or by a backfill go through Dagster's queued run
 coordinator (the daemon starts them): one partition (eval run) never has two runs at once,
 and an eval has at most ``EVAL_RUNS_IN_FLIGHT`` runs in flight, so a "Missing"/"All" backfill
-over thousands of partitions queues instead of launching thousands of paid runs at once.
+over thousands of partitions queues instead of launching thousands of paid runs at once. A
+backfill is bounded by its own tag too: one launched from the global asset graph (not from a
+job page) runs Dagster's implicit asset job, whose runs carry no ``evalh/eval`` tag.
 The CLI executes its run in its own process (no coordinator); it holds the run directory's
 lock meanwhile, so a queued run of the same partition waits for it at its first write.
 """
@@ -31,6 +33,11 @@ run_coordinator:
         limit: 1
       # ... and a bounded number per eval.
       - key: "evalh/eval"
+        value:
+          applyLimitPerUniqueValue: true
+        limit: {EVAL_RUNS_IN_FLIGHT}
+      # ... and per backfill, however launched (the global asset graph's runs have no eval tag).
+      - key: "dagster/backfill"
         value:
           applyLimitPerUniqueValue: true
         limit: {EVAL_RUNS_IN_FLIGHT}

@@ -1,12 +1,14 @@
 """A backfill over hundreds of runs queues on the instance evalh creates, under a real dagster-daemon.
 
 Against the session's `dagster dev` (webserver + daemon; dagster.yaml as evalh writes it: the
-queued run coordinator, at most EVAL_RUNS_IN_FLIGHT runs per eval): a backfill of the
-`queued` eval's run job over 300 partitions, submitted as the UI's **Jobs** → `<eval>__run` →
-**Materialize all** → **All** → **Launch backfill** submits it (GraphQL
-`launchPartitionBackfill`), never has more than 4 runs of the eval in flight at any sampled
-moment: the runs are held in flight until the bound is reached and the queue daemon has passed
-over the queue twice more, then released; the others wait QUEUED (the daemon submits a
+queued run coordinator, at most EVAL_RUNS_IN_FLIGHT runs per eval and per backfill): a
+backfill of the `queued` eval's stages over 300 partitions never has more than 4 runs in flight
+at any sampled moment, whether submitted as the UI's **Jobs** → `<eval>__run` → **Materialize
+all** → **All** → **Launch backfill** submits it (GraphQL `launchPartitionBackfill` with the
+job's partition set: a job backfill, whose runs carry the job's `evalh/eval` tag) or from the
+global asset graph (the same mutation with only the asset selection: an asset backfill, whose
+runs are Dagster's implicit asset job's and carry no eval tag): the runs are held in flight
+until the bound is reached and the queue daemon has passed over the queue twice more, then released; the others wait QUEUED (the daemon submits a
 backfill's runs in chunks) and drain. The test cancels the backfill once 10 runs have
 finished, so it stays short.
 """
@@ -57,10 +59,11 @@ class _Sampler:
 
     def sample(self) -> tuple[list[dg.DagsterRun], list[dg.DagsterRun], list[dg.DagsterRun]]:
         # One read of the run storage per sample: in flight and queued at the same moment.
-        runs = self.instance.get_runs(dg.RunsFilter(tags={EVAL_TAG: EVAL}))
+        # The backfill's runs, by its tag: an asset backfill's runs carry no eval tag.
+        runs = self.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": self.backfill}))
         in_flight = [r for r in runs if r.status in IN_FLIGHT]
         queued = [r for r in runs if r.status == dg.DagsterRunStatus.QUEUED]
-        finished = [r for r in runs if r.is_finished and r.tags.get("dagster/backfill") == self.backfill]
+        finished = [r for r in runs if r.is_finished]
         self.samples += 1
         self.most_in_flight = max(self.most_in_flight, len(in_flight))
         self.most_queued = max(self.most_queued, len(queued))
@@ -79,17 +82,25 @@ def _queue_passes(log) -> int:
     return log.read_text().count("checking tag concurrency limits for queued runs")
 
 
-def test_a_backfill_over_300_runs_keeps_at_most_4_of_the_eval_in_flight_and_the_rest_queued(dagster_dev):
+# The parameters the launch dialog sends for "All" partitions: from a job page, with the job's
+# partition set (a job backfill); from the global asset graph, the assets only (an asset backfill).
+JOB_PAGE = {"selector": {"partitionSetName": f"{EVAL}__run_partition_set",
+                         "repositorySelector": {"repositoryLocationName": "evalh_pipeline",
+                                                "repositoryName": "__repository__"}}}
+ASSET_GRAPH: dict = {}
+ROUTES = {"job page": (JOB_PAGE, {EVAL}, {f"{EVAL}__run"}), "asset graph": (ASSET_GRAPH, {None}, {"__ASSET_JOB"})}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+def test_a_backfill_over_300_runs_keeps_at_most_4_in_flight_and_the_rest_queued(dagster_dev, route):
+    where, eval_tags, job_names = ROUTES[route]
     instance = dagster_dev.instance()
     gate = dagster_dev.repo / "evals" / EVAL / "gate"
     gate.write_text("")  # every run's one cell waits until the test removes it
-    keys = [f"backfilled_{i:03d}" for i in range(PARTITIONS)]
+    keys = [f"backfilled_{route.replace(' ', '_')}_{i:03d}" for i in range(PARTITIONS)]
     instance.add_dynamic_partitions(f"{EVAL}__runs", keys)
-    # The parameters the launch dialog of a job page sends for "All" partitions (a job backfill).
     launched = graphql(dagster_dev.url, BACKFILL, {"params": {
-        "selector": {"partitionSetName": f"{EVAL}__run_partition_set",
-                     "repositorySelector": {"repositoryLocationName": "evalh_pipeline",
-                                            "repositoryName": "__repository__"}},
+        **where,
         "partitionNames": keys,
         "assetSelection": [{"path": [EVAL, stage]} for stage in STAGES],
         "fromFailure": False,
@@ -127,5 +138,5 @@ def test_a_backfill_over_300_runs_keeps_at_most_4_of_the_eval_in_flight_and_the_
     assert len(finished) >= FINISHED_ENOUGH
     assert sampler.most_in_flight == EVAL_RUNS_IN_FLIGHT
     backfilled = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill}))
-    assert {r.tags.get(EVAL_TAG) for r in backfilled} == {EVAL}
-    assert {r.job_name for r in backfilled} == {f"{EVAL}__run"}
+    assert {r.tags.get(EVAL_TAG) for r in backfilled} == eval_tags
+    assert {r.job_name for r in backfilled} == job_names
