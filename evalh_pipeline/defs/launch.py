@@ -47,7 +47,7 @@ from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
 from evalh_pipeline.runner.stages import load_summary
-from evalh_pipeline.store.run_dir import run_directory
+from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 DEFAULT_HOME = ".dagster_home"
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
@@ -66,19 +66,25 @@ def local_instance() -> dg.DagsterInstance:
     """The instance at :func:`instance_home` (``./.dagster_home`` is created on first use,
     with evalh's dagster.yaml), checked to be usable before any work (:func:`check_instance`).
 
+    A ``$DAGSTER_HOME`` folder that is still empty gets evalh's dagster.yaml too (a new
+    instance: without it Dagster prints its telemetry banner into the command's output and
+    launches UI runs without a queue); one already in use is left as its owner set it up.
     The environment is only read: the instance is opened from its folder, so nothing
     else in the process sees a DAGSTER_HOME it did not set.
     """
     home = instance_home()
-    if not os.environ.get("DAGSTER_HOME"):
-        try:
+    chosen = bool(os.environ.get("DAGSTER_HOME"))
+    if chosen:
+        _check_folder(home)  # a missing or read-only folder is said as such, before any write
+    try:
+        if not chosen:
             home.mkdir(parents=True, exist_ok=True)
-            config = home / "dagster.yaml"
-            if not config.exists():
-                config.write_text(INSTANCE_YAML)
-        except OSError as exc:
-            raise InfrastructureError(_instance_problem(home, exc)) from None
-    _check_folder(home)
+        if not (home / "dagster.yaml").exists() and (not chosen or not any(home.iterdir())):
+            write_atomic(home / "dagster.yaml", INSTANCE_YAML)
+    except OSError as exc:
+        raise InfrastructureError(_instance_problem(home, exc)) from None
+    if not chosen:
+        _check_folder(home)
     try:
         with _opening(home):
             return dg.DagsterInstance.from_config(str(home))
