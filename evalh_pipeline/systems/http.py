@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import re
@@ -31,6 +30,7 @@ from evalh_pipeline.systems.base import (
     Workspace,
 )
 from evalh_pipeline.systems.http_presets import PRESETS, Preset
+from evalh_pipeline.systems.http_transport import AiohttpTransport
 from evalh_pipeline.systems.http_stream import (
     READERS,
     STREAM_FORMATS,
@@ -53,7 +53,6 @@ from evalh_pipeline.common.templating import (
 )
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-CONNECTIONS_PER_POOL = 4
 SNIPPET_CHARS = 300
 
 # response_mapping keys -> where they land.
@@ -305,33 +304,18 @@ class HttpSystem(SystemAdapter):
         }
         self._stream_doc_mapping = {key: [parse_jsonpath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
-        # httpcore scans every pooled connection for each request it assigns, so one pool of
-        # N connections costs O(N) per request; pools of CONNECTIONS_PER_POOL keep that flat.
-        # Together they still hold exactly max_concurrency connections. A request takes a free
-        # connection slot (see _slots), never the next pool in turn: a pool whose connections
-        # all wait on slow answers would queue it while other pools sit idle.
-        limit = max(1, self.context.max_concurrency)
-        sizes = [CONNECTIONS_PER_POOL] * (limit // CONNECTIONS_PER_POOL) + (
-            [limit % CONNECTIONS_PER_POOL] if limit % CONNECTIONS_PER_POOL else [])
-        tls = default_ssl_context()
-        self._clients = [
-            httpx.AsyncClient(
-                headers=headers,
-                verify=tls,
-                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-                # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
-                timeout=httpx.Timeout(cfg.timeout_seconds + 10),
-                follow_redirects=False,
-            )
-            for size in sizes
-        ]
-        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        for client, size in zip(self._clients, sizes):
-            for _ in range(size):
-                self._slots.put_nowait(client)
+        # One connection pool of max_concurrency connections, on aiohttp's wire (http_transport.py).
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            transport=AiohttpTransport(self.context.max_concurrency, default_ssl_context()),
+            # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
+            timeout=httpx.Timeout(cfg.timeout_seconds + 10),
+            follow_redirects=False,
+        )
 
     async def close(self) -> None:
-        for client in getattr(self, "_clients", []):
+        client = getattr(self, "_client", None)
+        if client is not None:
             await client.aclose()
 
     def build_body(self, case: EvalCase, workspace: Workspace | None = None) -> Any:
@@ -404,24 +388,20 @@ class HttpSystem(SystemAdapter):
         stream: Stream | None = None
         fmt = cfg.stream_format or "sse"
         try:
-            client = await self._slots.get()
-            try:
-                started = time.monotonic()
-                async with client.stream(cfg.method, url, **kwargs) as resp:
-                    status = resp.status_code
-                    content_type = resp.headers.get("content-type", "")
-                    if cfg.stream and 200 <= status < 300 and (
-                            fmt != "sse" or "text/event-stream" in content_type.lower()):
-                        stream = self._new_stream(started)
-                        raw = b""
-                        try:
-                            await READERS[fmt](resp, stream, cfg.max_response_bytes)
-                        except StreamTooLarge:
-                            raw = None
-                    else:
-                        raw = await _read_capped(resp, cfg.max_response_bytes)
-            finally:
-                self._slots.put_nowait(client)
+            started = time.monotonic()
+            async with self._client.stream(cfg.method, url, **kwargs) as resp:
+                status = resp.status_code
+                content_type = resp.headers.get("content-type", "")
+                if cfg.stream and 200 <= status < 300 and (
+                        fmt != "sse" or "text/event-stream" in content_type.lower()):
+                    stream = self._new_stream(started)
+                    raw = b""
+                    try:
+                        await READERS[fmt](resp, stream, cfg.max_response_bytes)
+                    except StreamTooLarge:
+                        raw = None
+                else:
+                    raw = await _read_capped(resp, cfg.max_response_bytes)
         except httpx.TimeoutException as exc:
             raise AdapterError(f"HTTP request timed out: {type(exc).__name__}", type="timeout") from None
         except httpx.HTTPError as exc:

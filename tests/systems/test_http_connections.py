@@ -14,7 +14,7 @@ import pytest
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import SystemContext
-from evalh_pipeline.systems.http import CONNECTIONS_PER_POOL, HttpSystem
+from evalh_pipeline.systems.http import HttpSystem
 
 pytestmark = pytest.mark.integration
 
@@ -146,26 +146,26 @@ def test_a_body_held_open_after_the_done_marker_is_cut_and_the_answer_kept(serve
     assert server.connections == 2  # the held connection was closed, not reused
 
 
-def test_a_request_takes_a_free_connection_while_another_pool_waits_on_slow_answers(server_factory):
-    # Two pools of CONNECTIONS_PER_POOL connections. The slow requests are answered only after
-    # eight others were: that happens only if no request queues behind them in a busy pool
-    # while the other pool has free connections.
-    pools = 2
-    server = server_factory(release_after=2 * CONNECTIONS_PER_POOL)
+def test_a_request_takes_a_free_connection_while_others_wait_on_slow_answers(server_factory):
+    # Eight connections, half of them waiting on slow answers. The slow requests are answered
+    # only after eight others were: that happens only if no request queues behind them while
+    # connections are free.
+    half = 4
+    server = server_factory(release_after=2 * half)
 
     async def go():
-        system = _system(server.url, concurrency=pools * CONNECTIONS_PER_POOL)
+        system = _system(server.url, concurrency=2 * half)
         await system.start()
         try:
-            # Slow and fast requests in turn, each started before the next, so that handing out
-            # the pools in turn would give every slow request the same pool.
+            # Slow and fast requests in turn, each started before the next, so that a pool
+            # handed out in turn would give every slow request the same connections.
             first = []
-            for i in range(pools * CONNECTIONS_PER_POOL):
+            for i in range(2 * half):
                 first.append(asyncio.ensure_future(system.run(_case(i, "fast" if i % 2 else "slow"), None)))
                 await asyncio.sleep(0)
             slow, fast = first[0::2], first[1::2]
             answers = await asyncio.gather(*fast)
-            more = [_case(100 + i, "fast") for i in range(CONNECTIONS_PER_POOL)]
+            more = [_case(100 + i, "fast") for i in range(half)]
             # A generous bound: without a free connection taken, this never completes.
             answers += await asyncio.wait_for(asyncio.gather(*(system.run(c, None) for c in more)), 120)
             answers += await asyncio.wait_for(asyncio.gather(*slow), 120)
@@ -174,5 +174,5 @@ def test_a_request_takes_a_free_connection_while_another_pool_waits_on_slow_answ
             await system.close()
 
     answers = asyncio.run(go())
-    assert len(answers) == pools * CONNECTIONS_PER_POOL + CONNECTIONS_PER_POOL
+    assert len(answers) == 2 * half + half
     assert all(a.output.final_answer == "Paris" for a in answers)
