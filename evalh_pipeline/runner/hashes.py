@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 
 SECRET_PLACEHOLDER = "<secret>"
 
+# Canonical JSON; built once, as json.dumps would build it on every call (cases are hashed per cell).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
 
 def content_hash(value: Any, secrets: Iterable[str] = ()) -> str:
     """The 16-hex-digit hash of ``value`` as canonical JSON, with ``secrets`` masked."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = _CANONICAL.encode(value)
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, SECRET_PLACEHOLDER)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -113,7 +113,7 @@ class PythonFunctionSystem(SystemAdapter):
                     raise
             else:
                 value = await asyncio.wrap_future(self._threads.submit(functools.partial(self._fn, case_dict, variant_dict)))
-            if inspect.isawaitable(value):
+            if not isinstance(value, dict) and inspect.isawaitable(value):  # a dict, the usual answer, is not
                 value = await value
         except (Exception, asyncio.CancelledError):
             raise  # the runner tells a cancelled run from a target that raised CancelledError
