@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.models import EvalCase, RunVariant, Trace
+from evalh_pipeline.models import EvalCase, RunVariant
 
 if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 
 SECRET_PLACEHOLDER = "<secret>"
 
+# Canonical JSON; built once, as json.dumps would build it on every call (cases are hashed per cell).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
 
 def content_hash(value: Any, secrets: Iterable[str] = ()) -> str:
     """The 16-hex-digit hash of ``value`` as canonical JSON, with ``secrets`` masked."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = _CANONICAL.encode(value)
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, SECRET_PLACEHOLDER)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -99,17 +102,17 @@ class CellHashes:
         return cls(variants={v.name: variant_hash(v, spec.secret_values) for v in variants},
                    fixture=fixture_hash(recorded_fixtures(meta), covered_fixture_paths(spec)))
 
-    def stamp(self, trace: Trace, cell: Cell) -> None:
-        """Record the cell's case, variant and fixture hashes in ``trace``."""
-        # Cells of one case (its variants and samples) finish close together: hash it once.
+    def of(self, cell: Cell) -> dict[str, str | None]:
+        """The cell's ``case_hash``, ``variant_hash`` and ``fixture_hash``, as Trace fields."""
+        # Cells of one case (its variants and samples) start close together: hash it once.
         recent = self._recent_cases
-        trace.case_hash = recent.get(cell.case.id)
-        if trace.case_hash is None:
-            trace.case_hash = recent[cell.case.id] = case_hash(cell.case)
+        found = recent.get(cell.case.id)
+        if found is None:
+            found = recent[cell.case.id] = case_hash(cell.case)
             if len(recent) > 1024:
                 del recent[next(iter(recent))]
-        trace.variant_hash = self.variants.get(cell.variant.name)
-        trace.fixture_hash = self.fixture
+        return {"case_hash": found, "variant_hash": self.variants.get(cell.variant.name),
+                "fixture_hash": self.fixture}
 
 
 def file_version(path: Path) -> str:

@@ -121,19 +121,30 @@ async def judge_all(
     """Every evaluator's judgement of one trace, in order (none for a cell that never ran)."""
     if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
         return []
-    return [await judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
-
+    # A sync evaluator is judged by a plain call: no coroutine per verdict.
+    return [judge_sync(evaluator, case, trace, artifact) if isinstance(evaluator, SyncEvaluator)
+            else await judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
 
 
 async def judge_one(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:
     """One evaluator's judgement of one trace, timed; what it raises becomes a failing verdict."""
+    if isinstance(evaluator, SyncEvaluator):
+        return judge_sync(evaluator, case, trace, artifact)  # no event-loop round trip
     started = datetime.now(timezone.utc)
     error = None
     try:
-        if isinstance(evaluator, SyncEvaluator):
-            verdict = evaluator.evaluate_sync(case, trace, artifact)  # no event-loop round trip
-        else:
-            verdict = await evaluator.evaluate(case, trace, artifact)
+        verdict = await evaluator.evaluate(case, trace, artifact)
+    except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+        verdict, error = raised(evaluator, exc)
+    return Judged(evaluator, verdict, error, started, datetime.now(timezone.utc))
+
+
+def judge_sync(evaluator: SyncEvaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:
+    """:func:`judge_one` of an evaluator that does no I/O, without a coroutine."""
+    started = datetime.now(timezone.utc)
+    error = None
+    try:
+        verdict = evaluator.evaluate_sync(case, trace, artifact)
     except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
         verdict, error = raised(evaluator, exc)
     return Judged(evaluator, verdict, error, started, datetime.now(timezone.utc))

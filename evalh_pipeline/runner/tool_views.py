@@ -33,6 +33,8 @@ def results_in_messages(trace: Trace) -> list[ToolResult]:
 
 def apply_tool_views(trace: Trace) -> None:
     """Fill the views from messages when missing; record a disagreement when both are given."""
+    if not trace.messages:
+        return  # nothing to derive and nothing to disagree with (most systems report no messages)
     calls, results = calls_in_messages(trace), results_in_messages(trace)
     disagree = {}
     if not trace.tool_calls:

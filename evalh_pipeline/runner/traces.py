@@ -127,12 +127,10 @@ async def produce_traces(
 
     async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
         adapter = adapters[cell.variant.name]
+        stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
         if workspaces is None or isinstance(adapter, AdapterError):
-            trace, artifact = await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer), None
-        else:
-            trace, artifact = await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces)
-        hashes.stamp(trace, cell)
-        return trace, artifact
+            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps), None
+        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps)
 
     with traces_appender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
@@ -215,20 +213,20 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
 
 async def _run_in_workspace(
     cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
-    workspaces: WorkspaceAdapter,
+    workspaces: WorkspaceAdapter, stamps: dict[str, str | None],
 ) -> tuple[Trace, FilesystemArtifact | None]:
     """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
     try:
         workspace = await asyncio.to_thread(workspaces.prepare, cell.case, cell.variant, cell.sample)
     except Exception as exc:  # noqa: BLE001 - a cell whose workspace fails errors alone
         failed = AdapterError(f"workspace not prepared: {type(exc).__name__}: {exc}", type="workspace_error")
-        return await _run_cell(cell, run_id, failed, retry, budget, pricer), None
+        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps), None
     artifact = None
     try:
         async def reset() -> None:
             await asyncio.to_thread(workspaces.reset, workspace)
 
-        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, workspace, reset)
+        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, workspace, reset)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
             # A timed-out system that could not be stopped may still write: freeze a copy first.
@@ -297,20 +295,26 @@ def _now() -> datetime:
 
 async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
-    pricer: Pricer, workspace: Workspace | None = None, reset: Callable[[], Awaitable[None]] | None = None,
+    pricer: Pricer, stamps: dict[str, str | None], workspace: Workspace | None = None,
+    reset: Callable[[], Awaitable[None]] | None = None,
 ) -> Trace:
-    """One cell -> one Trace. Never raises: every failure becomes ``Trace.error``.
+    """One cell -> one Trace (with the cell's hashes, ``stamps``). Never raises: every
+    failure becomes ``Trace.error``.
 
     ``reset`` runs before each retry (a workspace is re-seeded, so no attempt sees another's edits).
     """
     started = _now()
-    response = SystemResponse()
     error: TraceError | None = None
     attempt = 0
     if budget.exhausted():
+        response = SystemResponse()
         error = TraceError(type="cost_limit", message=f"run cost limit ${budget.limit_usd} reached; cell not started")
     elif isinstance(adapter, AdapterError):
+        response = SystemResponse()
         error = TraceError(type=adapter.type, message=str(adapter))
+    elif retry.backoff.attempts <= 1:
+        response, error = await _call(cell, adapter, workspace)  # no retry configured: nothing to wrap
+        attempt = 1
     else:
         async def one_attempt(number: int) -> tuple[SystemResponse, TraceError | None]:
             if number > 1 and reset is not None:
@@ -342,6 +346,7 @@ async def _run_cell(
         metrics=response.metrics,
         error=error,
         extra=response.extra,
+        **stamps,
     )
     apply_tool_views(trace)
     return trace

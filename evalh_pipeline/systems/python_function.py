@@ -45,6 +45,10 @@ from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.systems.system_loop import SystemLoop
 
 
+# Variant fields the target is not given.
+_NOT_FOR_TARGET = frozenset({"timeout_seconds"})
+
+
 class PythonFunctionConfig(SystemConfigModel):
     # The function may read its own keys from variant["config"], as in eval-harness.
     model_config = ConfigDict(extra="allow")
@@ -74,8 +78,8 @@ class PythonFunctionSystem(SystemAdapter):
         return self.config.isolation == "process"
 
     async def start(self) -> None:
-        # Each cell gets its own copy (targets may mutate it); parsing JSON is the cheap deep copy.
-        self._variant_json = self.variant.model_dump_json(exclude={"timeout_seconds"})
+        # A variant JSON cannot hold fails here, at start, not in every cell.
+        self.variant.model_dump_json(exclude=_NOT_FOR_TARGET)
         self._workers: WorkerPool | None = None
         if self.config.isolation == "process":
             size = self.config.workers or max(1, min(self.context.max_concurrency, os.cpu_count() or 1))
@@ -92,7 +96,9 @@ class PythonFunctionSystem(SystemAdapter):
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
-        variant_dict = json.loads(self._variant_json)
+        # Each cell gets its own copy (targets may mutate it): the same dict as parsing the
+        # variant's JSON, made by pydantic without the text in between (about half the cost).
+        variant_dict = self.variant.model_dump(mode="json", exclude=_NOT_FOR_TARGET)
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
             if "sandbox" in workspace.metadata:  # docker_volume: the files are in the container
@@ -113,7 +119,7 @@ class PythonFunctionSystem(SystemAdapter):
                     raise
             else:
                 value = await asyncio.wrap_future(self._threads.submit(functools.partial(self._fn, case_dict, variant_dict)))
-            if inspect.isawaitable(value):
+            if not isinstance(value, dict) and inspect.isawaitable(value):  # a dict, the usual answer, is not
                 value = await value
         except (Exception, asyncio.CancelledError):
             raise  # the runner tells a cancelled run from a target that raised CancelledError

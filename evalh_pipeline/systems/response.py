@@ -8,11 +8,11 @@ from typing import Any
 from evalh_pipeline.systems.base import AdapterError, SystemResponse
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_METRIC_KEYS = (
+_METRIC_KEYS = frozenset((
     "token_input", "token_output", "token_thinking", "cost_usd", "cost_thinking_usd",
     "latency_first_token_ms", "latency_last_token_ms", "tokens_per_second", "stream_chunks",
     "stream_completed", "custom",
-)
+))
 
 
 def response_from_dict(value: Any) -> SystemResponse:
