@@ -66,7 +66,7 @@ GROUP BY ALL
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
 # the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them).
 _EVALUATOR_PAIRED = f"""
-WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(
+WITH f AS NOT MATERIALIZED ({EVALUATOR_FRACTIONS_SQL.format(
     verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
     traces="cell_traces")})
 SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
