@@ -149,7 +149,7 @@ print(time.perf_counter() - start, summary.comparison.regressions_count,
             # Run outside the checkout, so the evalh_pipeline imported is the one on the path
             # (PYTHONPATH can point at another version's source to compare).
             out = subprocess.run([str(PYTHON), "-c", code], capture_output=True, text=True, check=True, cwd=run)
-            seconds, _, peak = out.stdout.split()
+            seconds, _, peak = out.stdout.split()[-3:]  # after any progress bar DuckDB printed
             found[name].append((float(seconds), float(peak)))
     return {name: (statistics.median(s for s, _ in runs), min(s for s, _ in runs), max(p for _, p in runs))
             for name, runs in found.items()}

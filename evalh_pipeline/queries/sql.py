@@ -70,8 +70,11 @@ def connect() -> duckdb.DuckDBPyConnection:
     directory, DuckDB's default).
     """
     spill = Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
-    return duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False,
-                                              "memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
+    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False,
+                                             "memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
+    # No progress bar: DuckDB prints one on stdout for a query past 2 s (a large summary).
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def jsonl_table(path: Path, columns: dict[str, str], *, strict: bool = False) -> str:
