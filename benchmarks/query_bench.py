@@ -11,7 +11,9 @@ Scenarios:
            fixture (benchmarks/make_fixture.py, LAT=0). Target <= 0.5 s.
   drift    `evalh drift B` against A, promoted with `evalh promote`. Target <= 0.5 s.
   summary  the summary query (queries/summary.py summarize_run, in-process) over a synthetic
-           run of 1,000,000 results (125,000 cases x 2 variants x 4 evaluators). Target <= 3 s.
+           run of 1,000,000 results (125,000 cases x 2 variants x 4 evaluators), from scratch
+           (reading the JSONL, writing the cell store) and again with the store fresh; with the
+           process's peak memory (ru_maxrss). Target <= 3 s.
 
 The two runs are made by `evalh run` itself (each with a fresh DAGSTER_HOME), not timed.
 compare and drift are timed from just before the process starts until it exits; the
@@ -39,13 +41,15 @@ OURS = REPO / ".venv" / "bin" / "evalh"
 PYTHON = REPO / ".venv" / "bin" / "python"
 DEFAULT_PEER = Path("/tmp/ehvenv/bin/evalh")
 CASES = 10_000
-TARGETS = {"compare": 0.5, "drift": 0.5, "summary": 3.0}
+TARGETS = {"compare": 0.5, "drift": 0.5, "summary": 3.0, "summary (store fresh)": 3.0}
 # eval-harness 2.0.2 on this machine, from the issue (for reference when it is not installed).
 PEER_REFERENCE = {"compare": 1.6, "drift": 7.5}
 
 
 def _env(home: Path | None, fixture: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(fixture), "COLUMNS": "200"}
+    # The fixture's stub agent, ahead of any PYTHONPATH given (another version's source to compare).
+    path = os.pathsep.join(p for p in (str(fixture), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -121,9 +125,12 @@ def _synthetic_run(folder: Path, cases: int, evaluators: int) -> Path:
     return run
 
 
-def _summary_seconds(run: Path, repeat: int) -> tuple[float, float]:
+def _summary_seconds(run: Path, repeat: int) -> dict[str, tuple[float, float, float]]:
+    """The in-process summary of ``run``, each repeat from scratch (no cell store: it reads
+    the JSONL and writes the store) then with the store fresh: (median s, min s, peak MB),
+    the peak being the process's ru_maxrss (imports included)."""
     code = f"""
-import time
+import resource, time
 from pathlib import Path
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.queries.summary import summarize_run
@@ -132,13 +139,20 @@ run = RunDirectory(Path({str(run)!r}))
 start = time.perf_counter()
 summary = summarize_run(run, variant_order=["agent_a", "agent_b"], pass_criteria=PassCriteria(),
                         baseline_variant="agent_a", config_path="eval.yaml", config_hash="h", cases_total=0)
-print(time.perf_counter() - start, summary.comparison.regressions_count)
+print(time.perf_counter() - start, summary.comparison.regressions_count,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
-    times = []
+    found: dict[str, list[tuple[float, float]]] = {"summary": [], "summary (store fresh)": []}
     for _ in range(repeat):
-        out = subprocess.run([str(PYTHON), "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
-        times.append(float(out.stdout.split()[0]))
-    return statistics.median(times), min(times)
+        shutil.rmtree(run / ".cells", ignore_errors=True)
+        for name in found:
+            # Run outside the checkout, so the evalh_pipeline imported is the one on the path
+            # (PYTHONPATH can point at another version's source to compare).
+            out = subprocess.run([str(PYTHON), "-c", code], capture_output=True, text=True, check=True, cwd=run)
+            seconds, _, peak = out.stdout.split()[-3:]  # after any progress bar DuckDB printed
+            found[name].append((float(seconds), float(peak)))
+    return {name: (statistics.median(s for s, _ in runs), min(s for s, _ in runs), max(p for _, p in runs))
+            for name, runs in found.items()}
 
 
 def main() -> None:
@@ -172,17 +186,21 @@ def main() -> None:
 
         print("writing a synthetic run of 1,000,000 results (not timed) ...", flush=True)
         synthetic = _synthetic_run(root / "synthetic", 125_000, 4)
-        timings["summary"] = _summary_seconds(synthetic, max(1, args.repeat // 2))
+        summaries = _summary_seconds(synthetic, max(1, args.repeat // 2))
+        peaks = {name: peak for name, (_, _, peak) in summaries.items()}
+        timings.update({name: (median, fastest) for name, (median, fastest, _) in summaries.items()})
 
         for name, (median, fastest) in timings.items():
             rows.append((name, median, fastest, peer_timings.get(name)))
         print()
-        print(f"{'scenario':<9} {'median s':>9} {'min s':>7} {'target s':>9} {'ok':>3} {'peer s':>7} {'ours/peer':>10}")
+        print(f"{'scenario':<21} {'median s':>9} {'min s':>7} {'target s':>9} {'ok':>3} {'peer s':>7} "
+              f"{'ours/peer':>10} {'peak MB':>8}")
         for name, median, fastest, peer_s in rows:
             ok = "yes" if median <= TARGETS[name] else "NO"
             peer_text = f"{peer_s:7.2f}" if peer_s is not None else "      –"
             ratio = f"{median / peer_s:10.2f}" if peer_s else "         –"
-            print(f"{name:<9} {median:9.3f} {fastest:7.3f} {TARGETS[name]:9.1f} {ok:>3} {peer_text} {ratio}")
+            peak = f"{peaks[name]:8.0f}" if name in peaks else "       –"
+            print(f"{name:<21} {median:9.3f} {fastest:7.3f} {TARGETS[name]:9.1f} {ok:>3} {peer_text} {ratio} {peak}")
         if not use_peer:
             print(f"\neval-harness not run (install: python3 -m venv /tmp/ehvenv && /tmp/ehvenv/bin/pip install "
                   f"eval-harness==2.0.2); its reference figures: {PEER_REFERENCE}")

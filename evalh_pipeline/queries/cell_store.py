@@ -167,8 +167,9 @@ class Store:
     evaluators: dict[str, list[str]] = field(default_factory=dict)  # part -> evaluators in it
     memo: list[dict[str, Any]] = field(default_factory=list)
     cases: list[Any] | None = None  # [digest of cases.jsonl, its cases], as counted last
-    # ``verdicts`` is a view of the store's files, read by each query: a query that fails on
-    # a damaged file should drop the store (:meth:`discard`) and summarize from the JSONL.
+    # ``cell_traces`` (and ``verdicts`` when saved) are views of the store's files, read by
+    # each query: a query that fails on a damaged file should drop the store
+    # (:meth:`discard`) and summarize from the JSONL.
     views: bool = False
     _changed: bool = False
 
@@ -186,8 +187,14 @@ class Store:
         return "read_parquet([" + ", ".join(f"'{_literal(f)}'" for f in files) + "])"
 
     def discard(self) -> None:
-        """Forget the store (its manifest): the next summary rebuilds it from the JSONL."""
-        (self.run_dir.cells_cache / MANIFEST).unlink(missing_ok=True)
+        """Drop the store (its manifest and files): the next summary rebuilds it from the JSONL."""
+        folder = self.run_dir.cells_cache
+        (folder / MANIFEST).unlink(missing_ok=True)
+        for entry in folder.iterdir():
+            try:
+                entry.unlink()
+            except OSError:
+                pass  # not ours to remove, or gone already
         self.saved = False
 
     def cases_total(self) -> int:
@@ -261,11 +268,17 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
 
     writable = writable and run_dir.traces.exists()  # no traces yet: nothing worth keeping
     traces_part = folder / _traces_part(digest)
-    if not _reuse(con, "cell_traces", traces_part):
+    # The queries read the traces' cell columns from the store's file, a few columns at a
+    # time, rather than from a copy in DuckDB's memory (see Store.views).
+    store.views = _view_readable(con, "cell_traces", traces_part)
+    if not store.views:
         load_table(con, "trace_rows", run_dir.traces, TRACE_COLUMNS, str(run_dir.traces))
-        con.execute(f"CREATE TEMP TABLE cell_traces AS {CELL_TRACES_SQL.format(raw='trace_rows')}")
+        cell_rows = CELL_TRACES_SQL.format(raw="trace_rows")
+        writable = writable and _save(con, cell_rows, traces_part, run_dir)
+        store.views = writable and _view_readable(con, "cell_traces", traces_part)
+        if not store.views:
+            con.execute(f"CREATE TEMP TABLE cell_traces AS {cell_rows}")
         con.execute("DROP TABLE trace_rows")
-        writable = writable and _save(con, "cell_traces", traces_part, run_dir)
 
     evaluators = {name: list(names) for name, names in (old.get("evaluators") or {}).items()
                   if isinstance(names, list)}
@@ -276,14 +289,12 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
                 # Read by each query rather than copied into a table first: the queries need
                 # a few columns each (the store's files stay put: the summary holds the lock).
                 _view_parts(con, "verdicts", files)
-                store.views = True
             else:
                 con.execute(f"CREATE TEMP TABLE verdicts AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
         except duckdb.Error:
             # A damaged Parquet: this summary reads the JSONL below, the next rebuilds the store.
             con.execute("DROP VIEW IF EXISTS verdicts")
             con.execute("DROP TABLE IF EXISTS verdicts")
-            store.views = False
             (folder / MANIFEST).unlink(missing_ok=True)
         else:
             names = [s.part for s in sources]
@@ -317,16 +328,14 @@ def _build(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, sources: list[
             continue
         load_table(con, "result_rows", source.path, RESULT_COLUMNS, str(source.path))
         try:
-            con.execute(f"CREATE TEMP TABLE part_rows AS {VERDICTS_SQL.format(raw='result_rows')}")
             if source.evaluator is not None:
                 evaluators[source.part] = [source.evaluator]
             else:
                 evaluators[source.part] = [e for (e,) in con.execute(
-                    "SELECT DISTINCT evaluator FROM part_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
-            if not _save(con, "part_rows", folder / source.part, run_dir):
+                    "SELECT DISTINCT evaluator FROM result_rows WHERE evaluator IS NOT NULL ORDER BY 1").fetchall()]
+            if not _save(con, VERDICTS_SQL.format(raw="result_rows"), folder / source.part, run_dir):
                 return False
         finally:
-            con.execute("DROP TABLE IF EXISTS part_rows")
             con.execute("DROP TABLE IF EXISTS result_rows")
     return True
 
@@ -336,24 +345,24 @@ def _empty(columns: dict[str, str]) -> str:
     return f"(SELECT {nulls} WHERE false)"
 
 
-def _reuse(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> bool:
-    """``table`` := ``path``'s rows when it exists and reads back (its name is its key)."""
+def _view_readable(con: duckdb.DuckDBPyConnection, view: str, path: Path) -> bool:
+    """``view`` := ``path``'s rows when it exists and its footer reads back (its name is its key)."""
     if not path.exists():
         return False
     try:
-        _read_parts(con, table, [path])
+        _view_parts(con, view, [path])
     except duckdb.Error:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute(f"DROP VIEW IF EXISTS {view}")
         return False
     return True
 
 
-def _save(con: duckdb.DuckDBPyConnection, table: str, path: Path, run_dir: RunDirectory) -> bool:
-    """Write ``table`` to ``path`` atomically; False when it cannot be written (then the store
-    is not saved, and the queries read the JSONL)."""
+def _save(con: duckdb.DuckDBPyConnection, query: str, path: Path, run_dir: RunDirectory) -> bool:
+    """Write ``query``'s rows to ``path`` atomically; False when it cannot be written (then the
+    store is not saved, and the queries read the JSONL)."""
     tmp = run_dir.temp_file("cells")
     try:
-        con.execute(f"COPY {table} TO '{_literal(tmp)}' (FORMAT parquet)")
+        con.execute(f"COPY ({query}) TO '{_literal(tmp)}' (FORMAT parquet)")
         os.replace(tmp, path)
     except (OSError, duckdb.Error):
         return False

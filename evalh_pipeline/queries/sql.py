@@ -7,6 +7,8 @@ contend for a database file. Columns are declared, not inferred: opaque fields s
 
 from __future__ import annotations
 
+import tempfile
+import uuid
 from pathlib import Path
 
 try:
@@ -50,14 +52,28 @@ class UnreadableRecordsError(ValueError):
     """Some complete lines of a JSONL file could not be read as records."""
 
 
+# DuckDB's own memory (its buffer pool: tables, hash tables, sorts) per connection. Past it,
+# DuckDB evicts to TEMP_PREFIX-named folders of the system temp dir instead of growing, so a
+# summary costs about the same at 10,000 cells as at a million (benchmarks/README.md,
+# "Memory"). Every query here must be able to spill: a CTE read twice is NOT MATERIALIZED.
+MEMORY_LIMIT = "64MB"
+TEMP_PREFIX = "evalh-duckdb-"
+
+
 def connect() -> duckdb.DuckDBPyConnection:
     """A fresh in-memory DuckDB for one query, sized for a worker, not for the machine.
 
     One thread and no insertion-order guarantee keep the JSON reader's buffers (and so
-    the peak memory) independent of the file size.
+    the peak memory) independent of the file size. What does not fit in
+    :data:`MEMORY_LIMIT` goes to a folder of its own in the system temp dir, which DuckDB
+    creates on the first spill and removes when the connection closes (never the current
+    directory, DuckDB's default).
     """
-    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False})
-    con.execute("SET memory_limit = '256MB'")
+    spill = Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
+    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False,
+                                             "memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
+    # No progress bar: DuckDB prints one on stdout for a query past 2 s (a large summary).
+    con.execute("SET enable_progress_bar = false")
     return con
 
 

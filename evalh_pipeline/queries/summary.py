@@ -66,7 +66,7 @@ GROUP BY ALL
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
 # the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them).
 _EVALUATOR_PAIRED = f"""
-WITH f AS ({EVALUATOR_FRACTIONS_SQL.format(
+WITH f AS NOT MATERIALIZED ({EVALUATOR_FRACTIONS_SQL.format(
     verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
     traces="cell_traces")})
 SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
@@ -156,13 +156,14 @@ def summarize_run(
     the run's cases snapshot (counted once per snapshot, through the cell store)."""
     for attempt in range(2):
         con = connect()
+        store = None  # refresh_store's own errors are raised as they are
         try:
             store = refresh_store(con, run_dir)
             return _summarize(con, store, run_dir, variant_order=variant_order, pass_criteria=pass_criteria,
                               baseline_variant=baseline_variant, config_path=config_path, config_hash=config_hash,
                               cases_total=cases_total, metadata=metadata)
         except duckdb.Error:
-            if attempt or not store.views:
+            if attempt or store is None or not store.views:
                 raise
             # A file of the store read back at first but not in full (a damaged page): the
             # store is dropped, and the summary made again from the JSONL (rebuilding it).

@@ -43,7 +43,7 @@ WHERE a.variant_name = $a GROUP BY ALL
 
 # Per evaluator, the same (the summary's by_evaluator: results with a trace only).
 EVALUATOR_PAIRED_SQL = f"""
-WITH f AS (
+WITH f AS NOT MATERIALIZED (
     SELECT v.evaluator, variant_name, case_id, avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
     FROM verdicts v JOIN cell_traces USING (case_id, variant_name, sample)
     WHERE variant_name IN ($a, $b) GROUP BY ALL

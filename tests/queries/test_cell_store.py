@@ -148,16 +148,19 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     assert _summary_files(run_dir) == _from_scratch(spec, run_dir)
 
 
-@pytest.mark.parametrize("damage", ["truncated part", "damaged page", "older format", "missing part",
-                                    "memo of another shape", "manifest of another shape", "not JSON"])
+@pytest.mark.parametrize("damage", ["truncated part", "damaged page", "damaged traces page", "older format",
+                                    "missing part", "memo of another shape", "manifest of another shape",
+                                    "not JSON"])
 def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
     spec, run_dir = _judged_by_blocks(tmp_path)
     expected = _summary_files(run_dir)
     manifest = run_dir.cells_cache / cell_store.MANIFEST
     part = run_dir.cells_cache / json.loads(manifest.read_text())["result_parts"][1]
+    if damage == "damaged traces page":
+        part = run_dir.cells_cache / json.loads(manifest.read_text())["traces_part"]
     if damage == "truncated part":
         part.write_bytes(part.read_bytes()[:100])
-    elif damage == "damaged page":  # its footer intact: it fails only when the queries read its rows
+    elif damage in ("damaged page", "damaged traces page"):  # its footer intact: it fails only when the queries read its rows
         data = bytearray(part.read_bytes())
         footer = int.from_bytes(data[-8:-4], "little")  # Parquet: ... footer, its length, b"PAR1"
         data[4:len(data) - 8 - footer] = b"\xff" * (len(data) - 12 - footer)
