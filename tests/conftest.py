@@ -28,16 +28,62 @@ INTEGRATION_FIXTURES = {"instance"}  # a real Dagster instance (tests/defs/conft
 TIERS = ("integration", "e2e")
 
 
+# Scheduling (`./dev test`: pytest-xdist's --dist loadfile --no-loadscope-reorder). A worker takes a
+# whole group at a time: a file, so a module's fixture (a run made once for several tests) is made
+# once; and the files of a folder that share one server (tests/e2e: `dagster dev`,
+# tests/e2e/conftest.py) are one group, so one worker starts one server for all of them. Groups are
+# queued costliest first (a shared server's, then by how many of their tests start processes): a
+# long group started last would leave the other worker idle.
+SHARED_SERVER_FOLDERS = ("tests/e2e/",)
+
+
+def _group(nodeid: str) -> str:
+    """The unit of work a test belongs to: its shared server's folder, or its file."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_SERVER_FOLDERS if path.startswith(folder)), path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadfile, with the files of a shared-server folder as one unit (see _group)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return Grouped(config, log)
+
+
+def _tier(item: pytest.Item) -> str:
+    for tier in TIERS:
+        if item.get_closest_marker(tier):
+            return tier
+    folder = Path(item.path).parent.name
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if folder in E2E_FOLDERS or fixtures & E2E_FIXTURES:
+        item.add_marker(pytest.mark.e2e)
+        return "e2e"
+    if folder in INTEGRATION_FOLDERS or fixtures & INTEGRATION_FIXTURES:
+        item.add_marker(pytest.mark.integration)
+        return "integration"
+    return "unit"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    groups: dict[str, list[pytest.Item]] = {}
+    heavy: dict[str, int] = {}
     for item in items:
-        if any(item.get_closest_marker(tier) for tier in TIERS):
-            continue
-        folder = Path(item.path).parent.name
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if folder in E2E_FOLDERS or fixtures & E2E_FIXTURES:
-            item.add_marker(pytest.mark.e2e)
-        elif folder in INTEGRATION_FOLDERS or fixtures & INTEGRATION_FIXTURES:
-            item.add_marker(pytest.mark.integration)
+        tier = _tier(item)
+        group = _group(item.nodeid)
+        groups.setdefault(group, []).append(item)
+        heavy[group] = heavy.get(group, 0) + (tier != "unit")
+
+    def cost(group: str) -> tuple[bool, int, int]:
+        return group in SHARED_SERVER_FOLDERS, heavy[group], len(groups[group])
+
+    items[:] = [item for group in sorted(groups, key=cost, reverse=True) for item in groups[group]]
 
 
 @pytest.fixture(autouse=True)

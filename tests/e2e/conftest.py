@@ -1,9 +1,11 @@
 """A real `dagster dev` (webserver + daemon) on a temporary instance, serving evals in a real git repo.
 
-Started once per session (it takes a while on two cores) and stopped with its whole process
-group. The evals live in a temporary git repository the tests commit to; the code location
-is the project's own ``workspace.yaml`` pointed at that folder with ``EVALH_EVALS_DIR``,
-exactly as a user would run ``./dev ui``.
+Started once for the tests that use it (it takes a while on two cores; they run one after the
+other on one worker, tests/conftest.py) and stopped with its whole process group as soon as the
+worker's next test does not use it: left running, its daemon would keep starting runs (the
+drift cron ticks every minute) beside the rest of the suite. The evals live in a temporary git
+repository the tests commit to; the code location is the project's own ``workspace.yaml``
+pointed at that folder with ``EVALH_EVALS_DIR``, exactly as a user would run ``./dev ui``.
 """
 
 from __future__ import annotations
@@ -119,9 +121,7 @@ def _wait_for_server(url: str, proc: subprocess.Popen, log: Path) -> None:
     raise RuntimeError(f"dagster dev did not serve {url} within {STARTUP_TIMEOUT} s:\n{log.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="session")
-def dagster_dev(tmp_path_factory) -> DagsterDev:
-    root = tmp_path_factory.mktemp("dagster_dev")
+def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     home = root / "home"
     home.mkdir()
     # The instance evalh creates: the queued run coordinator, one run per partition at a time.
@@ -156,7 +156,9 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
 
     port = free_port()
     log = root / "dagster_dev.log"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "EVALH_EVALS_DIR": str(evals),
+    tmp = root / "tmp"  # the servers' sockets and scratch files, thrown away with the rest
+    tmp.mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "EVALH_EVALS_DIR": str(evals), "TMPDIR": str(tmp),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -168,13 +170,62 @@ def dagster_dev(tmp_path_factory) -> DagsterDev:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for_server(url, proc, log)
-        yield DagsterDev(url=url, home=home, repo=repo, log=log)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=60)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    except BaseException:
+        _stop(proc)
+        raise
+    return DagsterDev(url=url, home=home, repo=repo, log=log), proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    # The whole process group at once (webserver, daemon, code servers, run workers): the instance
+    # is thrown away, and a graceful stop would wait for the runs still in flight (a drift-cron run,
+    # the backfill's last ones).
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+class _Server:
+    """This worker's `dagster dev`: started by the first test that needs it, stopped after the last."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._tmp_path_factory = tmp_path_factory
+        self._running: tuple[DagsterDev, subprocess.Popen] | None = None
+
+    def running(self) -> DagsterDev:
+        if self._running is None:
+            self._running = _start(self._tmp_path_factory.mktemp("dagster_dev"))
+        return self._running[0]
+
+    def stop(self) -> None:
+        if self._running is not None:
+            _stop(self._running[1])
+            self._running = None
+
+
+_SERVER = pytest.StashKey[_Server]()
+FIXTURE = "dagster_dev"
+
+
+@pytest.fixture
+def dagster_dev(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> DagsterDev:
+    """The worker's running `dagster dev` (one for every test that uses it; see the module's docstring)."""
+    stash = request.config.stash
+    if _SERVER not in stash:
+        stash[_SERVER] = _Server(tmp_path_factory)
+    return stash[_SERVER].running()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # xdist runs a test only once it knows the next one, so `nextitem` is None only at the very end.
+    if FIXTURE in getattr(item, "fixturenames", ()) and FIXTURE not in getattr(nextitem, "fixturenames", ()):
+        if (server := item.config.stash.get(_SERVER, None)) is not None:
+            server.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # After -x or Ctrl-C the last test's teardown may not have stopped it.
+    if (server := session.config.stash.get(_SERVER, None)) is not None:
+        server.stop()

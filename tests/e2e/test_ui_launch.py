@@ -100,6 +100,9 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
         page.get_by_text("Jobs", exact=True).first.click()
         page.get_by_text("rejudged__promote", exact=True).first.click()
         page.get_by_text("Launchpad", exact=True).first.click()
+        # The Partition box lists the partitions once the launchpad has loaded them (its sort
+        # button shows then); clicked before, it is a bare box that never lists them (seen under load).
+        page.get_by_role("img", name="sort_by_alpha").first.wait_for()
         page.get_by_placeholder("Partition").first.click()
         page.get_by_text(run_id, exact=True).first.click()
         page.get_by_role("button", name="Launch Run").click()

@@ -62,7 +62,7 @@ def running_dockerd() -> Iterator[Engine]:
     proc = subprocess.Popen(
         ["dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile",
          str(root / "pid"), "-H", f"unix://{sock}", "--bridge=none", "--iptables=false", "--ip-forward=false",
-         "--ip-masq=false"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+         "--ip-masq=false"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root)
     engine = Engine(f"unix://{sock}", root)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -111,8 +111,11 @@ def running_podman() -> Iterator[Engine]:
     storage = ["--root", str(root / "root"), "--runroot", str(root / "run"), "--tmpdir", str(root / "tmp")]
     env = {**os.environ, "CONTAINERS_CONF": str(root / "containers.conf")}
     log = open(root / "log", "wb")
+    # In its own folder: conmon writes a file `oom` to its working directory when the kernel's
+    # out-of-memory killer ends a container (the hostile agents' test; containers/conmon#504),
+    # and that was the checkout's.
     proc = subprocess.Popen(["podman", *storage, "system", "service", "--time=0", f"unix://{sock}"], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root)
     engine = Engine(f"unix://{sock}", root)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
