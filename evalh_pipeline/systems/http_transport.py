@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
@@ -59,13 +60,18 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     """An httpx transport with at most ``connections`` open connections (one aiohttp pool).
 
     Create and use it on one running event loop (aiohttp binds its pool to the loop).
-    Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``), as httpx's do.
+    Proxies come from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``), as
+    httpx's do. aiohttp's own ``trust_env`` is left off: besides proxies it adds credentials
+    from ``~/.netrc`` to every request (read in a worker thread per request), and a request
+    that carries its own ``Authorization`` header then fails outright.
     """
 
     def __init__(self, connections: int, tls: ssl.SSLContext) -> None:
+        self._proxies = urllib.request.getproxies_environment()
+        self._bypass: dict[str, bool] = {}
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(1, connections), ssl=tls),
-            trust_env=True,
+            trust_env=False,
             auto_decompress=False,  # httpx decodes the body by its Content-Encoding
             cookie_jar=aiohttp.DummyCookieJar(),  # httpx keeps the cookies, as with its own transport
             skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
@@ -82,6 +88,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 headers=[(name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers.raw],
                 data=body or None,
                 allow_redirects=False,
+                proxy=self._proxy(request.url),
                 timeout=aiohttp.ClientTimeout(total=None, connect=timeout.get("pool"),
                                               sock_connect=timeout.get("connect"),
                                               sock_read=timeout.get("read")),
@@ -93,6 +100,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             request=request,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
         )
+
+    def _proxy(self, url: httpx.URL) -> str | None:
+        """The proxy the environment names for ``url`` (None: straight to the host)."""
+        proxy = self._proxies.get(url.scheme)
+        if proxy is None:
+            return None
+        bypass = self._bypass.get(url.host)
+        if bypass is None:
+            bypass = self._bypass[url.host] = bool(urllib.request.proxy_bypass_environment(url.host, self._proxies))
+        return None if bypass else proxy
 
     async def aclose(self) -> None:
         await self._session.close()

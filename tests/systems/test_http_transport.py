@@ -85,3 +85,50 @@ def test_a_gzip_body_is_decoded_once_by_httpx():
 
     response = asyncio.run(go())
     assert response.status_code == 200 and response.json() == {"answer": "Paris"}
+
+
+def test_a_netrc_entry_for_the_host_neither_breaks_nor_replaces_the_requests_own_authorization(
+        tmp_path, monkeypatch):
+    (tmp_path / ".netrc").write_text("machine 127.0.0.1 login someone password from-netrc\n")
+    (tmp_path / ".netrc").chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / ".netrc"))
+    seen: list[bytes] = []
+
+    async def go():
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        async with server, httpx.AsyncClient(transport=AiohttpTransport(2, default_ssl_context())) as client:
+            url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+            return await client.get(url, headers={"Authorization": "Bearer from-eval"})
+
+    response = asyncio.run(go())
+    assert response.status_code == 200 and response.text == "ok"
+    assert b"Authorization: Bearer from-eval" in seen[0] and b"Basic" not in seen[0]
+
+
+def test_requests_go_through_the_proxy_the_environment_names(monkeypatch):
+    seen: list[bytes] = []
+
+    async def go():
+        async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nproxied")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        async with server, httpx.AsyncClient(transport=AiohttpTransport(2, default_ssl_context())) as client:
+            return await client.get("http://evalh-target.invalid/path")
+
+    response = asyncio.run(go())
+    assert response.text == "proxied"
+    assert seen[0].startswith(b"GET http://evalh-target.invalid/path HTTP/1.1")
