@@ -22,10 +22,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def _serve(reply: bytes | None, *, stall: bool = False):
-    """A server that reads a request, then sends ``reply`` (or nothing) and closes, or stalls."""
+async def _serve(reply: bytes | None, *, stall: bool = False, seen: list[bytes] | None = None):
+    """A server that reads a request (its head kept in ``seen``), then sends ``reply`` (or
+    nothing) and closes, or stalls."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        if seen is not None:
+            seen.append(head)
         if reply is not None:
             writer.write(reply)
             await writer.drain()
@@ -96,15 +99,8 @@ def test_a_netrc_entry_for_the_host_neither_breaks_nor_replaces_the_requests_own
     seen: list[bytes] = []
 
     async def go():
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            seen.append(await reader.readuntil(b"\r\n\r\n"))
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-            writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server, url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", seen=seen)
         async with server, httpx.AsyncClient(transport=AiohttpTransport(2, default_ssl_context())) as client:
-            url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
             return await client.get(url, headers={"Authorization": "Bearer from-eval"})
 
     response = asyncio.run(go())
@@ -116,14 +112,8 @@ def test_requests_go_through_the_proxy_the_environment_names(monkeypatch):
     seen: list[bytes] = []
 
     async def go():
-        async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            seen.append(await reader.readuntil(b"\r\n\r\n"))
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nproxied")
-            await writer.drain()
-            writer.close()
-
-        server = await asyncio.start_server(proxy, "127.0.0.1", 0)
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        server, proxy_url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nproxied", seen=seen)
+        monkeypatch.setenv("HTTP_PROXY", proxy_url.rstrip("/"))
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         async with server, httpx.AsyncClient(transport=AiohttpTransport(2, default_ssl_context())) as client:
