@@ -47,15 +47,19 @@ def test_demo_eval_runs_and_reports_regressions(tmp_path, env):
 
 
 def test_killed_run_resumes_without_calling_completed_cells_again(tmp_path, env):
+    # Cases from case_10 on wait for the gate: the kill lands while the run is going.
+    env["EVALH_TEST_GATE"] = str(tmp_path / "gate")
     path = write_eval(tmp_path / "toy", cases=40, systems="""
   - name: base
     adapter: python_function
     target: stub_agent:run
     delay: 0.05
+    hold_from: 10
   - name: candidate
     adapter: python_function
     target: stub_agent:run
     delay: 0.05
+    hold_from: 10
 """)
     proc = subprocess.Popen([*EVALH, "run", str(path)], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -74,6 +78,7 @@ def test_killed_run_resumes_without_calling_completed_cells_again(tmp_path, env)
     before = set(_cells(traces))
     assert 0 < len(before) < 80
 
+    (tmp_path / "gate").touch()
     resumed = run_evalh(["run", str(path), "--resume", str(traces.parent)], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
 
@@ -102,11 +107,14 @@ def test_reevaluate_command_rejudges_persisted_traces(tmp_path, env):
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, env):
+    # Cases from case_4 on wait for a gate that never opens: Ctrl-C lands while the run is going.
+    env["EVALH_TEST_GATE"] = str(tmp_path / "gate")
     path = write_eval(tmp_path / "toy", cases=40, systems="""
   - name: base
     adapter: python_function
     target: stub_agent:run
     delay: 0.1
+    hold_from: 4
 """)
     # As from an interactive shell: SIGINT's default action, even if this test run ignores it.
     proc = subprocess.Popen([*EVALH, "run", str(path)], env=env, cwd=tmp_path,
