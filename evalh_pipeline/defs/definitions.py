@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.defs.cli_runs import build_abandoned_runs_sensor
 from evalh_pipeline.defs.discovery import discover_evals, evals_dirs
 from evalh_pipeline.defs.evals.assets import EvalAssets, build_eval_assets
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime, runtime_resource
@@ -23,7 +24,8 @@ def build_definitions(
         assets=[asset for b in built.values() for asset in b.assets],
         jobs=[job for b in built.values() for job in b.jobs],
         asset_checks=[check for b in built.values() for check in b.checks],
-        sensors=[sensor for b in built.values() for sensor in b.sensors],
+        # The evals' automation, and the one sensor that ends the CLI's runs whose evalh died.
+        sensors=[*(sensor for b in built.values() for sensor in b.sensors), build_abandoned_runs_sensor()],
         resources={RUNTIME_KEY: runtime_resource(runtime)},
         # Every step of a run in one process, also for the UI's ad hoc asset selections:
         # a step is a stage of one eval run, not worth a process of its own.

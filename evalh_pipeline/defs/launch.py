@@ -30,12 +30,15 @@ from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at
 from filelock import FileLock
 
 from evalh_pipeline.config import ConfigError, EvalSpec
+from evalh_pipeline.defs import cli_runs
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import (
+    EVAL_FILE_TAG,
     EVAL_TAG,
     PARTITION_TAG,
     REJUDGE_TAG,
     REUSE_FROM_TAG,
+    RUN_DIR_TAG,
     TRIGGER_TAG,
     judge_job,
     promote_job,
@@ -52,8 +55,6 @@ from evalh_pipeline.store.run_dir import run_directory, write_atomic
 DEFAULT_HOME = ".dagster_home"
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
 MIN_FREE_BYTES = 64 << 20
-_IN_PROGRESS = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                dg.DagsterRunStatus.CANCELING]
 
 
 def instance_home() -> Path:
@@ -177,23 +178,12 @@ def delete_run_partition(instance: dg.DagsterInstance, eval_name: str, run_id: s
 
 
 def end_abandoned_runs(instance: dg.DagsterInstance, eval_name: str, run_id: str, reason: str) -> list[str]:
-    """Mark failed the CLI's Dagster runs of partition ``run_id`` still recorded as in progress.
+    """Mark failed the CLI's Dagster runs of partition ``run_id`` still recorded as in progress
+    whose evalh died (defs/cli_runs.py: no process holds their lease), with ``reason``.
 
-    Call only while holding the run directory's lock for the whole command: every CLI command
-    that works on the run holds it while it lives, so a CLI run of that partition still "in
-    progress" belongs to an evalh that was killed. Runs launched from the UI or by a sensor
-    are the daemon's (its run monitoring) and are left alone, and so is a re-execution from
-    the UI of a CLI run: Dagster copies the parent's tags (``evalh/trigger=cli`` among them)
-    onto it, but the CLI never re-executes, so a run with a parent is never the CLI's."""
-    ended = []
-    for run in instance.get_runs(dg.RunsFilter(tags={PARTITION_TAG: run_id, EVAL_TAG: eval_name, TRIGGER_TAG: "cli"},
-                                               statuses=_IN_PROGRESS)):
-        if run.parent_run_id is not None:
-            continue
-        instance.report_run_failed(run, f"the evalh process that ran this ended without finishing it (killed?); "
-                                        f"{reason}")
-        ended.append(run.run_id)
-    return ended
+    A command that resumes or re-judges a run calls it first; the code location's sensor
+    does the same for every eval while the daemon runs."""
+    return cli_runs.end_abandoned_runs(instance, {PARTITION_TAG: run_id, EVAL_TAG: eval_name}, lambda _run: reason)
 
 
 def materialize_run(spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance,
@@ -247,14 +237,20 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     asset checks that failed.
 
     A failed check is a verdict reported to the caller, not an infrastructure failure, even
-    when it is blocking (the run's data is complete as far as it got).
+    when it is blocking (the run's data is complete as far as it got). The process holds the
+    run's lease while it executes it (defs/cli_runs.py), and the run's tags name the eval
+    file and the run directory: if the process dies, the run is marked failed with the
+    command that finishes it.
     """
     options = options or RunOptions()
     runtime = EvalhRuntime(max_concurrency=options.max_concurrency, progress=options.progress, spec=spec)
     run_id = str(uuid.uuid4())
+    tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()),
+            RUN_DIR_TAG: str(run_directory(spec, partition).path.resolve())}
     try:
         job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
-        with _sigterm_kept(), contextlib.redirect_stderr(_StoreFailureLines(sys.stderr)):
+        with (cli_runs.executing(instance, run_id), _sigterm_kept(),
+              contextlib.redirect_stderr(_StoreFailureLines(sys.stderr))):
             job.execute_in_process(
                 instance=instance, partition_key=partition, tags=tags, run_id=run_id,
                 # The event log keeps every event for the UI; evalh reports failures itself

@@ -23,6 +23,12 @@ DRIFT_TICK_TAG = "evalh/drift_tick"
 REUSE_FROM_TAG = "evalh/reuse_from"
 REJUDGE_TAG = "evalh/rejudge"  # "all": re-judge every result (`evalh re-evaluate --all`)
 PARTITION_TAG = "dagster/partition"  # Dagster's own: the partition key of a partitioned run
+# On the CLI's runs: the eval file and the run directory it worked on (absolute paths), so a
+# run whose evalh was killed can say which command finishes it (defs/cli_runs.py).
+EVAL_FILE_TAG = "evalh/eval_file"
+RUN_DIR_TAG = "evalh/run_dir"
+# The code location's one sensor that marks failed the CLI runs whose evalh was killed.
+ABANDONED_RUNS_SENSOR = "evalh_abandoned_cli_runs"
 
 # A run id names a run folder and is a partition key: letters, digits, `_`, `-` and `.`,
 # starting with a letter or digit, never `...` (Dagster refuses it in a partition key).
