@@ -14,6 +14,7 @@ of the hand-over cost per cell (benchmarks/dagster_bench.py).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any
@@ -132,7 +133,11 @@ class SystemLoop:
 
     async def blocked(self, within: float = 0.5) -> bool:
         """True when the loop does not run a callback within ``within`` seconds."""
-        ran = asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop)
+        # A plain callback, not a coroutine: on a loop stopped meanwhile (the adapter closed
+        # as the run ends) it is dropped unrun, and a dropped coroutine would be reported
+        # "never awaited" when the loop is collected.
+        ran: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._loop.call_soon_threadsafe(_answer, ran)
         try:
             await asyncio.wait_for(asyncio.wrap_future(ran), within)
             return False
@@ -144,6 +149,12 @@ class SystemLoop:
     def stop(self) -> None:
         """Stop the loop once its pending callbacks ran (a blocked loop is left to the daemon thread)."""
         self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def _answer(ran: concurrent.futures.Future[None]) -> None:
+    """On the system loop: answer :meth:`SystemLoop.blocked`'s probe, unless it gave up."""
+    if ran.set_running_or_notify_cancel():
+        ran.set_result(None)
 
 
 def _reply(call: _Call) -> None:
