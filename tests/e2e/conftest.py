@@ -76,6 +76,17 @@ GATED_SYSTEMS = """
 """
 
 
+def hanging_eval(folder: Path) -> Path:
+    """An eval of HANGING_CASES cases on the hanging agent, its last two cases hanging while `hold` exists."""
+    path = write_eval(folder, cases=HANGING_CASES, systems=HANGING_SYSTEMS)
+    (folder / "hanging_agent.py").write_text(HANGING_AGENT)
+    cases = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
+    for case in cases[-2:]:
+        case["input"]["hang"] = True
+    (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -143,12 +154,8 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
-    hanging = write_eval(evals / "killable", cases=HANGING_CASES, systems=HANGING_SYSTEMS)
-    (hanging.parent / "hanging_agent.py").write_text(HANGING_AGENT)
-    cases = [json.loads(line) for line in (hanging.parent / "cases.jsonl").read_text().splitlines()]
-    for case in cases[-2:]:
-        case["input"]["hang"] = True
-    (hanging.parent / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    for name in ("killable", "abandoned"):  # UI runs killed; `evalh run` killed
+        hanging_eval(evals / name)
     queued = write_eval(evals / "queued", cases=1, systems=GATED_SYSTEMS)
     (queued.parent / "gated_agent.py").write_text(GATED_AGENT)
     (repo / "README.md").write_text("fixtures for the e2e tests\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +50,22 @@ def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> di
     """One request to the webserver's GraphQL endpoint, as the UI makes it; its ``data``."""
     request = urllib.request.Request(f"{url}/graphql", data=json.dumps({"query": query, "variables": variables or {}})
                                      .encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        body = json.loads(response.read())
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as exc:  # the server's own words, not only its status
+        raise AssertionError(f"{exc}: {exc.read().decode(errors='replace')[:4000]}") from None
     assert not body.get("errors"), body["errors"]
     return body["data"]
+
+
+def sensor_ticks_after(instance: dg.DagsterInstance, name: str, since: float) -> list[Any]:
+    """The finished evaluations (ticks) of sensor ``name`` that started after ``since`` (a Unix time)."""
+    from dagster._core.definitions.run_request import InstigatorType  # not exported at the top level
+    from dagster._core.scheduler.instigation import TickStatus
+
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.name == name:
+            return [t for t in instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=50)
+                    if t.timestamp > since and t.status != TickStatus.STARTED]
+    return []
