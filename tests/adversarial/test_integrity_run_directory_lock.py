@@ -12,7 +12,9 @@ import yaml
 
 from tests.conftest import EVALH, STEADY_SYSTEMS, run_evalh, write_eval
 
-SLOW = STEADY_SYSTEMS.replace("target: stub_agent:run", "target: stub_agent:run\n    delay: 0.5")
+# The resume's cells from case_2 on wait for the gate: it still holds the run while the
+# other commands are refused, however slow the machine is.
+HELD = STEADY_SYSTEMS.replace("target: stub_agent:run", "target: stub_agent:run\n    hold_from: 2")
 
 
 @pytest.mark.e2e
@@ -20,9 +22,10 @@ def test_reevaluate_during_resume_is_refused(tmp_path: Path, env: dict[str, str]
     path = write_eval(tmp_path / "busy", cases=8)
     assert run_evalh(["run", str(path)], env, tmp_path).returncode == 0
     (run_dir,) = [p for p in (path.parent / "runs").iterdir() if not p.name.startswith(".")]
-    # A killed run: no trace survived. Its resume is slow (0.5 s a cell).
+    # A killed run: no trace survived. Its resume waits for the gate.
     (run_dir / "traces.jsonl").write_text("")
-    write_eval(path.parent, cases=8, systems=SLOW)
+    write_eval(path.parent, cases=8, systems=HELD)
+    env = {**env, "EVALH_TEST_GATE": str(tmp_path / "gate")}
     resume = subprocess.Popen([*EVALH, "run", str(path), "--resume", str(run_dir), "--max-concurrency", "1"],
                               env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -34,6 +37,7 @@ def test_reevaluate_during_resume_is_refused(tmp_path: Path, env: dict[str, str]
             refused = run_evalh(args, env, tmp_path)
             assert refused.returncode == 2, refused.stdout + refused.stderr
             assert "being written by another process" in refused.stderr and "run --resume" in refused.stderr
+        (tmp_path / "gate").touch()
         out, errors = resume.communicate(timeout=300)
         assert resume.returncode == 0, out + errors
     finally:

@@ -103,15 +103,19 @@ def _canon(rows, key):
 
 def test_kill_9_during_a_run_leaves_every_store_consistent_after_resume(tmp_path, env, postgres_dsn):
     schema = fresh_schema()
+    # Cases from case_3 on wait for the gate: the kill lands while the run is going.
+    env = {**env, "EVALH_TEST_GATE": str(tmp_path / "gate")}
     systems = """
   - name: base
     adapter: python_function
     target: stub_agent:run
     delay: 0.25
+    hold_from: 3
   - name: candidate
     adapter: python_function
     target: stub_agent:run
     delay: 0.25
+    hold_from: 3
 """
     path = write_eval(tmp_path / "toy", cases=10, systems=systems,
                       extra_yaml=_stores_yaml(tmp_path, postgres_dsn, schema))
@@ -136,6 +140,7 @@ def test_kill_9_during_a_run_leaves_every_store_consistent_after_resume(tmp_path
     lines_at_kill = len((run_dir / "traces.jsonl").read_text().splitlines())
     assert lines_at_kill < 20
 
+    (tmp_path / "gate").touch()
     resumed = run_evalh(["run", str(path), "--resume", str(run_dir)], env, tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
 

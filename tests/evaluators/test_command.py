@@ -59,19 +59,22 @@ def test_expected_exit_code_and_executable_modes_are_kept(artifact):
 
 @pytest.mark.integration
 def test_a_timeout_kills_the_process_group_and_fails(artifact, tmp_path):
-    marker, pid_file = tmp_path / "grandchild_alive", tmp_path / "grandchild.pid"
-    # The child starts a grandchild in the same group that would write the marker later.
-    grandchild = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-                  f"time.sleep(1.5); open({str(marker)!r}, 'w')")
+    marker, pid_file, gate = tmp_path / "grandchild_alive", tmp_path / "grandchild.pid", tmp_path / "gate"
+    # The child starts a grandchild in the same group that writes the marker once the test
+    # opens the gate, after the judge has returned: only a grandchild that survived can.
+    grandchild = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                  f"while not os.path.exists({str(gate)!r}): time.sleep(0.02)\n"
+                  f"open({str(marker)!r}, 'w')")
     script = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {grandchild!r}]); time.sleep(60)"
     started = time.monotonic()
     verdict = judge({"command": [PY, "-c", script], "timeout_seconds": 0.5}, artifact)
     assert time.monotonic() - started < 10
     assert not verdict.passed and verdict.detail["timed_out"] is True
     assert "timed out after 0.5s" in verdict.reason
-    if pid_file.exists():  # the grandchild got to start: it must be gone before it wrote the marker
+    gate.touch()
+    if pid_file.exists():  # the grandchild got to start: it must be gone, and not by writing the marker
         pid = int(pid_file.read_text() or 0)
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 30  # a bound, never a pace: the kill was sent before the judge returned
         while pid and _running(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not (pid and _running(pid))

@@ -13,18 +13,19 @@ from evalh_pipeline.store.locking import RunDirectoryBusy, hold_run_directory
 pytestmark = pytest.mark.integration  # processes that import this project
 
 HOLD = """
-import sys, time
+import sys
 from pathlib import Path
 from evalh_pipeline.store.locking import hold_run_directory
 
 with hold_run_directory(Path(sys.argv[1]), "evalh run --resume"):
     print("held", flush=True)
-    time.sleep(30)
+    sys.stdin.read()  # held until the test closes our stdin (or kills us)
 """
 
 
 def test_a_lock_held_by_another_command_is_refused_at_once_naming_it(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()

@@ -203,13 +203,19 @@ def test_timeout_kills_the_whole_process_group_and_propagates(tmp_path):
 
     async def go():
         await the_adapter.start()
-        async with asyncio.timeout(0.5):
-            await the_adapter.run(CASE, None)
+        # The cell's timeout expires once the command has started its grandchild (however long
+        # that takes on a loaded machine), never before: both are then there to be killed.
+        async with asyncio.timeout(None) as deadline:
+            expire = asyncio.create_task(_expire_when_written(pids, deadline))
+            try:
+                await the_adapter.run(CASE, None)
+            finally:
+                expire.cancel()
 
     started = time.monotonic()
     with pytest.raises(TimeoutError):
         asyncio.run(go())
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30  # long before the command's own 60 s
     command_pid, grandchild_pid = map(int, pids.read_text().split())
     # The command was our child: it is reaped, not left a zombie.
     assert not alive(command_pid) and not Path(f"/proc/{command_pid}").exists()
@@ -217,6 +223,13 @@ def test_timeout_kills_the_whole_process_group_and_propagates(tmp_path):
     while alive(grandchild_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild_pid)
+
+
+async def _expire_when_written(path: Path, deadline: asyncio.Timeout) -> None:
+    """Expire ``deadline`` now once ``path`` holds two pids."""
+    while not (path.exists() and len(path.read_text().split()) == 2):
+        await asyncio.sleep(0.02)
+    deadline.reschedule(asyncio.get_running_loop().time())
 
 
 def test_a_leftover_child_holding_stdout_does_not_keep_the_cell_running(tmp_path):
