@@ -10,7 +10,9 @@ be taken is the evidence that no process executes the run any more; a PID would 
 are reused). A CLI run still recorded in progress whose lease can be taken is marked failed,
 saying so and which command finishes the eval run. Two places do it: the code location's
 ``evalh_abandoned_cli_runs`` sensor (under the daemon: within a minute of the death), and
-every `evalh` command that resumes or re-judges the run, before it starts.
+every `evalh` command that resumes or re-judges the run, before it starts. The sensor
+leaves alone a run whose lease it does not find: executed where this instance folder is
+not seen (another machine sharing the run storage), it may well be alive.
 
 The run directory's lock is not that evidence: a new `evalh run` holds it only while a step
 writes (not while its `cases` step builds the directory, nor between steps). Only the CLI's
@@ -47,7 +49,8 @@ IN_PROGRESS = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg
 ENDED_WITHOUT_FINISHING = "the evalh process that ran this ended without finishing it (killed?)"
 
 
-def _lease_path(instance: dg.DagsterInstance, dagster_run_id: str) -> Path:
+def lease_path(instance: dg.DagsterInstance, dagster_run_id: str) -> Path:
+    """Where the lease of the CLI run ``dagster_run_id`` is (a killed evalh leaves it, free)."""
     return Path(instance.root_directory) / "evalh" / "cli_runs" / f"{dagster_run_id}.lock"
 
 
@@ -57,16 +60,24 @@ def executing(instance: dg.DagsterInstance, dagster_run_id: str) -> Iterator[Non
 
     Enter it before the run is recorded and leave it after its end is: a run recorded in
     progress whose lease is free then has no process executing it."""
-    with _lease(instance, dagster_run_id) as held:
+    with _lease(instance, dagster_run_id, if_missing=True) as held:
         if not held:  # a new uuid: nobody else has it
             raise RuntimeError(f"the lease of Dagster run {dagster_run_id} is held by another process")
         yield
 
 
 @contextmanager
-def _lease(instance: dg.DagsterInstance, dagster_run_id: str) -> Iterator[bool]:
-    """Take the run's lease for the block if no process holds it (True), else False at once."""
-    path = _lease_path(instance, dagster_run_id)
+def _lease(instance: dg.DagsterInstance, dagster_run_id: str, *, if_missing: bool) -> Iterator[bool]:
+    """Take the run's lease for the block if no process holds it (True), else False at once.
+
+    ``if_missing=False``: a lease that is not there is not taken either (False). It exists
+    from before the run is recorded until after its end is, and a killed evalh leaves it:
+    missing, the run was executed where this instance folder is not seen (another machine
+    on shared run storage) or by an evalh from before leases, and nothing here can tell."""
+    path = lease_path(instance, dagster_run_id)
+    if not if_missing and not path.exists():
+        yield False
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     # A lock object of its own: a holder in this same process (another thread) refuses it too.
     lock = FileLock(str(path), thread_local=False)
@@ -85,14 +96,18 @@ def _lease(instance: dg.DagsterInstance, dagster_run_id: str) -> Iterator[bool]:
 
 
 def end_abandoned_runs(instance: dg.DagsterInstance, tags: dict[str, str],
-                       message: Callable[[dg.DagsterRun], str]) -> list[str]:
+                       message: Callable[[dg.DagsterRun], str], *, missing_lease_is_free: bool) -> list[str]:
     """Mark failed the CLI runs matching ``tags`` still recorded in progress whose evalh died
-    (their lease is free); returns their Dagster run ids. ``message(run)`` says what to do."""
+    (their lease is free); returns their Dagster run ids. ``message(run)`` says what to do.
+
+    ``missing_lease_is_free``: also those whose lease is not there, for a caller that has
+    other evidence (a command holding the run directory's lock, which every command that
+    works on a run holds)."""
     ended = []
     for run in instance.get_runs(dg.RunsFilter(tags={**tags, TRIGGER_TAG: "cli"}, statuses=IN_PROGRESS)):
         if run.parent_run_id is not None:  # a re-execution from the UI: the daemon's
             continue
-        with _lease(instance, run.run_id) as free:
+        with _lease(instance, run.run_id, if_missing=missing_lease_is_free) as free:
             if not free:
                 continue  # its evalh is executing it
             # Read again under the lease: the evalh may have recorded the end and let go since
@@ -135,7 +150,7 @@ def build_abandoned_runs_sensor() -> dg.SensorDefinition:
         ),
     )
     def abandoned_cli_runs(context: dg.SensorEvaluationContext) -> dg.SkipReason:
-        ended = end_abandoned_runs(context.instance, {}, finishing_command)
+        ended = end_abandoned_runs(context.instance, {}, finishing_command, missing_lease_is_free=False)
         if ended:
             return dg.SkipReason(f"marked failed {len(ended)} run(s) whose evalh ended without finishing them: "
                                  f"{', '.join(ended)}")

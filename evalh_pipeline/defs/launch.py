@@ -181,9 +181,13 @@ def end_abandoned_runs(instance: dg.DagsterInstance, eval_name: str, run_id: str
     """Mark failed the CLI's Dagster runs of partition ``run_id`` still recorded as in progress
     whose evalh died (defs/cli_runs.py: no process holds their lease), with ``reason``.
 
-    A command that resumes or re-judges a run calls it first; the code location's sensor
-    does the same for every eval while the daemon runs."""
-    return cli_runs.end_abandoned_runs(instance, {PARTITION_TAG: run_id, EVAL_TAG: eval_name}, lambda _run: reason)
+    Call only while holding the run directory's lock: a run whose lease is not in this
+    instance folder (an evalh from before leases) is then taken for abandoned too, as the
+    lock says no other command works on the run. A command that resumes or re-judges a run
+    calls it first; the code location's sensor does the same for every eval while the
+    daemon runs."""
+    return cli_runs.end_abandoned_runs(instance, {PARTITION_TAG: run_id, EVAL_TAG: eval_name}, lambda _run: reason,
+                                       missing_lease_is_free=True)
 
 
 def materialize_run(spec: EvalSpec, run_id: str, *, instance: dg.DagsterInstance,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dagster as dg
 from dagster._core.test_utils import create_run_for_test  # what Dagster's own tests use to record a run
 
-from evalh_pipeline.defs.cli_runs import ENDED_WITHOUT_FINISHING, build_abandoned_runs_sensor, executing
+from evalh_pipeline.defs.cli_runs import ENDED_WITHOUT_FINISHING, build_abandoned_runs_sensor, executing, lease_path
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import (
     ABANDONED_RUNS_SENSOR,
@@ -71,10 +71,8 @@ def test_the_sensor_marks_failed_every_abandoned_cli_run_with_the_command_that_f
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text('{"run_id": "toy-1", "eval_name": "toy"}\n')
     where = {EVAL_FILE_TAG: str(tmp_path / "eval.yaml"), RUN_DIR_TAG: str(run_dir)}
-    killed_run = create_run_for_test(instance, job_name="toy__run", tags={**CLI_TAGS, **where},
-                                     status=dg.DagsterRunStatus.STARTED)
-    killed_judge = create_run_for_test(instance, job_name="toy__judge", tags={**CLI_TAGS, **where},
-                                       status=dg.DagsterRunStatus.STARTED)
+    killed_run = _killed(instance, job_name="toy__run", tags={**CLI_TAGS, **where})
+    killed_judge = _killed(instance, job_name="toy__judge", tags={**CLI_TAGS, **where})
     ui_run = create_run_for_test(instance, job_name="toy__run", tags={PARTITION_TAG: "toy-1", EVAL_TAG: "toy"},
                                  status=dg.DagsterRunStatus.STARTED)
 
@@ -88,11 +86,22 @@ def test_the_sensor_marks_failed_every_abandoned_cli_run_with_the_command_that_f
     after = instance.get_run_by_id(ui_run.run_id)
     assert after is not None and after.status == dg.DagsterRunStatus.STARTED  # the daemon's to watch
     assert _tick(instance).skip_message == "no CLI run in progress without its evalh"
+    assert not lease_path(instance, killed_run.run_id).exists()  # nothing left behind
+
+
+def test_a_run_whose_lease_is_not_in_this_instance_folder_is_left_to_the_command_that_resumes_it(instance):
+    # Executed where this folder is not seen (another machine sharing the run storage), or
+    # by an evalh from before leases: the sensor cannot tell, the resuming command can.
+    elsewhere = create_run_for_test(instance, job_name="toy__run", tags=CLI_TAGS, status=dg.DagsterRunStatus.STARTED)
+
+    assert _tick(instance).skip_message == "no CLI run in progress without its evalh"
+    assert instance.get_run_by_id(elsewhere.run_id).status == dg.DagsterRunStatus.STARTED
+    assert end_abandoned_runs(instance, "toy", "toy-1", "finished by `evalh run`") == [elsewhere.run_id]
 
 
 def test_a_run_killed_before_its_run_directory_existed_says_to_start_a_new_run(instance, tmp_path):
     never_written = tmp_path / "runs" / "toy-1"
-    killed = create_run_for_test(instance, job_name="toy__run", status=dg.DagsterRunStatus.STARTED, tags={
+    killed = _killed(instance, job_name="toy__run", tags={
         **CLI_TAGS, EVAL_FILE_TAG: str(tmp_path / "eval.yaml"), RUN_DIR_TAG: str(never_written)})
 
     _tick(instance)
@@ -107,6 +116,14 @@ def test_the_sensor_is_in_the_code_location_and_on_by_default():
 
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert 30 <= sensor.minimum_interval_seconds <= 60
+
+
+def _killed(instance, **run):
+    """A CLI run recorded in progress whose evalh was killed: its lease file is left, held by nobody."""
+    killed = create_run_for_test(instance, status=dg.DagsterRunStatus.STARTED, **run)
+    lease_path(instance, killed.run_id).parent.mkdir(parents=True, exist_ok=True)
+    lease_path(instance, killed.run_id).touch()
+    return killed
 
 
 def _tick(instance):
