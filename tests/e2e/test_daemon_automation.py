@@ -17,6 +17,7 @@ import yaml
 
 from tests.conftest import run_evalh
 from tests.e2e.conftest import commit
+from tests.e2e.support import sensor_ticks_after
 
 pytestmark = pytest.mark.e2e
 
@@ -32,14 +33,6 @@ def _sensor_state(instance, name):
         if state.name == name:
             return state
     return None
-
-
-def _ticks_after(instance, name, since):
-    state = _sensor_state(instance, name)
-    if state is None:
-        return []
-    return [t for t in instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=20)
-            if t.timestamp > since]
 
 
 def _runs(instance, job, trigger):
@@ -96,7 +89,7 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
     (repo / "README.md").write_text("an unrelated change\n")
     since = time.time()
     commit(repo, "unrelated")
-    _wait(lambda: len(_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
+    _wait(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
           "two fixture-sensor ticks after the unrelated commit", dagster_dev.log)
     assert _runs(instance, "fix__run", "fixtures") == []
     assert instance.get_dynamic_partitions("fix__runs") == []  # no partition either
@@ -125,7 +118,7 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
 
     # Nothing changed since: still exactly one fixture run after further ticks.
     since = time.time()
-    _wait(lambda: len(_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120, "another tick", dagster_dev.log)
+    _wait(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120, "another tick", dagster_dev.log)
     assert len(_runs(instance, "fix__run", "fixtures")) == 1
 
 
