@@ -6,8 +6,9 @@ and an eval has at most ``EVAL_RUNS_IN_FLIGHT`` runs in flight, so a "Missing"/"
 over thousands of partitions queues instead of launching thousands of paid runs at once. A
 backfill is bounded by its own tag too: one launched from the global asset graph (not from a
 job page) runs Dagster's implicit asset job, whose runs carry no ``evalh/eval`` tag.
-The CLI executes its run in its own process (no coordinator); it holds the run directory's
-lock meanwhile, so a queued run of the same partition waits for it at its first write.
+The CLI executes its run in its own process (no coordinator). Each stage that writes holds
+the run directory's lock (a resuming command holds it throughout), so a queued run of the
+same partition waits at its first write instead of interleaving with the CLI's.
 """
 
 from __future__ import annotations
