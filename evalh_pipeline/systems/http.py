@@ -42,8 +42,8 @@ from evalh_pipeline.systems.http_stream import (
     RawStream,
     Stream,
     StreamTooLarge,
-    find_first,
 )
+from evalh_pipeline.systems.http_paths import JsonPath, find_first
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.common.templating import (
@@ -300,10 +300,10 @@ class HttpSystem(SystemAdapter):
         mapping: dict[str, str | list[str]] = dict(self._preset.response_mapping) if self._preset else {}
         mapping.update(cfg.response_mapping)
         self._mapping = {
-            key: [parse_jsonpath(p) for p in ([paths] if isinstance(paths, str) else paths)]
+            key: [JsonPath(p) for p in ([paths] if isinstance(paths, str) else paths)]
             for key, paths in mapping.items()
         }
-        self._stream_doc_mapping = {key: [parse_jsonpath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
+        self._stream_doc_mapping = {key: [JsonPath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
         params = dict(cfg.query_params)
         if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
@@ -462,12 +462,12 @@ class HttpSystem(SystemAdapter):
             return STREAM_PRESETS[cfg.provider](started=started)
         if cfg.stream_format == "raw_chunks":
             return RawStream(started=started)
-        paths = {key: [parse_jsonpath(p) for p in ([v] if isinstance(v, str) else v)]
+        paths = {key: [JsonPath(p) for p in ([v] if isinstance(v, str) else v)]
                  for key, v in cfg.stream_mapping.items()}
         return MappedStream(started=started, paths=paths,
                             complete_at_end=cfg.stream_format == "json_lines" and "done" not in paths)
 
-    def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None, *, streamed: bool = False) -> SystemResponse:
+    def _map(self, data: Any, mapping: dict[str, list[JsonPath]] | None = None, *, streamed: bool = False) -> SystemResponse:
         found = {key: find_first(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
         # Several matches (Anthropic's text blocks around a tool_use) are joined by a newline, as
         # eval-harness does; a stream folded back into one response joins its pieces as they came.

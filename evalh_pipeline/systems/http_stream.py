@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalh_pipeline.common.http_client import HttpError, LineSplitter, Response
+from evalh_pipeline.systems.http_paths import JsonPath, find_first
 
 STREAM_FORMATS = ("sse", "json_lines", "raw_chunks")
 # Providers with a streaming preset; all of them speak server-sent events.
@@ -271,15 +272,6 @@ class GeminiStream(Stream):
         return data
 
 
-def find_first(paths: list[Any], data: Any) -> list[Any] | None:
-    """Values matched by the first JSONPath that matches anything; None when none does."""
-    for path in paths:
-        matches = [m.value for m in path.find(data)]
-        if matches:
-            return matches
-    return None
-
-
 @dataclass
 class MappedStream(Stream):
     """A stream without a provider: each event (a JSON value) is read through ``stream_mapping``.
@@ -292,7 +284,7 @@ class MappedStream(Stream):
     ``tokens.*`` and ``trace_id``: the last event where the path matches wins.
     """
 
-    paths: dict[str, list[Any]] = field(default_factory=dict)
+    paths: dict[str, list[JsonPath]] = field(default_factory=dict)
     complete_at_end: bool = False  # no done marker configured: a normal end completes the stream
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
