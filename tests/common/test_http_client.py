@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import shutil
 import socket
+import ssl
+import subprocess
 
 import pytest
 
@@ -228,3 +231,45 @@ def test_a_last_line_without_its_ending_is_given_at_the_end():
     splitter = LineSplitter()
     assert splitter.feed(b"data: 1\n\ndata: [DONE]") == [b"data: 1", b""]
     assert splitter.end() == [b"data: [DONE]"]
+
+
+@pytest.fixture
+def self_signed(tmp_path):
+    """(certificate, key) for 127.0.0.1, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def _https_get(cert, key, client_tls: ssl.SSLContext):
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecure")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass  # the client refused the certificate
+        writer.close()
+
+    async def go():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_tls)
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        async with server, HttpClient(connections=1, tls=client_tls, timeout=30) as client:
+            return await client.request("GET", url)
+
+    return asyncio.run(go())
+
+
+def test_https_verifies_the_server_certificate_with_the_context_given(self_signed):
+    cert, key = self_signed
+    with pytest.raises(ConnectError, match="certificate"):
+        _https_get(cert, key, default_ssl_context())
+    trusting = ssl.create_default_context(cafile=str(cert))
+    assert _https_get(cert, key, trusting).text == "secure"
