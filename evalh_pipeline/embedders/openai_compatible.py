@@ -1,11 +1,11 @@
-"""``openai_compatible``: POST ``{base_url}/embeddings`` of any OpenAI-compatible server, over httpx."""
+"""``openai_compatible``: POST ``{base_url}/embeddings`` of any OpenAI-compatible server (common/http_client.py)."""
 
 from __future__ import annotations
 
-import httpx
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError
+from evalh_pipeline.common.http_client import HttpClient, HttpError, Response
 from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.tls import default_ssl_context
 
@@ -45,13 +45,13 @@ class OpenAICompatibleEmbedder(Embedder):
         c = self.config
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         vectors: list[list[float]] = []
-        client = httpx.AsyncClient(timeout=c.timeout_seconds, headers=headers, verify=default_ssl_context())
-        async with client:
+        async with HttpClient(connections=1, tls=default_ssl_context(), timeout=c.timeout_seconds,
+                              headers=headers) as client:
             for start in range(0, len(texts), c.batch_size):
                 vectors += await self._batch(client, texts[start:start + c.batch_size])
         return vectors
 
-    async def _batch(self, client: httpx.AsyncClient, texts: list[str]) -> list[list[float]]:
+    async def _batch(self, client: HttpClient, texts: list[str]) -> list[list[float]]:
         c = self.config
         url = f"{self.base_url}/embeddings"
         body: dict = {"model": c.model, "input": texts}
@@ -60,8 +60,8 @@ class OpenAICompatibleEmbedder(Embedder):
 
         async def attempt() -> list[list[float]]:
             try:
-                response = await client.post(url, json=body)
-            except httpx.HTTPError as exc:
+                response = await client.request("POST", url, json=body)
+            except HttpError as exc:
                 raise _TransientError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
             if response.status_code < 400:
                 try:
@@ -85,7 +85,7 @@ class _TransientError(EmbedderError):
     """A failure worth another attempt: no answer, HTTP 429 or 5xx."""
 
 
-def _parse(url: str, response: httpx.Response, expected: int) -> list[list[float]]:
+def _parse(url: str, response: Response, expected: int) -> list[list[float]]:
     try:
         data = response.json()["data"]
         # The spec orders by `index`; some servers do not, so sort rather than trust it.

@@ -1,4 +1,4 @@
-"""The Anthropic messages API as a judge backend, over plain httpx (no SDK)."""
+"""The Anthropic messages API as a judge backend, over plain HTTP (no SDK)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import httpx
-
+from evalh_pipeline.common.http_client import HttpClient, TimeoutException, TransportError
 from evalh_pipeline.common.tls import default_ssl_context
 
 
@@ -48,8 +47,8 @@ class JudgeBackend(ABC):
     """A chat API that can answer a judge prompt.
 
     Subclasses set the class attributes and implement :meth:`request` and :meth:`parse`;
-    the HTTP call, the error mapping and the reply shape are shared. A fresh
-    ``httpx.AsyncClient`` is opened per call: evaluators outlive event loops (the runner
+    the HTTP call (common/http_client.py), the error mapping and the reply shape are shared.
+    A fresh client is opened per call: evaluators outlive event loops (the runner
     judges under several ``asyncio.run`` calls) and have no close hook, and a client's
     connection pool belongs to the loop that opened it. Judge calls take seconds, so the
     lost connection reuse does not matter; the TLS context (the costly part) is shared.
@@ -97,12 +96,12 @@ class JudgeBackend(ABC):
                              f"(or name another variable with api_key_env, or point base_url at your own server)")
         url, headers, body = self.request(system, user, json_schema)
         try:
-            client = httpx.AsyncClient(timeout=self.settings.timeout_seconds, verify=default_ssl_context())
-            async with client:
-                response = await client.post(url, headers=headers, json=body)
-        except httpx.TimeoutException:
+            async with HttpClient(connections=1, tls=default_ssl_context(),
+                                  timeout=self.settings.timeout_seconds) as client:
+                response = await client.request("POST", url, headers=headers, json=body)
+        except TimeoutException:
             raise JudgeTransientError(f"judge call to {url} timed out after {self.settings.timeout_seconds}s") from None
-        except httpx.TransportError as exc:
+        except TransportError as exc:
             raise JudgeTransientError(f"judge call to {url} failed: {type(exc).__name__}: {exc}") from None
         if response.status_code >= 500 or response.status_code == 429:
             raise JudgeTransientError(f"judge server answered HTTP {response.status_code}: {response.text[:300]}")

@@ -1,4 +1,4 @@
-"""``http``: call an HTTP endpoint once per cell (async httpx) and map its JSON response."""
+"""``http``: call an HTTP endpoint once per cell (common/http_client.py) and map its JSON response."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from yarl import URL
 
 from evalh_pipeline.models import (
     EvalCase,
@@ -21,6 +22,7 @@ from evalh_pipeline.models import (
     TraceMetrics,
     TraceOutput,
 )
+from evalh_pipeline.common.http_client import HttpClient, HttpError, TimeoutException
 from evalh_pipeline.common.masking import mask_text
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -30,7 +32,6 @@ from evalh_pipeline.systems.base import (
     Workspace,
 )
 from evalh_pipeline.systems.http_presets import PRESETS, Preset
-from evalh_pipeline.systems.http_transport import AiohttpTransport
 from evalh_pipeline.systems.http_stream import (
     READERS,
     STREAM_FORMATS,
@@ -41,8 +42,8 @@ from evalh_pipeline.systems.http_stream import (
     RawStream,
     Stream,
     StreamTooLarge,
-    find_first,
 )
+from evalh_pipeline.systems.http_paths import JsonPath, find_first
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.common.templating import (
@@ -299,18 +300,23 @@ class HttpSystem(SystemAdapter):
         mapping: dict[str, str | list[str]] = dict(self._preset.response_mapping) if self._preset else {}
         mapping.update(cfg.response_mapping)
         self._mapping = {
-            key: [parse_jsonpath(p) for p in ([paths] if isinstance(paths, str) else paths)]
+            key: [JsonPath(p) for p in ([paths] if isinstance(paths, str) else paths)]
             for key, paths in mapping.items()
         }
-        self._stream_doc_mapping = {key: [parse_jsonpath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
+        self._stream_doc_mapping = {key: [JsonPath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
-        # One connection pool of max_concurrency connections, on aiohttp's wire (http_transport.py).
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            transport=AiohttpTransport(self.context.max_concurrency, default_ssl_context()),
+        params = dict(cfg.query_params)
+        if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
+            params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
+        # The endpoint's own query string (?api-version=…, ?key=…) is kept, the variant's
+        # params winning on a shared name. Built once (it is the same for every cell), with
+        # httpx's URL rules as before (values like `true` spelled as httpx spells them).
+        self._url = URL(str(httpx.URL(cfg.endpoint).copy_merge_params(params)))
+        # One connection pool of max_concurrency connections.
+        self._client = HttpClient(
+            connections=self.context.max_concurrency, tls=default_ssl_context(), headers=headers,
             # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
-            timeout=httpx.Timeout(cfg.timeout_seconds + 10),
-            follow_redirects=False,
+            timeout=cfg.timeout_seconds + 10,
         )
 
     async def close(self) -> None:
@@ -371,12 +377,6 @@ class HttpSystem(SystemAdapter):
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:  # noqa: C901 - the next function to split (request, stream, map, errors)
         cfg: HttpConfig = self.config
         body = self.build_body(case, workspace)
-        params = dict(cfg.query_params)
-        if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
-            params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
-        # httpx's params= replaces the endpoint's own query string (?api-version=…, ?key=…):
-        # merge into it instead, the cell's params winning on a shared name.
-        url = httpx.URL(cfg.endpoint).copy_merge_params(params) if params else cfg.endpoint
         kwargs: dict[str, Any] = {}
         if workspace is not None:
             # Filesystem.md: an adapter never skips the workspace handle. A service that takes
@@ -389,7 +389,7 @@ class HttpSystem(SystemAdapter):
         fmt = cfg.stream_format or "sse"
         try:
             started = time.monotonic()
-            async with self._client.stream(cfg.method, url, **kwargs) as resp:
+            async with self._client.stream(cfg.method, self._url, **kwargs) as resp:
                 status = resp.status_code
                 content_type = resp.headers.get("content-type", "")
                 if cfg.stream and 200 <= status < 300 and (
@@ -401,10 +401,10 @@ class HttpSystem(SystemAdapter):
                     except StreamTooLarge:
                         raw = None
                 else:
-                    raw = await _read_capped(resp, cfg.max_response_bytes)
-        except httpx.TimeoutException as exc:
+                    raw = await resp.read(cfg.max_response_bytes)
+        except TimeoutException as exc:
             raise AdapterError(f"HTTP request timed out: {type(exc).__name__}", type="timeout") from None
-        except httpx.HTTPError as exc:
+        except HttpError as exc:
             message = mask_text(f"HTTP request failed: {type(exc).__name__}: {exc}", secrets)
             raise AdapterError(message) from None
         extra: dict[str, Any] = {"http_status": status}
@@ -462,12 +462,12 @@ class HttpSystem(SystemAdapter):
             return STREAM_PRESETS[cfg.provider](started=started)
         if cfg.stream_format == "raw_chunks":
             return RawStream(started=started)
-        paths = {key: [parse_jsonpath(p) for p in ([v] if isinstance(v, str) else v)]
+        paths = {key: [JsonPath(p) for p in ([v] if isinstance(v, str) else v)]
                  for key, v in cfg.stream_mapping.items()}
         return MappedStream(started=started, paths=paths,
                             complete_at_end=cfg.stream_format == "json_lines" and "done" not in paths)
 
-    def _map(self, data: Any, mapping: dict[str, list[Any]] | None = None, *, streamed: bool = False) -> SystemResponse:
+    def _map(self, data: Any, mapping: dict[str, list[JsonPath]] | None = None, *, streamed: bool = False) -> SystemResponse:
         found = {key: find_first(paths, data) for key, paths in (self._mapping if mapping is None else mapping).items()}
         # Several matches (Anthropic's text blocks around a tool_use) are joined by a newline, as
         # eval-harness does; a stream folded back into one response joins its pieces as they came.
@@ -497,19 +497,6 @@ class HttpSystem(SystemAdapter):
             )
         except ValueError as exc:
             raise AdapterError(f"response does not fit the mapping: {exc}") from None
-
-
-async def _read_capped(resp: httpx.Response, cap: int) -> bytes | None:
-    """The body, or None as soon as it grows past ``cap`` bytes (the rest is never read)."""
-    declared = resp.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
-        return None
-    chunks = bytearray()
-    async for chunk in resp.aiter_bytes():
-        chunks += chunk
-        if len(chunks) > cap:
-            return None
-    return bytes(chunks)
 
 
 def _snippet(raw: bytes, secrets: frozenset[str]) -> str:

@@ -16,10 +16,12 @@ import json
 import math
 import time
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+from evalh_pipeline.common.http_client import HttpError, LineSplitter, Response
+from evalh_pipeline.systems.http_paths import JsonPath, find_first
 
 STREAM_FORMATS = ("sse", "json_lines", "raw_chunks")
 # Providers with a streaming preset; all of them speak server-sent events.
@@ -270,15 +272,6 @@ class GeminiStream(Stream):
         return data
 
 
-def find_first(paths: list[Any], data: Any) -> list[Any] | None:
-    """Values matched by the first JSONPath that matches anything; None when none does."""
-    for path in paths:
-        matches = [m.value for m in path.find(data)]
-        if matches:
-            return matches
-    return None
-
-
 @dataclass
 class MappedStream(Stream):
     """A stream without a provider: each event (a JSON value) is read through ``stream_mapping``.
@@ -291,7 +284,7 @@ class MappedStream(Stream):
     ``tokens.*`` and ``trace_id``: the last event where the path matches wins.
     """
 
-    paths: dict[str, list[Any]] = field(default_factory=dict)
+    paths: dict[str, list[JsonPath]] = field(default_factory=dict)
     complete_at_end: bool = False  # no done marker configured: a normal end completes the stream
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
@@ -392,18 +385,21 @@ STREAM_PRESETS: dict[str, type[Stream]] = {
 }
 
 
-async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
+async def read_sse(resp: Response, stream: Stream, cap: int) -> None:
     """Feed ``data:`` events to ``stream`` until ``[DONE]``, its done marker or the end of the body.
 
     A body that ends (or breaks) before then leaves ``stream.done`` false (unless the stream
     completes at a normal end); more than ``cap`` bytes raises :class:`StreamTooLarge`.
+    Lines end at LF, CRLF or CR (the SSE grammar); each is decoded by the body's charset.
     """
+    encoding = resp.encoding
     size = 0
     data_lines: list[str] = []
-    lines = resp.aiter_lines()
+    splitter = LineSplitter()
+    chunks = resp.iter_bytes()
 
     def dispatch() -> bool:
-        payload = "\n".join(data_lines)
+        payload = data_lines[0] if len(data_lines) == 1 else "\n".join(data_lines)
         data_lines.clear()
         if payload.strip() == "[DONE]":
             stream.done = True
@@ -415,49 +411,68 @@ async def read_sse(resp: httpx.Response, stream: Stream, cap: int) -> None:
         stream.feed(event, time.monotonic())
         return stream.done
 
+    def lines_done(lines: list[bytes]) -> bool:
+        """Feed ``lines``; True once the stream is complete."""
+        for line in lines:
+            if line.startswith(b"data:"):
+                text = line[5:].decode(encoding, errors="replace")
+                data_lines.append(text[1:] if text.startswith(" ") else text)
+            elif data_lines and not line.strip() and dispatch():
+                return True
+            # other lines: comments and event:/id:/retry: fields
+        return False
+
     try:
-        async for line in lines:
-            size += len(line) + 1
+        async for chunk in chunks:
+            size += len(chunk)
             if size > cap:
                 raise StreamTooLarge()
-            if line.startswith("data:"):
-                data_lines.append(line[5:].removeprefix(" "))
-            elif not line.strip() and data_lines and dispatch():
-                await _drain(lines, cap - size)
+            if lines_done(splitter.feed(chunk)):
+                await _drain(chunks, cap - size)
                 return
-            # other lines: comments and event:/id:/retry: fields
-    except httpx.HTTPError:
+    except HttpError:
         return  # cut off: what arrived is kept, stream_completed stays false
-    if data_lines and dispatch():
+    if lines_done(splitter.end()) or (data_lines and dispatch()):
         return  # a last event without its blank line
     stream.finished_normally()
 
 
-async def read_json_lines(resp: httpx.Response, stream: Stream, cap: int) -> None:
+async def read_json_lines(resp: Response, stream: Stream, cap: int) -> None:
     """One JSON value per line (blank and malformed lines are skipped), same ending rules as SSE."""
+    encoding = resp.encoding
     size = 0
-    lines = resp.aiter_lines()
-    try:
-        async for line in lines:
-            size += len(line) + 1
-            if size > cap:
-                raise StreamTooLarge()
+    splitter = LineSplitter()
+    chunks = resp.iter_bytes()
+
+    def lines_done(lines: list[bytes]) -> bool:
+        for line in lines:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
+                event = json.loads(line.decode(encoding, errors="replace"))
             except ValueError:
                 continue
             stream.feed(event, time.monotonic())
             if stream.done:
-                await _drain(lines, cap - size)
+                return True
+        return False
+
+    try:
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > cap:
+                raise StreamTooLarge()
+            if lines_done(splitter.feed(chunk)):
+                await _drain(chunks, cap - size)
                 return
-    except httpx.HTTPError:
+    except HttpError:
+        return
+    if lines_done(splitter.end()):
         return
     stream.finished_normally()
 
 
-async def _drain(lines: Any, budget: int) -> None:
+async def _drain(chunks: AsyncIterator[bytes], budget: int) -> None:
     """Read what follows the done marker to the body's end (see DRAIN_SECONDS), ignoring it.
 
     Whatever happens here (a body that never ends, more than ``budget`` bytes, a broken
@@ -466,24 +481,24 @@ async def _drain(lines: Any, budget: int) -> None:
     """
     try:
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for line in lines:
-                budget -= len(line) + 1
+            async for chunk in chunks:
+                budget -= len(chunk)
                 if budget < 0:
                     return
-    except (TimeoutError, httpx.HTTPError):
+    except (TimeoutError, HttpError):
         return
 
 
-async def read_raw_chunks(resp: httpx.Response, stream: Stream, cap: int) -> None:
+async def read_raw_chunks(resp: Response, stream: Stream, cap: int) -> None:
     """Each decoded piece of the body as it arrives is a chunk; a normal end completes it."""
     size = 0
     try:
-        async for text in resp.aiter_text():
+        async for text in resp.iter_text():
             size += len(text.encode())
             if size > cap:
                 raise StreamTooLarge()
             stream.feed(text, time.monotonic())
-    except httpx.HTTPError:
+    except HttpError:
         return
     stream.finished_normally()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
@@ -71,6 +72,15 @@ def test_5xx_and_timeouts_are_transient_errors(server):
     with pytest.raises(JudgeTransientError, match="HTTP 500"):
         asyncio.run(judge.complete("s", USER, SCHEMA))
     with pytest.raises(JudgeTransientError, match="timed out after 0.3s"):
+        asyncio.run(judge.complete("s", USER, SCHEMA))
+
+
+def test_a_refused_connection_is_a_transient_error_naming_it():
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    judge = backend(OpenAICompatibleBackend, f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(JudgeTransientError, match="failed: ConnectError"):
         asyncio.run(judge.complete("s", USER, SCHEMA))
 
 

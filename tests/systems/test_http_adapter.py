@@ -438,6 +438,30 @@ def test_network_errors_are_adapter_errors():
     assert info.value.type == "adapter_error"
 
 
+def test_an_answer_that_is_not_http_is_an_adapter_error_with_the_secret_in_the_url_masked():
+    async def go():
+        async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            system = adapter({"endpoint": f"http://127.0.0.1:{port}/v1?key=sk-query-9", "provider": "simple"},
+                             secret_values=frozenset({"sk-query-9"}))
+            await system.start()
+            try:
+                return await system.run(CASE, None)
+            finally:
+                await system.close()
+
+    with pytest.raises(AdapterError, match="HTTP request failed: RemoteProtocolError") as info:
+        asyncio.run(go())
+    assert "sk-query-9" not in str(info.value) and info.value.type == "adapter_error"
+
+
 # --- config --------------------------------------------------------------------------------
 
 

@@ -124,6 +124,16 @@ def make_handler(seen: list[dict]):
                 events = [{"delta": {"text": t}} for t in ("The ", "answer ", "is Paris")]
                 pieces = sse(events[:2] if cut or broken else events, done_sentinel=not (cut or broken))
                 ctype = "text/event-stream"
+            elif base == "/sse-endings":
+                # CRLF, CR and LF line endings, a U+2028 inside a JSON string (not a line end
+                # for SSE), and pieces that split lines, CRLF pairs and UTF-8 characters.
+                endings = ["\r\n", "\r", "\n"]
+                text = "".join(
+                    f"data: {json.dumps({'delta': {'text': t}}, ensure_ascii=False)}{endings[i % 3]}{endings[i % 3]}"
+                    for i, t in enumerate(["Pa", "ris\u2028", " €"])) + "data: [DONE]\r\n\r\n"
+                raw = text.encode()
+                pieces = [raw[i:i + 7] for i in range(0, len(raw), 7)]
+                ctype = "text/event-stream"
             elif base == "/raw":
                 pieces = [b"The ", b"answer ", b"is Paris"][: 2 if broken else 3]
                 ctype = "text/plain; charset=utf-8"
@@ -267,6 +277,12 @@ def test_generic_sse_ends_at_done_sentinel_and_estimates_tokens(server):
     for path in ("/sse-cut", "/sse-broken"):  # ends without [DONE]; the connection breaks
         cut = call({**config, "endpoint": f"{server.url}{path}"})
         assert cut.metrics.stream_completed is False and cut.output.final_answer == "The answer "
+
+
+def test_sse_lines_end_at_crlf_cr_or_lf_whatever_the_pieces_the_body_arrives_in(server):
+    r = call({"endpoint": f"{server.url}/sse-endings", "stream": True, "stream_mapping": {"delta": "$.delta.text"}})
+    assert r.output.final_answer == "Paris\u2028 €"
+    assert r.metrics.stream_completed is True and r.metrics.stream_chunks == 3
 
 
 def test_raw_chunks_are_appended_and_complete_when_the_body_ends(server):
