@@ -30,7 +30,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.records import traces_appender
-from evalh_pipeline.common.masking import mask_json_text
+from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
@@ -147,7 +147,7 @@ async def produce_traces(
             annotate_trace(stores, trace)
             # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
             line, trace = trace_line(trace)
-            masked = mask_json_text(line, spec.secret_values)
+            masked = mask_json_line(line, spec.secret_values)
             if masked is not line:
                 # Judged as stored, so re-evaluation gives the same verdicts.
                 line, trace = masked, Trace.model_validate_json(masked)

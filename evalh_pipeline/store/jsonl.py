@@ -64,13 +64,14 @@ class JsonlAppender:
         set_aside_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, line: str) -> str | None:
-        """Append ``line``; its content hash when the appender seals lines."""
+    def write(self, line: str | bytes) -> str | None:
+        """Append ``line`` (text, or its UTF-8 bytes); its content hash when the appender seals lines."""
         digest = None
+        raw = line.encode("utf-8") if isinstance(line, str) else line
         if self._seal is not None:
-            data, digest = self._seal(line.encode("utf-8"))
+            data, digest = self._seal(raw)
         else:
-            data = (line + "\n").encode("utf-8")
+            data = raw + b"\n"
         while data:
             written = os.write(self._fd, data)
             data = data[written:]

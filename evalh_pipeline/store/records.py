@@ -58,6 +58,8 @@ class RecordCodec(Generic[M]):
         # names -> (``,"first name":``, the pattern of the trailer they make): see _trailing_match.
         self._trailers: dict[tuple[str, ...], tuple[bytes, re.Pattern[bytes]]] = {}
         self._hash_key = to_json(hash_field) if hash_field is not None else b""
+        # How a line the model wrote before it was sealed ends: its hash field null, last.
+        self._unsealed = b"," + self._hash_key + b":null}"
         self._inf_nan = model.model_config.get("ser_json_inf_nan", "null")
         self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
         self._views: dict[tuple[str, ...], type[BaseModel]] = {}  # projection models, by their fields
@@ -103,7 +105,12 @@ class RecordCodec(Generic[M]):
         """``line`` (one JSON object, with or without its newline) with its hash field set to
         the hash of the rest of it, as the last key; and that hash."""
         raw = line.encode("utf-8") if isinstance(line, str) else line
-        body = self._body(raw)
+        if raw.endswith(self._unsealed):
+            # As the model writes a record not sealed yet (its hash field null, last): the
+            # body is known without searching the line for the field.
+            body = raw[:-len(self._unsealed)] + b"}"
+        else:
+            body = self._body(raw)
         digest = _digest(body)  # hex digits: a JSON string as they are
         sealed = b"".join((body[:-1], b"," if body != b"{}" else b"", self._hash_key, b':"', digest.encode(), b'"}\n'))
         return sealed, digest
