@@ -271,8 +271,8 @@ def iter_records(path: Path, model: type[M], kind: str, span: LineSpan | None = 
 def parse_record(line: bytes | str, model: type[M], kind: str, path: Path, number: int) -> M:
     """Line ``number`` of ``path`` as ``model``, migrated from an older 1.x shape if need be."""
     try:
-        # pydantic-core's parser + validate_python beats both json.loads and validate_json
-        # here (about 2x on traces), and the dict is what migration needs anyway.
+        # pydantic-core's parser beats json.loads, and the dict is what migration needs (a
+        # line of the current schema is validated from its JSON by the codec: records.py).
         raw = from_json(line)
     except ValueError:
         try:  # what the stricter parser refuses but json accepts (e.g. a lone surrogate escape)
