@@ -92,10 +92,13 @@ class RecordCodec(Generic[M]):
         checked. A field missing from ``values`` takes the model's default; a missing
         required field is a ``KeyError``.
         """
-        ordered = {**self._template, **values}  # the template's key order, the caller's values
-        for name in self._unfilled:
-            if name not in values:
-                ordered[name] = self._default(name)
+        if len(values) == len(self.fields) and tuple(values) == self.fields:
+            ordered = values  # every field, in the model's order already: nothing to merge
+        else:
+            ordered = {**self._template, **values}  # the template's key order, the caller's values
+            for name in self._unfilled:
+                if name not in values:
+                    ordered[name] = self._default(name)
         return to_json(ordered, inf_nan_mode=self._inf_nan) + b"\n"
 
     def _default(self, name: str) -> Any:
