@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 
 from evalh_pipeline.evaluators.base import Evaluator, Verdict
 from evalh_pipeline.models import EvaluationResult, Trace, TraceError
+from evalh_pipeline.models.versioning import SCHEMA_VERSION
 from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.records import RESULTS
 
@@ -99,7 +100,9 @@ def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str]
             lines.append(_safe_line(trace, j, trace_hash))
             continue
         try:
+            # Every field in the model's order: encode_values then merges nothing.
             line = RESULTS.encode_values({
+                "schema_version": SCHEMA_VERSION,
                 "run_id": trace.run_id,
                 "case_id": trace.case_id,
                 "variant_name": trace.variant_name,
@@ -113,6 +116,7 @@ def result_line_list(trace: Trace, judged: list[Judged], secrets: frozenset[str]
                 "started_at": j.started,
                 "finished_at": j.finished,
                 "latency_ms": round((j.finished - j.started).total_seconds() * 1000),
+                "error": None,
                 "evaluator_hash": getattr(j.evaluator, "config_hash", None),
                 "trace_hash": trace_hash,
             })

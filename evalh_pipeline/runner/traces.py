@@ -19,6 +19,7 @@ from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
 from evalh_pipeline.runner.inline_results import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
+from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.common.retrying import retry_on_result
@@ -30,7 +31,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.records import traces_appender
-from evalh_pipeline.common.masking import mask_json_text
+from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
@@ -124,13 +125,15 @@ async def produce_traces(
     capture = spec.config.trace.capture if spec.config.trace is not None else []
 
     hashes = CellHashes.for_run(spec, run_dir, variants)
+    deadlines = Deadlines()  # the cells' timeouts, on one timer
 
     async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
         adapter = adapters[cell.variant.name]
         stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
         if workspaces is None or isinstance(adapter, AdapterError):
-            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps), None
-        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps)
+            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines), None
+        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
+                                       deadlines)
 
     with traces_appender(run_dir.traces) as out:
         async def work(cell: Cell) -> None:
@@ -147,7 +150,7 @@ async def produce_traces(
             annotate_trace(stores, trace)
             # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
             line, trace = trace_line(trace)
-            masked = mask_json_text(line, spec.secret_values)
+            masked = mask_json_line(line, spec.secret_values)
             if masked is not line:
                 # Judged as stored, so re-evaluation gives the same verdicts.
                 line, trace = masked, Trace.model_validate_json(masked)
@@ -162,6 +165,7 @@ async def produce_traces(
             await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
             completed = True
         finally:
+            deadlines.close()
             if inline is not None:
                 inline.close(complete=completed)
             for adapter in adapters.values():
@@ -213,20 +217,20 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
 
 async def _run_in_workspace(
     cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
-    workspaces: WorkspaceAdapter, stamps: dict[str, str | None],
+    workspaces: WorkspaceAdapter, stamps: dict[str, str | None], deadlines: Deadlines,
 ) -> tuple[Trace, FilesystemArtifact | None]:
     """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
     try:
         workspace = await asyncio.to_thread(workspaces.prepare, cell.case, cell.variant, cell.sample)
     except Exception as exc:  # noqa: BLE001 - a cell whose workspace fails errors alone
         failed = AdapterError(f"workspace not prepared: {type(exc).__name__}: {exc}", type="workspace_error")
-        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps), None
+        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps, deadlines), None
     artifact = None
     try:
         async def reset() -> None:
             await asyncio.to_thread(workspaces.reset, workspace)
 
-        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, workspace, reset)
+        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, workspace, reset)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
             # A timed-out system that could not be stopped may still write: freeze a copy first.
@@ -295,7 +299,7 @@ def _now() -> datetime:
 
 async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
-    pricer: Pricer, stamps: dict[str, str | None], workspace: Workspace | None = None,
+    pricer: Pricer, stamps: dict[str, str | None], deadlines: Deadlines, workspace: Workspace | None = None,
     reset: Callable[[], Awaitable[None]] | None = None,
 ) -> Trace:
     """One cell -> one Trace (with the cell's hashes, ``stamps``). Never raises: every
@@ -313,13 +317,13 @@ async def _run_cell(
         response = SystemResponse()
         error = TraceError(type=adapter.type, message=str(adapter))
     elif retry.backoff.attempts <= 1:
-        response, error = await _call(cell, adapter, workspace)  # no retry configured: nothing to wrap
+        response, error = await _call(cell, adapter, workspace, deadlines)  # no retry configured: nothing to wrap
         attempt = 1
     else:
         async def one_attempt(number: int) -> tuple[SystemResponse, TraceError | None]:
             if number > 1 and reset is not None:
                 await reset()
-            return await _call(cell, adapter, workspace)
+            return await _call(cell, adapter, workspace, deadlines)
 
         (response, error), attempt = await retry_on_result(one_attempt, retry.backoff,
                                                            lambda outcome: retry.retries(outcome[1]))
@@ -329,33 +333,36 @@ async def _run_cell(
     budget.add(response.metrics.cost_usd)
     if attempt > 1:
         response.metrics.custom["attempts"] = attempt
-    trace = Trace(
-        run_id=run_id,
-        case_id=cell.case.id,
-        variant_name=cell.variant.name,
-        sample=cell.sample,
-        started_at=response.started_at or started,
-        finished_at=response.finished_at or finished,
-        latency_ms=(response.latency_ms if response.latency_ms is not None
-                    else round((finished - started).total_seconds() * 1000)),
-        input=cell.case.input,
-        output=response.output,
-        messages=response.messages,
-        tool_calls=response.tool_calls,
-        tool_results=response.tool_results,
-        metrics=response.metrics,
-        error=error,
-        extra=response.extra,
+    # model_validate of a dict: the same validation as Trace(**fields) without the keyword
+    # call through BaseModel.__init__ (~8,000 fewer instructions a cell).
+    trace = Trace.model_validate({
+        "run_id": run_id,
+        "case_id": cell.case.id,
+        "variant_name": cell.variant.name,
+        "sample": cell.sample,
+        "started_at": response.started_at or started,
+        "finished_at": response.finished_at or finished,
+        "latency_ms": (response.latency_ms if response.latency_ms is not None
+                       else round((finished - started).total_seconds() * 1000)),
+        "input": cell.case.input,
+        "output": response.output,
+        "messages": response.messages,
+        "tool_calls": response.tool_calls,
+        "tool_results": response.tool_results,
+        "metrics": response.metrics,
+        "error": error,
+        "extra": response.extra,
         **stamps,
-    )
+    })
     apply_tool_views(trace)
     return trace
 
 
-async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None) -> tuple[SystemResponse, TraceError | None]:
+async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None,
+                deadlines: Deadlines) -> tuple[SystemResponse, TraceError | None]:
     timeout = cell.variant.timeout_seconds
     try:
-        async with asyncio.timeout(timeout):
+        with deadlines.after(timeout):  # asyncio.timeout's cut, without a timer per cell
             return await adapter.run(cell.case, workspace), None
     except TimeoutError:
         return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")

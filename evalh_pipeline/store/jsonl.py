@@ -64,13 +64,14 @@ class JsonlAppender:
         set_aside_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, line: str) -> str | None:
-        """Append ``line``; its content hash when the appender seals lines."""
+    def write(self, line: str | bytes) -> str | None:
+        """Append ``line`` (text, or its UTF-8 bytes); its content hash when the appender seals lines."""
         digest = None
+        raw = line.encode("utf-8") if isinstance(line, str) else line
         if self._seal is not None:
-            data, digest = self._seal(line.encode("utf-8"))
+            data, digest = self._seal(raw)
         else:
-            data = (line + "\n").encode("utf-8")
+            data = raw + b"\n"
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
@@ -270,8 +271,8 @@ def iter_records(path: Path, model: type[M], kind: str, span: LineSpan | None = 
 def parse_record(line: bytes | str, model: type[M], kind: str, path: Path, number: int) -> M:
     """Line ``number`` of ``path`` as ``model``, migrated from an older 1.x shape if need be."""
     try:
-        # pydantic-core's parser + validate_python beats both json.loads and validate_json
-        # here (about 2x on traces), and the dict is what migration needs anyway.
+        # pydantic-core's parser beats json.loads, and the dict is what migration needs (a
+        # line of the current schema is validated from its JSON by the codec: records.py).
         raw = from_json(line)
     except ValueError:
         try:  # what the stricter parser refuses but json accepts (e.g. a lone surrogate escape)

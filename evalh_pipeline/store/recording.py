@@ -14,7 +14,7 @@ line is made here, inside the cell:
   further; ``extra.truncated`` lists each cut with its original size. Readers
   (DuckDB, ``inspect``, ``compare``) accept records up to 16 MiB.
 
-The fast path (a normal trace) is one ``model_dump_json`` and a length check.
+The fast path (a normal trace) is one serialization and a length check.
 """
 
 from __future__ import annotations
@@ -47,15 +47,16 @@ class _Problems:
         self.truncated: list[dict[str, Any]] = []
 
 
-def trace_line(trace: Trace) -> tuple[str, Trace]:
-    """The trace's JSON line and the trace as recorded (the same object when nothing changed)."""
+def trace_line(trace: Trace) -> tuple[bytes, Trace]:
+    """The trace's JSON line (UTF-8, no newline) and the trace as recorded (the same object
+    when nothing changed)."""
     try:
-        line = trace.model_dump_json()
+        # The model's own serializer, as model_dump_json calls it, minus the str in between:
+        # the line is written, hashed and masked as bytes.
+        line = trace.__pydantic_serializer__.to_json(trace)
     except (PydanticSerializationError, ValueError, TypeError, RecursionError):
         line = None
-    # A str of n characters is at most 4n bytes: measure bytes only when it could matter.
-    if line is not None and (len(line) * 4 <= MAX_TRACE_BYTES or len(line.encode("utf-8")) <= MAX_TRACE_BYTES) \
-            and not _long_text(trace):
+    if line is not None and len(line) <= MAX_TRACE_BYTES and not _long_text(trace):
         return line, trace
     problems = _Problems()
     # Field by field rather than model_dump: that raises on a circular structure too.
@@ -77,7 +78,7 @@ def trace_line(trace: Trace) -> tuple[str, Trace]:
         else:
             extra["unserializable_output"] = problem.message
     recorded = Trace.model_validate(data)
-    return recorded.model_dump_json(), recorded
+    return recorded.__pydantic_serializer__.to_json(recorded), recorded
 
 
 def result_line(result: EvaluationResult) -> str:

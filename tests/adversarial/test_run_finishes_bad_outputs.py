@@ -130,8 +130,8 @@ def duck():
 def test_any_answer_is_recorded_as_one_readable_line(tmp_path_factory, duck, answer, structured, extra) -> None:
     trace = Trace(run_id="r", case_id="c", variant_name="v", started_at=T0, finished_at=T0, latency_ms=0,
                   output={"final_answer": answer, "structured": structured}, extra=extra)
-    line, recorded = trace_line(trace)
-    raw = line.encode("utf-8")  # always valid UTF-8
+    raw, recorded = trace_line(trace)
+    line = raw.decode("utf-8")  # always valid UTF-8
     assert b"\n" not in raw and len(raw) <= MAX_TRACE_BYTES
     assert Trace.model_validate_json(line).model_dump_json() == line == recorded.model_dump_json()
     if recorded is trace:  # nothing was changed: the answer is recorded exactly

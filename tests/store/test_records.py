@@ -39,6 +39,12 @@ def test_fast_result_line_is_the_models_own_json(overrides):
     assert RESULTS.encode_values(values) == EvaluationResult(**values).model_dump_json().encode() + b"\n"
 
 
+def test_fast_values_of_every_field_in_order_are_encoded_as_given():
+    values = {name: None for name in RESULTS.fields} | {"schema_version": "1.0", **_result_values(), "error": None}
+    assert tuple(values) == RESULTS.fields
+    assert RESULTS.encode_values(values) == EvaluationResult(**values).model_dump_json().encode() + b"\n"
+
+
 def test_encoding_a_record_is_its_model_dump_json():
     trace = Trace(run_id="r", case_id="c", variant_name="v", started_at=T0, finished_at=T0, latency_ms=0,
                   error=TraceError(type="timeout", message="slow"))
