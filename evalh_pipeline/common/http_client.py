@@ -193,12 +193,13 @@ class HttpClient:
 
     ``headers`` go with every request (a request's own headers win); ``timeout`` bounds
     waiting for a connection, connecting, and each wait for data, not the whole request.
+    ``env_proxies=False``: never through a proxy (a service on this host's loopback).
     Open it on the event loop that uses it; close it with :meth:`aclose` (or ``async with``).
     """
 
     def __init__(self, *, connections: int, tls: ssl.SSLContext, timeout: float,
-                 headers: Mapping[str, str] | None = None) -> None:
-        self._proxies = urllib.request.getproxies_environment()
+                 headers: Mapping[str, str] | None = None, env_proxies: bool = True) -> None:
+        self._proxies = urllib.request.getproxies_environment() if env_proxies else {}
         self._bypass: dict[str, bool] = {}
         self._headers = dict(headers or {})
         # The JSON content type, unless the caller's headers name one (as httpx does).

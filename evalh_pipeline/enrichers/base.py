@@ -96,7 +96,8 @@ def _record(trace: Trace, name: str, error: str) -> None:
 
 
 def _clean(text: str, secrets: frozenset[str]) -> str:
+    """Secrets masked, then one line (an HTTP parser's error spans several)."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
-    return text
+    return " ".join(text.split())

@@ -30,7 +30,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 FORMAT = 2
 _FORMAT_KEY = hashlib.sha256(f"{FORMAT}\n{CELL_TRACES_SQL}\n{VERDICTS_SQL}".encode()).hexdigest()[:16]
 MANIFEST = "store.json"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -111,12 +113,6 @@ def _well_formed(data: dict[str, Any]) -> bool:
                     for m in memo))
 
 
-def _read_parts(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[Path]) -> None:
-    """``table`` := the rows of ``files``, in order (one thread: the scan is in file order)."""
-    listed = ", ".join(f"'{_literal(f)}'" for f in files)
-    con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet([{listed}])")
-
-
 def _view_parts(con: duckdb.DuckDBPyConnection, view: str, files: Sequence[Path]) -> None:
     """``view`` := the rows of ``files`` in order, read again by each query that uses it (only
     the columns it uses). Every file's footer is read here, so a missing or truncated file
@@ -128,7 +124,14 @@ def _view_parts(con: duckdb.DuckDBPyConnection, view: str, files: Sequence[Path]
 
 def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix: str = "") -> bool:
     """Create ``cell_traces{suffix}`` and ``verdicts{suffix}`` from the run's cell store when
-    it describes the run's current contents; False (nothing created) when it does not."""
+    it describes the run's current contents; False (nothing created) when it does not.
+
+    They are views of the store's Parquet files, read again (only the columns used) by each
+    query, never copied into DuckDB: compare and the viewer cost the same memory, and no
+    copying time, at any run size (benchmarks/README.md, "Memory"). A reader does not hold
+    the run's lock, so a newer summary may remove a file meanwhile: a query then fails
+    (:data:`StoreGone`), and the caller answers again (:func:`answer_again`).
+    """
     data = _read_manifest(run_dir)
     if data is None:
         return False
@@ -137,17 +140,38 @@ def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix:
         return False
     folder = run_dir.cells_cache
     try:
-        _read_parts(con, f"cell_traces{suffix}", [folder / str(data["traces_part"])])
+        _view_parts(con, f"cell_traces{suffix}", [folder / str(data["traces_part"])])
         if sources:
-            _read_parts(con, f"verdicts{suffix}", [folder / s.part for s in sources])
+            _view_parts(con, f"verdicts{suffix}", [folder / s.part for s in sources])
         else:
             con.execute(f"CREATE TEMP TABLE verdicts{suffix} AS {VERDICTS_SQL.format(raw=_empty(RESULT_COLUMNS))}")
     except duckdb.Error:
         # Removed by a newer summary meanwhile, or damaged: the JSONL answer instead.
-        for table in (f"cell_traces{suffix}", f"verdicts{suffix}"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        drop_rows(con, suffix=suffix)
         return False
     return True
+
+
+def drop_rows(con: duckdb.DuckDBPyConnection, *, suffix: str = "") -> None:
+    """Drop ``cell_traces{suffix}`` and ``verdicts{suffix}``, views of a store or tables."""
+    for name in (f"cell_traces{suffix}", f"verdicts{suffix}"):
+        (views,) = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $name",
+                               {"name": name}).fetchone()
+        con.execute(f"DROP {'VIEW' if views else 'TABLE'} IF EXISTS {name}")
+
+
+# What a query over the store's views raises when a file it names is gone (a newer summary
+# replaced the store) or unreadable.
+StoreGone = duckdb.IOException
+
+
+def answer_again(query: Callable[[], T]) -> T:
+    """``query()``, made once more when a file of a cell store it read went away meanwhile
+    (the second time reads the newer store, or the JSONL when that does not match either)."""
+    try:
+        return query()
+    except StoreGone:
+        return query()
 
 
 @dataclass

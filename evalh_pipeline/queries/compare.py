@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from evalh_pipeline.models import ComparisonReport, PairedStats, VariantDelta, VariantSummary
+from evalh_pipeline.queries.cell_store import answer_again
 from evalh_pipeline.queries.cells import (
     EVALUATOR_FRACTIONS_SQL,
     PASS_FRACTIONS_SQL,
@@ -149,6 +150,10 @@ def _order(run_a: RunDirectory, run_b: RunDirectory, names: set[str]) -> list[st
 
 def compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
     """Compare run B with run A (the baseline), each judged by its own pass_criteria."""
+    return answer_again(lambda: _compare_runs(run_a, run_b))
+
+
+def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
     con = connect()
     try:
         for suffix, run in (("_a", run_a), ("_b", run_b)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from evalh_pipeline.queries.cell_store import answer_again, drop_rows
 from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, load_cells, run_pass_criteria
 from evalh_pipeline.queries.sql import connect
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -46,6 +47,10 @@ class HistoryPage:
 
 def eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unstable_only: bool = False) -> HistoryPage:
     """``runs`` (newest first) side by side; a run that cannot be read is left out by the caller."""
+    return answer_again(lambda: _eval_history(runs, offset=offset, limit=limit, unstable_only=unstable_only))
+
+
+def _eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unstable_only: bool) -> HistoryPage:
     con = connect()
     try:
         con.execute("CREATE TEMP TABLE history (run INTEGER, variant_name VARCHAR, case_id VARCHAR, fraction DOUBLE)")
@@ -54,8 +59,8 @@ def eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unsta
             load_cells(con, run, run_pass_criteria(run), suffix=suffix, cached=True)
             con.execute(f"INSERT INTO history SELECT {index}, variant_name, case_id, fraction "
                         f"FROM ({PASS_FRACTIONS_SQL.format(cells='cells' + suffix)})")
-            for table in ("cells", "cell_traces", "verdicts"):
-                con.execute(f"DROP TABLE {table}{suffix}")
+            con.execute(f"DROP TABLE cells{suffix}")
+            drop_rows(con, suffix=suffix)
         page = HistoryPage()
         for run, variant, cases, passed in con.execute(RATES_SQL).fetchall():
             page.rates[(run, variant)] = (cases, passed)

@@ -1,8 +1,8 @@
 """What the viewer shows of one run, as DuckDB SQL over its cells (`evalh view`).
 
 A :class:`RunCells` holds one in-memory DuckDB connection with the run's ``cell_traces``
-and ``verdicts`` (read from the run's cell store when it matches the files, else from the
-JSONL), for the length of one page; the shared cell verdict of :mod:`queries.cells`
+and ``verdicts`` (views of the run's cell store when it matches the files, else tables read
+from the JSONL), for the length of one page; the shared cell verdict of :mod:`queries.cells`
 (``cells``, ``per_case``) is computed over the whole run only when the page needs it (a
 filter, the figures), else over the page's cases alone. It answers the run page: the variants and evaluators tables, a comparison of
 two variants with the same paired statistics as the summary, and one page of the case ×

@@ -10,9 +10,10 @@ import time
 from abc import abstractmethod
 from typing import Any
 
-import httpx
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from evalh_pipeline.common.http_client import HttpClient, HttpError
+from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.registry import SYSTEMS
 from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemConfigModel, SystemResponse, Workspace
@@ -139,7 +140,8 @@ class ServiceSystem(SystemAdapter):
         timeout = self.config.healthcheck_timeout_seconds
         deadline = time.monotonic() + timeout
         last = "no answer yet"
-        async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+        # The service is on this host's loopback: never through a proxy the environment names.
+        async with HttpClient(connections=1, tls=default_ssl_context(), timeout=10.0, env_proxies=False) as client:
             while True:
                 if (gone := await self._exited()) is not None:
                     raise AdapterError(f"{self.variant.adapter}: the service stopped before its healthcheck "
@@ -149,8 +151,9 @@ class ServiceSystem(SystemAdapter):
                     if 200 <= response.status_code < 300:
                         return
                     last = f"HTTP {response.status_code}"
-                except httpx.HTTPError as exc:
-                    last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                except HttpError as exc:
+                    detail = " ".join(str(exc).split())  # one line (aiohttp's parser errors span several)
+                    last = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
                 if time.monotonic() > deadline:
                     raise AdapterError(f"{self.variant.adapter}: healthcheck {method} {path} did not answer 2xx "
                                        f"within {timeout:g}s (last: {last}); {await self._last_output()}")

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalh_pipeline.common.yaml_files import load_yaml_text
+from evalh_pipeline.queries.cell_store import answer_again
 from evalh_pipeline.queries.compare import compare_runs
 from evalh_pipeline.queries.sql import UnreadableRecordsError
 from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
@@ -350,7 +351,8 @@ def _handler(viewer: Viewer, name: str) -> Callable[[Request], Response]:
     def endpoint(request: Request) -> Response:
         try:
             with viewer.slots:
-                response: Response = method(request)
+                # Made again once when a newer summary replaced the run's cell store meanwhile.
+                response: Response = answer_again(lambda: method(request))
             return response
         except NotFound as exc:
             return HTMLResponse(render("error.html", title="Not found", message=str(exc)), status_code=404)

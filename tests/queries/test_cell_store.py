@@ -275,3 +275,51 @@ def test_the_cases_are_counted_once_per_cases_snapshot_and_again_when_it_changes
     shutil.rmtree(run_dir.cells_cache)
     assert write_summary(spec, run_dir).cases_total == 5  # no store: counted again
     assert len(counted) == 2
+
+
+def test_a_reader_queries_the_stores_parquet_in_place_never_a_copy_in_duckdb(tmp_path):
+    """compare and the viewer read the store as views: DuckDB holds no copy of the run's rows
+    (at 100,000 cells × 2, copying spilled 169 MB and took a third of `evalh compare`)."""
+    from evalh_pipeline.queries.sql import connect
+
+    run = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    _summarize(run)
+    con = connect()
+    try:
+        assert cell_store.load_store(con, run, suffix="_a")
+        tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        views = {name for (name,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        assert not tables and {"cell_traces_a", "verdicts_a"} <= views
+        for view in ("cell_traces_a", "verdicts_a"):
+            plan = "\n".join(row[1] for row in con.execute(f"EXPLAIN SELECT case_id FROM {view}").fetchall())
+            assert "READ_PARQUET" in plan.upper() or "PARQUET_SCAN" in plan.upper(), plan
+        cell_store.drop_rows(con, suffix="_a")
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def test_compare_answers_again_when_a_newer_summary_removes_the_store_it_was_reading(tmp_path, monkeypatch):
+    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
+                                                   ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
+                                                   ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
+    expected = compare_runs(a, b)  # from the JSONL: no stores yet
+    for run in (a, b):
+        _summarize(run)
+    loads = []
+    load_store = cell_store.load_store
+
+    def then_removed(con, run_dir, **kwargs):
+        # The views are made; then a newer summary (another process, not holding back for
+        # readers) removes B's store before compare's queries read it.
+        loaded = load_store(con, run_dir, **kwargs)
+        loads.append((run_dir.path.name, loaded))
+        if run_dir is b and len(loads) == 2:
+            shutil.rmtree(run_dir.cells_cache)
+        return loaded
+
+    monkeypatch.setattr(cell_store, "load_store", then_removed)
+    assert compare_runs(a, b) == expected
+    # Answered twice: the second time from A's store and B's JSONL.
+    assert loads == [("A", True), ("B", True), ("A", True), ("B", False)]

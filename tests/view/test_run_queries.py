@@ -58,3 +58,33 @@ def test_an_unfiltered_page_has_the_same_cells_as_the_whole_run(run):
     assert first.cases == second.cases == ["case_05", "case_06", "case_07", "case_08"]
     assert first.cells == second.cells and first.total == second.total == 12
     assert first.cells[("case_05", "candidate")].flip == "regressed"
+
+
+def test_a_page_is_made_again_when_a_newer_summary_removes_the_store_it_was_reading(run, monkeypatch):
+    import shutil
+
+    from starlette.testclient import TestClient
+
+    import evalh_pipeline.queries.view_run as view_run
+    from evalh_pipeline.view.app import create_app
+
+    summarize_run(run, variant_order=["main", "candidate"], pass_criteria=PassCriteria(),
+                  baseline_variant="main", config_path="eval.yaml", config_hash="h")
+    client = TestClient(create_app(run.path.parent), base_url="http://127.0.0.1:8790")
+    expected = client.get(f"/runs/{run.run_id}?failed=1")
+    loads = []
+    load_store = view_run.load_store
+
+    def then_removed(con, run_dir, **kwargs):
+        # The page's views are made; then a newer summary removes the store before its queries.
+        loaded = load_store(con, run_dir, **kwargs)
+        loads.append(loaded)
+        if len(loads) == 1:
+            shutil.rmtree(run_dir.cells_cache)
+        return loaded
+
+    monkeypatch.setattr(view_run, "load_store", then_removed)
+    page = client.get(f"/runs/{run.run_id}?failed=1")
+    assert page.status_code == expected.status_code == 200
+    assert page.text == expected.text
+    assert loads == [True, False]  # the second time from the JSONL
