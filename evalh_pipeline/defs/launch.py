@@ -5,7 +5,8 @@ run (key = run id), executed here against the instance the UI reads: ``evalh run
 ``--resume``/``retry-failed`` run ``<eval>__run``, ``re-evaluate`` runs ``<eval>__judge``,
 ``promote`` runs ``<eval>__promote``. Each first adds the partition, so the run is in the
 UI's partition list from its first step. The steps compute every stage; nothing is done
-outside them and reported afterwards.
+outside them and reported afterwards. Each run names the code location the UI serves as its
+origin, so Dagster's own "Re-execute" buttons work on it (:func:`execute_as_code_location_run`).
 """
 
 from __future__ import annotations
@@ -321,7 +322,8 @@ def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instanc
     job = defs.resolve_job_def(job_name)
     ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
     in_memory = InMemoryJob(job_def=ephemeral)
-    plan = create_execution_plan(in_memory, run_config=run_config, instance_ref=instance.get_ref())
+    plan = create_execution_plan(in_memory, run_config=run_config,
+                                 instance_ref=instance.get_ref() if instance.is_persistent else None)
     run = instance.create_run_for_job(
         job_def=ephemeral, execution_plan=plan, run_id=run_id, run_config=run_config,
         tags={**ephemeral.run_tags, **merge_run_tags(job_def=job, partition_key=partition_key, tags=tags,

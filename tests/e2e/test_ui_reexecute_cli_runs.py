@@ -5,7 +5,8 @@ own process on the UI's instance. Killed (SIGKILL) while the cells of four cases
 and the cells of two hang, its run is marked failed by the code location's sensor; **Re-execute
 all** ▾ → **From failure** on it in the UI finishes the eval run. **Re-execute all** on a CLI
 run that finished re-executes it. Each re-execution succeeds on the parent's partition, and
-no cell that had a trace calls the system again (the agent's calls.log).
+no cell that had a trace calls the system again (the agent's calls.log). On a CLI run of an
+eval outside the UI's evals folder, the buttons are disabled, saying the code location has no such job.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import EVALH, run_evalh
+from tests.conftest import EVALH, STEADY_SYSTEMS, run_evalh, write_eval
 from tests.e2e.browser import README, ui_page
 from tests.e2e.conftest import HANGING_CASES
 from tests.e2e.support import finished_run, wait_for
@@ -32,6 +33,8 @@ EVAL = "reexecuted"
 VARIANTS = ("base", "candidate")
 HANGING = {(f"case_{i}", v) for i in (HANGING_CASES - 2, HANGING_CASES - 1) for v in VARIANTS}
 ALL_CELLS = {(f"case_{i}", v) for i in range(HANGING_CASES) for v in VARIANTS}
+# Why the buttons are disabled on a CLI run of an eval the code location does not serve (the README says so).
+NOT_FOUND = '"outside__run" is not available in your definitions.'
 # Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 30 s.
 TIMEOUT = 300
 
@@ -138,3 +141,23 @@ def test_reexecute_all_on_a_finished_cli_run_calls_no_cell_again(dagster_dev, tm
     assert run.tags["dagster/partition"] == partition
     assert _calls(folder)[calls_before:] == []  # every cell had a trace
     _assert_complete(folder / "runs" / partition)
+
+
+def test_the_buttons_on_a_cli_run_of_an_eval_the_ui_does_not_serve_are_disabled_saying_why(dagster_dev, tmp_path):
+    instance = dagster_dev.instance()
+    outside = write_eval(tmp_path / "elsewhere" / "outside", cases=1, systems=STEADY_SYSTEMS)
+    before = {r.run_id for r in instance.get_runs(dg.RunsFilter(job_name="outside__run"))}
+    done = run_evalh(["run", str(outside)], _env(dagster_dev), tmp_path, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert "is outside the UI's evals folder" in done.stderr
+    (parent,) = [r for r in instance.get_runs(dg.RunsFilter(job_name="outside__run")) if r.run_id not in before]
+
+    with ui_page(dagster_dev) as page:
+        page.goto(f"{dagster_dev.url}/runs/{parent.run_id}")
+        button = page.get_by_role("button", name="Re-execute all", exact=False).first
+        button.wait_for()
+        assert button.is_disabled()
+        button.hover(force=True)  # its tooltip says why
+        page.get_by_text(NOT_FOUND).first.wait_for()
+        assert "Load definitions for evalh_pipeline and try again." in page.inner_text("body")
+    assert [r.run_id for r in instance.get_runs(dg.RunsFilter(job_name="outside__run"))] == [parent.run_id]
