@@ -5,7 +5,8 @@ run (key = run id), executed here against the instance the UI reads: ``evalh run
 ``--resume``/``retry-failed`` run ``<eval>__run``, ``re-evaluate`` runs ``<eval>__judge``,
 ``promote`` runs ``<eval>__promote``. Each first adds the partition, so the run is in the
 UI's partition list from its first step. The steps compute every stage; nothing is done
-outside them and reported afterwards.
+outside them and reported afterwards. Each run names the code location the UI serves as its
+origin, so Dagster's own "Re-execute" buttons work on it (:func:`execute_as_code_location_run`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from typing import TextIO
 
 import dagster as dg
 from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at the top level
+from dagster._core.remote_origin import (  # the origin a run names; not exported at the top level
+    RegisteredCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
 from filelock import FileLock
 
 from evalh_pipeline.config import ConfigError, EvalSpec
@@ -53,6 +59,10 @@ from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 DEFAULT_HOME = ".dagster_home"
+# The code location the UI serves (workspace.yaml's `location_name`, pyproject's
+# `[tool.dagster] code_location_name`; tests/defs/test_dagster_buttons.py checks they agree).
+# The CLI's runs name it as their origin, so Dagster's "Re-execute" buttons find their job.
+CODE_LOCATION = "evalh_pipeline"
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
 MIN_FREE_BYTES = 64 << 20
 
@@ -252,11 +262,11 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()),
             RUN_DIR_TAG: str(run_directory(spec, partition).path.resolve())}
     try:
-        job = build_definitions([spec], runtime)[0].resolve_job_def(job_name)
+        defs = build_definitions([spec], runtime)[0]
         with (cli_runs.executing(instance, run_id), _sigterm_kept(),
               contextlib.redirect_stderr(_StoreFailureLines(sys.stderr))):
-            job.execute_in_process(
-                instance=instance, partition_key=partition, tags=tags, run_id=run_id,
+            execute_as_code_location_run(
+                defs, job_name, instance=instance, partition_key=partition, tags=tags, run_id=run_id,
                 # The event log keeps every event for the UI; evalh reports failures itself
                 # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
                 run_config={"loggers": {"console": {"config": {
@@ -280,6 +290,48 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {_instance_problem(instance_home(), exc)}") from exc
     return run_id, _failed_checks(instance, run_id)
+
+
+def code_location_origin(defs: dg.Definitions, job_name: str) -> RemoteJobOrigin:
+    """Where the UI finds ``job_name``: the job of that name in the repository of ``defs``, in
+    the code location named :data:`CODE_LOCATION` (however the workspace loads it)."""
+    repository = RemoteRepositoryOrigin(code_location_origin=RegisteredCodeLocationOrigin(CODE_LOCATION),
+                                        repository_name=defs.get_repository_def().name)
+    return RemoteJobOrigin(repository_origin=repository, job_name=job_name)
+
+
+def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instance: dg.DagsterInstance,
+                                 partition_key: str, tags: dict[str, str], run_id: str,
+                                 run_config: dict[str, object]) -> None:
+    """``job.execute_in_process(...)`` of ``defs``' job, whose Dagster run names the code location
+    the UI serves (:func:`code_location_origin`); raises what ``execute_in_process`` raises.
+
+    Why Dagster internals: ``execute_in_process`` records its run without a code location
+    origin, and the UI's "Re-execute all" / "From failure" need one to find the job
+    ("Expected non-None value", dagster-io/dagster#19458, closed without a public API). This
+    is ``JobDefinition.execute_in_process`` (the same ephemeral job: in-process executor,
+    in-memory default I/O manager; the same tags, partition check and run config) with the run
+    created by ``create_run_for_job(..., remote_job_origin=...)`` and executed by
+    ``execute_run``. Checked against Dagster 1.13.27; tests/defs/test_dagster_buttons.py
+    fails if a later Dagster changes any of it.
+    """
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.execution.api import create_execution_plan, execute_run
+    from dagster._core.execution.execute_in_process import merge_run_tags
+
+    job = defs.resolve_job_def(job_name)
+    ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
+    in_memory = InMemoryJob(job_def=ephemeral)
+    plan = create_execution_plan(in_memory, run_config=run_config,
+                                 instance_ref=instance.get_ref() if instance.is_persistent else None)
+    run = instance.create_run_for_job(
+        job_def=ephemeral, execution_plan=plan, run_id=run_id, run_config=run_config,
+        tags={**ephemeral.run_tags, **merge_run_tags(job_def=job, partition_key=partition_key, tags=tags,
+                                                    asset_selection=None, instance=instance,
+                                                    run_config=run_config)},
+        remote_job_origin=code_location_origin(defs, job_name),
+    )
+    execute_run(in_memory, run, instance, raise_on_error=True)
 
 
 class _StoreFailureLines(io.TextIOBase):

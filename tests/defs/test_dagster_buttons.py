@@ -5,14 +5,16 @@ executed alone checks the partition it is given."""
 from __future__ import annotations
 
 import json
+import tomllib
 
 import dagster as dg
+import yaml
 
 from evalh_pipeline.defs.definitions import build_definitions
-from evalh_pipeline.defs.launch import materialize_run
+from evalh_pipeline.defs.launch import CODE_LOCATION, materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.conftest import REPO, write_eval
 from tests.defs.reexecution_target import EVAL_PATH_ENV, reexecuted_run_job
 
 
@@ -70,3 +72,27 @@ def test_one_check_executed_alone_checks_the_partition_it_is_given(tmp_path, ins
         results[run_id] = (evaluation.partition, evaluation.passed)
 
     assert results == {first: (first, True), second: (second, False)}
+
+
+def test_a_cli_run_names_the_code_location_the_ui_serves_so_its_buttons_find_the_job(tmp_path, instance):
+    # Without an origin the UI's "Re-execute all" / "From failure" fail ("Expected non-None value"):
+    # this is what a Dagster changing how evalh creates its runs (launch.execute_as_code_location_run) breaks.
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    outcome = materialize_run(spec, new_run_id(spec.name), instance=instance)
+    run = instance.get_run_by_id(outcome.dagster_run_ids[0])
+
+    origin = run.remote_job_origin
+    assert origin is not None
+    assert origin.repository_origin.code_location_origin.location_name == CODE_LOCATION
+    assert origin.repository_origin.repository_name == build_definitions([spec])[0].get_repository_def().name
+    assert origin.job_name == run.job_name == "toy__run"
+    assert run.tags["dagster/code_location"] == CODE_LOCATION
+    assert run.tags["dagster/partition"] == outcome.run_dir.path.name
+    assert run.status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_the_code_location_name_is_the_one_the_workspace_and_pyproject_state():
+    (location,) = yaml.safe_load((REPO / "workspace.yaml").read_text())["load_from"]
+    assert location["python_file"]["location_name"] == CODE_LOCATION
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert pyproject["tool"]["dagster"]["code_location_name"] == CODE_LOCATION

@@ -154,7 +154,7 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
-    for name in ("killable", "abandoned"):  # UI runs killed; `evalh run` killed
+    for name in ("killable", "abandoned", "reexecuted"):  # UI runs killed; `evalh run` killed; re-executed
         hanging_eval(evals / name)
     queued = write_eval(evals / "queued", cases=1, systems=GATED_SYSTEMS)
     (queued.parent / "gated_agent.py").write_text(GATED_AGENT)

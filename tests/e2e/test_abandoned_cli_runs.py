@@ -37,13 +37,11 @@ HANGING = {f"case_{i}" for i in (HANGING_CASES - 2, HANGING_CASES - 1)}
 SENSOR_TIMEOUT = 300
 RUN_TIMEOUT = 300
 
-# The UI's re-execution with its launch parameters (what "Re-execute selected" sends): the
-# parent's job, tags and id. The strategy form (`reexecutionParams`, "Re-execute all" and
-# "From failure") needs the parent's code location origin, which a run executed in the
-# `evalh` process does not have (Dagster answers "Expected non-None value").
+# What the UI's **Re-execute all** ▾ → **From failure** sends: the parent's id and the strategy
+# (Dagster finds the job through the parent's code location origin, which evalh's runs name).
 REEXECUTE = """
-mutation Reexecute($params: ExecutionParams!) {
-  launchPipelineReexecution(executionParams: $params) {
+mutation Reexecute($params: ReexecutionParams!) {
+  launchPipelineReexecution(reexecutionParams: $params) {
     __typename
     ... on LaunchRunSuccess { run { runId } }
     ... on PythonError { message }
@@ -157,15 +155,9 @@ def test_a_ui_reexecution_of_a_killed_cli_run_is_never_marked_failed(dagster_dev
         wait_for(lambda: (r := instance.get_run_by_id(killed.run_id)) and r.is_finished, SENSOR_TIMEOUT,
                  "the sensor to mark the killed run failed", dagster_dev.log)
 
-        # A re-execution from the UI: the parent's job, tags (its partition among them) and id.
-        tags = [{"key": k, "value": v} for k, v in killed.tags.items()
-                if not k.startswith("dagster/") or k == "dagster/partition"]
+        # A re-execution from the UI ("From failure"): the parent's job, tags (its partition among them) and id.
         launched = graphql(dagster_dev.url, REEXECUTE, {"params": {
-            "selector": {"repositoryLocationName": "evalh_pipeline", "repositoryName": "__repository__",
-                         "pipelineName": f"{EVAL}__run"},
-            "runConfigData": {},
-            "executionMetadata": {"parentRunId": killed.run_id, "rootRunId": killed.run_id, "tags": tags},
-        }})["launchPipelineReexecution"]
+            "parentRunId": killed.run_id, "strategy": "FROM_FAILURE"}})["launchPipelineReexecution"]
         assert launched["__typename"] == "LaunchRunSuccess", launched
         child_id = launched["run"]["runId"]
         child = wait_for(lambda: (r := instance.get_run_by_id(child_id)) and r.status == dg.DagsterRunStatus.STARTED
