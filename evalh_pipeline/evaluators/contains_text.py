@@ -36,27 +36,22 @@ class ContainsText(SyncEvaluator):
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
         self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads
+        # The config is fixed: its needles are case-folded and its passing reason built once,
+        # not per verdict (re-evaluation gives millions of them).
+        self._fold = str if self.config.case_sensitive else str.lower
+        self._any_of = [self._fold(s) for s in self.config.any_of]
+        self._passed = f"{self.config.field} contains the expected text"
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config
         all_of = cfg.all_of if cfg.all_of is not None else case.expected.answer_should_include
         none_of = cfg.none_of if cfg.none_of is not None else case.expected.answer_should_not_include
-        text = as_text(self._path.get(trace))
-        haystack = text if cfg.case_sensitive else text.lower()
-
-        def found(needle: str) -> bool:
-            return (needle if cfg.case_sensitive else needle.lower()) in haystack
-
-        missing = [s for s in all_of if not found(s)]
-        any_hits = [s for s in cfg.any_of if found(s)]
-        forbidden = [s for s in none_of if found(s)]
-        problems = []
-        if missing:
-            problems.append(f"missing required: {missing}")
-        if cfg.any_of and not any_hits:
-            problems.append(f"none of any_of matched: {cfg.any_of}")
-        if forbidden:
-            problems.append(f"forbidden present: {forbidden}")
+        fold = self._fold
+        haystack = fold(as_text(self._path.get(trace)))
+        # Comprehensions only over non-empty lists: each one is a call of its own.
+        missing = [s for s in all_of if fold(s) not in haystack] if all_of else []
+        any_hits = [s for s, n in zip(cfg.any_of, self._any_of) if n in haystack] if cfg.any_of else []
+        forbidden = [s for s in none_of if fold(s) in haystack] if none_of else []
         detail = {
             "field": cfg.field,
             "all_of": all_of,
@@ -64,6 +59,13 @@ class ContainsText(SyncEvaluator):
             "any_of_matched": any_hits,
             "forbidden_present": forbidden,
         }
-        if problems:
+        if missing or forbidden or (cfg.any_of and not any_hits):
+            problems = []
+            if missing:
+                problems.append(f"missing required: {missing}")
+            if cfg.any_of and not any_hits:
+                problems.append(f"none of any_of matched: {cfg.any_of}")
+            if forbidden:
+                problems.append(f"forbidden present: {forbidden}")
             return Verdict(False, "; ".join(problems), score=0.0, detail=detail)
-        return Verdict(True, f"{cfg.field} contains the expected text", score=1.0, detail=detail)
+        return Verdict(True, self._passed, score=1.0, detail=detail)

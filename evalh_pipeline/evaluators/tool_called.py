@@ -70,7 +70,7 @@ class ToolCalled(SyncEvaluator):
             problems.append(f"{tool}: called {n} time(s), fewer than min_calls {cfg.min_calls}")
         if cfg.max_calls is not None and n > cfg.max_calls:
             problems.append(f"{tool}: called {n} time(s), more than max_calls {cfg.max_calls}")
-        if cfg.must_succeed and n:
+        if cfg.must_succeed and n and trace.tool_results:  # no results, no failed one: skip both scans
             ids = {c.id for c in calls if c.id}
             failed = [
                 r.tool_call_id or r.name for r in trace.tool_results

@@ -24,9 +24,14 @@ def response_from_dict(value: Any) -> SystemResponse:
         answer = output
     else:
         answer = {k: value.get(k) for k in ("final_answer", "thinking", "structured")}
-    answer, not_text = _as_text(answer)
+    not_text: list[str] = []
+    # Text answers (nearly all) skip the conversion: a call per cell saved.
+    if not (_is_text(answer.get("final_answer")) and _is_text(answer.get("thinking"))):
+        answer, not_text = _as_text(answer)
+    # A call that has ``arguments`` is validated as it is (pydantic copies what it keeps);
+    # only one with eval-harness's ``input`` instead needs a new dict.
     tool_calls = [
-        {**call, "arguments": call.get("arguments", call.get("input", {}))} if isinstance(call, dict) else call
+        {**call, "arguments": call.get("input", {})} if isinstance(call, dict) and "arguments" not in call else call
         for call in value.get("tool_calls") or []
     ]
     metrics = {k: v for k, v in (value.get("metrics") or {}).items() if k in _METRIC_KEYS}
@@ -47,6 +52,10 @@ def response_from_dict(value: Any) -> SystemResponse:
         raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {', '.join(not_text)}",
                            type="unserializable_output", partial=response)
     return response
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 def _as_text(answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
