@@ -16,7 +16,7 @@ import json
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -393,10 +393,7 @@ async def read_sse(resp: Response, stream: Stream, cap: int) -> None:
     Lines end at LF, CRLF or CR (the SSE grammar); each is decoded by the body's charset.
     """
     encoding = resp.encoding
-    size = 0
     data_lines: list[str] = []
-    splitter = LineSplitter()
-    chunks = resp.iter_bytes()
 
     def dispatch() -> bool:
         payload = data_lines[0] if len(data_lines) == 1 else "\n".join(data_lines)
@@ -422,27 +419,14 @@ async def read_sse(resp: Response, stream: Stream, cap: int) -> None:
             # other lines: comments and event:/id:/retry: fields
         return False
 
-    try:
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > cap:
-                raise StreamTooLarge()
-            if lines_done(splitter.feed(chunk)):
-                await _drain(chunks, cap - size)
-                return
-    except HttpError:
-        return  # cut off: what arrived is kept, stream_completed stays false
-    if lines_done(splitter.end()) or (data_lines and dispatch()):
-        return  # a last event without its blank line
-    stream.finished_normally()
+    ended = await _feed_lines(resp.iter_bytes(), cap, lines_done)
+    if ended is False and not (data_lines and dispatch()):  # a last event without its blank line
+        stream.finished_normally()
 
 
 async def read_json_lines(resp: Response, stream: Stream, cap: int) -> None:
     """One JSON value per line (blank and malformed lines are skipped), same ending rules as SSE."""
     encoding = resp.encoding
-    size = 0
-    splitter = LineSplitter()
-    chunks = resp.iter_bytes()
 
     def lines_done(lines: list[bytes]) -> bool:
         for line in lines:
@@ -457,6 +441,21 @@ async def read_json_lines(resp: Response, stream: Stream, cap: int) -> None:
                 return True
         return False
 
+    if await _feed_lines(resp.iter_bytes(), cap, lines_done) is False:
+        stream.finished_normally()
+
+
+async def _feed_lines(chunks: AsyncIterator[bytes], cap: int, lines_done: Callable[[list[bytes]], bool]) -> bool | None:
+    """Split the body into lines and hand them to ``lines_done`` until it says the stream is
+    complete (the rest of the body is then drained); more than ``cap`` bytes raises
+    :class:`StreamTooLarge`.
+
+    Returns True when ``lines_done`` completed the stream (the body's last line included),
+    False when the body ended first, None when the connection broke: what arrived is kept and
+    the stream stays incomplete.
+    """
+    size = 0
+    splitter = LineSplitter()
     try:
         async for chunk in chunks:
             size += len(chunk)
@@ -464,12 +463,10 @@ async def read_json_lines(resp: Response, stream: Stream, cap: int) -> None:
                 raise StreamTooLarge()
             if lines_done(splitter.feed(chunk)):
                 await _drain(chunks, cap - size)
-                return
+                return True
     except HttpError:
-        return
-    if lines_done(splitter.end()):
-        return
-    stream.finished_normally()
+        return None
+    return lines_done(splitter.end())
 
 
 async def _drain(chunks: AsyncIterator[bytes], budget: int) -> None:
