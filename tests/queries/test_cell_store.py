@@ -206,15 +206,21 @@ def _summarize(run_dir, criteria=None):
                   baseline_variant="a", config_path="eval.yaml", config_hash="h", cases_total=3)
 
 
+def _two_runs(tmp_path):
+    """Runs A and B of the same cells with different verdicts: a pair to compare."""
+    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
+                                                   ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
+                                                   ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
+    return a, b
+
+
 def _refuse_jsonl(*args, **kwargs):
     raise AssertionError("the JSONL was read")
 
 
 def test_compare_answers_from_fresh_stores_without_reading_the_jsonl(tmp_path, monkeypatch):
-    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
-    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
-                                                   ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
-                                                   ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
+    a, b = _two_runs(tmp_path)
     expected = compare_runs(a, b)  # from the JSONL: no stores yet
     for run in (a, b):
         _summarize(run)
@@ -300,10 +306,7 @@ def test_a_reader_queries_the_stores_parquet_in_place_never_a_copy_in_duckdb(tmp
 
 
 def test_compare_answers_again_when_a_newer_summary_removes_the_store_it_was_reading(tmp_path, monkeypatch):
-    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
-    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
-                                                   ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
-                                                   ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
+    a, b = _two_runs(tmp_path)
     expected = compare_runs(a, b)  # from the JSONL: no stores yet
     for run in (a, b):
         _summarize(run)
