@@ -56,6 +56,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return Grouped(config, log)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from hypothesis import settings
+
+    # No deadline: a property test's examples are not timed (a loaded CI worker can be
+    # descheduled for longer than Hypothesis's default 200 ms, which then fails a correct
+    # test). Under CI the examples are derandomized, so a run there is repeatable.
+    in_ci = bool(os.environ.get("CI"))
+    settings.register_profile("evalh", deadline=None, derandomize=in_ci, print_blob=True,
+                              **({"database": None} if in_ci else {}))
+    settings.load_profile("evalh")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Report a failure even when CPython < 3.11.8 cannot parse its traceback's source.
+
+    Formatting a failure parses the source of each traceback entry; CPython before 3.11.8 keeps
+    the AST constructor's recursion depth per interpreter, not per thread (gh-106905), so a
+    parse in another thread at that moment raises ``SystemError: AST constructor recursion
+    depth mismatch`` and xdist loses the whole report (INTERNALERROR). Format that one failure
+    natively (no source parsing) instead.
+    """
+    try:
+        return (yield)
+    except SystemError as error:
+        if "AST constructor recursion depth mismatch" not in str(error):
+            raise
+        option = item.config.option
+        style, option.tbstyle = option.tbstyle, "native"
+        try:
+            return pytest.TestReport.from_item_and_call(item, call)
+        finally:
+            option.tbstyle = style
+
+
 def _tier(item: pytest.Item) -> str:
     for tier in TIERS:
         if item.get_closest_marker(tier):
