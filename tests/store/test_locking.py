@@ -32,7 +32,7 @@ def test_a_lock_held_by_another_command_is_refused_at_once_naming_it(tmp_path):
         with pytest.raises(RunDirectoryBusy, match="being written by another process .*evalh run --resume"):
             with hold_run_directory(tmp_path, "evalh re-evaluate"):
                 pass
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # refused, not queued behind the holder (who never lets go)
     finally:
         holder.kill()
         holder.wait()

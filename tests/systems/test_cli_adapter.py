@@ -116,7 +116,7 @@ def test_runaway_stdout_is_killed_and_fails_the_cell(tmp_path, monkeypatch):
     started = time.monotonic()
     with pytest.raises(AdapterError, match="more than .* to stdout"):
         run_one(tmp_path, "while True:\n    print('y' * 1000)\n")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # killed, not left to run: loaded CI needs room
 
 
 def test_eval_harness_stdin_template_forms_render_like_eval_harness(tmp_path):
