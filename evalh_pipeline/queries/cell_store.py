@@ -11,8 +11,6 @@ are the same as before. The store keeps, in the run's ``.cells/`` folder:
                         evaluator's file of the results store (store/results_store.py, named
                         by its content hash), or of results.jsonl by its digest in a run
                         without a store (written before it, or by eval-harness)
-    i-<key>.parquet     where each trace line starts in traces.jsonl, its case id and the
-                        hash of the line (:func:`case_lines`), keyed like t-<key>
 
 Every key is a content hash with the store's format in it: a Parquet is used only for the
 exact content it was made from, whatever the files' inodes, sizes or times. After an
@@ -35,12 +33,9 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic_core import from_json
-
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
 from evalh_pipeline.store.jsonl import complete_lines_digest, count_lines
-from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.results_store import read_store
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -110,7 +105,7 @@ def _well_formed(data: dict[str, Any]) -> bool:
     memo = data.get("memo", [])
     cases = data.get("cases")
     return (isinstance(data.get("traces"), str) and isinstance(data.get("traces_part"), str)
-            and names(data.get("result_parts")) and names(data.get("line_index", []))
+            and names(data.get("result_parts"))
             and (cases is None or (isinstance(cases, list) and len(cases) == 2 and type(cases[1]) is int))
             and isinstance(evaluators, dict) and all(names(v) for v in evaluators.values())
             and isinstance(memo, list)
@@ -170,90 +165,6 @@ def drop_rows(con: duckdb.DuckDBPyConnection, *, suffix: str = "") -> None:
 StoreGone = duckdb.IOException
 
 
-_INDEX_COLUMNS = "{'case_id': 'VARCHAR', 'line_offset': 'BIGINT', 'line_hash': 'VARCHAR'}"
-
-
-def _index_part(digest: str) -> str:
-    return f"i-{_key('trace lines', digest)}.parquet"
-
-
-def _line_hash(line: bytes) -> str:
-    """The content hash of one line as read (its newline included)."""
-    return hashlib.blake2b(line, digest_size=16).hexdigest()
-
-
-def _line_case_id(line: bytes) -> str | None:
-    """A trace line's case id as the scan in queries/view_cell.py matches it
-    (``json_extract_string``: a string, or a number's JSON text); None for a line that is not
-    a JSON object, which the scan skips too."""
-    fast = TRACES.leading(line, "case_id")
-    if fast is not None:
-        return str(fast[0])
-    try:
-        record = from_json(line)
-    except ValueError:
-        return None
-    case_id = record.get("case_id") if isinstance(record, dict) else None
-    if isinstance(case_id, str):
-        return case_id
-    if isinstance(case_id, (int, float)) and not isinstance(case_id, bool):
-        return json.dumps(case_id)
-    return None
-
-
-def _save_line_index(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, part: Path) -> bool:
-    """Write ``part``: (case id, offset, hash) of every complete line of traces.jsonl, sorted
-    by case id so that a lookup reads one row group. Built in one streaming pass (the rows go
-    through a temporary JSONL file, never held in memory)."""
-    rows = run_dir.temp_file("cells")
-    try:
-        with run_dir.traces.open("rb") as source, rows.open("w", encoding="utf-8") as out:
-            offset = 0
-            for line in source:
-                if line.endswith(b"\n"):  # a torn tail is left out, as the digest leaves it out
-                    case_id = _line_case_id(line)
-                    if case_id is not None:
-                        out.write(f'{{"case_id":{json.dumps(case_id)},"line_offset":{offset},'
-                                  f'"line_hash":"{_line_hash(line)}"}}\n')
-                offset += len(line)
-        query = (f"SELECT * FROM read_json('{_literal(rows)}', format='newline_delimited', columns={_INDEX_COLUMNS}) "
-                 "ORDER BY case_id, line_offset")
-        return _save(con, query, part, run_dir)
-    except OSError:
-        return False
-    finally:
-        rows.unlink(missing_ok=True)
-
-
-def case_lines(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, case_id: str) -> list[bytes] | None:
-    """The lines of traces.jsonl whose case id is ``case_id``, in file order, read where the
-    store's line index says they start; None when that cannot be trusted (then scan the file).
-
-    Trusted only on content: the index is the one made from traces.jsonl's current digest
-    (none is: the store is absent or older than the traces), and every line read at a
-    recorded offset has the hash recorded for it.
-    """
-    digest = complete_lines_digest(run_dir.traces)
-    part = run_dir.cells_cache / _index_part(digest)
-    if not digest or not part.exists():
-        return None
-    try:
-        rows = con.execute(f"SELECT line_offset, line_hash FROM read_parquet('{_literal(part)}') "
-                           "WHERE case_id = $case_id ORDER BY line_offset", {"case_id": case_id}).fetchall()
-    except duckdb.Error:
-        return None  # removed by a newer summary meanwhile, or damaged
-    lines = []
-    with run_dir.traces.open("rb") as traces:
-        for offset, expected in rows:
-            traces.seek(offset)
-            line = traces.readline()
-            # The line recorded there, and the case's (a guard against a damaged index).
-            if _line_hash(line) != expected or _line_case_id(line) != case_id:
-                return None
-            lines.append(line)
-    return lines
-
-
 def answer_again(query: Callable[[], T]) -> T:
     """``query()``, made once more when a file of a cell store it read went away meanwhile
     (the second time reads the newer store, or the JSONL when that does not match either)."""
@@ -280,7 +191,6 @@ class Store:
     evaluators: dict[str, list[str]] = field(default_factory=dict)  # part -> evaluators in it
     memo: list[dict[str, Any]] = field(default_factory=list)
     cases: list[Any] | None = None  # [digest of cases.jsonl, its cases], as counted last
-    line_index: list[str] = field(default_factory=list)  # the i-<key> file, when written
     # ``cell_traces`` (and ``verdicts`` when saved) are views of the store's files, read by
     # each query: a query that fails on a damaged file should drop the store
     # (:meth:`discard`) and summarize from the JSONL.
@@ -393,9 +303,6 @@ def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Stor
         if not store.views:
             con.execute(f"CREATE TEMP TABLE cell_traces AS {cell_rows}")
         con.execute("DROP TABLE trace_rows")
-    index_part = folder / _index_part(digest)
-    if writable and (index_part.exists() or _save_line_index(con, run_dir, index_part)):
-        store.line_index = [index_part.name]
 
     evaluators = {name: list(names) for name, names in (old.get("evaluators") or {}).items()
                   if isinstance(names, list)}
@@ -495,13 +402,13 @@ def _write_manifest(store: Store) -> None:
     try:
         tmp.write_text(json.dumps({"format": _FORMAT_KEY, "traces": store.traces, "traces_part": store.traces_part,
                                    "result_parts": store.result_parts, "evaluators": store.evaluators,
-                                   "memo": store.memo, "cases": store.cases, "line_index": store.line_index}),
+                                   "memo": store.memo, "cases": store.cases}),
                        encoding="utf-8")
         os.replace(tmp, folder / MANIFEST)
     except OSError:
         tmp.unlink(missing_ok=True)
         return
-    keep = {MANIFEST, store.traces_part, *store.result_parts, *store.line_index}
+    keep = {MANIFEST, store.traces_part, *store.result_parts}
     for entry in folder.iterdir():
         if entry.name not in keep:
             try:

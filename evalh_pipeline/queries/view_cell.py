@@ -1,10 +1,7 @@
 """The records of one case of a run, for the viewer's cell pages (`evalh view`).
 
-The case's trace lines are read where the run's cell store says they start
-(queries/cell_store.py :func:`case_lines`: only for the traces' current content, each line
-checked against its recorded hash); without a store that matches, and for results.jsonl and
-cases.jsonl, DuckDB scans the file for the lines of one case id (a parameter, never part of
-a path or of the SQL text). Only those lines are parsed in Python.
+DuckDB scans traces.jsonl and results.jsonl once each for the lines of one case id (a
+parameter, never part of a path or of the SQL text); only those lines are parsed in Python.
 The records are returned as plain dicts, as written: a run folder is untrusted input (an
 eval-harness run, a hand edit), so nothing here insists on the models' shape, and whatever
 a page shows of them is escaped by the templates.
@@ -17,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.queries.cell_store import case_lines
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -74,27 +70,12 @@ def _matching(con: Any, path: Path, key: str, value: str) -> list[dict[str, Any]
         prefilter, params["needle"] = "contains(json, $needle) AND", f'"{value}"'
     sql = _LINES_SQL.format(path=literal, size=MAX_RECORD_BYTES, key=key, prefilter=prefilter)
     rows = con.execute(sql, params).fetchall()
-    return _records(text for (text,) in rows)
-
-
-def _records(lines: Any) -> list[dict[str, Any]]:
     found = []
-    for text in lines:
+    for (text,) in rows:
         record = json.loads(text)
         if isinstance(record, dict):
             found.append(record)
     return found
-
-
-def _traces_of(con: Any, run_dir: RunDirectory, case_id: str) -> list[dict[str, Any]]:
-    """The case's traces: through the cell store's line index when it can be trusted, else a scan."""
-    lines = case_lines(con, run_dir, case_id)
-    if lines is not None:
-        try:
-            return _records(lines)
-        except ValueError:
-            pass  # not what the index was made from after all: the scan decides
-    return _matching(con, run_dir.traces, "case_id", case_id)
 
 
 def read_case(run_dir: RunDirectory, case_id: str) -> CaseRecords:
@@ -105,7 +86,7 @@ def read_case(run_dir: RunDirectory, case_id: str) -> CaseRecords:
         return CaseRecords(
             case_id=case_id,
             case=cases[0] if cases else None,
-            traces=_traces_of(con, run_dir, case_id),
+            traces=_matching(con, run_dir.traces, "case_id", case_id),
             results=_matching(con, run_dir.results, "case_id", case_id),
         )
     finally:

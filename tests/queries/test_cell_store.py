@@ -197,8 +197,7 @@ def test_only_the_files_of_the_current_store_are_kept(tmp_path):
     write_summary(spec, run_dir)
     data = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())
     assert sorted(p.name for p in run_dir.cells_cache.iterdir()) == sorted(
-        [cell_store.MANIFEST, data["traces_part"], *data["result_parts"], *data["line_index"]])
-    assert len(data["line_index"]) == 1  # where each trace line starts, for the cell page
+        [cell_store.MANIFEST, data["traces_part"], *data["result_parts"]])
     assert len(data["result_parts"]) == 5  # one per evaluator's file
 
 
