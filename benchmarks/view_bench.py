@@ -12,7 +12,8 @@ as a whole process and, with psutil polling the PSS of its process tree every 50
 
 - each page is fetched cold and warm over HTTP (wall time to the last byte): the runs list,
   the run page (variants, evaluators, baseline comparison, first page of the matrix), the
-  matrix filtered to regressions, page 500 of the matrix, a cell, the history;
+  matrix filtered to regressions, page 500 of the matrix, a cell and another near the end of
+  the traces (its traces found through the cell store's line index), the history;
 - eight run pages are asked for at once (wall time until the last one is in);
 - the run page is opened in Debian's chromium (Playwright, when installed): first paint and
   first contentful paint from the browser's own Paint Timing entries, measured from the
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             "run page, page 500": f"{run_url}?page=500",
             "run page, text filter": f"{run_url}?text=nowhere",
             "cell": f"{run_url}/cases/c000010",
+            "cell, another case": f"{run_url}/cases/{f'c{args.cases - 7:06d}'}",
             "history": f"{base}/evals/viewbench",
         }
         timings = {}

@@ -145,6 +145,25 @@ class Viewer:
         # it states them (nothing to aggregate or bootstrap again). An eval-harness run's are
         # computed with the same SQL the summary uses.
         figures = summary_figures(summary) if meta.get("written_by") != "eval-harness" else None
+        # The page's queries read the run's cell store: made again once when a newer summary
+        # replaced it meanwhile (this page composes them, so it owns the retry).
+        variants, evaluators, baseline, comparisons, matrix = answer_again(
+            lambda: self._run_tables(run, order, figures, summary, config, filters, page))
+        names = [str(v["name"]) for v in variants]
+        query = {k: v for k, v in q.items() if k != "page" and v}
+        return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
+                     intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
+                     evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
+                     filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
+                     completeness=(summary or {}).get("completeness"),
+                     is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
+                     eval_display=_display_name(config, meta))
+
+    @staticmethod
+    def _run_tables(run: Any, order: list[str], figures: Any, summary: dict[str, Any] | None,
+                    config: dict[str, Any], filters: MatrixFilter, page: int
+                    ) -> tuple[Any, Any, str | None, list[Any], Any]:
+        """The run page's variants, evaluators, baseline, comparisons and matrix page."""
         with RunCells(run) as cells:
             if figures is None:
                 variants = [v.model_dump() for v in cells.variants(order)]
@@ -157,23 +176,21 @@ class Viewer:
             if comparisons is None:
                 comparisons = [cells.compare_variants(baseline, v) for v in names if v != baseline] if baseline else []
             matrix = cells.matrix(filters, baseline=baseline, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
-        query = {k: v for k, v in q.items() if k != "page" and v}
-        return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
-                     intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
-                     evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
-                     filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
-                     completeness=(summary or {}).get("completeness"),
-                     is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
-                     eval_display=_display_name(config, meta))
+        return variants, evaluators, baseline, comparisons, matrix
 
     def variants(self, request: Request) -> Response:
         run = self._run(request.path_params["run_id"])
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
-        with RunCells(run) as cells:
-            names = [v.name for v in cells.variants([str(v) for v in _meta(run).get("variants") or []])]
-            if a not in names or b not in names:
-                raise NotFound(f"run {run.run_id} has no variants {a!r} and {b!r} (it has {', '.join(names)})")
-            pair = cells.compare_variants(a, b, flips_limit=2000)
+        order = [str(v) for v in _meta(run).get("variants") or []]
+
+        def pair_of() -> tuple[list[str], Any]:
+            with RunCells(run) as cells:
+                names = [v.name for v in cells.variants(order)]
+                if a not in names or b not in names:
+                    raise NotFound(f"run {run.run_id} has no variants {a!r} and {b!r} (it has {', '.join(names)})")
+                return names, cells.compare_variants(a, b, flips_limit=2000)
+
+        names, pair = answer_again(pair_of)  # as the run page: this page composes the queries
         return _page("compare_variants.html", title=f"{b} against {a}", run_id=run.run_id, pair=pair, names=names)
 
     # -- one cell -------------------------------------------------------------------------
@@ -351,8 +368,10 @@ def _handler(viewer: Viewer, name: str) -> Callable[[Request], Response]:
     def endpoint(request: Request) -> Response:
         try:
             with viewer.slots:
-                # Made again once when a newer summary replaced the run's cell store meanwhile.
-                response: Response = answer_again(lambda: method(request))
+                # Not answered again here: whichever layer composes a page's store queries
+                # does that once (compare_runs and eval_history themselves, the run pages
+                # theirs), so a replaced store never costs more than one second try.
+                response: Response = method(request)
             return response
         except NotFound as exc:
             return HTMLResponse(render("error.html", title="Not found", message=str(exc)), status_code=404)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVALH, REPO, run_evalh, write_eval
-from tests.pty_terminal import HIDE_CURSOR, run_on_terminal
+from tests.support.pty_terminal import HIDE_CURSOR, run_on_terminal
 
 pytestmark = pytest.mark.integration
 

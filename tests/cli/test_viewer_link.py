@@ -10,7 +10,7 @@ import pytest
 
 from evalh_pipeline.view.links import VIEWER_URL_ENV
 from tests.conftest import EVALH, run_evalh, write_eval
-from tests.view.support import wait_for_viewer
+from tests.support.readiness import wait_until_answering
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +40,7 @@ def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
         viewer = subprocess.Popen([*EVALH, "view", str(runs), "--port", url.rsplit(":", 1)[1]], cwd=tmp_path, env=env,
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        wait_for_viewer(viewer, url, log, STARTUP_TIMEOUT_S)
+        wait_until_answering(viewer, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
         proc = run_evalh(["run", str(path)], env, tmp_path)
         assert proc.returncode == 0, proc.stderr
         run_id = _started_run_id(proc.stderr)

@@ -16,8 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import pytest
 
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
+from tests.support.readiness import wait_until_answering
 
 STARTUP_TIMEOUT = 240
 
@@ -117,21 +116,6 @@ class DagsterDev:
         return dg.DagsterInstance.from_config(str(self.home))
 
 
-def _wait_for_server(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"dagster dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"dagster dev did not serve {url} within {STARTUP_TIMEOUT} s:\n{log.read_text()[-4000:]}")
-
-
 def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     home = root / "home"
     home.mkdir()
@@ -176,7 +160,7 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_server(url, proc, log)
+        wait_until_answering(proc, f"{url}/server_info", log, what="dagster dev", timeout_s=STARTUP_TIMEOUT)
     except BaseException:
         _stop(proc)
         raise

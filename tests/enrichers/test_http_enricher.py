@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from evalh_pipeline.enrichers.base import EnricherContext, build_enrichers, enrich_trace
 from evalh_pipeline.models import EvalCase, Trace
+from tests.support.http_server import free_port, serve_http
 
 pytestmark = pytest.mark.integration
 
@@ -25,29 +25,6 @@ SECRET = "s3cret-token"
 def _response(status: str, body: bytes = b"", headers: str = "") -> bytes:
     return (f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{headers}"
             "Content-Type: application/json\r\n\r\n").encode() + body
-
-
-async def _serve(answer, seen: list[str]):
-    """A server that keeps each request's head in ``seen`` and writes ``answer(path)``
-    (bytes), or holds the connection open without answering when that is None."""
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode()
-                seen.append(head)
-                reply = answer(head.split(" ", 2)[1])
-                if reply is None:
-                    await reader.read()  # until the client gives up and closes
-                    return
-                writer.write(reply)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
 
 def _trace() -> Trace:
@@ -77,8 +54,12 @@ def _run(answer, config: dict[str, Any]) -> tuple[Trace, list[str]]:
     seen: list[str] = []
     trace = _trace()
 
+    def recording(head: str) -> bytes | None:
+        seen.append(head)
+        return answer(head.split(" ", 2)[1])
+
     async def go() -> None:
-        server, url = await _serve(answer, seen)
+        server, url = await serve_http(recording)
         async with server:
             await _enrich({**config, "url": config["url"].replace("URL", url)}, trace)
 
@@ -141,11 +122,8 @@ def test_a_service_that_never_answers_is_a_read_timeout():
 
 
 def test_a_refused_connection_is_a_connect_error():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     trace = _trace()
-    asyncio.run(_enrich({"url": f"http://127.0.0.1:{port}/t"}, trace))
+    asyncio.run(_enrich({"url": f"http://127.0.0.1:{free_port()}/t"}, trace))
     [error] = _errors(trace)
     assert error.startswith("ConnectError: ") and "\n" not in error
 

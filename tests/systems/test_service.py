@@ -6,7 +6,6 @@ waiting when the service exits."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.systems.base import AdapterError, SystemContext
 from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem
+from tests.support.http_server import Answer, free_port, port_of, serve_http
 
 pytestmark = pytest.mark.integration
 
@@ -47,43 +47,29 @@ def _service(port: int, *, timeout: float = 600, healthcheck: str = "GET /health
     return service
 
 
-async def _serve(statuses: list[str], seen: list[str]):
-    """A server answering each request with the next status of ``statuses`` (the last one
-    repeated), keeping each request's first line in ``seen``."""
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode()
-                seen.append(head.split("\r\n", 1)[0])
-                status = statuses[min(len(seen), len(statuses)) - 1]
-                writer.write(f"HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n".encode())
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+def _statuses(statuses: list[str], seen: list[str]) -> Answer:
+    """Each request answered with the next status of ``statuses`` (the last one repeated),
+    its first line kept in ``seen``."""
+    def answer(head: str) -> bytes:
+        seen.append(head.split("\r\n", 1)[0])
+        status = statuses[min(len(seen), len(statuses)) - 1]
+        return f"HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n".encode()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return answer
 
 
 def test_start_waits_until_the_healthcheck_answers_2xx(monkeypatch):
     # A proxy the environment names is never used for the service on loopback.
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     seen: list[str] = []
 
     async def go() -> None:
-        server, port = await _serve(["503 Service Unavailable", "503 Service Unavailable", "204 No Content"], seen)
+        answer = _statuses(["503 Service Unavailable", "503 Service Unavailable", "204 No Content"], seen)
+        server, url = await serve_http(answer)
         async with server:
-            service = _service(port, healthcheck="HEAD /ready")
+            service = _service(port_of(url), healthcheck="HEAD /ready")
             await service.start()
             await service.close()
 
@@ -95,10 +81,10 @@ def test_a_healthcheck_that_never_answers_2xx_fails_start_with_the_last_status()
     seen: list[str] = []
 
     async def go() -> str:
-        server, port = await _serve(["500 Internal Server Error"], seen)
+        server, url = await serve_http(_statuses(["500 Internal Server Error"], seen))
         async with server:
             with pytest.raises(AdapterError) as failure:
-                await _service(port, timeout=0.3).start()
+                await _service(port_of(url), timeout=0.3).start()
             return str(failure.value)
 
     message = asyncio.run(go())
@@ -110,20 +96,15 @@ def test_a_healthcheck_that_never_answers_2xx_fails_start_with_the_last_status()
 def test_a_service_nobody_listens_for_fails_start_naming_the_connect_error():
     with pytest.raises(AdapterError, match=r"^local_service: healthcheck GET /health did not answer 2xx within "
                                            r"0\.3s \(last: ConnectError: [^\n]+\); last output: ready\?$"):
-        asyncio.run(_service(_free_port(), timeout=0.3).start())
+        asyncio.run(_service(free_port(), timeout=0.3).start())
 
 
 def test_a_service_that_answers_something_not_http_is_named_in_one_line():
     async def go() -> str:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b"not http\r\n\r\n")
-            writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server, url = await serve_http(lambda head: b"not http\r\n\r\n")
         async with server:
             with pytest.raises(AdapterError) as failure:
-                await _service(server.sockets[0].getsockname()[1], timeout=0.3).start()
+                await _service(port_of(url), timeout=0.3).start()
             return str(failure.value)
 
     message = asyncio.run(go())
@@ -131,7 +112,7 @@ def test_a_service_that_answers_something_not_http_is_named_in_one_line():
 
 
 def test_a_service_that_exits_stops_the_wait_with_its_reason():
-    service = _service(_free_port())
+    service = _service(free_port())
     service.exited = "exit code 3"
     with pytest.raises(AdapterError, match=r"the service stopped before its healthcheck GET /health passed: exit code 3"):
         asyncio.run(service.start())

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -165,18 +162,4 @@ def hostile_run(runs: Path, run_id: str = "2026-06-01T00-00-00-000000_hostile") 
         (run_dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return run_dir
 
-
-def wait_for_viewer(proc: subprocess.Popen, url: str, log: Path, timeout_s: float) -> None:
-    """Until `evalh view` (``proc``, its output in ``log``) answers ``url``/healthz; fails if it exits or outlives ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        assert proc.poll() is None, f"evalh view exited with {proc.returncode}:\n{log.read_text()}"
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"evalh view did not answer within {timeout_s} s"
-        time.sleep(0.2)
 

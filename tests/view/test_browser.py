@@ -27,11 +27,11 @@ from evalh_pipeline.store.baselines import promote
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.conftest import REPO, run_evalh
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+from tests.support.readiness import wait_until_answering
 from tests.view.support import (
     HOSTILE_ANSWERS,
     eval_harness_run,
     reference,
-    wait_for_viewer,
     write_hostile_eval,
 )
 
@@ -93,7 +93,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
                                 start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_viewer(proc, url, log, STARTUP_TIMEOUT_S)
+        wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
         shots = SCREENSHOTS if os.environ.get("EVALH_UPDATE_SCREENSHOTS") == "1" else root / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         yield Viewer(url=url, runs=runs, shots=shots, run_ids=made)

@@ -88,3 +88,61 @@ def test_a_page_is_made_again_when_a_newer_summary_removes_the_store_it_was_read
     assert page.status_code == expected.status_code == 200
     assert page.text == expected.text
     assert loads == [True, False]  # the second time from the JSONL
+
+
+def _compare_client(tmp_path):
+    from starlette.testclient import TestClient
+
+    from evalh_pipeline.view.app import create_app
+
+    runs = tmp_path / "two"
+    pair = []
+    for run_id, fixed in (("2026-05-01T10-00-00_regressions", ()), ("2026-05-02T10-00-00_regressions", ("case_00",))):
+        run_dir = RunDirectory(eval_harness_run(runs, run_id, fixed=fixed))
+        summarize_run(run_dir, variant_order=["main", "candidate"], pass_criteria=PassCriteria(),
+                      baseline_variant="main", config_path="eval.yaml", config_hash="h")
+        pair.append(run_dir)
+    return TestClient(create_app(runs), base_url="http://127.0.0.1:8790"), pair
+
+
+def _removing_stores(monkeypatch, removals: int) -> list[tuple[str, bool]]:
+    """Every store compare loads, recorded; the first ``removals`` are removed (a newer summary
+    replacing them) after their views are made, before the queries read them."""
+    import shutil
+
+    import evalh_pipeline.queries.cell_store as cell_store
+
+    loads: list[tuple[str, bool]] = []
+    load_store = cell_store.load_store
+
+    def then_removed(con, run_dir, **kwargs):
+        loaded = load_store(con, run_dir, **kwargs)
+        loads.append((run_dir.run_id, loaded))
+        if loaded and sum(was for _, was in loads) <= removals:
+            shutil.rmtree(run_dir.cells_cache)
+        return loaded
+
+    monkeypatch.setattr(cell_store, "load_store", then_removed)
+    return loads
+
+
+def test_the_compare_page_is_answered_again_once_when_a_newer_summary_removes_a_store(tmp_path, monkeypatch):
+    client, (a, b) = _compare_client(tmp_path)
+    url = f"/compare/{a.run_id}/{b.run_id}"
+    expected = client.get(url)
+    loads = _removing_stores(monkeypatch, removals=1)
+    page = client.get(url)
+    assert page.status_code == expected.status_code == 200
+    assert page.text == expected.text
+    # A's store removed while read: answered a second time, from A's JSONL and B's store.
+    assert loads == [(a.run_id, True), (a.run_id, False), (b.run_id, True)]
+
+
+def test_the_compare_page_tries_a_second_time_only(tmp_path, monkeypatch):
+    client, (a, b) = _compare_client(tmp_path)
+    # Both stores removed while read, one after the other: the second try fails too (B's
+    # store went while it was read) and the page says so, rather than trying yet again.
+    loads = _removing_stores(monkeypatch, removals=2)
+    page = client.get(f"/compare/{a.run_id}/{b.run_id}")
+    assert page.status_code == 422 and "could not read" in page.text
+    assert loads == [(a.run_id, True), (a.run_id, False), (b.run_id, True)]
