@@ -6,7 +6,9 @@ run (key = run id), executed here against the instance the UI reads: ``evalh run
 ``promote`` runs ``<eval>__promote``. Each first adds the partition, so the run is in the
 UI's partition list from its first step. The steps compute every stage; nothing is done
 outside them and reported afterwards. Each run names the code location the UI serves as its
-origin, so Dagster's own "Re-execute" buttons work on it (:func:`execute_as_code_location_run`).
+origin, so Dagster's own "Re-execute" buttons work on it (:func:`execute_as_code_location_run`),
+and the eval file and run folder it works on (tags), so a re-execution by a code location
+that serves another eval of that name refuses (:func:`code_location_origin`).
 """
 
 from __future__ import annotations
@@ -294,7 +296,18 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
 
 def code_location_origin(defs: dg.Definitions, job_name: str) -> RemoteJobOrigin:
     """Where the UI finds ``job_name``: the job of that name in the repository of ``defs``, in
-    the code location named :data:`CODE_LOCATION` (however the workspace loads it)."""
+    the code location named :data:`CODE_LOCATION` (however the workspace loads it).
+
+    Every CLI run names it, also that of an eval the code location does not serve, or serves
+    from another file of the same name. Which eval a run belongs to is its file and run folder
+    (its tags), and the steps of a re-execution refuse, in one line, to work on a run of
+    another file or run folder (defs/evals/runs.py ``other_eval_problem``): that is where
+    the work happens, whatever the UI offers. Leaving the origin out would not disable the
+    buttons: Dagster's UI enables "Re-execute" on a run without an origin when a loaded job
+    has its name, and the click then fails inside Dagster ("Expected non-None value"). An
+    eval outside the served folders with a name of its own has no such job: the buttons are
+    disabled, saying which code location to load, and work once its folder is served.
+    """
     repository = RemoteRepositoryOrigin(code_location_origin=RegisteredCodeLocationOrigin(CODE_LOCATION),
                                         repository_name=defs.get_repository_def().name)
     return RemoteJobOrigin(repository_origin=repository, job_name=job_name)

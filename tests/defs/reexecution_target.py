@@ -3,19 +3,23 @@ buttons run (they rebuild the job in a fresh context, like the code location doe
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
 
-EVAL_PATH_ENV = "EVALH_TEST_REEXECUTED_EVAL"
 
-
-def reexecuted_run_job() -> dg.JobDefinition:
-    """The run job of the eval at ``$EVALH_TEST_REEXECUTED_EVAL``, as the code location builds it."""
+def reexecuted_run_job(eval_path: str) -> dg.JobDefinition:
+    """The run job of the eval at ``eval_path``, as the code location builds it."""
     from evalh_pipeline.defs.definitions import build_definitions
     from evalh_pipeline.defs.evals.names import run_job
     from evalh_pipeline.runner.loading import load_eval
 
-    spec = load_eval(Path(os.environ[EVAL_PATH_ENV]))
+    spec = load_eval(Path(eval_path))
     return build_definitions([spec])[0].resolve_job_def(run_job(spec.name))
+
+
+def served_run_job(eval_path: Path):
+    """The reconstructable run job of the eval at ``eval_path``. The path is part of the job's
+    pointer: Dagster keeps the last job it rebuilt per pointer (``lru_cache``), so a pointer
+    without it would hand a test the eval of the test before."""
+    return dg.build_reconstructable_job(__name__, reexecuted_run_job.__name__, reconstructable_args=(str(eval_path),))

@@ -6,7 +6,9 @@ and the cells of two hang, its run is marked failed by the code location's senso
 all** ▾ → **From failure** on it in the UI finishes the eval run. **Re-execute all** on a CLI
 run that finished re-executes it. Each re-execution succeeds on the parent's partition, and
 no cell that had a trace calls the system again (the agent's calls.log). On a CLI run of an
-eval outside the UI's evals folder, the buttons are disabled, saying the code location has no such job.
+eval outside the UI's evals folder, the buttons are disabled, saying the code location has no such job;
+on a CLI run of an eval file elsewhere named as the served eval, they are enabled (Dagster finds
+the job by name) and the re-execution refuses in one line, writing nothing.
 """
 
 from __future__ import annotations
@@ -161,3 +163,28 @@ def test_the_buttons_on_a_cli_run_of_an_eval_the_ui_does_not_serve_are_disabled_
         page.get_by_text(NOT_FOUND).first.wait_for()
         assert "Load definitions for evalh_pipeline and try again." in page.inner_text("body")
     assert [r.run_id for r in instance.get_runs(dg.RunsFilter(job_name="outside__run"))] == [parent.run_id]
+
+
+def test_reexecuting_a_cli_run_of_a_same_named_eval_elsewhere_refuses_and_writes_nothing(dagster_dev, tmp_path):
+    instance = dagster_dev.instance()
+    twin = write_eval(tmp_path / "elsewhere" / EVAL, cases=1, systems=STEADY_SYSTEMS)  # eval.name: reexecuted
+    before = _cli_runs(instance)
+    done = run_evalh(["run", str(twin)], _env(dagster_dev), tmp_path, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    parent = _new_cli_run(instance, before)
+    assert parent is not None and parent.status == dg.DagsterRunStatus.SUCCESS
+    partition = parent.tags["dagster/partition"]
+    run_dir = (twin.parent / "runs" / partition).resolve()
+    traces = (run_dir / "traces.jsonl").read_text()
+
+    with ui_page(dagster_dev) as page:
+        _click_reexecute(page, dagster_dev, parent.run_id, None)  # enabled: the served eval has the job
+        run = finished_run(instance, f"{EVAL}__run", dagster_dev.log, partition, TIMEOUT, parent=parent.run_id)
+
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    (failure,) = [e.dagster_event.event_specific_data.error.message.strip()
+                  for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
+    assert f"this run belongs to {twin.resolve()} (run folder {run_dir}), not to " in failure
+    assert failure.endswith(f"finish the eval run with: evalh run {twin.resolve()} --resume {run_dir}")
+    assert not (_folder(dagster_dev) / "runs" / partition).exists()  # the served eval wrote nothing
+    assert (run_dir / "traces.jsonl").read_text() == traces

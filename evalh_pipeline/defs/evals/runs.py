@@ -15,7 +15,15 @@ from pathlib import Path
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.evals.names import PARTITION_TAG, REJUDGE_TAG, REUSE_FROM_TAG, run_id_problem
+from evalh_pipeline.defs.cli_runs import finishing_command
+from evalh_pipeline.defs.evals.names import (
+    EVAL_FILE_TAG,
+    PARTITION_TAG,
+    REJUDGE_TAG,
+    REUSE_FROM_TAG,
+    RUN_DIR_TAG,
+    run_id_problem,
+)
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
@@ -35,14 +43,42 @@ def live_spec(context: dg.OpExecutionContext, loaded: EvalSpec) -> EvalSpec:
     """The eval as it is on disk now (or as the in-process caller handed it over).
 
     Refuses (one line) when the edit needs a reload: the eval renamed (its asset keys) or
-    ``gates.blocking`` changed (Dagster fixed the checks' blocking at load).
+    ``gates.blocking`` changed (Dagster fixed the checks' blocking at load); and when the run
+    belongs to another eval file or run folder (:func:`other_eval_problem`).
     """
     runtime = getattr(context.resources, RUNTIME_KEY, None)
     spec = (runtime.spec_for(loaded.path) if runtime is not None else None) or load_eval(loaded.path, settings=loaded.settings)
     reason = reload_reason(loaded, spec)
     if reason:
         raise dg.Failure(f"{loaded.path}: {reason}; {RELOAD}")
+    problem = other_eval_problem(context, spec)
+    if problem:
+        raise dg.Failure(problem)
     return spec
+
+
+def other_eval_problem(context: dg.OpExecutionContext, live: EvalSpec) -> str:
+    """Why this step must not work on its run: a run of another eval file or run folder ("" if it may).
+
+    A CLI run's tags name the eval file and the run directory it worked on (absolute paths),
+    and a "Re-execute" in the UI keeps its parent's tags. Jobs and partitions are keyed by
+    the eval's *name*, so the code location also finds the job of a run made from another
+    file of the same name (an eval outside its folders, or a copy), or whose run folder is
+    elsewhere (``--resume`` of a moved folder, another ``$EVALH_RUNS_DIR``): re-executed here it
+    would run this eval into this eval's runs folder. The eval is identified by its file, not
+    its content: the steps always read the file as it is now (:func:`live_spec`), so a
+    re-execution after an edit of the same file finishes the run as ``evalh run --resume``
+    would.
+    """
+    tags = context.run.tags
+    eval_file, run_dir = tags.get(EVAL_FILE_TAG), tags.get(RUN_DIR_TAG)
+    if not eval_file and not run_dir:
+        return ""  # a run the UI, a sensor or a backfill launched: this code location's own
+    here = run_directory(live, run_partition(context)).path.resolve()
+    if (not eval_file or Path(eval_file) == live.path.resolve()) and (not run_dir or Path(run_dir) == here):
+        return ""
+    return (f"this run belongs to {eval_file or live.path} (run folder {run_dir or here}), not to {live.path} "
+            f"(run folder {here}) that this code location serves as {live.name!r}; {finishing_command(context.run)}")
 
 
 def reload_reason(loaded: EvalSpec, live: EvalSpec) -> str:
