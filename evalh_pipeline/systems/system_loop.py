@@ -317,7 +317,7 @@ def _reply(call: _Call) -> None:
 
 
 def _reply_soon(call: _Call) -> None:
-    """From the system loop's thread, outside its mailboxes: reply to ``call`` on its caller's loop."""
+    """From any thread, outside the mailboxes: reply to ``call`` on its caller's loop."""
     try:
         call.caller.call_soon_threadsafe(_reply, call)
     except RuntimeError:
