@@ -135,7 +135,10 @@ class PythonFunctionSystem(SystemAdapter):
         if self._threads is not None:
             self._threads.shutdown()
         if self._loop is not None:
-            self._loop.stop()
+            # Cancels what the target left running there and closes the loop (bounded: a
+            # loop the target blocks is left to its daemon thread). A loop retired earlier
+            # because its target blocked it finishes itself once it unblocks, if ever.
+            await self._loop.close()
 
 
 def is_async_callable(fn: Any) -> bool:

@@ -169,3 +169,59 @@ def test_a_system_that_cannot_start_fails_its_cells_not_the_run(tmp_path):
     assert {t["error"]["type"] for k, t in traces.items() if k.endswith("/base")} == {"config_error"}  # a system that cannot start: evalh run then exits 1
     assert "no_such_module" in traces["case_0/base"]["error"]["message"]
     assert all(t["error"] is None for k, t in traces.items() if k.endswith("/candidate"))
+
+
+@pytest.mark.parametrize("ending", ["completes", "is_cancelled"])
+def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path, monkeypatch, ending):
+    """What an async target leaves running on its loop is cancelled when the run ends, even
+    when the run is cancelled (Ctrl-C) mid-cell; the loop's thread ends."""
+    import concurrent.futures
+    import sys
+    import threading
+    import types
+
+    started: concurrent.futures.Future[None] = concurrent.futures.Future()
+    seen: list[str] = []
+
+    async def background() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("background cancelled")
+            raise
+
+    tasks = []
+
+    async def run(case, variant):
+        tasks.append(asyncio.get_running_loop().create_task(background()))
+        if not started.done():
+            started.set_result(None)
+        if ending == "is_cancelled":
+            await asyncio.Event().wait()
+        return {"final_answer": "ok"}
+
+    probe = types.ModuleType("evalh_test_loop_probe")
+    probe.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    system = "\n  - name: base\n    adapter: python_function\n    target: evalh_test_loop_probe:run\n"
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=system))
+    info = prepare_cases(spec, new_run_id(spec.name))
+
+    def loop_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "evalh-base-loop"}
+
+    before = loop_threads()  # another test's loop that its target blocks for good, if any
+
+    async def main() -> None:
+        run_task = asyncio.create_task(produce_traces(spec, info.run_dir))
+        await asyncio.wait_for(asyncio.wrap_future(started), 60)
+        if ending == "is_cancelled":
+            run_task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run_task
+        else:
+            assert (await run_task).cells_run == 2
+
+    asyncio.run(main())
+    assert seen and set(seen) == {"background cancelled"} and len(seen) == len(tasks)
+    assert loop_threads() <= before

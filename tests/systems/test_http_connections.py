@@ -47,6 +47,11 @@ class KeepAliveServer:
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1/chat/completions"
         self._ready.set()
         self._loop.run_forever()
+        # The connections close() cancelled end, then the loop is closed: left open, it is
+        # reported (ResourceWarning) in whichever later test collects it.
+        if pending := asyncio.all_tasks(self._loop):
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
