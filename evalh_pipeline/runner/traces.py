@@ -106,84 +106,98 @@ async def produce_traces(
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
                             env=spec.settings.env)
     adapters: dict[str, SystemAdapter | AdapterError] = {}
-    for variant in variants:
-        adapters[variant.name] = await _start_adapter(variant, context)
-    per_variant = (
-        {v.name: asyncio.Semaphore(run_cfg.per_variant_concurrency) for v in variants}
-        if run_cfg.per_variant_concurrency else None
-    )
-    retry = RetryPolicy(run_cfg.retry)
-    budget = CostBudget(run_cfg.cost_limit_usd)
-    pricer = Pricer.for_path(spec.price_table_path)
-    # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
-    inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
-    workspaces = _workspace_adapter(spec, run_dir)
-    if workspaces is not None:
-        await asyncio.to_thread(workspaces.recover_stale)
-    enrichers = await _start_enrichers(spec, [v.name for v in variants])
-    stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
-    capture = spec.config.trace.capture if spec.config.trace is not None else []
+    enrichers: dict[str, list[TraceEnricher | Exception]] = {}
+    # Whatever started is closed however this ends: also when starting a later part, or
+    # setting up the pass, fails or is cancelled (the inner finally closes them first).
+    try:
+        for variant in variants:
+            adapters[variant.name] = await _start_adapter(variant, context)
+        per_variant = (
+            {v.name: asyncio.Semaphore(run_cfg.per_variant_concurrency) for v in variants}
+            if run_cfg.per_variant_concurrency else None
+        )
+        retry = RetryPolicy(run_cfg.retry)
+        budget = CostBudget(run_cfg.cost_limit_usd)
+        pricer = Pricer.for_path(spec.price_table_path)
+        # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
+        inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
+        workspaces = _workspace_adapter(spec, run_dir)
+        if workspaces is not None:
+            await asyncio.to_thread(workspaces.recover_stale)
+        enrichers.update(await _start_enrichers(spec, [v.name for v in variants]))
+        stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
+        capture = spec.config.trace.capture if spec.config.trace is not None else []
 
-    hashes = CellHashes.for_run(spec, run_dir, variants)
-    deadlines = Deadlines()  # the cells' timeouts, on one timer
+        hashes = CellHashes.for_run(spec, run_dir, variants)
+        deadlines = Deadlines()  # the cells' timeouts, on one timer
 
-    async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
-        adapter = adapters[cell.variant.name]
-        stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
-        if workspaces is None or isinstance(adapter, AdapterError):
-            return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines), None
-        return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
-                                       deadlines)
+        async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
+            adapter = adapters[cell.variant.name]
+            stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
+            if workspaces is None or isinstance(adapter, AdapterError):
+                return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines), None
+            return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
+                                           deadlines)
 
-    with traces_appender(run_dir.traces) as out:
-        async def work(cell: Cell) -> None:
-            if per_variant is None:
-                trace, artifact = await one_cell(cell)
-            else:
-                async with per_variant[cell.variant.name]:
+        with traces_appender(run_dir.traces) as out:
+            async def work(cell: Cell) -> None:
+                if per_variant is None:
                     trace, artifact = await one_cell(cell)
-            # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
-            chain = enrichers.get(cell.variant.name)
-            if chain:  # most variants have none: no coroutine per cell for an empty chain
-                await enrich_trace(chain, cell.case, trace)
-            apply_capture(trace, capture)
-            annotate_trace(stores, trace)
-            # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
-            line, trace = trace_line(trace)
-            masked = mask_json_line(line, spec.secret_values)
-            if masked is not line:
-                # Judged as stored, so re-evaluation gives the same verdicts.
-                line, trace = masked, Trace.model_validate_json(masked)
-            trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
-            if inline is not None:
-                await inline.judge(cell.case, trace, artifact)
-            stats.count(trace)
-            progress.advance("traces")
+                else:
+                    async with per_variant[cell.variant.name]:
+                        trace, artifact = await one_cell(cell)
+                # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
+                chain = enrichers.get(cell.variant.name)
+                if chain:  # most variants have none: no coroutine per cell for an empty chain
+                    await enrich_trace(chain, cell.case, trace)
+                apply_capture(trace, capture)
+                annotate_trace(stores, trace)
+                # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
+                line, trace = trace_line(trace)
+                masked = mask_json_line(line, spec.secret_values)
+                if masked is not line:
+                    # Judged as stored, so re-evaluation gives the same verdicts.
+                    line, trace = masked, Trace.model_validate_json(masked)
+                trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
+                if inline is not None:
+                    await inline.judge(cell.case, trace, artifact)
+                stats.count(trace)
+                progress.advance("traces")
 
-        completed = False
-        try:
-            await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
-            completed = True
-        finally:
-            deadlines.close()
-            if inline is not None:
-                inline.close(complete=completed)
-            for adapter in adapters.values():
-                if isinstance(adapter, SystemAdapter):
-                    await _close_quietly(adapter)
-            for chain in enrichers.values():
-                for enricher in chain:
-                    if isinstance(enricher, TraceEnricher):
-                        await _close_quietly(enricher)
-            if workspaces is not None:
-                totals = workspaces.totals
-                stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
-                stats.workspace = totals.as_dict()
-                record_accounting(run_dir.path, totals)
+            completed = False
+            try:
+                await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
+                completed = True
+            finally:
+                deadlines.close()
+                if inline is not None:
+                    inline.close(complete=completed)
+                await _close_started(adapters, enrichers)
+                if workspaces is not None:
+                    totals = workspaces.totals
+                    stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
+                    stats.workspace = totals.as_dict()
+                    record_accounting(run_dir.path, totals)
+    finally:
+        await _close_started(adapters, enrichers)
     progress.finish("traces")
     if workspaces is not None and (problem := workspaces.totals.mismatch()):
         raise WorkspaceAccountingError(problem)
     return stats
+
+
+async def _close_started(adapters: dict[str, SystemAdapter | AdapterError],
+                         enrichers: dict[str, list[TraceEnricher | Exception]]) -> None:
+    """Close the adapters and enrichers that started, once: emptied as they are closed."""
+    for adapter in adapters.values():
+        if isinstance(adapter, SystemAdapter):
+            await _close_quietly(adapter)
+    adapters.clear()
+    for chain in enrichers.values():
+        for enricher in chain:
+            if isinstance(enricher, TraceEnricher):
+                await _close_quietly(enricher)
+    enrichers.clear()
 
 
 async def _start_enrichers(spec: EvalSpec, variant_names: list[str]) -> dict[str, list[TraceEnricher | Exception]]:
@@ -286,7 +300,7 @@ async def _start_adapter(variant: RunVariant, context: SystemContext) -> SystemA
         return AdapterError(f"{variant.adapter} adapter failed to start: {type(exc).__name__}: {exc}", type=START_ERROR)
 
 
-async def _close_quietly(adapter: SystemAdapter) -> None:
+async def _close_quietly(adapter: SystemAdapter | TraceEnricher) -> None:
     try:
         await adapter.close()
     except Exception:  # noqa: BLE001, S110 - closing must not lose the traces already written

@@ -225,3 +225,33 @@ def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path
     asyncio.run(main())
     assert seen and set(seen) == {"background cancelled"} and len(seen) == len(tasks)
     assert loop_threads() <= before
+
+
+def test_adapters_started_are_closed_when_setting_up_the_pass_is_interrupted(tmp_path, scripted):
+    """Ctrl-C while a later part starts (here an enricher) still closes the adapters already
+    started (a worker pool, a service) instead of leaving them to the process's end."""
+    from evalh_pipeline.enrichers.base import TraceEnricher
+    from evalh_pipeline.enrichers.registry import ENRICHERS
+
+    closed: list[str] = []
+
+    class Closing(ScriptedSystem):
+        async def close(self):
+            closed.append(self.variant.name)
+
+    class Interrupted(TraceEnricher):
+        async def start(self):
+            raise KeyboardInterrupt
+
+    SYSTEMS.unregister("scripted")
+    SYSTEMS.register("scripted", Closing)
+    ENRICHERS.register("interrupted", Interrupted)
+    try:
+        system = ("\n  - name: base\n    adapter: scripted\n  - name: candidate\n    adapter: scripted\n"
+                  "    enrich_trace_from: [{type: interrupted}]\n")
+        with pytest.raises(KeyboardInterrupt):
+            _run(tmp_path, system)
+    finally:
+        ENRICHERS.unregister("interrupted")
+    assert sorted(closed) == ["base", "candidate"]
+    assert scripted.calls == []
