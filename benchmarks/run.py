@@ -4,7 +4,7 @@
     python benchmarks/run.py                     # every scenario below (about 6 minutes on 2 cores)
     python benchmarks/run.py --only floor,stub   # some of them: floor | stub | scale | realistic | realistic1000
     python benchmarks/run.py --quick             # small sizes: a smoke check of the benchmark itself
-    python benchmarks/run.py --repeat 7          # rounds of the floor scenario (default 5; median reported)
+    python benchmarks/run.py --repeat 9          # rounds of the floor scenario (default 9; median of per-round ratios)
     python benchmarks/run.py --skip-peer         # do not run eval-harness
     python benchmarks/run.py --all               # these, then every other suite (SUITES), one after the other
     python benchmarks/run.py --only reeval5 ...  # one other suite, with its own options
@@ -14,7 +14,8 @@ storage was created before the clock):
 
   floor          the Dagster floor (benchmarks/dagster_floor.py: five trivial assets on a dynamic
                  partition, in process) against `evalh run` of a one-case eval and `evalh
-                 re-evaluate` of that run (benchmarks/dagster_bench.py). Targets: each <= 1.3x floor.
+                 re-evaluate` of that run (benchmarks/dagster_bench.py), alternated round by round;
+                 the median of the per-round ratios, wall and CPU. Targets: each <= 1.3x floor.
   realistic      3,000 cases x 2 variants against a streaming OpenAI-compatible server with
                  lognormal latency, concurrency 200 (benchmarks/http_bench.py): <= 1.05x the ideal
                  schedule; eval-harness 2.0.2 in the same invocation; peak memory reported.
@@ -108,13 +109,13 @@ def targets(results: dict, sizes: dict) -> list[dict]:
     """One row per target, from whatever scenarios ran."""
     rows = []
     floor = results.get("floor")
-    if floor and floor["rounds"]:
+    if floor and "run_over_floor" in floor:
         last = floor["rounds"][-1]["reeval"]["load"]
-        m = floor["medians_s"]
-        rows.append(_row("evalh run (1 case) / Dagster floor", floor["run_over_floor"], 1.3, "x", last,
-                         f"medians {m['run']:.2f} / {m['floor']:.2f} s; CPU {floor['run_over_floor_cpu']:.2f}x"))
-        rows.append(_row("evalh re-evaluate / Dagster floor", floor["reeval_over_floor"], 1.3, "x", last,
-                         f"medians {m['reeval']:.2f} / {m['floor']:.2f} s; CPU {floor['reeval_over_floor_cpu']:.2f}x"))
+        for key, label in (("run", "evalh run (1 case)"), ("reeval", "evalh re-evaluate")):
+            wall, cpu = floor[f"{key}_over_floor"]["wall"], floor[f"{key}_over_floor"]["cpu"]
+            rows.append(_row(f"{label} / Dagster floor", wall["median"], 1.3, "x", last,
+                             f"median of {floor['repeat']} per-round ratios, {wall['min']:.2f}-{wall['max']:.2f}; "
+                             f"CPU {cpu['median']:.3f}x ({cpu['min']:.2f}-{cpu['max']:.2f})"))
     for key in ("realistic", "realistic1000"):
         found = results.get(key)
         if not found:
@@ -171,7 +172,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help=f"comma-separated scenarios: {', '.join(SCENARIOS)}")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke check)")
-    parser.add_argument("--repeat", type=int, default=5, help="rounds of the floor scenario (median reported)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="rounds of the floor scenario (default 9; the median of per-round ratios is reported)")
     parser.add_argument("--skip-peer", action="store_true", help="do not run eval-harness")
     parser.add_argument("--peer-at-1000", action="store_true", help="also run eval-harness in realistic1000")
     parser.add_argument("--keep", action="store_true", help="keep the fixtures and run directories (path printed)")
@@ -215,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     try:
         if "floor" in args.scenarios:
-            results["floor"] = dagster_bench.floor_scenario(root, 1 if args.quick else args.repeat, args.timeout)
+            results["floor"] = dagster_bench.floor_scenario(
+                root, 1 if args.quick else args.repeat or dagster_bench.DEFAULT_REPEAT, args.timeout)
         if "stub" in args.scenarios:
             results["stub"] = stub_scenario(root, sizes["stub"], args.timeout)
         if "scale" in args.scenarios:

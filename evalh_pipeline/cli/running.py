@@ -4,9 +4,12 @@ the eval's job for that partition in this process (defs/launch.py): the steps do
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,9 +272,10 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     def launch(options: RunOptions):
-        from evalh_pipeline.defs import launch as dagster
+        with _long_lived_objects():
+            from evalh_pipeline.defs import launch as dagster
 
-        instance = dagster.local_instance()
+            instance = dagster.local_instance()
         if holding:
             for ended in dagster.end_abandoned_runs(instance, spec.name, run_id, f"finished by `evalh {job}` "
                                                     f"(process {os.getpid()})"):
@@ -309,6 +313,28 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+@contextmanager
+def _long_lived_objects() -> Iterator[None]:
+    """Import the Dagster layer and open the instance with the cyclic garbage collector
+    paused, then move every object alive at that point out of its reach (``gc.freeze``).
+
+    Why: those objects (Dagster's, SQLAlchemy's and alembic's modules, classes and
+    functions, ~200,000 tracked objects) live until the process exits, yet each full
+    collection walked all of them again: three during these imports, one or two during the
+    run and one at exit, ~0.6 s of CPU for a one-case run (gc.callbacks). Collection still
+    runs for everything made after this, the run's own objects included; what is frozen is
+    never freed before exit, which for these objects is when they would go anyway.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def _finish_hint(spec: EvalSpec, run_id: str, on_interrupt: str) -> str:
