@@ -155,6 +155,10 @@ def test_a_ui_reexecution_of_a_killed_cli_run_is_never_marked_failed(dagster_dev
         wait_for(lambda: (r := instance.get_run_by_id(killed.run_id)) and r.is_finished, SENSOR_TIMEOUT,
                  "the sensor to mark the killed run failed", dagster_dev.log)
 
+        # Counted before the launch (the killed evalh calls no more): the re-execution can reach
+        # its cells before the test sees it start.
+        log = folder / "calls.log"
+        calls = len(log.read_text().splitlines())
         # A re-execution from the UI ("From failure"): the parent's job, tags (its partition among them) and id.
         launched = graphql(dagster_dev.url, REEXECUTE, {"params": {
             "parentRunId": killed.run_id, "strategy": "FROM_FAILURE"}})["launchPipelineReexecution"]
@@ -163,8 +167,6 @@ def test_a_ui_reexecution_of_a_killed_cli_run_is_never_marked_failed(dagster_dev
         child = wait_for(lambda: (r := instance.get_run_by_id(child_id)) and r.status == dg.DagsterRunStatus.STARTED
                          and r, RUN_TIMEOUT, "the re-execution to start", dagster_dev.log)
         assert child.tags["evalh/trigger"] == "cli" and child.parent_run_id == killed.run_id
-        log = folder / "calls.log"
-        calls = len(log.read_text().splitlines())
         wait_for(lambda: {json.loads(line)[0] for line in log.read_text().splitlines()[calls:]} >= HANGING,
                  RUN_TIMEOUT, "the re-execution to hang on the last cases", dagster_dev.log)
 
