@@ -80,10 +80,7 @@ class _Mailbox:
             if self._woken or not self._items:
                 return
             self._woken = True
-        try:
-            self.loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:
-            pass  # that loop is closed: nobody is waiting there any more
+        _soon(self.loop, self._drain)
 
     def _drain(self) -> None:
         for item in self.take():
@@ -137,7 +134,7 @@ class SystemLoop:
         except asyncio.CancelledError:
             # The caller gave up (a timeout, the run stopping), or the target cancelled itself:
             # either way nothing more of this call may run there.
-            self._soon(self._abandon, call)
+            _soon(self._loop, self._abandon, call)
             raise
         finally:
             with self._lock:
@@ -151,7 +148,7 @@ class SystemLoop:
         # A plain callback, not a coroutine: one dropped unrun (the loop closed meanwhile)
         # leaves nothing behind to be reported "never awaited".
         ran: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._soon(_answer, ran)
+        _soon(self._loop, _answer, ran)
         try:
             await asyncio.wait_for(asyncio.wrap_future(ran), within)
             return False
@@ -170,7 +167,7 @@ class SystemLoop:
             if self._stopped:
                 return
             self._stopped = True
-        self._soon(self._stop_when_idle)
+        _soon(self._loop, self._stop_when_idle)
 
     async def close(self, timeout: float = CLOSE_SECONDS) -> None:
         """Stop, cancel the calls in flight, and wait up to ``timeout`` seconds for the loop
@@ -183,7 +180,7 @@ class SystemLoop:
         then, rather than waiting for a loop that may never answer.
         """
         self.stop()
-        self._soon(self._cancel_live)
+        _soon(self._loop, self._cancel_live)
         # asyncio.wait, not wait_for: a timeout must not cancel the future the thread sets.
         finished = asyncio.wrap_future(self._finished)
         done, _ = await asyncio.wait([finished], timeout=timeout)
@@ -195,14 +192,7 @@ class SystemLoop:
         for call in waiting:
             call.error = SystemLoopClosed(
                 f"the system's event loop did not finish within {timeout:g}s of closing (its target blocks it)")
-            _reply_soon(call)
-
-    def _soon(self, callback: Any, *args: Any) -> None:
-        """Run ``callback`` on the loop; nothing when the loop is closed (nothing is left there)."""
-        try:
-            self._loop.call_soon_threadsafe(callback, *args)
-        except RuntimeError:
-            pass
+            _soon(call.caller, _reply, call)  # outside the mailboxes
 
     # -- on the system loop's thread ------------------------------------------------------
 
@@ -269,7 +259,7 @@ class SystemLoop:
             call.coroutine.close()
             if not call.abandoned:
                 call.error = SystemLoopClosed("the system's event loop closed before this call started")
-                _reply_soon(call)
+                _soon(call.caller, _reply, call)  # outside the mailboxes
         # Replies posted during the last pass of the loop have not gone over yet.
         with self._outboxes_lock:
             outboxes = list(self._outboxes.values())
@@ -316,9 +306,10 @@ def _reply(call: _Call) -> None:
         call.reply.cancel()  # the target raised CancelledError itself: the runner tells the two apart
 
 
-def _reply_soon(call: _Call) -> None:
-    """From any thread, outside the mailboxes: reply to ``call`` on its caller's loop."""
+def _soon(loop: asyncio.AbstractEventLoop, callback: Any, *args: Any) -> None:
+    """From any thread: run ``callback`` on ``loop``; nothing when that loop is closed (nobody
+    waits there any more)."""
     try:
-        call.caller.call_soon_threadsafe(_reply, call)
+        loop.call_soon_threadsafe(callback, *args)
     except RuntimeError:
-        pass  # the caller's loop is closed: nobody waits for the reply
+        pass
