@@ -2,7 +2,7 @@
 
     python benchmarks/isolation_bench.py [--n 10000] [--lat 0.02] [--repeat 1] [--baseline-code DIR]
 
-Each pass writes a fresh fixture (../shared/bench/make_fixture.py: N cases x 2 variants of a
+Each pass writes a fresh fixture (benchmarks/make_fixture.py: N cases x 2 variants of a
 stub agent that sleeps LAT s, concurrency 64), sets ``isolation`` on both variants and times
 ``evalh run`` as a whole process (fresh DAGSTER_HOME), polling the peak RSS of its process
 tree every 50 ms, as benchmarks/run.py does. ``--baseline-code DIR`` also times another
@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-MAKE_FIXTURE = REPO.parent / "shared" / "bench" / "make_fixture.py"
+MAKE_FIXTURE = REPO / "benchmarks" / "make_fixture.py"
 
 
 def measure(code: Path, isolation: str | None, n: int, lat: float) -> dict:
