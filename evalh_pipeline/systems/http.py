@@ -270,6 +270,9 @@ def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 class HttpSystem(SystemAdapter):
     """Sends one request per cell and maps the JSON response into the trace.
 
+    - A workspace's host path goes to the service (``{{ workspace.path }}``, the
+      ``X-Evalh-Workspace-Path`` header): never with a sandboxed (``docker_volume``) workspace.
+
     - ``endpoint`` (https, or http to a loopback host), ``method`` (default POST),
       ``headers`` (never recorded), ``query_params``.
     - The body (JSON) is, merged in this order: the ``provider`` preset's request built
@@ -293,6 +296,10 @@ class HttpSystem(SystemAdapter):
     """
 
     Config = HttpConfig
+
+    @classmethod
+    def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
+        return True  # the service gets the host path of the workspace
 
     async def start(self) -> None:
         cfg: HttpConfig = self.config
