@@ -12,6 +12,10 @@ The fingerprint ``key`` is a hash of those versions: a commit that touches none 
 paths leaves it unchanged, so it starts nothing. ``commit`` is recorded only when every
 path is tracked and unmodified (the last commit that changed any of them); otherwise
 ``status`` says ``modified`` or ``untracked`` and the key is the content hash.
+
+git is asked through common/git.py: the repository is the user's, so no call takes a lock
+there or writes to it (the user's own ``git add`` never meets ``index.lock``), and a call
+that outlives ``GIT_TIMEOUT_SECONDS`` raises :class:`~evalh_pipeline.common.git.GitError`.
 """
 
 from __future__ import annotations
