@@ -200,7 +200,29 @@ def _check_plugins(
         warnings += ignored
         if not found:
             config.workspace = type(config.workspace).model_validate(cleaned)
+            issues += _check_outside_sandbox(where, config.workspace.type, variants, plugins)
     return issues, warnings
+
+
+def _check_outside_sandbox(
+    where: _Locator, workspace_type: str, variants: list[RunVariant], plugins: PluginRegistries,
+) -> list[ConfigIssue]:
+    """A sandboxed workspace (docker_volume) with a system that would use its empty host folder."""
+    if not plugins.workspaces.get(workspace_type).sandboxed:
+        return []
+    issues = []
+    for i, variant in enumerate(variants):
+        try:
+            outside = plugins.systems.get(variant.adapter).works_outside_sandbox(variant.config)
+        except LookupError:
+            continue  # an unknown adapter is reported by its own check
+        if outside:
+            issues.append(where.issue(("systems", i, "adapter"), (
+                f"adapter {variant.adapter!r} works from outside the {workspace_type} workspace's container: it "
+                "would get an empty host folder and what it wrote there would vanish; with workspace type "
+                f"{workspace_type} use a cli or python_function system, or use workspace type tempdir_snapshot "
+                "or git")))
+    return issues
 
 
 def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:

@@ -66,9 +66,14 @@ def fixture_hash(fixtures: dict[str, Any], covered: Iterable[str] = ()) -> str:
     return content_hash({"paths": {rel: version for rel, version in paths.items() if rel not in skip}})
 
 
-def covered_fixture_paths(spec: EvalSpec) -> set[str]:
+def covered_fixture_paths(spec: EvalSpec, fixtures: dict[str, Any] | None = None) -> set[str]:
     """How a fingerprint names the eval file and the dataset (relative to the git root or to
-    the eval folder; store/fixtures.py): the fixture paths the variant and case hashes cover."""
+    the eval folder; store/fixtures.py): the fixture paths the variant and case hashes cover.
+    The fingerprint records them (``covered``); for a run recorded before it did, git says
+    where the root is."""
+    recorded = (fixtures or {}).get("covered")
+    if isinstance(recorded, list):
+        return {str(name) for name in recorded}
     from evalh_pipeline.store.fixtures import git_root
 
     root = git_root(spec.eval_dir)
@@ -99,8 +104,9 @@ class CellHashes:
         from evalh_pipeline.store.fixtures import recorded_fixtures
 
         meta = run_dir.read_meta() if run_dir.exists() else {}
+        fixtures = recorded_fixtures(meta)
         return cls(variants={v.name: variant_hash(v, spec.secret_values) for v in variants},
-                   fixture=fixture_hash(recorded_fixtures(meta), covered_fixture_paths(spec)))
+                   fixture=fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)))
 
     def of(self, cell: Cell) -> dict[str, str | None]:
         """The cell's ``case_hash``, ``variant_hash`` and ``fixture_hash``, as Trace fields."""

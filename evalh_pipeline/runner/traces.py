@@ -39,6 +39,7 @@ from evalh_pipeline.systems.base import (
     AdapterError, RaisedBySystem, SystemAdapter, SystemContext, SystemResponse, Workspace,
 )
 from evalh_pipeline.systems.registry import SYSTEMS
+from evalh_pipeline.systems.response import checked_response
 from evalh_pipeline.workspaces.accounting import WorkspaceAccountingError
 from evalh_pipeline.workspaces.base import WorkspaceAdapter, WorkspaceContext
 from evalh_pipeline.workspaces.ledger import record_accounting
@@ -377,7 +378,9 @@ async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None,
     timeout = cell.variant.timeout_seconds
     try:
         with deadlines.after(timeout):  # asyncio.timeout's cut, without a timer per cell
-            return await adapter.run(cell.case, workspace), None
+            response = await adapter.run(cell.case, workspace)
+        # Every adapter's answer, checked by one set of rules before it is priced or stored.
+        return checked_response(response), None
     except TimeoutError:
         return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
     except AdapterError as exc:

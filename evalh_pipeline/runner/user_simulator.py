@@ -120,6 +120,13 @@ class UserSimulatorSystem(SystemAdapter):
 
     Config = UserSimulatorConfig
 
+    @classmethod
+    def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
+        from evalh_pipeline.systems.registry import SYSTEMS
+
+        inner = config.get("inner_system") or {}
+        return SYSTEMS.get(inner["adapter"]).works_outside_sandbox(inner) if "adapter" in inner else False
+
     async def start(self) -> None:
         from evalh_pipeline.systems.registry import SYSTEMS
 

@@ -12,6 +12,10 @@ The fingerprint ``key`` is a hash of those versions: a commit that touches none 
 paths leaves it unchanged, so it starts nothing. ``commit`` is recorded only when every
 path is tracked and unmodified (the last commit that changed any of them); otherwise
 ``status`` says ``modified`` or ``untracked`` and the key is the content hash.
+
+git is asked through common/git.py: the repository is the user's, so no call takes a lock
+there or writes to it (the user's own ``git add`` never meets ``index.lock``), and a call
+that outlives ``GIT_TIMEOUT_SECONDS`` raises :class:`~evalh_pipeline.common.git.GitError`.
 """
 
 from __future__ import annotations
@@ -19,17 +23,20 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh_pipeline.common.git import GitNotFound, GitResult, run_git
 from evalh_pipeline.common.file_kinds import NotARegularFile, open_regular, special_kind
 
 if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
 
-GIT_TIMEOUT_SECONDS = 5
+# A status of a large repository on a slow disk takes seconds; a git that takes this long is
+# stuck (a network filesystem, a stopped process holding a file), and the sensor says so
+# well within the minute Dagster gives a sensor's evaluation.
+GIT_TIMEOUT_SECONDS = 20
 NO_GIT = "nogit"
 TRACKED, MODIFIED, UNTRACKED = "tracked", "modified", "untracked"
 
@@ -44,11 +51,14 @@ class FixtureFingerprint:
     dataset_hash: str  # sha256 of the dataset file's content
     workspace: str = ""  # "" without copy_from; "git:<tree id>" or "sha256:<tree hash>"
     paths: dict[str, str] = field(default_factory=dict)  # path (relative to the repo or eval folder) -> version
+    # The names in ``paths`` of the eval file and the dataset: the variant and case hashes
+    # cover them (runner/hashes.py), so the fixture hash leaves them out.
+    covered: tuple[str, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         """The ``fixtures`` entry of run.json."""
         return {"key": self.key, "status": self.status, "commit": self.commit, "dataset_hash": self.dataset_hash,
-                "workspace": self.workspace, "paths": dict(self.paths)}
+                "workspace": self.workspace, "paths": dict(self.paths), "covered": list(self.covered)}
 
 
 def file_sha256(path: Path) -> str:
@@ -61,22 +71,22 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+def _git(folder: Path, *args: str) -> GitResult | None:
+    """``git <args>`` in a folder of the user's, with no lock taken (common/git.py); None when
+    git is not installed. A command that outlives its timeout raises :class:`GitError`: a
+    fingerprint made without git's answer would be a wrong one."""
     try:
-        return subprocess.run(
-            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
-            check=False, stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
+        return run_git(folder, *args, timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except GitNotFound:
         return None
 
 
 def git_head(folder: Path) -> str:
-    """``HEAD`` of the git repository containing ``folder``; "" if none (or no git, or timeout)."""
+    """``HEAD`` of the git repository containing ``folder``; "" if none (or no git)."""
     if not folder.is_dir():
         return ""
     proc = _git(folder, "rev-parse", "--verify", "-q", "HEAD")
-    head = proc.stdout.strip() if proc else ""
+    head = proc.text if proc else ""
     return head if proc is not None and proc.returncode == 0 and head else ""
 
 
@@ -85,9 +95,9 @@ def git_root(folder: Path) -> Path | None:
     if not folder.is_dir():
         return None
     proc = _git(folder, "rev-parse", "--show-toplevel")
-    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+    if proc is None or proc.returncode != 0 or not proc.text:
         return None
-    return Path(proc.stdout.strip()).resolve()
+    return Path(proc.text).resolve()
 
 
 def tree_sha256(root: Path) -> str:
@@ -180,14 +190,14 @@ def _git_versions(root: Path, rels: list[str]) -> tuple[dict[str, str], set[str]
     listed = _git(root, "ls-tree", "-z", "HEAD", "--", *rels)
     ids: dict[str, str] = {}
     if listed is not None and listed.returncode == 0:
-        for entry in listed.stdout.split("\0"):
+        for entry in os.fsdecode(listed.stdout).split("\0"):
             if "\t" in entry:
                 info, rel = entry.split("\t", 1)
                 ids[rel] = info.split()[2]
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
     changed: set[str] = set()
     if status is not None and status.returncode == 0:
-        for entry in status.stdout.split("\0"):
+        for entry in os.fsdecode(status.stdout).split("\0"):
             if len(entry) > 3 and entry[2] == " ":
                 changed.add(entry[3:])
     dirty = {rel for rel in rels if any(c == rel or c.startswith(rel.rstrip("/") + "/") for c in changed)}
@@ -201,6 +211,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     versions: dict[str, str] = {}
     content: dict[Path, str] = {}  # path -> its content version, when it was hashed
     states: list[str] = []
+    names: dict[Path, str] = {}  # path -> its name in ``versions``
     inside = [p for p in paths if p.is_relative_to(root)] if root is not None else []
     ids: dict[str, str] = {}
     dirty: set[str] = set()
@@ -209,6 +220,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     for path in paths:
         if root is not None and path in inside:
             rel = path.relative_to(root).as_posix()
+            names[path] = rel
             if rel in ids and rel not in dirty:
                 versions[rel] = f"git:{ids[rel]}"
                 states.append(TRACKED)
@@ -216,14 +228,14 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
             states.append(MODIFIED if rel in ids else UNTRACKED)
         else:
             # Relative to the eval folder, so moving the whole folder keeps the key.
-            rel = Path(os.path.relpath(path, spec.eval_dir.resolve())).as_posix()
+            rel = names[path] = Path(os.path.relpath(path, spec.eval_dir.resolve())).as_posix()
             states.append(UNTRACKED)
         versions[rel] = content[path] = _content_version(path)
     status = TRACKED if all(s == TRACKED for s in states) else MODIFIED if MODIFIED in states else UNTRACKED
     commit = ""
     if status == TRACKED and root is not None:
         log = _git(root, "log", "-1", "--format=%H", "--", *versions)
-        commit = log.stdout.strip() if log is not None and log.returncode == 0 else ""
+        commit = log.text if log is not None and log.returncode == 0 else ""
     digest = hashlib.sha256("".join(f"{rel}\0{v}\n" for rel, v in sorted(versions.items())).encode()).hexdigest()
     tree = copy_from_path(spec)
     workspace = ""
@@ -241,6 +253,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     return FixtureFingerprint(
         key=digest[:24], status=status, commit=commit, dataset_hash=dataset_hash,
         workspace=workspace, paths=versions,
+        covered=tuple(sorted({names[p] for p in (spec.path.resolve(), dataset) if p in names})),
     )
 
 
@@ -254,8 +267,8 @@ def workspace_version(tree: Path | None) -> str:
         if rel == ".":
             head = _git(root, "rev-parse", "HEAD^{tree}")
             clean = _git(root, "status", "--porcelain", "--untracked-files=all")
-            if head and head.returncode == 0 and clean and clean.returncode == 0 and not clean.stdout.strip():
-                return f"git:{head.stdout.strip()}"
+            if head and head.returncode == 0 and clean and clean.returncode == 0 and not clean.text:
+                return f"git:{head.text}"
         else:
             ids, dirty = _git_versions(root, [rel])
             if rel in ids and rel not in dirty:

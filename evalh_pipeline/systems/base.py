@@ -116,6 +116,15 @@ class SystemAdapter(ABC):
         self.context = context
         self.config = self.Config.model_validate(variant.config)
 
+    @classmethod
+    def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
+        """True when this system, so configured, works on the cell's workspace from outside a
+        sandboxed workspace's container (a service given the host path): it would find an
+        empty host folder, and what it wrote there would vanish, so the loader refuses the
+        pair. Systems that run in the container (``cli``) or are handed it
+        (``python_function``), or never touch the workspace (``replay``), say False."""
+        return False
+
     async def start(self) -> None:
         """Acquire resources shared by all cells of this variant."""
 

@@ -1,11 +1,12 @@
 """``git_branch``: the system is a branch of a repository (eval-harness 2.0.2's keys).
 
-When the run starts, a worktree of ``branch`` of ``repo_path`` is checked out (detached,
-so the branch may stay checked out elsewhere) into a temporary folder, ``start_command``
+When the run starts, ``branch`` of ``repo_path`` is cloned (sharing the repository's
+objects; nothing is written into it, so the branch may stay checked out there and the
+user's own git is never locked out) into a temporary folder, ``start_command``
 is started there (an argv, never a shell; ``{port}`` in it is replaced by a free loopback
 port) in its own process group, and once ``healthcheck`` answers 2xx every cell is
 delegated to ``inner_adapter`` built from ``inner_config`` with ``{port}`` filled in. At
-the end the process group is stopped (SIGTERM, then SIGKILL after 5 s) and the worktree
+the end the process group is stopped (SIGTERM, then SIGKILL after 5 s) and the clone
 removed. A service that exits or never gets healthy fails every cell of the variant with
 its last output lines; the run completes.
 
@@ -27,13 +28,16 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from evalh_pipeline.common.git import GitError, GitNotFound, run_git
 from evalh_pipeline.common.processes import argv_list, env_mapping, kill_group
 from evalh_pipeline.systems.base import AdapterError
 from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem, free_port, render_port
 
 STOP_SECONDS = 5.0
 LOG_TAIL_BYTES = 2048
-_GIT_SETTINGS = ("core.hooksPath=/dev/null", "advice.detachedHead=false", "core.autocrlf=false")
+_GIT_SETTINGS = ("advice.detachedHead=false", "core.autocrlf=false")
+# A clone sharing the repository's objects takes seconds even for a large one.
+GIT_TIMEOUT_SECONDS = 300.0
 
 
 class GitBranchConfig(ServiceConfig):
@@ -61,20 +65,16 @@ class GitBranchConfig(ServiceConfig):
         return value
 
 
-def _git(repo: Path, *args: str) -> str:
-    command = ["git"]
-    for setting in (*_GIT_SETTINGS, f"safe.directory={repo}"):
-        command += ["-c", setting]
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(name, None)
+def _git(cwd: Path, *args: str, source: Path | None = None) -> str:
+    """``git <args>`` in the user's repository (``source``, trusted) or beside it, taking no
+    lock there (common/git.py); a failure or a timeout is the variant's error."""
     try:
-        done = subprocess.run([*command, "-C", str(repo), *args], capture_output=True, env=env, check=False, timeout=300)
-    except FileNotFoundError:
+        return run_git(cwd, *args, timeout=GIT_TIMEOUT_SECONDS, settings=_GIT_SETTINGS,
+                       trusted=(cwd,) if source is None else (cwd, source)).text
+    except GitNotFound:
         raise AdapterError("git_branch needs the git binary on PATH") from None
-    if done.returncode != 0:
-        raise AdapterError(f"git_branch: git {' '.join(args[:2])} failed: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout.decode()
+    except GitError as exc:
+        raise AdapterError(f"git_branch: {exc}") from None
 
 
 class GitBranchSystem(ServiceSystem):
@@ -104,7 +104,15 @@ class GitBranchSystem(ServiceSystem):
             raise AdapterError(f"git_branch: branch {cfg.branch!r} not found in {repo} (known: {', '.join(known)})") from None
         self._folder = Path(tempfile.mkdtemp(prefix="evalh-git-branch-"))
         self._worktree = self._folder / "wt"
-        await asyncio.to_thread(_git, repo, "worktree", "add", "--detach", str(self._worktree), f"refs/heads/{cfg.branch}")
+        # A clone sharing the repository's objects, not a worktree of it: nothing is written
+        # into the user's repository (no .git/worktrees entry, no lock), so their own git
+        # commands never meet evalh's, and a killed run leaves nothing there.
+        try:
+            await asyncio.to_thread(_git, self._folder, "clone", "-q", "--shared", "--no-tags", "--single-branch",
+                                    "--branch", cfg.branch, str(repo), str(self._worktree), source=repo)
+        except AdapterError:
+            await self._stop_service()
+            raise
         port = free_port()
         env = {**self.context.host_env, **{k: render_port(v, port) for k, v in cfg.env.items()}}
         argv = render_port(cfg.start_command, port)
@@ -147,17 +155,7 @@ class GitBranchSystem(ServiceSystem):
         if process is not None:
             kill_group(process.pid)  # leftovers of the group, or a service that ignored SIGTERM
             await process.wait()
-        if self._worktree is not None:
-            worktree, self._worktree = self._worktree, None
-            try:
-                await asyncio.to_thread(_git, self.repo, "worktree", "remove", "--force", str(worktree))
-            except AdapterError:
-                pass  # removed below; prune forgets it
-            await asyncio.to_thread(shutil.rmtree, worktree, True)
-            try:
-                await asyncio.to_thread(_git, self.repo, "worktree", "prune")
-            except AdapterError:
-                pass
+        self._worktree = None  # inside the folder
         if self._folder is not None:
             await asyncio.to_thread(shutil.rmtree, self._folder, True)
             self._folder = None

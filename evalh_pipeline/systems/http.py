@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from jsonpath_ng.ext import parse as parse_jsonpath
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from yarl import URL
 
 from evalh_pipeline.models import (
@@ -44,7 +44,7 @@ from evalh_pipeline.systems.http_stream import (
     StreamTooLarge,
 )
 from evalh_pipeline.systems.http_paths import JsonPath, find_first
-from evalh_pipeline.systems.response import response_from_dict
+from evalh_pipeline.systems.response import malformed_response, response_from_dict
 from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.common.templating import (
     MissingTemplateField,
@@ -270,6 +270,9 @@ def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 class HttpSystem(SystemAdapter):
     """Sends one request per cell and maps the JSON response into the trace.
 
+    - A workspace's host path goes to the service (``{{ workspace.path }}``, the
+      ``X-Evalh-Workspace-Path`` header): never with a sandboxed (``docker_volume``) workspace.
+
     - ``endpoint`` (https, or http to a loopback host), ``method`` (default POST),
       ``headers`` (never recorded), ``query_params``.
     - The body (JSON) is, merged in this order: the ``provider`` preset's request built
@@ -293,6 +296,10 @@ class HttpSystem(SystemAdapter):
     """
 
     Config = HttpConfig
+
+    @classmethod
+    def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
+        return True  # the service gets the host path of the workspace
 
     async def start(self) -> None:
         cfg: HttpConfig = self.config
@@ -478,10 +485,13 @@ class HttpSystem(SystemAdapter):
         )
         if mapping is None and self._preset is not None and self._preset.post is not None:
             self._preset.post(output)
-        metrics = TraceMetrics()
-        for key, metric in _TOKEN_METRICS.items():
-            setattr(metrics, metric, _number(found.get(key), key, int))
-        metrics.cost_usd = _number(found.get("cost"), "cost", float)
+        # The values as the server sent them, checked by TraceMetrics' own rules (as a
+        # python_function's are): a count of -5 or 2**60 errors the cell, it is not stored.
+        reported = {metric: _number(found.get(key), key) for key, metric in _TOKEN_METRICS.items()}
+        try:
+            metrics = TraceMetrics.model_validate({**reported, "cost_usd": _number(found.get("cost"), "cost")})
+        except ValidationError as exc:
+            raise malformed_response(exc, ("metrics",)) from None
         extra: dict[str, Any] = {}
         trace_id = _first(found.get("trace_id"))
         if trace_id is not None:
@@ -542,16 +552,12 @@ def _structured(values: list[Any] | None) -> dict[str, Any] | None:
     raise AdapterError(f"structured must be a JSON object; the mapping found {type(value).__name__}")
 
 
-def _number(values: list[Any] | None, key: str, kind: type) -> Any:
+def _number(values: list[Any] | None, key: str) -> Any:
+    """The first value the mapping found for a metric, as sent (TraceMetrics checks it)."""
     value = _first(values)
-    if value is None:
-        return None
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # pydantic would read true as 1
         raise AdapterError(f"{key} must be a number; the mapping found {value!r}")
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        raise AdapterError(f"{key} must be a number; the mapping found {value!r}") from None
+    return value
 
 
 def _items(values: list[Any] | None) -> list[Any]:

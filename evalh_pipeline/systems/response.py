@@ -1,10 +1,14 @@
-"""Turn the dict a python function (or a CLI's JSON stdout) returns into a SystemResponse."""
+"""Turn the dict a python function (or a CLI's JSON stdout) returns into a SystemResponse,
+and check every adapter's answer the same way before it becomes a trace."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
+from evalh_pipeline.models import TraceMetrics
 from evalh_pipeline.systems.base import AdapterError, SystemResponse
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -46,12 +50,35 @@ def response_from_dict(value: Any) -> SystemResponse:
                 "extra": value.get("extra") or {},
             }
         )
-    except ValueError as exc:
-        raise AdapterError(f"system returned a malformed response: {exc}") from None
+    except ValidationError as exc:
+        raise malformed_response(exc) from None
     if not_text:
         raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {', '.join(not_text)}",
                            type="unserializable_output", partial=response)
     return response
+
+
+def checked_response(response: SystemResponse) -> SystemResponse:
+    """``response`` once its metrics pass :class:`TraceMetrics`'s rules (types, counts within
+    0..2**53, finite non-negative costs), whichever adapter built it and however (an adapter
+    that sets fields one by one skips pydantic's checks); raises :class:`AdapterError` with
+    the message a python function's malformed answer gets."""
+    try:
+        response.metrics = TraceMetrics.model_validate(response.metrics.model_dump())
+    except ValidationError as exc:
+        raise malformed_response(exc, ("metrics",)) from None
+    return response
+
+
+def malformed_response(exc: ValidationError, prefix: tuple[str, ...] = ()) -> AdapterError:
+    """The one line a malformed answer gets: each bad field, what is allowed, what came."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in (*prefix, *error["loc"]))
+        shown = repr(error["input"])
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        problems.append(f"{where}: {error['msg']} (got {shown})")
+    return AdapterError(f"system returned a malformed response: {'; '.join(problems)}")
 
 
 def _is_text(value: Any) -> bool:

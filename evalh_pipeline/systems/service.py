@@ -95,6 +95,10 @@ class ServiceSystem(SystemAdapter):
     config: ServiceConfig
     _inner: SystemAdapter | None = None
 
+    @classmethod
+    def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
+        return True  # the service runs on the host or in its own container, not the workspace's
+
     async def start(self) -> None:
         port = await self._start_service()
         try:

@@ -147,6 +147,9 @@ class WorkspaceAdapter(ABC):
     kind: ClassVar[str] = "base"
     # Top-level names left out of manifests (git's own folder).
     exclude_top: ClassVar[frozenset[str]] = frozenset()
+    # The cell's files live in a container, not in the host folder (docker_volume): only a
+    # system that runs in it or is handed it can use them (SystemAdapter.works_outside_sandbox).
+    sandboxed: ClassVar[bool] = False
 
     def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
         self.config = self.Config.model_validate(config)

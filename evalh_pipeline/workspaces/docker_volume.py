@@ -54,6 +54,7 @@ class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
 
     Config = DockerVolumeConfig
     kind = "docker_volume"
+    sandboxed = True
     config: DockerVolumeConfig
 
     def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:

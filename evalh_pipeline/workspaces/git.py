@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 from pydantic import field_validator, model_validator
 
-from evalh_pipeline.common.processes import REAP_SECONDS, kill_group
+from evalh_pipeline.common.git import GitError, GitNotFound
+from evalh_pipeline.common.git import run_git as git
 from evalh_pipeline.common.trees import remove_tree
 from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
@@ -43,12 +43,6 @@ _SETTINGS = (
 # The longest one git command may take (a clone of a big source, `add -A` of a big tree).
 # A command that outlives it is killed with everything it started.
 GIT_TIMEOUT_SECONDS = 300.0
-# Variables of an outer git (a hook, a test run) or of the user's shell that would redirect ours.
-_OUTER_GIT_VARIABLES = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
-)
 
 
 class GitWorkspaceConfig(WorkspaceConfigModel):
@@ -78,43 +72,17 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
 
 def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = (),
             timeout: float = GIT_TIMEOUT_SECONDS) -> bytes:
-    """Run git isolated from the user's config; raises :class:`WorkspaceError` with its stderr.
+    """Run git isolated from the user's config (common/git.py); raises :class:`WorkspaceError`.
 
     ``cwd`` and ``trusted`` are passed as ``safe.directory``: with the global config out of
-    the way, a source repository owned by another user would otherwise be refused. The
-    command runs in its own process group, killed whole when it outlives ``timeout``.
+    the way, a source repository owned by another user would otherwise be refused.
     """
-    command: list[str | bytes] = ["git", "--no-optional-locks"]
-    for setting in _SETTINGS:
-        command += ["-c", setting]
-    for folder in (cwd, *trusted):
-        command += ["-c", f"safe.directory={Path(folder).resolve()}"]
-    command += list(args)
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_ATTR_NOSYSTEM": "1",
-           "GIT_TERMINAL_PROMPT": "0"}
-    for name in _OUTER_GIT_VARIABLES:
-        env.pop(name, None)
-    for name in [n for n in env if n.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
-        env.pop(name)
-    shown = " ".join(a if isinstance(a, str) else os.fsdecode(a) for a in args)
     try:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError as exc:
+        return git(cwd, *args, timeout=timeout, isolated=True, settings=_SETTINGS, trusted=trusted).stdout
+    except GitNotFound as exc:
         raise WorkspaceError("git workspaces need the git binary on PATH") from exc
-    with process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(process.pid)
-            try:
-                process.communicate(timeout=REAP_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass  # something that left the group holds the pipes: closed on exit
-            raise WorkspaceError(f"git {shown} did not finish within {timeout:g} s and was killed") from None
-    if process.returncode != 0:
-        raise WorkspaceError(f"git {shown} failed: {stderr.decode(errors='replace').strip()}")
-    return stdout
+    except GitError as exc:
+        raise WorkspaceError(str(exc)) from None
 
 
 def restore_repository_config(tree: Path, config: bytes) -> None:

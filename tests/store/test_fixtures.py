@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 from dataclasses import replace
 
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.schema import WorkspaceConfig
+from evalh_pipeline.runner.hashes import CellHashes, covered_fixture_paths, fixture_hash
 from evalh_pipeline.store.fixtures import fixture_fingerprint, tree_sha256, workspace_version
+from evalh_pipeline.store.run_dir import RunDirectory, write_run_header
 from tests.conftest import write_eval
 from tests.same_stat import rewrite_keeping_stat
 
@@ -133,3 +136,27 @@ def test_a_fixture_rewritten_with_its_size_and_mtime_kept_changes_the_key(tmp_pa
     third = fixture_fingerprint(spec)
     assert third.key != second.key and third.dataset_hash != second.dataset_hash
     assert third.dataset_hash == hashlib.sha256(dataset.read_bytes()).hexdigest()
+
+
+def test_a_run_asks_git_for_the_fixtures_root_once_and_hashes_as_before(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    spec = load_eval(write_eval(repo / "toy", cases=2))
+    _init(repo)
+    # Every git evalh starts goes through this one on PATH, which writes down its arguments.
+    calls = tmp_path / "calls.log"
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {shutil.which("git")} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    run_dir = RunDirectory(tmp_path / "runs" / "run_1")
+    run_dir.path.mkdir(parents=True)
+
+    write_run_header(run_dir, spec, "run_1")
+    hashes = CellHashes.for_run(spec, run_dir, spec.variants)
+
+    assert calls.read_text().count("rev-parse --show-toplevel") == 1
+    # A run recorded before the covered names were: the same fixture hash, from git.
+    fixtures = dict(run_dir.read_meta()["fixtures"])
+    assert fixtures.pop("covered") == ["toy/cases.jsonl", "toy/eval.yaml"]
+    assert fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)) == hashes.fixture

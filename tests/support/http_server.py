@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 LOOPBACK = "127.0.0.1"
 
@@ -33,6 +35,33 @@ async def serve_http(answer: Answer) -> tuple[asyncio.Server, str]:
 
     server = await asyncio.start_server(handle, LOOPBACK, 0)
     return server, f"http://{LOOPBACK}:{server.sockets[0].getsockname()[1]}"
+
+
+@contextmanager
+def serving_http(answer: Answer) -> Iterator[str]:
+    """:func:`serve_http` on its own thread and event loop, for a test whose client is another
+    process (``evalh run``); yields the base URL, and stops the server on exit."""
+    loop = asyncio.new_event_loop()
+    ready: list[tuple[asyncio.Server, str]] = []
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        ready.append(loop.run_until_complete(serve_http(answer)))
+        started.set()
+        loop.run_forever()
+        ready[0][0].close()
+        loop.run_until_complete(ready[0][0].wait_closed())
+        loop.close()
+
+    thread = threading.Thread(target=serve, name="loopback-http", daemon=True)
+    thread.start()
+    started.wait()
+    try:
+        yield ready[0][1]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
 
 
 def port_of(url: str) -> int:

@@ -1,4 +1,4 @@
-"""The `git_branch` system: a worktree of a branch, its service started, cells delegated.
+"""The `git_branch` system: a clone of a branch, its service started, cells delegated.
 
 A local git repository with one branch per version of a tiny HTTP agent (Python's
 http.server); eval-harness's docs configuration (Adapters.md, "v1: git_branch") with
@@ -113,6 +113,7 @@ def test_each_branch_serves_its_cells_and_its_worktree_and_process_are_removed(a
                        ("eval_refactor", "two"): "refactor says bye"}, done.stderr[-3000:]
     assert git(agent_repo, "worktree", "list").count("\n") == 1  # only the repository's own
     assert git(agent_repo, "status", "--porcelain") == "" and git(agent_repo, "branch", "--show-current") == "main\n"
+    assert not (agent_repo / ".git" / "worktrees").exists()  # nothing was written into the user's repository
     assert _servers(agent_repo) == []
 
 

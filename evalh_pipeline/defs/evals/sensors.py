@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
+from evalh_pipeline.common.git import GitError
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.config.cron import parse_cron
 from evalh_pipeline.config.spec import EvalSpec
@@ -130,7 +131,7 @@ def build_fixture_sensor(spec: EvalSpec) -> dg.SensorDefinition:
             return live
         try:
             current = fixture_fingerprint(live)
-        except OSError as exc:
+        except (OSError, GitError) as exc:
             return dg.SkipReason(f"cannot read the fixtures of {live.name}: {exc}")
         if context.cursor is None:
             context.update_cursor(current.key)
