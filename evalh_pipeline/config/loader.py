@@ -21,7 +21,8 @@ from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig, eval_key
+from evalh_pipeline.config.schema import (RETRY_ON, EvalConfig, EvaluatorConfig, OutputConfig,
+                                          capture_items_dropping, eval_key)
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
@@ -60,6 +61,7 @@ def read_eval(
     evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
     ``retry.on`` value that names no error type) are dropped with a warning naming the file,
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
+    So is an evaluator reading a part of the trace that ``trace.capture`` drops.
     """
     eval_path = Path(path).resolve()
     env = settings.env if env is None else env
@@ -187,6 +189,7 @@ def _check_plugins(
         warnings += ignored
         variant.config = cleaned
         issues += _check_enrichers(where, i, system.enrich_trace_from, plugins.enrichers)
+    capture = config.trace.capture if config.trace is not None else []
     for i, evaluator in enumerate(config.evaluators):
         found, ignored, cleaned = _check_plugin_config(where, plugins.evaluators, evaluator.type, evaluator.config,
                                                        ("evaluators", i), "type", config_key="config")
@@ -194,6 +197,9 @@ def _check_plugins(
         warnings += ignored
         if cleaned != evaluator.config:
             config.evaluators[i] = evaluator.model_copy(update={"config": cleaned})
+        if not found and capture:
+            validated = plugins.evaluators.get(evaluator.type).Config.model_validate(cleaned)
+            warnings += _captured_for(where, evaluator, validated, capture)
     if config.workspace is not None:
         found, ignored, cleaned = _check_workspace(where, config.workspace.model_dump(), eval_dir, plugins.workspaces)
         issues += found
@@ -201,6 +207,21 @@ def _check_plugins(
         if not found:
             config.workspace = type(config.workspace).model_validate(cleaned)
     return issues, warnings
+
+
+def _captured_for(where: _Locator, evaluator: EvaluatorConfig, validated: BaseModel,
+                  capture: list[str]) -> list[ConfigIssue]:
+    """A warning for each ``trace.capture`` item an evaluator reads that the list leaves out:
+    its traces reach it without that part (eval-harness ignores ``trace.capture``)."""
+    read = getattr(validated, "trace_fields_read", None)
+    found: dict[str, str] = {}  # missing item -> the first field read that needs it
+    for field in read() if callable(read) else ():
+        for item in capture_items_dropping(field, capture):
+            found.setdefault(item, field)
+    return [where.issue(("trace", "capture"), (
+        f"{item!r} is not listed, so {field} is dropped before evaluator {evaluator.name!r} ({evaluator.type}) "
+        f"reads it (add {item} to trace.capture, or remove the key to keep everything)"))
+        for item, field in found.items()]
 
 
 def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
