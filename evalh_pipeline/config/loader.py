@@ -61,7 +61,9 @@ def read_eval(
     evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
     ``retry.on`` value that names no error type) are dropped with a warning naming the file,
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
-    So is an evaluator reading a part of the trace that ``trace.capture`` drops.
+    So are settings that load but likely miss their aim: an evaluator reading a part of the
+    trace that ``trace.capture`` drops, ``contains_text`` checking the case's answer lists in
+    another field.
     """
     eval_path = Path(path).resolve()
     env = settings.env if env is None else env
@@ -496,9 +498,10 @@ def _check_plugin_config(
             continue
         warnings = [where.issue((*base, key), f"unknown key for {owner}, ignored as eval-harness does ({hint})")
                     for key, hint in dropped]
-        unused = getattr(validated, "unused_keys", None)
-        for key, why in (unused() if callable(unused) else {}).items():
-            warnings.append(where.issue((*base, key), f"{why}"))
+        for hook in ("unused_keys", "config_warnings"):
+            notes = getattr(validated, hook, None)
+            for key, why in (notes() if callable(notes) else {}).items():
+                warnings.append(where.issue((*base, key), f"{why}"))
         return [], warnings, cleaned
     return [where.issue(base, "could not validate")], warnings, cleaned
 

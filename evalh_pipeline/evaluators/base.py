@@ -34,6 +34,10 @@ class EvaluatorConfigModel(BaseModel):
         """Keys that are accepted but have no effect here: key -> why (warned about at load)."""
         return {}
 
+    def config_warnings(self) -> dict[str, str]:
+        """Settings that load but likely do not do what the author meant: key -> why (warned at load)."""
+        return {}
+
     def trace_fields_read(self) -> tuple[str, ...]:
         """The trace fields this configured evaluator reads (``TRACE_FIELDS`` and its ``field``)."""
         field = getattr(self, "field", None)
