@@ -283,6 +283,11 @@ def _check_workspace(
     cls = workspaces.get(workspace["type"])
     model = cls.Config.model_validate(cleaned)
     issues = [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+    # Artifacts are read again after the run (re-evaluate, inspect, view): the storage must
+    # be reachable and outlive the process, as the canonical output must.
+    storage = getattr(model, "object_storage", None)
+    if storage and (problem := _url_problem(storage, must_persist="artifacts")) is not None:
+        issues.append(where.issue(("workspace", "object_storage"), problem))
     return issues, warnings, cleaned
 
 
@@ -322,7 +327,7 @@ def _check_outputs(
         if output.type == "local_files":
             folders += 1  # the first folder output is the canonical one
         if not found and output.type == "local_files" and output.path is not None:
-            if (problem := _output_url_problem(output.path, canonical=folders == 1)) is not None:
+            if (problem := _url_problem(output.path, must_persist="runs" if folders == 1 else None)) is not None:
                 issues.append(where.issue(("output", i, "path"), problem))
     return issues, warnings
 
@@ -397,10 +402,13 @@ def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
     return path, None
 
 
-def _output_url_problem(value: str, canonical: bool = False) -> str | None:
-    """Why an ``output[].path`` URL cannot be written to (None for a plain folder or a usable URL).
+def _url_problem(value: str, must_persist: str | None = None) -> str | None:
+    """Why a URL of ``output[].path`` or ``workspace.object_storage`` cannot be written to
+    (None for a plain folder or a usable URL): an unknown protocol, or its fsspec backend
+    (s3fs, gcsfs, adlfs) not installed.
 
-    The canonical output (the first) must outlive the process: ``memory://`` is refused there.
+    Where ``must_persist`` names what is kept there (the canonical output's runs, a
+    workspace's artifacts), ``memory://`` is refused: it is gone when the process exits.
     """
     if "://" not in value:
         return None
@@ -416,9 +424,12 @@ def _output_url_problem(value: str, canonical: bool = False) -> str | None:
         return f"{value!r}: the {protocol}:// backend is not installed ({exc}; see the s3, gcs and azure extras)"
     from fsspec.implementations.memory import MemoryFileSystem
 
-    if canonical and issubclass(fs_class, MemoryFileSystem):
-        return (f"{value!r}: {protocol}:// keeps runs in this process's memory, gone when it exits; the first "
-                "output is where runs live: use a folder or a persistent URL (file://, s3://, gs://, az://)")
+    if must_persist and issubclass(fs_class, MemoryFileSystem):
+        where = ("the first output is where runs live: use a folder or a persistent URL (file://, s3://, gs://, az://)"
+                 if must_persist == "runs" else
+                 "re-evaluate, inspect and view read them later: use a persistent URL (file://, s3://, gs://, az://) "
+                 "or leave the key out to keep them in the run folder")
+        return f"{value!r}: {protocol}:// keeps {must_persist} in this process's memory, gone when it exits; {where}"
     return None
 
 
