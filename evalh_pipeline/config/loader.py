@@ -24,7 +24,7 @@ from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.config.schema import (RETRY_ON, EvalConfig, EvaluatorConfig, OutputConfig,
                                           capture_items_dropping, eval_key)
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
+from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, duplicate_keys, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.common.masking import MASK
@@ -63,7 +63,8 @@ def read_eval(
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
     So are settings that load but likely miss their aim: an evaluator reading a part of the
     trace that ``trace.capture`` drops, ``contains_text`` checking the case's answer lists in
-    another field.
+    another field. A key given twice in one mapping of eval.yaml or a YAML dataset keeps
+    its later value, as eval-harness (PyYAML) reads it, with a warning naming both lines.
     """
     eval_path = Path(path).resolve()
     env = settings.env if env is None else env
@@ -87,6 +88,8 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
     issues = [*_check_names(where, config, eval_path), *plugin_issues, *output_issues]
     warnings += output_warnings + _eval_harness_warnings(where, config)
     dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
+    warnings += _duplicate_keys(eval_path, dataset_path if config.dataset.type in ("yaml", "fixture")
+                                and not dataset_issues else None)
     price_table_path, price_issues = _check_metrics(where, config, eval_dir)
     issues += dataset_issues + price_issues
     if strict:
@@ -224,6 +227,16 @@ def _captured_for(where: _Locator, evaluator: EvaluatorConfig, validated: BaseMo
         f"{item!r} is not listed, so {field} is dropped before evaluator {evaluator.name!r} ({evaluator.type}) "
         f"reads it (add {item} to trace.capture, or remove the key to keep everything)"))
         for item, field in found.items()]
+
+
+def _duplicate_keys(eval_path: Path, yaml_dataset: Path | None) -> list[ConfigIssue]:
+    """A warning for each key given twice in one mapping of eval.yaml or a YAML dataset: the later
+    value is used, as eval-harness (PyYAML) reads it; with ``--strict`` an error."""
+    found = [d.issue(eval_path.name) for d in duplicate_keys(eval_path)]
+    if yaml_dataset is not None:
+        # Datasets are read with YAML 1.1 booleans, as eval-harness reads them.
+        found += [d.issue(yaml_dataset.name) for d in duplicate_keys(yaml_dataset, yaml11_booleans=True)]
+    return found
 
 
 def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
