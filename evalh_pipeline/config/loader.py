@@ -21,9 +21,10 @@ from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import RETRY_ON, EvalConfig, OutputConfig, eval_key
+from evalh_pipeline.config.schema import (RETRY_ON, EvalConfig, EvaluatorConfig, OutputConfig,
+                                          capture_items_dropping, eval_key)
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
+from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, duplicate_keys, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.common.masking import MASK
@@ -60,6 +61,10 @@ def read_eval(
     evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
     ``retry.on`` value that names no error type) are dropped with a warning naming the file,
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
+    So are settings that load but likely miss their aim: an evaluator reading a part of the
+    trace that ``trace.capture`` drops, ``contains_text`` checking the case's answer lists in
+    another field. A key given twice in one mapping of eval.yaml or a YAML dataset keeps
+    its later value, as eval-harness (PyYAML) reads it, with a warning naming both lines.
     """
     eval_path = Path(path).resolve()
     env = settings.env if env is None else env
@@ -83,6 +88,8 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
     issues = [*_check_names(where, config, eval_path), *plugin_issues, *output_issues]
     warnings += output_warnings + _eval_harness_warnings(where, config)
     dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
+    warnings += _duplicate_keys(eval_path, dataset_path if config.dataset.type in ("yaml", "fixture")
+                                and not dataset_issues else None)
     price_table_path, price_issues = _check_metrics(where, config, eval_dir)
     issues += dataset_issues + price_issues
     if strict:
@@ -187,6 +194,7 @@ def _check_plugins(
         warnings += ignored
         variant.config = cleaned
         issues += _check_enrichers(where, i, system.enrich_trace_from, plugins.enrichers)
+    capture = config.trace.capture if config.trace is not None else []
     for i, evaluator in enumerate(config.evaluators):
         found, ignored, cleaned = _check_plugin_config(where, plugins.evaluators, evaluator.type, evaluator.config,
                                                        ("evaluators", i), "type", config_key="config")
@@ -194,6 +202,9 @@ def _check_plugins(
         warnings += ignored
         if cleaned != evaluator.config:
             config.evaluators[i] = evaluator.model_copy(update={"config": cleaned})
+        if not found and capture:
+            validated = plugins.evaluators.get(evaluator.type).Config.model_validate(cleaned)
+            warnings += _captured_for(where, evaluator, validated, capture)
     if config.workspace is not None:
         found, ignored, cleaned = _check_workspace(where, config.workspace.model_dump(), eval_dir, plugins.workspaces)
         issues += found
@@ -223,6 +234,31 @@ def _check_outside_sandbox(
                 f"{workspace_type} use a cli or python_function system, or use workspace type tempdir_snapshot "
                 "or git")))
     return issues
+
+
+def _captured_for(where: _Locator, evaluator: EvaluatorConfig, validated: BaseModel,
+                  capture: list[str]) -> list[ConfigIssue]:
+    """A warning for each ``trace.capture`` item an evaluator reads that the list leaves out:
+    its traces reach it without that part (eval-harness ignores ``trace.capture``)."""
+    read = getattr(validated, "trace_fields_read", None)
+    found: dict[str, str] = {}  # missing item -> the first field read that needs it
+    for field in read() if callable(read) else ():
+        for item in capture_items_dropping(field, capture):
+            found.setdefault(item, field)
+    return [where.issue(("trace", "capture"), (
+        f"{item!r} is not listed, so {field} is dropped before evaluator {evaluator.name!r} ({evaluator.type}) "
+        f"reads it (add {item} to trace.capture, or remove the key to keep everything)"))
+        for item, field in found.items()]
+
+
+def _duplicate_keys(eval_path: Path, yaml_dataset: Path | None) -> list[ConfigIssue]:
+    """A warning for each key given twice in one mapping of eval.yaml or a YAML dataset: the later
+    value is used, as eval-harness (PyYAML) reads it; with ``--strict`` an error."""
+    found = [d.issue(eval_path.name) for d in duplicate_keys(eval_path)]
+    if yaml_dataset is not None:
+        # Datasets are read with YAML 1.1 booleans, as eval-harness reads them.
+        found += [d.issue(yaml_dataset.name) for d in duplicate_keys(yaml_dataset, yaml11_booleans=True)]
+    return found
 
 
 def _check_dataset(where: _Locator, config: EvalConfig, eval_dir: Path) -> tuple[Path | None, list[ConfigIssue]]:
@@ -282,6 +318,11 @@ def _check_workspace(
     cls = workspaces.get(workspace["type"])
     model = cls.Config.model_validate(cleaned)
     issues = [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+    # Artifacts are read again after the run (re-evaluate, inspect, view): the storage must
+    # be reachable and outlive the process, as the canonical output must.
+    storage = getattr(model, "object_storage", None)
+    if storage and (problem := _url_problem(storage, must_persist="artifacts")) is not None:
+        issues.append(where.issue(("workspace", "object_storage"), problem))
     return issues, warnings, cleaned
 
 
@@ -321,7 +362,7 @@ def _check_outputs(
         if output.type == "local_files":
             folders += 1  # the first folder output is the canonical one
         if not found and output.type == "local_files" and output.path is not None:
-            if (problem := _output_url_problem(output.path, canonical=folders == 1)) is not None:
+            if (problem := _url_problem(output.path, must_persist="runs" if folders == 1 else None)) is not None:
                 issues.append(where.issue(("output", i, "path"), problem))
     return issues, warnings
 
@@ -396,10 +437,13 @@ def _check_price_table(value: str, eval_dir: Path) -> tuple[Path, str | None]:
     return path, None
 
 
-def _output_url_problem(value: str, canonical: bool = False) -> str | None:
-    """Why an ``output[].path`` URL cannot be written to (None for a plain folder or a usable URL).
+def _url_problem(value: str, must_persist: str | None = None) -> str | None:
+    """Why a URL of ``output[].path`` or ``workspace.object_storage`` cannot be written to
+    (None for a plain folder or a usable URL): an unknown protocol, or its fsspec backend
+    (s3fs, gcsfs, adlfs) not installed.
 
-    The canonical output (the first) must outlive the process: ``memory://`` is refused there.
+    Where ``must_persist`` names what is kept there (the canonical output's runs, a
+    workspace's artifacts), ``memory://`` is refused: it is gone when the process exits.
     """
     if "://" not in value:
         return None
@@ -415,9 +459,12 @@ def _output_url_problem(value: str, canonical: bool = False) -> str | None:
         return f"{value!r}: the {protocol}:// backend is not installed ({exc}; see the s3, gcs and azure extras)"
     from fsspec.implementations.memory import MemoryFileSystem
 
-    if canonical and issubclass(fs_class, MemoryFileSystem):
-        return (f"{value!r}: {protocol}:// keeps runs in this process's memory, gone when it exits; the first "
-                "output is where runs live: use a folder or a persistent URL (file://, s3://, gs://, az://)")
+    if must_persist and issubclass(fs_class, MemoryFileSystem):
+        where = ("the first output is where runs live: use a folder or a persistent URL (file://, s3://, gs://, az://)"
+                 if must_persist == "runs" else
+                 "re-evaluate, inspect and view read them later: use a persistent URL (file://, s3://, gs://, az://) "
+                 "or leave the key out to keep them in the run folder")
+        return f"{value!r}: {protocol}:// keeps {must_persist} in this process's memory, gone when it exits; {where}"
     return None
 
 
@@ -497,9 +544,10 @@ def _check_plugin_config(
             continue
         warnings = [where.issue((*base, key), f"unknown key for {owner}, ignored as eval-harness does ({hint})")
                     for key, hint in dropped]
-        unused = getattr(validated, "unused_keys", None)
-        for key, why in (unused() if callable(unused) else {}).items():
-            warnings.append(where.issue((*base, key), f"{why}"))
+        for hook in ("unused_keys", "config_warnings"):
+            notes = getattr(validated, hook, None)
+            for key, why in (notes() if callable(notes) else {}).items():
+                warnings.append(where.issue((*base, key), f"{why}"))
         return [], warnings, cleaned
     return [where.issue(base, "could not validate")], warnings, cleaned
 

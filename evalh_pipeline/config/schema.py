@@ -88,6 +88,40 @@ CaptureItem = Literal["final_answer", "thinking", "structured", "messages", "too
                       "latency", "tokens", "cost", "streaming"]
 
 
+# capture item -> the trace fields (dotted, list indexes left out) it keeps: a field of an
+# item left out of a non-empty `trace.capture` is dropped (runner/capture.py applies this).
+CAPTURED_FIELDS: dict[str, tuple[str, ...]] = {
+    "final_answer": ("output.final_answer",),
+    "thinking": ("output.thinking", "messages.thinking"),
+    "structured": ("output.structured",),
+    "messages": ("messages",),
+    "tool_calls": ("tool_calls",),
+    "tool_results": ("tool_results",),
+    "latency": (),  # latency_ms is always kept
+    "tokens": ("metrics.token_input", "metrics.token_output", "metrics.token_thinking"),
+    "cost": ("metrics.cost_usd", "metrics.cost_thinking_usd"),
+    "streaming": ("metrics.latency_first_token_ms", "metrics.latency_last_token_ms", "metrics.tokens_per_second",
+                  "metrics.stream_chunks", "metrics.stream_completed"),
+}
+
+
+def capture_items_dropping(field: str, capture: list[str]) -> list[str]:
+    """The capture items missing from ``capture`` whose fields ``field`` reads (at or under one).
+
+    ``field`` is a trace field path (``output.thinking``, ``messages[0].thinking``); an empty
+    ``capture`` keeps everything. A JSONPath with filters or wildcards is read by its leading
+    plain steps only.
+    """
+    if not capture:
+        return []
+    steps = re.match(r"\$?\.?([\w-]+(?:\.[\w-]+|\[-?\d+\])*)", field.strip())
+    if steps is None:
+        return []
+    plain = re.sub(r"\[-?\d+\]", "", steps.group(1))
+    return [item for item, fields in CAPTURED_FIELDS.items() if item not in capture
+            and any(plain == f or plain.startswith(f + ".") for f in fields)]
+
+
 class TraceCaptureConfig(_Strict):
     """Which parts of each trace are kept (runner/capture.py); empty: all of them."""
 

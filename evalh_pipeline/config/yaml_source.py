@@ -40,6 +40,21 @@ class _DatasetLoader(GuardedComposer, yaml.SafeLoader):
     dataset files with ``yaml.safe_load``, so a case's ``on``/``yes`` must mean the same here."""
 
 
+@dataclass(frozen=True)
+class DuplicateKey:
+    """A key given twice in one mapping: PyYAML (and so eval-harness) keeps the later value."""
+
+    key_path: KeyPath
+    line: int  # the repeat, whose value is kept
+    first_line: int  # the earlier one, overridden
+
+    def issue(self, file: str) -> ConfigIssue:
+        """The one-line message naming both lines."""
+        return ConfigIssue(file, self.line, format_key_path(self.key_path),
+                           f"duplicate key: the value at {file}:{self.line} overrides the one at "
+                           f"{file}:{self.first_line}, as eval-harness reads it (remove one of them)")
+
+
 @dataclass
 class YamlDocument:
     """Parsed data plus a key-path -> line map for error messages."""
@@ -86,7 +101,8 @@ def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
     bombs) become a ConfigError with the line.
 
     Booleans are YAML 1.2's (true/false) unless ``yaml11_booleans`` (datasets, as eval-harness
-    reads them). Merge keys (``<<: *base``) are applied.
+    reads them). Merge keys (``<<: *base``) are applied. A key given twice in one mapping
+    keeps its later value, as PyYAML (eval-harness) does; :func:`duplicate_keys` lists them.
     """
     loader_class = _DatasetLoader if yaml11_booleans else _Loader
     try:
@@ -104,25 +120,74 @@ def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
         line, problem = describe_yaml_error(exc, text)
         raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
-    duplicates: list[tuple[KeyPath, int]] = []
     try:
-        data = _construct(node, (), lines, loader_class(""), duplicates) if node is not None else None
+        data = _construct(node, (), lines, loader_class("")) if node is not None else None
     except yaml.YAMLError as exc:  # an unknown tag (!!python/object), a bad !!binary or timestamp, a bad merge
         line, problem = describe_yaml_error(exc, text)
         raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
-    if duplicates:
-        # PyYAML keeps the last of two equal keys; an authored file must say what it means.
-        raise ConfigError([
-            ConfigIssue(path.name, line, format_key_path(key_path), "duplicate key: it is already set above")
-            for key_path, line in duplicates
-        ])
     return YamlDocument(path=path, data=data, lines=lines)
 
 
-def _construct(
-    node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader,
-    duplicates: list[tuple[KeyPath, int]],
-) -> Any:
+def duplicate_keys(path: Path, *, yaml11_booleans: bool = False) -> list[DuplicateKey]:
+    """Every key given twice in one mapping of ``path``, with both lines (a cheap pass over
+    libyaml's events: the file is not composed). A file that cannot be read or parsed gives
+    none here: :func:`load_yaml` reports it."""
+    loader = (_DatasetLoader if yaml11_booleans else _Loader)("")
+    try:
+        events = yaml.parse(decode_utf8(read_regular(path), path.name),
+                            Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return _scan_duplicates(events, loader)
+    except (OSError, NotARegularFile, ConfigError, yaml.YAMLError, ValueError):
+        return []
+
+
+def _scan_duplicates(events: Any, loader: _Loader) -> list[DuplicateKey]:
+    found: list[DuplicateKey] = []
+    # One frame per open collection: [path, is_mapping, expecting_key, key -> line, current key, index].
+    stack: list[list[Any]] = []
+
+    def done() -> None:  # a node ended: the next one is the mapping's other half, or the next item
+        if stack:
+            frame = stack[-1]
+            if frame[1]:
+                frame[2] = not frame[2]
+            else:
+                frame[5] += 1
+
+    def child() -> KeyPath:
+        frame = stack[-1]
+        return (*frame[0], frame[4] if frame[1] else frame[5])
+
+    for event in events:
+        if isinstance(event, yaml.ScalarEvent):
+            if stack and stack[-1][1] and stack[-1][2]:
+                frame = stack[-1]
+                tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value,
+                                                                                    event.implicit)
+                if tag == "tag:yaml.org,2002:merge":
+                    frame[4] = "<<"
+                else:
+                    key = (event.value if tag == "tag:yaml.org,2002:str"  # most keys: no constructor call
+                           else loader.construct_object(yaml.ScalarNode(tag, event.value), deep=True))
+                    line = event.start_mark.line + 1
+                    name = key if isinstance(key, (str, int)) else str(key)
+                    if key in frame[3]:
+                        found.append(DuplicateKey((*frame[0], name), line, frame[3][key]))
+                    frame[3][key] = line
+                    frame[4] = name
+            done()
+        elif isinstance(event, yaml.AliasEvent):
+            done()
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            at: KeyPath = child() if stack else ()
+            stack.append([at, isinstance(event, yaml.MappingStartEvent), True, {}, None, 0])
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+            done()
+    return found
+
+
+def _construct(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader) -> Any:
     lines.setdefault(key_path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         # `<<: *base` merge keys: PyYAML copies the merged pairs in front of the node's own
@@ -131,7 +196,7 @@ def _construct(
         loader.flatten_mapping(node)
         first_explicit = len(node.value) - explicit
         out: dict[Any, Any] = {}
-        own: set[Any] = set()
+        own: dict[Any, int] = {}  # explicit key -> its line
         for index, (key_node, value_node) in enumerate(node.value):
             if not isinstance(key_node, yaml.ScalarNode):
                 raise yaml.constructor.ConstructorError(
@@ -139,15 +204,18 @@ def _construct(
                     key_node.start_mark)
             key = loader.construct_object(key_node, deep=True)
             child = (*key_path, key if isinstance(key, (str, int)) else str(key))
+            line = key_node.start_mark.line + 1
             if index >= first_explicit:
                 if key in own:
-                    duplicates.append((child, key_node.start_mark.line + 1))
-                own.add(key)
-            lines[child] = key_node.start_mark.line + 1
-            out[key] = _construct(value_node, child, lines, loader, duplicates)
+                    # The later value wins whole, as in PyYAML: no line of the earlier one is kept.
+                    for stale in [k for k in lines if k[:len(child)] == child]:
+                        del lines[stale]
+                own[key] = line
+            lines[child] = line
+            out[key] = _construct(value_node, child, lines, loader)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*key_path, i), lines, loader, duplicates) for i, item in enumerate(node.value)]
+        return [_construct(item, (*key_path, i), lines, loader) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
 
 

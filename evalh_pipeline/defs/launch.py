@@ -57,6 +57,7 @@ from evalh_pipeline.defs.evals.names import (
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
+from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
@@ -289,6 +290,8 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
         if isinstance(cause, dg.Failure):
             raise InfrastructureError(f"{job_name} failed: {cause.description}") from None
         raise InfrastructureError(f"{job_name} failed: {type(cause).__name__}: {cause}") from exc
+    except SchemaVersionError as exc:  # a record this release cannot read: the record, not the instance
+        raise InfrastructureError(f"{job_name} failed: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {_instance_problem(instance_home(), exc)}") from exc
     return run_id, _failed_checks(instance, run_id)

@@ -24,11 +24,24 @@ class EvaluatorConfigModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: The trace fields (dotted paths) the evaluator reads whatever its config says; a config
+    #: with a ``field`` key reads that field too. ``trace.capture`` is checked against them at load.
+    TRACE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
     description: str | None = None
 
     def unused_keys(self) -> dict[str, str]:
         """Keys that are accepted but have no effect here: key -> why (warned about at load)."""
         return {}
+
+    def config_warnings(self) -> dict[str, str]:
+        """Settings that load but likely do not do what the author meant: key -> why (warned at load)."""
+        return {}
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The trace fields this configured evaluator reads (``TRACE_FIELDS`` and its ``field``)."""
+        field = getattr(self, "field", None)
+        return (*self.TRACE_FIELDS, *([field] if isinstance(field, str) else []))
 
 
 @dataclass

@@ -22,6 +22,22 @@ class ContainsTextConfig(EvaluatorConfigModel):
     def _parsable(cls, value: str) -> str:
         return check_field_path(value)
 
+    def config_warnings(self) -> dict[str, str]:
+        # The case's lists are about the answer. eval-harness 2.0.2 applies them to any field
+        # (tests/compat/evals/expected_text: `thinking field` fails on `empty_answer`), and evalh
+        # keeps its verdicts; on another field that is rarely what was meant, so it is said.
+        if self.field.removeprefix("$.") == "output.final_answer":
+            return {}
+        unset = [(key, case_key) for key, case_key in
+                 (("all_of", "answer_should_include"), ("none_of", "answer_should_not_include"))
+                 if getattr(self, key) is None]
+        if not unset:
+            return {}
+        lists = " and ".join(f"expected.{case_key}" for _, case_key in unset)
+        keys = " and ".join(key for key, _ in unset)
+        return {"field": (f"the case's {lists} {'is' if len(unset) == 1 else 'are'} checked in {self.field}, "
+                          f"since {keys} {'is' if len(unset) == 1 else 'are'} not set (set {keys}, [] for none)")}
+
 
 class ContainsText(SyncEvaluator):
     """Passes when every ``all_of``, at least one ``any_of`` and no ``none_of`` string occurs.

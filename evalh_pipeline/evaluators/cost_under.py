@@ -9,6 +9,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class CostUnderConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("metrics.cost_usd",)
     max_usd: float = Field(gt=0)  # the check is strict (cost < max_usd), so 0 could never pass
 
 

@@ -9,6 +9,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class LatencyFirstTokenUnderConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("metrics.latency_first_token_ms",)
     max_ms: float = Field(gt=0)
 
 

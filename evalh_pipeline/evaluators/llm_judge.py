@@ -114,6 +114,13 @@ class LlmJudgeConfig(JudgeSettings):
     def _field_path(cls, value: str) -> str:
         return check_field_path(value)
 
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The judged ``field`` and the trace fields ``include_in_prompt`` shows (checked against ``trace.capture``)."""
+        sections = {"thinking": "output.thinking", "structured": "output.structured", "tool_calls": "tool_calls"}
+        shown = [sections.get(item, item) for item in self.include_in_prompt
+                 if item not in ("input", "final_answer", "expected")]
+        return (self.field, *shown)
+
     @field_validator("include_in_prompt")
     @classmethod
     def _includes(cls, value: list[str]) -> list[str]:

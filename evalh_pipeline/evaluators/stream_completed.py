@@ -6,6 +6,12 @@ from evalh_pipeline.evaluators.base import EvaluatorConfigModel, SyncEvaluator, 
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
+class StreamCompletedConfig(EvaluatorConfigModel):
+    """No options."""
+
+    TRACE_FIELDS = ("metrics.stream_completed",)
+
+
 class StreamCompleted(SyncEvaluator):
     """Passes when ``metrics.stream_completed`` is true.
 
@@ -14,7 +20,7 @@ class StreamCompleted(SyncEvaluator):
     not stream, which fails too: the evaluator was asked about a stream that does not exist.
     """
 
-    Config = EvaluatorConfigModel  # no options
+    Config = StreamCompletedConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

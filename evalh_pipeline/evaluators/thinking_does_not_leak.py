@@ -35,6 +35,7 @@ class ThinkingJudgeConfig(JudgeSettings):
 
 
 class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("output.thinking",)  # and messages[].thinking: the same capture item
     # Plain text (case-insensitive substring) or "re:<pattern>" (Python regex, case-sensitive).
     forbidden: list[str] = Field(default_factory=list)
     case_sensitive: bool = False

@@ -9,8 +9,13 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class ThinkingPresentConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("output.thinking",)
+
     min_chars: int = Field(default=1, ge=1)
     allow_token_count_only: bool = False
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        return (*self.TRACE_FIELDS, *(["metrics.token_thinking"] if self.allow_token_count_only else []))
 
 
 class ThinkingPresent(SyncEvaluator):

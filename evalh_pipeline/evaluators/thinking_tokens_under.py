@@ -9,6 +9,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class ThinkingTokensUnderConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("metrics.token_thinking",)
     max_tokens: int = Field(ge=1)  # the check is strict (tokens < max_tokens), so 0 could never pass
 
 

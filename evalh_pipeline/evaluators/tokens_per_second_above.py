@@ -11,6 +11,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 
 class TokensPerSecondAboveConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("metrics.tokens_per_second",)
     min: float = Field(gt=0)
 
     @model_validator(mode="before")

@@ -15,12 +15,18 @@ _REGEX_PREFIX = "~="
 
 
 class ToolCalledConfig(EvaluatorConfigModel):
+    TRACE_FIELDS = ("tool_calls",)
+
     tool_name: str | None = None
     must_appear: bool = True
     min_calls: int = 1
     max_calls: int | None = None
     must_succeed: bool = True
     args_match: dict[str, Any] | None = None
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        # Without tool_results, must_succeed finds no failed call to fail on.
+        return (*self.TRACE_FIELDS, *(["tool_results"] if self.must_succeed else []))
 
     @model_validator(mode="after")
     def _bounds(self) -> "ToolCalledConfig":

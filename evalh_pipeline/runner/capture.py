@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evalh_pipeline.config.schema import CAPTURED_FIELDS
 from evalh_pipeline.models import Trace
 
-# capture item -> what it keeps. `latency` is always kept (listed for eval-harness files).
-CAPTURE_ITEMS = ("final_answer", "thinking", "structured", "messages", "tool_calls", "tool_results",
-                 "latency", "tokens", "cost", "streaming")
+# The items, in the order the docs list them. What each keeps is CAPTURED_FIELDS (which the
+# loader reads to warn about an evaluator reading a dropped field); apply_capture drops
+# exactly those fields (tests/runner/test_capture.py). `latency` is always kept.
+CAPTURE_ITEMS = tuple(CAPTURED_FIELDS)
 
 
 def apply_capture(trace: Trace, capture: Sequence[str]) -> None:

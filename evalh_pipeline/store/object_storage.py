@@ -33,6 +33,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
+from evalh_pipeline.models.versioning import migrate
 from evalh_pipeline.common.copying import copy_tree
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
@@ -78,7 +79,9 @@ def read_artifact_document(storage: "ObjectStorage", case_id: str, variant_name:
     """The parsed ``artifact.json`` of one cell, or None when the cell has none.
 
     Tries the current key, then the legacy one, and keeps a document only if it names
-    this very cell: a folder can never hand one cell's files to another.
+    this very cell: a folder can never hand one cell's files to another. Its
+    ``schema_version`` is checked as a trace's is: another major raises
+    :class:`~evalh_pipeline.models.versioning.SchemaVersionError`.
     """
     import json
 
@@ -91,7 +94,8 @@ def read_artifact_document(storage: "ObjectStorage", case_id: str, variant_name:
             continue
         if (isinstance(document, dict) and document.get("case_id") == case_id
                 and document.get("variant_name") == variant_name and int(document.get("sample") or 0) == sample):
-            return document
+            # Another major is refused, an older 1.x shape upgraded, as traces are on read.
+            return migrate("artifact", document, what=storage.url(f"{key}/{file}"))
     return None
 
 

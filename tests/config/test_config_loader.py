@@ -164,9 +164,23 @@ def test_eval_file_that_is_not_a_mapping_is_an_error(tmp_path):
 
 
 
-def test_duplicate_mapping_key_is_an_error_not_a_silent_override(tmp_path):
-    path = write(tmp_path, BASE + "run:\n  max_concurrency: 2\nrun:\n  max_concurrency: 3\n")
-    assert "run" in config_error(path)
+def test_duplicate_mapping_key_keeps_the_later_value_with_a_warning_naming_both_lines(tmp_path):
+    # As eval-harness (PyYAML) reads it: the later value wins, and nothing of the earlier one stays.
+    path = write(tmp_path, BASE + "run:\n  max_concurrency: 2\n  cost_limit_usd: 1\nrun:\n  max_concurrency: 3\n")
+    spec = load_eval(path, env={})
+    assert spec.config.run.max_concurrency == 3 and spec.config.run.cost_limit_usd is None
+    assert [str(w) for w in spec.warnings] == [
+        "eval.yaml:16 run: duplicate key: the value at eval.yaml:16 overrides the one at eval.yaml:13, "
+        "as eval-harness reads it (remove one of them)"]
+    with pytest.raises(ConfigError) as info:
+        load_eval(path, env={}, strict=True)
+    assert str(info.value) == ("eval.yaml:16 run: duplicate key: the value at eval.yaml:16 overrides the one at "
+                               "eval.yaml:13, as eval-harness reads it (remove one of them) (an error with --strict)")
+
+
+def test_a_key_error_after_a_duplicate_points_at_the_value_that_is_used(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  max_concurrency: 2\nrun:\n  max_concurrency: 0\n")
+    assert "eval.yaml:16 run.max_concurrency:" in config_error(path)
 
 
 def test_empty_evaluator_field_path_is_rejected_at_load(tmp_path):

@@ -118,18 +118,19 @@ def test_python_function_run_collects_judges_and_cleans_every_cell(tmp_path):
     assert summary.workspace["workspaces"] == 3 and summary.workspace["mismatch"] is None
 
 
-def test_cli_run_uses_the_workspace_as_cwd_with_memory_storage(tmp_path):
+def test_cli_run_uses_the_workspace_as_cwd_with_url_storage(tmp_path):
     systems = (f"- name: cli\n  adapter: cli\n  command: [{json.dumps(sys.executable)}, "
                f"{json.dumps(str(tmp_path / 'ev' / 'cli_agent.py'))}]\n  stdin_template: '{{{{ case_json }}}}'\n")
-    spec = _write_eval(tmp_path, systems, "object_storage: memory://ws-e2e\n")
+    # memory:// is refused at load (gone when the process exits): a file:// URL outside the run.
+    spec = _write_eval(tmp_path, systems, f"object_storage: file://{tmp_path / 'store'}\n")
     run_dir, stats, traces, results = _run(spec)
     assert traces["c2/cli"]["error"] is None and traces["c2/cli"]["output"]["final_answer"] == "edited"
     assert results["c2/cli"]["passed"] and results["c2/cli"]["detail"]["after"] == "VALUE = 2\n"
     artifact = load_artifact(spec, run_dir, "c2", "cli")
-    assert artifact.artifacts_path.startswith("memory://") and artifact.artifacts_path.endswith("ws-e2e/run-1/c2/cli")
+    assert artifact.artifacts_path == str(tmp_path / "store" / "run-1" / "c2" / "cli")
     assert artifact.diff.added == ["notes.md"] and artifact.diff.modified == ["app.py"]
     assert not (tmp_path / "ev" / "fixture" / "notes.md").exists()
-    fsspec.filesystem("memory").rm("/ws-e2e", recursive=True)
+    assert not (run_dir.path / "artifacts").exists()
 
 
 FLAKY_AGENT = '''

@@ -37,7 +37,7 @@ def _problems(tmp_path, workspace: str) -> str:
 
 
 def test_valid_tempdir_snapshot_and_git_workspaces_load(tmp_path):
-    spec = _load(tmp_path, "  type: tempdir_snapshot\n  copy_from: ./fixture\n  object_storage: memory://x\n")
+    spec = _load(tmp_path, "  type: tempdir_snapshot\n  copy_from: ./fixture\n  object_storage: file:///tmp/x\n")
     assert spec.config.workspace.type == "tempdir_snapshot"
     spec = _load(tmp_path, "  type: git\n  source_repo: fixture\n  init_if_missing: true\n")
     assert spec.config.workspace.type == "git"
