@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from evalh_pipeline.models import VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
+from evalh_pipeline.stats.proportions import wilson_interval
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -135,9 +136,11 @@ def variant_summary(row: tuple) -> VariantSummary:
     samples = {}
     if len(row) > 13 and (row[13] or 0) > 1:
         samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
+    ci = wilson_interval(passed, cases)
     return VariantSummary(
         name=name,
         cases_total=cases,
+        pass_rate_ci=list(ci) if ci is not None else None,
         cases_passed=passed,
         cases_errored=errored,
         pass_rate=passed / cases if cases else 0.0,

@@ -28,7 +28,8 @@ from evalh_pipeline.queries.cells import (
     run_pass_criteria,
     variant_summary,
 )
-from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
+from evalh_pipeline.queries.clusters import load_case_clusters, snapshot_cluster_by
+from evalh_pipeline.queries.significance import DIFFERENCE, adjust_table, clustered_sql, paired_by_group
 from evalh_pipeline.queries.sql import connect
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -47,17 +48,16 @@ FROM per_case_a a FULL OUTER JOIN per_case_b b USING (variant_name, case_id)
 GROUP BY ALL
 """
 
-PAIRED_SQL = f"""
-SELECT variant_name, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+# Clustered by run B's run.cluster_by over its cases (queries/clusters.py).
+PAIRED_SQL = clustered_sql(f"""
+SELECT variant_name, case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_case_a a JOIN per_case_b b USING (variant_name, case_id)
-GROUP BY ALL
-"""
+""", "variant_name")
 
-EVALUATOR_PAIRED_SQL = f"""
-SELECT variant_name, evaluator, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+EVALUATOR_PAIRED_SQL = clustered_sql(f"""
+SELECT variant_name, evaluator, case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
-GROUP BY ALL
-"""
+""", "variant_name, evaluator")
 
 VARIANT_PAIRS_SQL = f"""
 WITH a AS ({VARIANTS_SQL.format(cells="cells_a")}),
@@ -161,6 +161,7 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
             con.execute(PER_EVALUATOR_SQL.format(per_evaluator=f"per_evaluator{suffix}", verdicts=f"verdicts{suffix}",
                                                  traces=f"cell_traces{suffix}"))
+        load_case_clusters(con, run_b, snapshot_cluster_by(run_b))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
@@ -168,6 +169,7 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         per_evaluator: dict[str, dict[str, PairedStats]] = {}
         for (variant, evaluator), paired in sorted(paired_by_group(con.execute(EVALUATOR_PAIRED_SQL).fetchall()).items()):
             per_evaluator.setdefault(variant, {})[evaluator] = paired
+        per_evaluator = adjust_table(per_evaluator)
     finally:
         con.close()
 

@@ -1,9 +1,11 @@
 """Paired statistics over DuckDB tables of per-case pass fractions.
 
-The queries return one row per (group, difference) with the number of cases that have that
-difference; :func:`paired_by_group` turns them into one
-:class:`~evalh_pipeline.models.PairedStats` per group. Differences are rounded
-so that equal fractions (k/n) group together despite floating-point noise.
+A query of per-case differences (``(group..., case_id, d)`` rows, :data:`DIFFERENCE`) is
+wrapped by :func:`clustered_sql` into one row per (group, kind of cluster) with the number
+of clusters of that kind: a cluster is the cases sharing a ``run.cluster_by`` value (the
+``case_clusters`` table, queries/clusters.py), or one case. :func:`paired_by_group` turns
+them into one :class:`~evalh_pipeline.models.PairedStats` per group. Differences are
+rounded so that equal fractions (k/n) group together despite floating-point noise.
 """
 
 from __future__ import annotations
@@ -12,21 +14,51 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalh_pipeline.models import PairedStats
-from evalh_pipeline.stats.paired import DEFAULT_ALPHA, compare_paired
+from evalh_pipeline.queries.clusters import CLUSTER_OF
+from evalh_pipeline.stats.multiplicity import benjamini_hochberg
+from evalh_pipeline.stats.paired import DEFAULT_ALPHA, Unit, compare_units
 
 # Rounded so 2/3 - 1/3 and 1/3 group together.
 DIFFERENCE = "round({after}.fraction - {before}.fraction, 9)"
 
 
+def clustered_sql(pairs: str, groups: str, clusters: str = "case_clusters") -> str:
+    """``pairs`` (a query of ``groups``, case_id and d) as rows of ``groups``, then each cluster's
+    sum of d, cases, sum of d squared, cases worse and better, and how many clusters have them."""
+    return f"""
+WITH pairs AS ({pairs}),
+per_cluster AS (
+    SELECT {groups}, {CLUSTER_OF.format(clusters="cl", case_id="pairs.case_id")} AS cluster,
+           round(sum(d), 9) AS s, count(*) AS n, round(sum(d * d), 9) AS q,
+           count(*) FILTER (WHERE d < 0) AS w, count(*) FILTER (WHERE d > 0) AS b
+    FROM pairs LEFT JOIN {clusters} cl ON cl.case_id = pairs.case_id
+    GROUP BY ALL
+)
+SELECT {groups}, s, n, q, w, b, count(*) FROM per_cluster GROUP BY ALL
+"""
+
+
 def paired_by_group(rows: Iterable[tuple[Any, ...]], *, alpha: float = DEFAULT_ALPHA) -> dict[Any, PairedStats]:
-    """``(group..., difference, cases)`` rows -> group -> PairedStats.
+    """``(group..., sum, cases, squares, worse, better, clusters)`` rows -> group -> PairedStats.
 
     The group is the leading columns (one column: its value; several: a tuple).
     """
-    histograms: dict[Any, dict[float, int]] = {}
+    histograms: dict[Any, dict[Unit, int]] = {}
     for row in rows:
-        *group, difference, cases = row
+        *group, total, cases, squares, worse, better, count = row
         key = group[0] if len(group) == 1 else tuple(group)
+        unit = Unit(float(total), int(cases), float(squares), int(worse), int(better))
         bucket = histograms.setdefault(key, {})
-        bucket[float(difference)] = bucket.get(float(difference), 0) + int(cases)
-    return {key: compare_paired(hist, alpha=alpha) for key, hist in histograms.items()}
+        bucket[unit] = bucket.get(unit, 0) + int(count)
+    return {key: compare_units(hist, alpha=alpha) for key, hist in histograms.items()}
+
+
+def adjust_table(table: dict[Any, dict[Any, PairedStats]]) -> dict[Any, dict[Any, PairedStats]]:
+    """A per-evaluator table (variant -> evaluator -> PairedStats) with each p-value's
+    Benjamini-Hochberg adjustment over the whole table (every variant x evaluator)."""
+    keys = [(v, e) for v, by in table.items() for e, s in by.items() if s.mcnemar_p_value is not None]
+    adjusted = benjamini_hochberg([table[v][e].mcnemar_p_value or 0.0 for v, e in keys])
+    out = {v: dict(by) for v, by in table.items()}
+    for (v, e), p in zip(keys, adjusted):
+        out[v][e] = out[v][e].model_copy(update={"p_value_adjusted": p, "adjustment": "benjamini_hochberg"})
+    return out
