@@ -92,7 +92,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     Plain text, not rich: this is the whole output of `compare` and `drift`, and rich would
     double their start-up time. Names from the runs are escaped all the same.
     """
-    from evalh_pipeline.queries.report import MAX_LISTED_CASES, text_table
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES, rate_ci_text, reading, text_table
 
     try:
         report = build()
@@ -118,9 +118,10 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     else:
         lines = [f"{report.run_b} vs {report.run_a} ({baseline_label})", ""]
         lines += text_table(
-            ["variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
+            ["variant", "pass rate A → B", "95% CI of B", "Δ pass rate", "Δ latency ms", "Δ cost $",
              "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
-            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", percentage_points(v.pass_rate_delta),
+            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", rate_ci_text(v.b.pass_rate_ci),
+              percentage_points(v.pass_rate_delta),
               _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
               _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
               str(v.regressions), str(v.improvements)] for v in report.variants],
@@ -140,7 +141,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
                 lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
-        lines += [f"{d.variant}: {d.significance.verdict}" for d in report.comparison.deltas if d.significance]
+        lines += [f"{d.variant}: {reading(d.significance)}" for d in report.comparison.deltas if d.significance]
         click.echo(escape_control("\n".join(lines)))
     if exit_nonzero_on_regression:
         failed = report.has_significant_regression(alpha) if alpha is not None else report.has_regressions

@@ -126,3 +126,62 @@ def test_compare_pairs_runs_case_by_case(tmp_path):
     assert report.comparison.deltas[0].significance.cases_worse == 30
     text = drift_markdown("toy", "b", report)
     assert "## Significance" in text and "a real regression" in text
+
+
+def _clustered_run(tmp_path, cluster_by):
+    """12 documents of 5 questions; on ``new`` every question of documents 0-3 fails that passed."""
+    verdicts = {}
+    cases = []
+    for doc in range(12):
+        for q in range(5):
+            case = f"d{doc:02d}q{q}"
+            cases.append({"id": case, "input": {}, "metadata": {"doc": f"doc{doc}"}})
+            verdicts[(case, "base", 0)] = {"x": True, "y": q != 0}
+            verdicts[(case, "new", 0)] = {"x": doc >= 4, "y": q != 0}
+    run_dir = _write(RunDirectory(tmp_path / "r"), verdicts)
+    run_dir.cases.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return summarize_run(run_dir, variant_order=["base", "new"], pass_criteria=PassCriteria(),
+                         baseline_variant="base", config_path="eval.yaml", config_hash="h", cluster_by=cluster_by)
+
+
+def test_cluster_by_widens_the_summary_intervals_and_reports_the_design(tmp_path):
+    from statsmodels.stats.proportion import proportion_confint
+
+    naive = _clustered_run(tmp_path / "naive", None)
+    clustered = _clustered_run(tmp_path / "clustered", "metadata.doc")
+    new_naive, new = naive.variants[1], clustered.variants[1]
+    # 32 of 60 cases pass (q0 fails on y everywhere; documents 0-3 fail on x).
+    assert (new.cases_passed, new.cases_total) == (32, 60)
+    assert new_naive.pass_rate_ci == pytest.approx(list(proportion_confint(32, 60, method="wilson")))
+    assert new_naive.clusters is None
+    assert new.clusters == 12 and new.design_effect > 1
+    low, high = new.pass_rate_ci
+    assert low < new_naive.pass_rate_ci[0] and high > new_naive.pass_rate_ci[1]
+    delta, delta_naive = clustered.comparison.deltas[0].significance, naive.comparison.deltas[0].significance
+    assert delta.clusters == 12 and delta.test == "mcnemar_clustered" and delta.design_effect > 3
+    assert delta.pass_rate_delta == delta_naive.pass_rate_delta == pytest.approx(-16 / 60)  # q0 failed on base too
+    assert delta.mde > delta_naive.mde and delta.mcnemar_p_value > delta_naive.mcnemar_p_value
+
+
+def test_per_evaluator_p_values_carry_their_benjamini_hochberg_adjustment(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    summary = _clustered_run(tmp_path, None)
+    by_evaluator = summary.comparison.deltas[0].by_evaluator
+    raw = [by_evaluator[e].mcnemar_p_value for e in ("x", "y")]
+    expected = multipletests(raw, method="fdr_bh")[1]
+    assert [by_evaluator[e].p_value_adjusted for e in ("x", "y")] == pytest.approx(list(expected))
+    assert {by_evaluator[e].adjustment for e in ("x", "y")} == {"benjamini_hochberg"}
+
+
+def test_report_shows_each_interval_beside_its_rate_and_what_the_eval_can_see(tmp_path):
+    summary = _clustered_run(tmp_path, "metadata.doc")
+    report = render_report(summary, "demo", "base")
+    new = summary.variants[1]
+    low, high = new.pass_rate_ci
+    assert f"| new | 60 | 32 | 0 | 53.3% | {low:.1%}–{high:.1%} |".replace("%–", "–") in report
+    assert "`new` 12 clusters, design effect 3.06" in report
+    assert "`base` 12 clusters, design effect 0.00 (below 1: taken as 1)" in report
+    mde = summary.comparison.deltas[0].significance.mde
+    assert f"this eval can see drops of {mde * 100:.1f} points or more (12 clusters, design effect" in report
+    assert "| MDE | McNemar p | p (BH) | verdict |" in report
