@@ -23,7 +23,7 @@ Rows become the DataModel's own records (models/summary.py: declared once, read 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalh_pipeline.models import VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
@@ -207,6 +207,17 @@ def load_cells(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_crite
         load_jsonl(con, run_dir, suffix=suffix)
     create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"cell_traces{suffix}",
                  verdicts=f"verdicts{suffix}")
+
+
+def run_section(run_dir: RunDirectory) -> dict[str, Any]:
+    """The ``run:`` section of a run's config.yaml snapshot ({} when absent)."""
+    from evalh_pipeline.common.yaml_files import load_yaml_text
+
+    if not run_dir.config_yaml.exists():
+        return {}
+    raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    run = raw.get("run") if isinstance(raw, dict) else None
+    return run if isinstance(run, dict) else {}
 
 
 def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from evalh_pipeline.common.fields import FieldPath
+from evalh_pipeline.queries.cells import run_section
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # A case's cluster key: its cluster_by value, else the case itself.
@@ -40,11 +41,5 @@ def load_case_clusters(con: Any, run_dir: RunDirectory, cluster_by: str | None, 
 
 def snapshot_cluster_by(run_dir: RunDirectory) -> str | None:
     """The ``run.cluster_by`` a run was made with, from its config.yaml snapshot (None when absent)."""
-    from evalh_pipeline.common.yaml_files import load_yaml_text
-
-    if not run_dir.config_yaml.exists():
-        return None
-    raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
-    run = raw.get("run") if isinstance(raw, dict) else None
-    value = run.get("cluster_by") if isinstance(run, dict) else None
+    value = run_section(run_dir).get("cluster_by")
     return value if isinstance(value, str) and value else None
