@@ -111,8 +111,8 @@ SELECT variant_name, case_id, count(*) AS samples,
 FROM {cells} GROUP BY variant_name, case_id
 """
 
-# Per (evaluator, variant, case): the share of the case's samples that evaluator passed
-# (cells without a result from it do not count; results without a trace neither).
+# Per (evaluator, variant, case): the share of the case's samples that evaluator passed and
+# their mean score (cells without a result from it do not count; results without a trace neither).
 # Per (evaluator, variant): the pass rate, mean score and errored verdicts of the run.
 EVALUATOR_FIGURES_SQL = """
 SELECT evaluator, variant_name,
@@ -124,7 +124,8 @@ FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
 
 EVALUATOR_FRACTIONS_SQL = """
 SELECT v.evaluator, variant_name, case_id,
-       avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
+       avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction,
+       avg(v.score) AS score
 FROM {verdicts} v JOIN {traces} USING (case_id, variant_name, sample)
 GROUP BY ALL
 """

@@ -29,7 +29,13 @@ from evalh_pipeline.queries.cells import (
     variant_summary,
 )
 from evalh_pipeline.queries.clusters import load_case_clusters, snapshot_cluster_by
-from evalh_pipeline.queries.significance import DIFFERENCE, adjust_table, clustered_sql, paired_by_group
+from evalh_pipeline.queries.significance import (
+    DIFFERENCE,
+    adjust_table,
+    clustered_sql,
+    paired_by_group,
+    scores_by_group,
+)
 from evalh_pipeline.queries.sql import connect
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -57,6 +63,12 @@ FROM per_case_a a JOIN per_case_b b USING (variant_name, case_id)
 EVALUATOR_PAIRED_SQL = clustered_sql(f"""
 SELECT variant_name, evaluator, case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
+""", "variant_name, evaluator")
+
+EVALUATOR_SCORES_SQL = clustered_sql("""
+SELECT variant_name, evaluator, case_id, round(b.score - a.score, 9) AS d
+FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
+WHERE a.score IS NOT NULL AND b.score IS NOT NULL
 """, "variant_name, evaluator")
 
 VARIANT_PAIRS_SQL = f"""
@@ -167,8 +179,10 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
         significance = paired_by_group(con.execute(PAIRED_SQL).fetchall())
         per_evaluator: dict[str, dict[str, PairedStats]] = {}
+        scores = scores_by_group(con.execute(EVALUATOR_SCORES_SQL).fetchall())
         for (variant, evaluator), paired in sorted(paired_by_group(con.execute(EVALUATOR_PAIRED_SQL).fetchall()).items()):
-            per_evaluator.setdefault(variant, {})[evaluator] = paired
+            per_evaluator.setdefault(variant, {})[evaluator] = paired.model_copy(
+                update=scores.get((variant, evaluator), {}))
         per_evaluator = adjust_table(per_evaluator)
     finally:
         con.close()

@@ -16,22 +16,26 @@ from typing import Any
 from evalh_pipeline.models import PairedStats
 from evalh_pipeline.queries.clusters import CLUSTER_OF
 from evalh_pipeline.stats.multiplicity import benjamini_hochberg
-from evalh_pipeline.stats.paired import DEFAULT_ALPHA, Unit, compare_units
+from evalh_pipeline.stats.paired import DEFAULT_ALPHA, Unit, cluster_bootstrap_ci, compare_units
+from evalh_pipeline.stats.signed_rank import wilcoxon_signed_rank
 
 # Rounded so 2/3 - 1/3 and 1/3 group together.
 DIFFERENCE = "round({after}.fraction - {before}.fraction, 9)"
 
 
-def clustered_sql(pairs: str, groups: str, clusters: str = "case_clusters") -> str:
+def clustered_sql(pairs: str, groups: str, clusters: str | None = "case_clusters") -> str:
     """``pairs`` (a query of ``groups``, case_id and d) as rows of ``groups``, then each cluster's
-    sum of d, cases, sum of d squared, cases worse and better, and how many clusters have them."""
+    sum of d, cases, sum of d squared, cases worse and better, and how many clusters have them.
+    ``clusters`` None: every case is a cluster of its own (no ``case_clusters`` table)."""
+    cluster = CLUSTER_OF.format(clusters="cl", case_id="pairs.case_id") if clusters else "pairs.case_id"
+    join = f"LEFT JOIN {clusters} cl ON cl.case_id = pairs.case_id" if clusters else ""
     return f"""
 WITH pairs AS ({pairs}),
 per_cluster AS (
-    SELECT {groups}, {CLUSTER_OF.format(clusters="cl", case_id="pairs.case_id")} AS cluster,
+    SELECT {groups}, {cluster} AS cluster,
            round(sum(d), 9) AS s, count(*) AS n, round(sum(d * d), 9) AS q,
            count(*) FILTER (WHERE d < 0) AS w, count(*) FILTER (WHERE d > 0) AS b
-    FROM pairs LEFT JOIN {clusters} cl ON cl.case_id = pairs.case_id
+    FROM pairs {join}
     GROUP BY ALL
 )
 SELECT {groups}, s, n, q, w, b, count(*) FROM per_cluster GROUP BY ALL
@@ -51,6 +55,33 @@ def paired_by_group(rows: Iterable[tuple[Any, ...]], *, alpha: float = DEFAULT_A
         bucket = histograms.setdefault(key, {})
         bucket[unit] = bucket.get(unit, 0) + int(count)
     return {key: compare_units(hist, alpha=alpha) for key, hist in histograms.items()}
+
+
+def scores_by_group(rows: Iterable[tuple[Any, ...]]) -> dict[Any, dict[str, Any]]:
+    """The same rows over per-case score differences -> group -> ``score_delta`` (mean per-case
+    change of the mean score), its bootstrap 95% interval (clusters resampled whole) and
+    Wilcoxon's signed-rank p-value: on the cases, or with clusters on each cluster's mean
+    change (the clusters are the independent units)."""
+    histograms: dict[Any, dict[tuple[float, int], int]] = {}
+    for row in rows:
+        *group, total, cases, _squares, _worse, _better, count = row
+        key = group[0] if len(group) == 1 else tuple(group)
+        bucket = histograms.setdefault(key, {})
+        unit = (float(total), int(cases))
+        bucket[unit] = bucket.get(unit, 0) + int(count)
+    found: dict[Any, dict[str, Any]] = {}
+    for key, units in histograms.items():
+        cases = sum(size * n for (_, size), n in units.items())
+        if not cases:
+            continue
+        ci = cluster_bootstrap_ci(units)
+        means: dict[float, int] = {}
+        for (total, size), n in units.items():
+            means[round(total / size, 9)] = means.get(round(total / size, 9), 0) + n
+        found[key] = {"score_delta": sum(total * n for (total, _), n in units.items()) / cases,
+                      "score_delta_ci95": list(ci) if ci is not None else None,
+                      "wilcoxon_p_value": wilcoxon_signed_rank(means)}
+    return found
 
 
 def adjust_table(table: dict[Any, dict[Any, PairedStats]]) -> dict[Any, dict[Any, PairedStats]]:

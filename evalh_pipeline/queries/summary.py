@@ -34,7 +34,13 @@ from evalh_pipeline.queries.cells import (
     variant_summary,
 )
 from evalh_pipeline.queries.clusters import CLUSTER_OF, load_case_clusters
-from evalh_pipeline.queries.significance import DIFFERENCE, adjust_table, clustered_sql, paired_by_group
+from evalh_pipeline.queries.significance import (
+    DIFFERENCE,
+    adjust_table,
+    clustered_sql,
+    paired_by_group,
+    scores_by_group,
+)
 from evalh_pipeline.queries.sql import connect, duckdb
 from evalh_pipeline.stats.clustering import clustered_mean
 from evalh_pipeline.stats.proportions import wilson_interval
@@ -67,15 +73,21 @@ WHERE p.variant_name <> $baseline
 """, "variant_name")
 
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
-# the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them).
-_EVALUATOR_PAIRED = clustered_sql(f"""
+# the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them):
+# each case's change of pass fraction, or (``score``) of mean score where both sides have one.
+def _evaluator_pairs(column: str) -> str:
+    return clustered_sql(f"""
 WITH f AS NOT MATERIALIZED ({EVALUATOR_FRACTIONS_SQL.format(
-    verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
-    traces="cell_traces")})
-SELECT p.variant_name, p.evaluator, p.case_id, {DIFFERENCE.format(after="p", before="b")} AS d
+        verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
+        traces="cell_traces")})
+SELECT p.variant_name, p.evaluator, p.case_id, round(p.{column} - b.{column}, 9) AS d
 FROM f p JOIN f b ON b.evaluator = p.evaluator AND b.case_id = p.case_id AND b.variant_name = $baseline
-WHERE p.variant_name <> $baseline
+WHERE p.variant_name <> $baseline AND p.{column} IS NOT NULL AND b.{column} IS NOT NULL
 """, "variant_name, evaluator")
+
+
+_EVALUATOR_PAIRED = _evaluator_pairs("fraction")
+_EVALUATOR_SCORES = _evaluator_pairs("score")
 EVALUATOR_PAIRED_SQL = _EVALUATOR_PAIRED.format(source="verdicts")
 
 REPEATS_SQL = """
@@ -157,10 +169,11 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None, cluster_by
         every = todo == names
         # Only the store's files that hold those evaluators' verdicts, when it can say.
         source = None if every or store is None else store.verdicts_of([n for n in todo if n is not None])
-        query = EVALUATOR_PAIRED_SQL if source is None else _EVALUATOR_PAIRED.format(source=source)
-        rows = con.execute(query, {"baseline": baseline, "every": every,
-                                   "evaluators": [n for n in todo if n is not None]}).fetchall()
-        computed = {key: stats.model_dump() for key, stats in paired_by_group(rows).items()}
+        parameters = {"baseline": baseline, "every": every, "evaluators": [n for n in todo if n is not None]}
+        rows = con.execute(_EVALUATOR_PAIRED.format(source=source or "verdicts"), parameters).fetchall()
+        scores = scores_by_group(con.execute(_EVALUATOR_SCORES.format(source=source or "verdicts"), parameters).fetchall())
+        computed = {key: stats.model_copy(update=scores.get(key, {})).model_dump()
+                    for key, stats in paired_by_group(rows).items()}
         found.update({key: PairedStats.model_validate(stats) for key, stats in computed.items()})
         if store is not None and None not in todo:
             for name in todo:

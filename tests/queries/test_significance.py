@@ -185,3 +185,42 @@ def test_report_shows_each_interval_beside_its_rate_and_what_the_eval_can_see(tm
     mde = summary.comparison.deltas[0].significance.mde
     assert f"this eval can see drops of {mde * 100:.1f} points or more (12 clusters, design effect" in report
     assert "| MDE | McNemar p | p (BH) | verdict |" in report
+
+
+def _scored(run_dir: RunDirectory, scores: dict[tuple[str, str], float]) -> RunDirectory:
+    """One `rubric` evaluator with a 1-5 score per (case, variant); passed when the score is >= 3."""
+    run_dir.path.mkdir(parents=True)
+    with run_dir.traces.open("w") as traces, run_dir.results.open("w") as results:
+        for (case, variant), score in scores.items():
+            cell = {"schema_version": "1.0", "run_id": run_dir.run_id, "case_id": case, "variant_name": variant,
+                    "sample": 0, "started_at": T0, "finished_at": T0}
+            traces.write(json.dumps({**cell, "latency_ms": 10, "input": {}, "output": {}, "metrics": {},
+                                     "error": None}) + "\n")
+            results.write(json.dumps({**cell, "evaluator": "rubric", "evaluator_type": "llm_judge",
+                                      "passed": score >= 3, "score": score, "reason": "", "latency_ms": 0,
+                                      "error": None}) + "\n")
+    return run_dir
+
+
+def test_rubric_scores_get_a_paired_delta_interval_and_wilcoxon_test(tmp_path):
+    from scipy.stats import wilcoxon
+
+    rng = __import__("random").Random(5)
+    base = {f"c{i:03d}": rng.choice([2, 3, 4, 4, 5]) for i in range(80)}
+    new = {case: max(1, min(5, s + rng.choice([-2, -1, -1, 0, 0, 0, 1]))) for case, s in base.items()}
+    scores = {**{(c, "base"): float(s) for c, s in base.items()}, **{(c, "new"): float(s) for c, s in new.items()}}
+    summary = _summary(_scored(RunDirectory(tmp_path / "r"), scores))
+    stats = summary.comparison.deltas[0].by_evaluator["rubric"]
+    differences = [new[c] - base[c] for c in base]
+    assert stats.score_delta == pytest.approx(sum(differences) / 80)
+    low, high = stats.score_delta_ci95
+    assert low < stats.score_delta < high
+    expected = wilcoxon(differences, zero_method="wilcox", correction=False, method="asymptotic").pvalue
+    assert stats.wilcoxon_p_value == pytest.approx(expected, rel=1e-9)
+    # The same figures when the two variants are two runs compared.
+    run_a = _scored(RunDirectory(tmp_path / "a"), {(c, "v"): float(s) for c, s in base.items()})
+    run_b = _scored(RunDirectory(tmp_path / "b"), {(c, "v"): float(s) for c, s in new.items()})
+    compared = compare_runs(run_a, run_b).comparison.deltas[0].by_evaluator["rubric"]
+    assert compared.score_delta == pytest.approx(stats.score_delta)
+    assert compared.wilcoxon_p_value == pytest.approx(expected, rel=1e-9)
+    assert "| new | rubric | " in render_report(summary, "demo", "base")
