@@ -76,7 +76,8 @@ class PairedStats(BaseModel):
     judged at ``alpha`` and ``verdict`` says it in words.
 
     ``delta_ci_method`` says how ``delta_ci95`` was made: ``bootstrap`` (cases resampled),
-    ``cluster_bootstrap`` (with ``run.cluster_by``: whole clusters resampled) or ``tango``
+    ``cluster_bootstrap`` (with ``run.cluster_by``: whole clusters resampled; ``cluster_se``:
+    the normal interval of the cluster-robust standard error, above 256 kinds of cluster) or ``tango``
     (Tango's score interval, where fewer than 10 cases moved and a bootstrap interval is
     too narrow or collapses). With ``run.cluster_by`` the p-value is the clustered McNemar
     test (``test``), and ``clusters`` / ``design_effect`` say how much the clustering
@@ -85,7 +86,7 @@ class PairedStats(BaseModel):
     share of cases that moved, with one sample per case). ``p_value_adjusted`` is the
     p-value adjusted over its family (``adjustment``: Benjamini-Hochberg over a
     comparison's per-evaluator table). ``score_*``: the same cases' mean evaluator score,
-    its delta with a bootstrap interval and Wilcoxon's signed-rank p-value.
+    its delta with a 95% interval (cluster-robust standard error) and Wilcoxon's signed-rank p-value.
     """
 
     cases_compared: int
@@ -98,7 +99,7 @@ class PairedStats(BaseModel):
     significant: bool = False
     verdict: str = ""
     test: Literal["mcnemar_exact", "mcnemar_clustered"] = "mcnemar_exact"
-    delta_ci_method: Literal["bootstrap", "cluster_bootstrap", "tango"] | None = None
+    delta_ci_method: Literal["bootstrap", "cluster_bootstrap", "cluster_se", "tango"] | None = None
     discordance: float | None = None
     mde: float | None = None
     clusters: int | None = None

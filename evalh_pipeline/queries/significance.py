@@ -16,7 +16,8 @@ from typing import Any
 from evalh_pipeline.models import PairedStats
 from evalh_pipeline.queries.clusters import CLUSTER_OF
 from evalh_pipeline.stats.multiplicity import benjamini_hochberg
-from evalh_pipeline.stats.paired import DEFAULT_ALPHA, Unit, cluster_bootstrap_ci, compare_units
+from evalh_pipeline.stats.clustering import clustered_mean
+from evalh_pipeline.stats.paired import DEFAULT_ALPHA, Unit, compare_units, normal_interval
 from evalh_pipeline.stats.signed_rank import wilcoxon_signed_rank
 
 # Rounded so 2/3 - 1/3 and 1/3 group together.
@@ -59,27 +60,30 @@ def paired_by_group(rows: Iterable[tuple[Any, ...]], *, alpha: float = DEFAULT_A
 
 def scores_by_group(rows: Iterable[tuple[Any, ...]]) -> dict[Any, dict[str, Any]]:
     """The same rows over per-case score differences -> group -> ``score_delta`` (mean per-case
-    change of the mean score), its bootstrap 95% interval (clusters resampled whole) and
-    Wilcoxon's signed-rank p-value: on the cases, or with clusters on each cluster's mean
-    change (the clusters are the independent units)."""
-    histograms: dict[Any, dict[tuple[float, int], int]] = {}
+    change of the mean score), its 95% interval from the cluster-robust standard error (scores
+    are continuous: a bootstrap would cost a draw per distinct value) and Wilcoxon's
+    signed-rank p-value: on the cases, or with clusters on each cluster's mean change (the
+    clusters are the independent units)."""
+    histograms: dict[Any, dict[tuple[float, int, float], int]] = {}
     for row in rows:
-        *group, total, cases, _squares, _worse, _better, count = row
+        *group, total, cases, squares, _worse, _better, count = row
         key = group[0] if len(group) == 1 else tuple(group)
         bucket = histograms.setdefault(key, {})
-        unit = (float(total), int(cases))
+        unit = (float(total), int(cases), float(squares))
         bucket[unit] = bucket.get(unit, 0) + int(count)
     found: dict[Any, dict[str, Any]] = {}
     for key, units in histograms.items():
-        cases = sum(size * n for (_, size), n in units.items())
+        cases = sum(size * n for (_, size, _), n in units.items())
         if not cases:
             continue
-        ci = cluster_bootstrap_ci(units)
+        delta = sum(total * n for (total, _, _), n in units.items()) / cases
+        spread = clustered_mean(unit for unit, n in units.items() for _ in range(n))
         means: dict[float, int] = {}
-        for (total, size), n in units.items():
+        for (total, size, _), n in units.items():
             means[round(total / size, 9)] = means.get(round(total / size, 9), 0) + n
-        found[key] = {"score_delta": sum(total * n for (total, _), n in units.items()) / cases,
-                      "score_delta_ci95": list(ci) if ci is not None else None,
+        found[key] = {"score_delta": delta,
+                      "score_delta_ci95": list(normal_interval(delta, spread.se_clustered))
+                      if spread is not None else None,
                       "wilcoxon_p_value": wilcoxon_signed_rank(means)}
     return found
 

@@ -29,11 +29,13 @@ from statistics import NormalDist
 from evalh_pipeline.models import PairedStats
 from evalh_pipeline.stats.binomial import binomial_variate
 from evalh_pipeline.stats.clustering import clustered_mean
-from evalh_pipeline.stats.proportions import minimum_detectable_effect, tango_interval
+from evalh_pipeline.stats.proportions import DEFAULT_CONFIDENCE, minimum_detectable_effect, tango_interval, z_quantile
 
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 4000
 BOOTSTRAP_SEED = 16
+# Above this many distinct kinds of cluster the clustered interval is the normal one.
+BOOTSTRAP_UNIT_LIMIT = 256
 # Below this many moved cases a "noise" verdict says how few moved.
 FEW_CHANGED = 10
 # Up to this many moved cases the p-value is summed in exact integers; above, in logs.
@@ -203,11 +205,23 @@ def compare_units(units: Mapping[Unit, int], *, alpha: float = DEFAULT_ALPHA) ->
     )
 
 
+def normal_interval(mean: float, se: float, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """``mean`` plus and minus the normal quantile times ``se``."""
+    half = z_quantile(1.0 - (1.0 - confidence) / 2.0) * se
+    return (mean - half, mean + half)
+
+
 def _delta_interval(counts: Mapping[Unit, int], compared: int, worse: int, better: int, deff: float,
                     clustered: bool) -> tuple[tuple[float, float] | None, str]:
     """The bootstrap interval of the delta, or Tango's score interval where fewer than
     FEW_CHANGED cases moved (the bootstrap is then too narrow, and with no case moved it is
     [0, 0]) or the bootstrap collapsed to a point."""
+    if worse + better >= FEW_CHANGED and clustered and len(counts) > BOOTSTRAP_UNIT_LIMIT:
+        # Many kinds of cluster: a bootstrap would cost a draw per kind per resample, and with
+        # that many clusters the mean is near normal (the cluster-robust standard error).
+        spread = clustered_mean((u.total, u.cases, u.squares) for u, n in counts.items() for _ in range(n))
+        if spread is not None and spread.se_clustered > 0:
+            return normal_interval(spread.mean, spread.se_clustered), "cluster_se"
     if worse + better >= FEW_CHANGED:
         ci = cluster_bootstrap_ci({(u.total, u.cases): n for u, n in counts.items()})
         if ci is not None and ci[0] < ci[1]:

@@ -74,3 +74,18 @@ def test_clustered_bootstrap_covers_the_true_delta_with_correlated_cases():
         naive_covered += low <= -mean <= high
     assert covered / runs >= 0.93
     assert naive_covered / runs < 0.9
+
+
+def test_many_kinds_of_cluster_use_the_cluster_robust_normal_interval():
+    rng = np.random.default_rng(4)
+    groups = np.repeat(np.arange(600), rng.integers(5, 60, size=600))
+    values = -(rng.random(groups.size) < 0.3).astype(float) + (rng.random(groups.size) < 0.1)
+    units: dict[Unit, int] = {}
+    for g in np.unique(groups):
+        v = values[groups == g]
+        unit = Unit(float(v.sum()), int(v.size), float((v ** 2).sum()), int((v < 0).sum()), int((v > 0).sum()))
+        units[unit] = units.get(unit, 0) + 1
+    stats = compare_units(units)
+    assert len(units) > 256 and stats.delta_ci_method == "cluster_se"
+    fit = sm.OLS(values, np.ones((values.size, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert stats.delta_ci95 == pytest.approx(list(fit.conf_int(alpha=0.05)[0]), rel=1e-9)
