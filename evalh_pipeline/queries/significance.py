@@ -77,7 +77,7 @@ def scores_by_group(rows: Iterable[tuple[Any, ...]]) -> dict[Any, dict[str, Any]
         if not cases:
             continue
         delta = sum(total * n for (total, _, _), n in units.items()) / cases
-        spread = clustered_mean(unit for unit, n in units.items() for _ in range(n))
+        spread = clustered_mean(units)
         means: dict[float, int] = {}
         for (total, size, _), n in units.items():
             means[round(total / size, 9)] = means.get(round(total / size, 9), 0) + n

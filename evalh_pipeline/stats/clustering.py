@@ -13,7 +13,7 @@ independent ones. It is never taken below 1 where it widens an interval.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -30,18 +30,21 @@ class ClusteredMean:
     design_effect: float
 
 
-def clustered_mean(clusters: Iterable[tuple[float, int, float]]) -> ClusteredMean | None:
-    """From ``(sum, cases, sum of squares)`` of each cluster's values; None with fewer than
-    two clusters (no cluster-robust variance) or two cases."""
-    units = [(float(s), int(n), float(q)) for s, n, q in clusters if n > 0]
-    g = len(units)
-    total = sum(n for _, n, _ in units)
+def clustered_mean(clusters: Iterable[tuple[float, int, float]] | Mapping[tuple[float, int, float], int],
+                   ) -> ClusteredMean | None:
+    """From ``(sum, cases, sum of squares)`` of each cluster's values (or a histogram of them:
+    how many clusters have each); None with fewer than two clusters (no cluster-robust
+    variance) or two cases."""
+    counted = clusters.items() if isinstance(clusters, Mapping) else ((unit, 1) for unit in clusters)
+    units = [(float(s), int(n), float(q), int(k)) for (s, n, q), k in counted if n > 0 and k > 0]
+    g = sum(k for *_, k in units)
+    total = sum(n * k for _, n, _, k in units)
     if g < 2 or total < 2:
         return None
-    mean = sum(s for s, _, _ in units) / total
-    squares = sum(q for _, _, q in units) - total * mean * mean
+    mean = sum(s * k for s, _, _, k in units) / total
+    squares = sum(q * k for _, _, q, k in units) - total * mean * mean
     var_naive = max(0.0, squares) / (total - 1) / total
-    var_clustered = g / (g - 1) * sum((s - n * mean) ** 2 for s, n, _ in units) / total ** 2
+    var_clustered = g / (g - 1) * sum((s - n * mean) ** 2 * k for s, n, _, k in units) / total ** 2
     deff = var_clustered / var_naive if var_naive > 0 else 1.0
     return ClusteredMean(mean=mean, cases=total, clusters=g, se_naive=math.sqrt(var_naive),
                          se_clustered=math.sqrt(var_clustered), design_effect=deff)

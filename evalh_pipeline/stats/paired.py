@@ -178,8 +178,7 @@ def compare_units(units: Mapping[Unit, int], *, alpha: float = DEFAULT_ALPHA) ->
                            mcnemar_p_value=None, alpha=alpha, significant=False, verdict="no case to compare")
     delta = sum(u.total * n for u, n in counts.items()) / compared
     clustered = any(u.cases > 1 for u in counts)
-    spread = clustered_mean((u.total, u.cases, u.squares) for u, n in counts.items() for _ in range(n)) \
-        if clustered else None
+    spread = clustered_mean({(u.total, u.cases, u.squares): n for u, n in counts.items()}) if clustered else None
     deff = max(1.0, spread.design_effect) if spread is not None else 1.0
     if clustered:
         p = clustered_mcnemar_p_value(counts)
@@ -219,7 +218,7 @@ def _delta_interval(counts: Mapping[Unit, int], compared: int, worse: int, bette
     if worse + better >= FEW_CHANGED and clustered and len(counts) > BOOTSTRAP_UNIT_LIMIT:
         # Many kinds of cluster: a bootstrap would cost a draw per kind per resample, and with
         # that many clusters the mean is near normal (the cluster-robust standard error).
-        spread = clustered_mean((u.total, u.cases, u.squares) for u, n in counts.items() for _ in range(n))
+        spread = clustered_mean({(u.total, u.cases, u.squares): n for u, n in counts.items()})
         if spread is not None and spread.se_clustered > 0:
             return normal_interval(spread.mean, spread.se_clustered), "cluster_se"
     if worse + better >= FEW_CHANGED:

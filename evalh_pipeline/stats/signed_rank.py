@@ -16,21 +16,6 @@ from statistics import NormalDist
 EXACT_LIMIT = 50
 
 
-def _ranks(values: list[float]) -> list[float]:
-    """Average ranks (1-based) of ``values``, ties sharing the mean of their positions."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for k in range(start, end + 1):
-            ranks[order[k]] = (start + end) / 2.0 + 1.0
-        start = end + 1
-    return ranks
-
-
 def _exact_p(r_plus: float, n: int) -> float:
     # counts[s]: how many of the 2**n sign assignments give a positive rank sum of s.
     total = n * (n + 1) // 2
@@ -46,21 +31,27 @@ def _exact_p(r_plus: float, n: int) -> float:
 def wilcoxon_signed_rank(differences: Mapping[float, int]) -> float | None:
     """Two-sided p-value of the signed-rank test on a histogram of per-case differences
     (difference -> cases); None when no case has a non-zero difference."""
-    values = [float(d) for d, count in differences.items() for _ in range(int(count)) if d != 0]
-    n = len(values)
+    # |d| -> (cases with d > 0, cases with d < 0): ranks are given per distinct |d|, ties
+    # sharing the mean of their positions.
+    by_size: dict[float, list[int]] = {}
+    for d, count in differences.items():
+        if d != 0 and count > 0:
+            signs = by_size.setdefault(abs(float(d)), [0, 0])
+            signs[0 if d > 0 else 1] += int(count)
+    n = sum(up + down for up, down in by_size.values())
     if n == 0:
         return None
-    ranks = _ranks([abs(v) for v in values])
-    r_plus = sum(r for r, v in zip(ranks, values) if v > 0)
-    tied = len(set(abs(v) for v in values)) < n
-    if not tied and n <= EXACT_LIMIT:
+    r_plus, ties, position = 0.0, 0.0, 0
+    for size in sorted(by_size):
+        up, down = by_size[size]
+        t = up + down
+        r_plus += up * (position + (t + 1) / 2.0)
+        ties += t ** 3 - t
+        position += t
+    if not ties and n <= EXACT_LIMIT:
         return _exact_p(r_plus, n)
     mean = n * (n + 1) / 4.0
-    variance = n * (n + 1) * (2 * n + 1) / 24.0
-    groups: dict[float, int] = {}
-    for v in values:
-        groups[abs(v)] = groups.get(abs(v), 0) + 1
-    variance -= sum(t ** 3 - t for t in groups.values()) / 48.0
+    variance = n * (n + 1) * (2 * n + 1) / 24.0 - ties / 48.0
     if variance <= 0:
         return 1.0
     z = (r_plus - mean) / math.sqrt(variance)
