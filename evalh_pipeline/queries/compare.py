@@ -34,6 +34,7 @@ from evalh_pipeline.queries.significance import (
     adjust_table,
     clustered_sql,
     paired_by_group,
+    score_sql,
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import connect
@@ -65,7 +66,7 @@ SELECT variant_name, evaluator, case_id, {DIFFERENCE.format(after="b", before="a
 FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
 """, "variant_name, evaluator")
 
-EVALUATOR_SCORES_SQL = clustered_sql("""
+EVALUATOR_SCORES_SQL = score_sql("""
 SELECT variant_name, evaluator, case_id, round(b.score - a.score, 9) AS d
 FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
 WHERE a.score IS NOT NULL AND b.score IS NOT NULL

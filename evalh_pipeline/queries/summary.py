@@ -10,6 +10,8 @@ per case each variant also gets pass@k, pass^k and its flaky cases.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from datetime import datetime, timezone
 from typing import Any
 
@@ -39,6 +41,7 @@ from evalh_pipeline.queries.significance import (
     adjust_table,
     clustered_sql,
     paired_by_group,
+    score_sql,
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import connect, duckdb
@@ -75,8 +78,8 @@ WHERE p.variant_name <> $baseline
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
 # the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them):
 # each case's change of pass fraction, or (``score``) of mean score where both sides have one.
-def _evaluator_pairs(column: str) -> str:
-    return clustered_sql(f"""
+def _evaluator_pairs(column: str, wrap: Callable[..., str] = clustered_sql) -> str:
+    return wrap(f"""
 WITH f AS NOT MATERIALIZED ({EVALUATOR_FRACTIONS_SQL.format(
         verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
         traces="cell_traces")})
@@ -87,7 +90,7 @@ WHERE p.variant_name <> $baseline AND p.{column} IS NOT NULL AND b.{column} IS N
 
 
 _EVALUATOR_PAIRED = _evaluator_pairs("fraction")
-_EVALUATOR_SCORES = _evaluator_pairs("score")
+_EVALUATOR_SCORES = _evaluator_pairs("score", score_sql)
 EVALUATOR_PAIRED_SQL = _EVALUATOR_PAIRED.format(source="verdicts")
 
 REPEATS_SQL = """

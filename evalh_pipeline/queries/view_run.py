@@ -15,6 +15,8 @@ under the run's lock).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,7 @@ from evalh_pipeline.queries.significance import (
     adjust_table,
     clustered_sql,
     paired_by_group,
+    score_sql,
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
@@ -49,8 +52,8 @@ WHERE a.variant_name = $a
 
 # Per evaluator, the same (the summary's by_evaluator: results with a trace only), on the
 # pass fraction or (``score``) the mean score.
-def _evaluator_pairs(column: str) -> str:
-    return clustered_sql(f"""
+def _evaluator_pairs(column: str, wrap: Callable[..., str] = clustered_sql) -> str:
+    return wrap(f"""
 WITH f AS NOT MATERIALIZED (
     SELECT v.evaluator, variant_name, case_id, avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction,
            avg(v.score) AS score
@@ -60,11 +63,11 @@ WITH f AS NOT MATERIALIZED (
 SELECT a.evaluator, a.case_id, round(b.{column} - a.{column}, 9) AS d
 FROM f a JOIN f b ON b.evaluator = a.evaluator AND b.case_id = a.case_id AND b.variant_name = $b
 WHERE a.variant_name = $a AND a.{column} IS NOT NULL AND b.{column} IS NOT NULL
-""", "evaluator", clusters=None)
+""", "evaluator", None)
 
 
 EVALUATOR_PAIRED_SQL = _evaluator_pairs("fraction")
-EVALUATOR_SCORES_SQL = _evaluator_pairs("score")
+EVALUATOR_SCORES_SQL = _evaluator_pairs("score", score_sql)
 
 # Cases of $b whose pass fraction went down (regressions) / up against $a, as the summary
 # counts them: a case $b lacks counts as 0 there.

@@ -48,6 +48,14 @@ def wilcoxon_signed_rank(differences: Mapping[float, int]) -> float | None:
         r_plus += up * (position + (t + 1) / 2.0)
         ties += t ** 3 - t
         position += t
+    return signed_rank_p_value(n, r_plus, ties)
+
+
+def signed_rank_p_value(n: int, r_plus: float, ties: float) -> float | None:
+    """The two-sided p-value from ``n`` non-zero differences, the rank sum of the positive ones
+    and the tie term sum(t³ - t) over groups of tied sizes (None when ``n`` is 0)."""
+    if n == 0:
+        return None
     if not ties and n <= EXACT_LIMIT:
         return _exact_p(r_plus, n)
     mean = n * (n + 1) / 4.0
