@@ -25,7 +25,8 @@ from evalh_pipeline.terminal import error, escape_control, percentage_points, sa
 @click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
               metavar="ALPHA",
               help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
-                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
+                   "(McNemar's test, Holm-adjusted p < ALPHA over the variants, e.g. 0.05), not on any "
+                   "regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @_store_options
 def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, alpha: float | None, as_json: bool,
@@ -47,7 +48,8 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, alpha: flo
 @click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
               metavar="ALPHA",
               help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
-                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
+                   "(McNemar's test, Holm-adjusted p < ALPHA over the variants, e.g. 0.05), not on any "
+                   "regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
 @_store_options
 def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, alpha: float | None,

@@ -38,6 +38,7 @@ from evalh_pipeline.queries.significance import (
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.stats.multiplicity import holm
 from evalh_pipeline.store.run_dir import RunDirectory
 
 PER_CASE_SQL = "CREATE TEMP TABLE {per_case} AS " + PASS_FRACTIONS_SQL
@@ -122,9 +123,12 @@ class RunComparison:
         return self.cells_b == 0
 
     def has_significant_regression(self, alpha: float) -> bool:
-        """Whether some variant regressed significantly at ``alpha`` (McNemar's exact test)."""
-        return any(d.significance is not None and d.significance.regression_at(alpha)
-                   for d in self.comparison.deltas)
+        """Whether some variant regressed significantly at ``alpha`` (McNemar's test), its
+        p-value Holm-adjusted over the variants compared (the gate's family)."""
+        tested = [d.significance for d in self.comparison.deltas
+                  if d.significance is not None and d.significance.mcnemar_p_value is not None]
+        adjusted = holm([s.mcnemar_p_value or 0.0 for s in tested])
+        return any(p < alpha and s.cases_worse > s.cases_better for s, p in zip(tested, adjusted))
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON types: the records in it as their models dump them."""

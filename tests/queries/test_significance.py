@@ -224,3 +224,24 @@ def test_rubric_scores_get_a_paired_delta_interval_and_wilcoxon_test(tmp_path):
     assert compared.score_delta == pytest.approx(stats.score_delta)
     assert compared.wilcoxon_p_value == pytest.approx(expected, rel=1e-9)
     assert "| new | rubric | " in render_report(summary, "demo", "base")
+
+
+def test_compare_gate_adjusts_its_variants_with_holm_and_clusters_by_run_b(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    # Run A passes everything; in run B `x` loses 7 of 60 cases (p = 0.016), `y` 6 (p = 0.031).
+    run_a = _write(RunDirectory(tmp_path / "a"), {(f"c{i:02d}", v, 0): {"e": True} for i in range(60) for v in "xy"})
+    verdicts = {(f"c{i:02d}", v, 0): {"e": not (i < lost)} for i in range(60) for v, lost in (("x", 7), ("y", 6))}
+    run_b = _write(RunDirectory(tmp_path / "b"), verdicts)
+    report = compare_runs(run_a, run_b)
+    raw = {d.variant: d.significance.mcnemar_p_value for d in report.comparison.deltas}
+    assert raw["x"] < 0.05 and raw["y"] < 0.05
+    adjusted = multipletests([raw["x"], raw["y"]], method="holm")[1]
+    assert report.has_significant_regression(0.05) == (min(adjusted) < 0.05)
+    assert not report.has_significant_regression(min(adjusted))  # the adjusted p, not the raw one, is judged
+    # Run B's config snapshot says how to cluster: by metadata.doc, 10 documents of 6.
+    run_b.config_yaml.write_text("run:\n  cluster_by: metadata.doc\n")
+    run_b.cases.write_text("".join(json.dumps({"id": f"c{i:02d}", "metadata": {"doc": i // 6}}) + "\n"
+                                   for i in range(60)))
+    clustered = compare_runs(run_a, run_b).comparison.deltas[0].significance
+    assert clustered.clusters == 10 and clustered.test == "mcnemar_clustered"
