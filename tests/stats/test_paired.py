@@ -11,7 +11,6 @@ import random
 import pytest
 
 from evalh_pipeline.stats.binomial import binomial_variate
-from evalh_pipeline.stats.proportions import tango_interval
 from evalh_pipeline.stats.paired import (
     compare_paired,
     format_p_value,
@@ -19,6 +18,7 @@ from evalh_pipeline.stats.paired import (
     paired_bootstrap_ci,
     verdict_text,
 )
+from evalh_pipeline.stats.proportions import tango_interval
 
 SCIPY_BINOMTEST = [
     ((0, 0), 1.0),
