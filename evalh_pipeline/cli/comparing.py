@@ -25,7 +25,8 @@ from evalh_pipeline.terminal import error, escape_control, percentage_points, sa
 @click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
               metavar="ALPHA",
               help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
-                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
+                   "(McNemar's test, Holm-adjusted p < ALPHA over the variants, e.g. 0.05), not on any "
+                   "regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @_store_options
 def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, alpha: float | None, as_json: bool,
@@ -47,7 +48,8 @@ def compare(run_a: str, run_b: str, exit_nonzero_on_regression: bool, alpha: flo
 @click.option("--significance", "alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
               metavar="ALPHA",
               help="With --exit-nonzero-on-regression: exit 1 only when a variant's regression is significant "
-                   "(McNemar's exact test, p < ALPHA, e.g. 0.05), not on any regressed case.")
+                   "(McNemar's test, Holm-adjusted p < ALPHA over the variants, e.g. 0.05), not on any "
+                   "regressed case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
 @_store_options
 def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bool, alpha: float | None,
@@ -92,7 +94,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     Plain text, not rich: this is the whole output of `compare` and `drift`, and rich would
     double their start-up time. Names from the runs are escaped all the same.
     """
-    from evalh_pipeline.queries.report import MAX_LISTED_CASES, text_table
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES, rate_ci_text, reading, text_table
 
     try:
         report = build()
@@ -118,9 +120,10 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     else:
         lines = [f"{report.run_b} vs {report.run_a} ({baseline_label})", ""]
         lines += text_table(
-            ["variant", "pass rate A → B", "Δ pass rate", "Δ latency ms", "Δ cost $",
+            ["variant", "pass rate A → B", "95% CI of B", "Δ pass rate", "Δ latency ms", "Δ cost $",
              "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
-            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", percentage_points(v.pass_rate_delta),
+            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", rate_ci_text(v.b.pass_rate_ci),
+              percentage_points(v.pass_rate_delta),
               _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
               _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
               str(v.regressions), str(v.improvements)] for v in report.variants],
@@ -140,7 +143,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
                 lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
         lines.append(f"{report.comparison.regressions_count} regression(s), "
                      f"{report.comparison.improvements_count} improvement(s)")
-        lines += [f"{d.variant}: {d.significance.verdict}" for d in report.comparison.deltas if d.significance]
+        lines += [f"{d.variant}: {reading(d.significance)}" for d in report.comparison.deltas if d.significance]
         click.echo(escape_control("\n".join(lines)))
     if exit_nonzero_on_regression:
         failed = report.has_significant_regression(alpha) if alpha is not None else report.has_regressions

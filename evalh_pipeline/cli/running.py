@@ -393,9 +393,12 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
     """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
-    table(["variant", "cases", "passed", "errored", "pass rate", "avg latency ms", "avg cost $"],
+    from evalh_pipeline.queries.report import rate_ci_text, reading
+
+    table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
           [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
-            f"{v.avg_latency_ms:.1f}", "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
+            rate_ci_text(v.pass_rate_ci), f"{v.avg_latency_ms:.1f}",
+            "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
            for v in summary.variants],
           title=f"{escape_control(eval_name)} · run {summary.run_id}")
     if summary.comparison is not None:
@@ -403,7 +406,7 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
             say(f"{d.variant} vs {summary.comparison.baseline}: pass rate {percentage_points(d.pass_rate_delta)}, "
                 f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
             if d.significance is not None:
-                say(f"  {d.significance.verdict}")
+                say(f"  {reading(d.significance)}")
     errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:

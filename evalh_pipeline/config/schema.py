@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalh_pipeline.config.cron import parse_cron
+from evalh_pipeline.common.fields import check_field_path
 
 RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
 # eval-harness allows any name (spaces too); Dagster partition keys and the run directory's
@@ -156,8 +157,18 @@ class RunConfig(_Strict):
     baseline_variant: str | None = None
     cost_limit_usd: float | None = Field(default=None, ge=0)
     samples_per_case: int = Field(default=1, ge=1)
+    # A field path of the case (``metadata.document``): cases sharing its value are one cluster
+    # for every interval and test of the summary, compare and drift (an evalh extension).
+    cluster_by: str | None = None
     # Accepted for eval-harness compatibility; Dagster executors do this job here.
     executor: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("cluster_by")
+    @classmethod
+    def _cluster_path(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("cluster_by must be a field path of the case, such as metadata.document")
+        return check_field_path(value)
 
 
 class SignificanceGateConfig(_Strict):
@@ -165,6 +176,20 @@ class SignificanceGateConfig(_Strict):
     finds significant at ``alpha`` (p < alpha, more cases worse than better)."""
 
     alpha: float = Field(default=0.05, gt=0, lt=1)
+
+
+class NonInferiorityGateConfig(_Strict):
+    """``gates.non_inferiority``: every variant must be shown no worse than its reference by
+    more than ``margin``: the lower bound of its pass-rate delta's 95% interval above -margin."""
+
+    margin: float
+
+    @field_validator("margin")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError(f"margin must be a share of the pass rate between 0 and 1 (0.03: three points), got {value}")
+        return value
 
 
 class GatesConfig(_Strict):
@@ -183,6 +208,8 @@ class GatesConfig(_Strict):
     no_regressions_vs_promoted_baseline: bool = True
     # On the summary (vs the baseline variant) and on drift (vs the promoted baseline).
     no_significant_regression: SignificanceGateConfig | None = None
+    # On the summary and on drift, as no_significant_regression.
+    non_inferiority: NonInferiorityGateConfig | None = None
     pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
     max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
     blocking: bool = False

@@ -43,6 +43,11 @@ class VariantSummary(BaseModel):
     samples_passed: int | None = None
     samples_errored: int | None = None
     repeats: RepeatStats | None = None
+    # Wilson's 95% interval on pass_rate (stats/proportions.py); with run.cluster_by, on the
+    # effective sample size (cases / design_effect over ``clusters`` clusters).
+    pass_rate_ci: list[float] | None = None
+    clusters: int | None = None
+    design_effect: float | None = None
 
 
 class EvaluatorVariantRollup(BaseModel):
@@ -69,6 +74,19 @@ class PairedStats(BaseModel):
     pass fraction, ``delta_ci95`` its paired-bootstrap 95% interval, ``mcnemar_p_value``
     the exact McNemar (sign) test on the cases that got worse / better; ``significant`` is
     judged at ``alpha`` and ``verdict`` says it in words.
+
+    ``delta_ci_method`` says how ``delta_ci95`` was made: ``bootstrap`` (cases resampled),
+    ``cluster_bootstrap`` (with ``run.cluster_by``: whole clusters resampled; ``cluster_se``:
+    the normal interval of the cluster-robust standard error, above 256 kinds of cluster) or ``tango``
+    (Tango's score interval, where fewer than 10 cases moved and a bootstrap interval is
+    too narrow or collapses). With ``run.cluster_by`` the p-value is the clustered McNemar
+    test (``test``), and ``clusters`` / ``design_effect`` say how much the clustering
+    widened the figures. ``mde`` is the smallest change this comparison detects at 80%
+    power and ``alpha`` (from ``discordance``, the mean squared per-case difference: the
+    share of cases that moved, with one sample per case). ``p_value_adjusted`` is the
+    p-value adjusted over its family (``adjustment``: Benjamini-Hochberg over a
+    comparison's per-evaluator table). ``score_*``: the same cases' mean evaluator score,
+    its delta with a 95% interval (cluster-robust standard error) and Wilcoxon's signed-rank p-value.
     """
 
     cases_compared: int
@@ -80,6 +98,17 @@ class PairedStats(BaseModel):
     alpha: float = 0.05
     significant: bool = False
     verdict: str = ""
+    test: Literal["mcnemar_exact", "mcnemar_clustered"] = "mcnemar_exact"
+    delta_ci_method: Literal["bootstrap", "cluster_bootstrap", "cluster_se", "tango"] | None = None
+    discordance: float | None = None
+    mde: float | None = None
+    clusters: int | None = None
+    design_effect: float | None = None
+    p_value_adjusted: float | None = None
+    adjustment: Literal["holm", "benjamini_hochberg"] | None = None
+    score_delta: float | None = None
+    score_delta_ci95: list[float] | None = None
+    wilcoxon_p_value: float | None = None
 
     @property
     def significant_regression(self) -> bool:

@@ -23,10 +23,11 @@ Rows become the DataModel's own records (models/summary.py: declared once, read 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalh_pipeline.models import VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
+from evalh_pipeline.stats.proportions import wilson_interval
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -110,8 +111,8 @@ SELECT variant_name, case_id, count(*) AS samples,
 FROM {cells} GROUP BY variant_name, case_id
 """
 
-# Per (evaluator, variant, case): the share of the case's samples that evaluator passed
-# (cells without a result from it do not count; results without a trace neither).
+# Per (evaluator, variant, case): the share of the case's samples that evaluator passed and
+# their mean score (cells without a result from it do not count; results without a trace neither).
 # Per (evaluator, variant): the pass rate, mean score and errored verdicts of the run.
 EVALUATOR_FIGURES_SQL = """
 SELECT evaluator, variant_name,
@@ -123,7 +124,8 @@ FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
 
 EVALUATOR_FRACTIONS_SQL = """
 SELECT v.evaluator, variant_name, case_id,
-       avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
+       avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction,
+       avg(v.score) AS score
 FROM {verdicts} v JOIN {traces} USING (case_id, variant_name, sample)
 GROUP BY ALL
 """
@@ -135,9 +137,11 @@ def variant_summary(row: tuple) -> VariantSummary:
     samples = {}
     if len(row) > 13 and (row[13] or 0) > 1:
         samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
+    ci = wilson_interval(passed, cases)
     return VariantSummary(
         name=name,
         cases_total=cases,
+        pass_rate_ci=list(ci) if ci is not None else None,
         cases_passed=passed,
         cases_errored=errored,
         pass_rate=passed / cases if cases else 0.0,
@@ -204,6 +208,17 @@ def load_cells(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, pass_crite
         load_jsonl(con, run_dir, suffix=suffix)
     create_cells(con, pass_criteria, cells=f"cells{suffix}", traces=f"cell_traces{suffix}",
                  verdicts=f"verdicts{suffix}")
+
+
+def run_section(run_dir: RunDirectory) -> dict[str, Any]:
+    """The ``run:`` section of a run's config.yaml snapshot ({} when absent)."""
+    from evalh_pipeline.common.yaml_files import load_yaml_text
+
+    if not run_dir.config_yaml.exists():
+        return {}
+    raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
+    run = raw.get("run") if isinstance(raw, dict) else None
+    return run if isinstance(run, dict) else {}
 
 
 def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:

@@ -28,8 +28,17 @@ from evalh_pipeline.queries.cells import (
     run_pass_criteria,
     variant_summary,
 )
-from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
+from evalh_pipeline.queries.clusters import load_case_clusters, snapshot_cluster_by
+from evalh_pipeline.queries.significance import (
+    DIFFERENCE,
+    adjust_table,
+    clustered_sql,
+    paired_by_group,
+    score_sql,
+    scores_by_group,
+)
 from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.stats.multiplicity import holm
 from evalh_pipeline.store.run_dir import RunDirectory
 
 PER_CASE_SQL = "CREATE TEMP TABLE {per_case} AS " + PASS_FRACTIONS_SQL
@@ -47,17 +56,22 @@ FROM per_case_a a FULL OUTER JOIN per_case_b b USING (variant_name, case_id)
 GROUP BY ALL
 """
 
-PAIRED_SQL = f"""
-SELECT variant_name, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+# Clustered by run B's run.cluster_by over its cases (queries/clusters.py).
+PAIRED_SQL = clustered_sql(f"""
+SELECT variant_name, case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_case_a a JOIN per_case_b b USING (variant_name, case_id)
-GROUP BY ALL
-"""
+""", "variant_name")
 
-EVALUATOR_PAIRED_SQL = f"""
-SELECT variant_name, evaluator, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+EVALUATOR_PAIRED_SQL = clustered_sql(f"""
+SELECT variant_name, evaluator, case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
-GROUP BY ALL
-"""
+""", "variant_name, evaluator")
+
+EVALUATOR_SCORES_SQL = score_sql("""
+SELECT variant_name, evaluator, case_id, round(b.score - a.score, 9) AS d
+FROM per_evaluator_a a JOIN per_evaluator_b b USING (evaluator, variant_name, case_id)
+WHERE a.score IS NOT NULL AND b.score IS NOT NULL
+""", "variant_name, evaluator")
 
 VARIANT_PAIRS_SQL = f"""
 WITH a AS ({VARIANTS_SQL.format(cells="cells_a")}),
@@ -109,9 +123,12 @@ class RunComparison:
         return self.cells_b == 0
 
     def has_significant_regression(self, alpha: float) -> bool:
-        """Whether some variant regressed significantly at ``alpha`` (McNemar's exact test)."""
-        return any(d.significance is not None and d.significance.regression_at(alpha)
-                   for d in self.comparison.deltas)
+        """Whether some variant regressed significantly at ``alpha`` (McNemar's test), its
+        p-value Holm-adjusted over the variants compared (the gate's family)."""
+        tested = [d.significance for d in self.comparison.deltas
+                  if d.significance is not None and d.significance.mcnemar_p_value is not None]
+        adjusted = holm([s.mcnemar_p_value or 0.0 for s in tested])
+        return any(p < alpha and s.cases_worse > s.cases_better for s, p in zip(tested, adjusted))
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON types: the records in it as their models dump them."""
@@ -161,13 +178,17 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             con.execute(PER_CASE_SQL.format(per_case=f"per_case{suffix}", cells=f"cells{suffix}"))
             con.execute(PER_EVALUATOR_SQL.format(per_evaluator=f"per_evaluator{suffix}", verdicts=f"verdicts{suffix}",
                                                  traces=f"cell_traces{suffix}"))
+        load_case_clusters(con, run_b, snapshot_cluster_by(run_b))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
         (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
         significance = paired_by_group(con.execute(PAIRED_SQL).fetchall())
         per_evaluator: dict[str, dict[str, PairedStats]] = {}
+        scores = scores_by_group(con.execute(EVALUATOR_SCORES_SQL).fetchall())
         for (variant, evaluator), paired in sorted(paired_by_group(con.execute(EVALUATOR_PAIRED_SQL).fetchall()).items()):
-            per_evaluator.setdefault(variant, {})[evaluator] = paired
+            per_evaluator.setdefault(variant, {})[evaluator] = paired.model_copy(
+                update=scores.get((variant, evaluator), {}))
+        per_evaluator = adjust_table(per_evaluator)
     finally:
         con.close()
 

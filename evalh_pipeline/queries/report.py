@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.stats.paired import format_p_value
+from evalh_pipeline.stats.paired import format_p_value, power_line
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import RunSummary
@@ -23,17 +23,41 @@ def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
+def rate_ci_text(interval: list[float] | None) -> str:
+    """A 95% interval of a rate as ``43.2–70.0%`` (``–`` without one)."""
+    if not interval:
+        return "–"
+    return f"{interval[0]:.1%}–{interval[1]:.1%}".replace("%–", "–")
+
+
+def design_effect_text(deff: float | None) -> str:
+    """``design effect 2.41``; one below 1 (clusters more alike than chance) is taken as 1."""
+    if deff is None:
+        return "design effect –"
+    return f"design effect {deff:.2f}" + (" (below 1: taken as 1)" if deff < 1 else "")
+
+
+def rate_with_ci(rate: float, interval: list[float] | None) -> str:
+    """``57.1% (95% CI 43.2–70.0%)``: a pass rate with its interval beside it."""
+    return f"{rate:.1%}" + (f" (95% CI {rate_ci_text(interval)})" if interval else "")
+
+
 def variants_table(summary: RunSummary) -> str:
     lines = [
-        "| variant | cases | passed | errored | pass rate | avg latency (ms) | avg cost (USD) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| variant | cases | passed | errored | pass rate | 95% CI | avg latency (ms) | avg cost (USD) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in summary.variants:
         cost = f"{v.avg_cost_usd:.6f}" if v.avg_cost_usd is not None else "–"
         lines.append(
             f"| {v.name} | {v.cases_total} | {v.cases_passed} | {v.cases_errored} | "
-            f"{v.pass_rate:.1%} | {v.avg_latency_ms:.1f} | {cost} |"
+            f"{v.pass_rate:.1%} | {rate_ci_text(v.pass_rate_ci)} | {v.avg_latency_ms:.1f} | {cost} |"
         )
+    clustered = [v for v in summary.variants if v.clusters is not None]
+    if clustered:
+        lines += ["", "Intervals are clustered (`run.cluster_by`): "
+                  + "; ".join(f"`{v.name}` {v.clusters} clusters, {design_effect_text(v.design_effect)}" for v in clustered)
+                  + " (Wilson's interval on cases / design effect)."]
     return "\n".join(lines)
 
 
@@ -68,6 +92,28 @@ def _p(stats: Any) -> str:
     return format_p_value(stats.mcnemar_p_value).removeprefix("p = ")
 
 
+def _p_adjusted(stats: Any) -> str:
+    if stats is None or stats.p_value_adjusted is None:
+        return "–"
+    return format_p_value(stats.p_value_adjusted).removeprefix("p = ")
+
+
+def _mde(stats: Any) -> str:
+    if stats is None or stats.mde is None:
+        return "–"
+    return f"{round(stats.mde * 100, 1) + 0.0:.1f} pp"
+
+
+def reading(stats: Any) -> str:
+    """One comparison in words: its verdict, what it can see and how it was clustered."""
+    text = stats.verdict
+    if stats.mde is not None:
+        text += f"; {power_line(stats.mde)}"
+    if stats.clusters is not None and stats.design_effect is not None:
+        text += f" ({stats.clusters} clusters, {design_effect_text(stats.design_effect)})"
+    return text
+
+
 def significance_lines(deltas: list[Any], baseline: str) -> list[str]:
     """Each variant's verdict in words, then a per-evaluator table of the same statistics.
 
@@ -75,15 +121,26 @@ def significance_lines(deltas: list[Any], baseline: str) -> list[str]:
     lines: list[str] = []
     for d in deltas:
         if d.significance is not None:
-            lines.append(f"- `{d.variant}` vs `{baseline}`: {d.significance.verdict}")
+            lines.append(f"- `{d.variant}` vs `{baseline}`: {reading(d.significance)}")
     rows = [(d.variant, name, stats) for d in deltas for name, stats in d.by_evaluator.items()]
     if rows:
-        lines += ["", "Per evaluator (paired over the cases both sides have):", "",
-                  "| variant | evaluator | cases | worse | better | delta | 95% CI | McNemar p | verdict |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        lines += ["", "Per evaluator (paired over the cases both sides have; p (BH): Benjamini-Hochberg-adjusted "
+                  "over this table):", "",
+                  "| variant | evaluator | cases | worse | better | delta | 95% CI | MDE | McNemar p | p (BH) | verdict |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for variant, name, stats in rows:
             lines.append(f"| {variant} | {name} | {stats.cases_compared} | {stats.cases_worse} | {stats.cases_better} | "
-                         f"{pp(stats.pass_rate_delta)} | {ci_text(stats)} | {_p(stats)} | {_words(stats.verdict)} |")
+                         f"{pp(stats.pass_rate_delta)} | {ci_text(stats)} | {_mde(stats)} | {_p(stats)} | "
+                         f"{_p_adjusted(stats)} | {_words(stats.verdict)} |")
+    scored = [(variant, name, stats) for variant, name, stats in rows if stats.score_delta is not None]
+    if scored:
+        lines += ["", "Scores per evaluator (mean score delta, paired; Wilcoxon signed-rank test):", "",
+                  "| variant | evaluator | score delta | 95% CI | Wilcoxon p |", "|---|---|---:|---:|---:|"]
+        for variant, name, stats in scored:
+            ci = stats.score_delta_ci95
+            p = format_p_value(stats.wilcoxon_p_value).removeprefix("p = ") if stats.wilcoxon_p_value is not None else "–"
+            lines.append(f"| {variant} | {name} | {stats.score_delta:+.3f} | "
+                         + (f"{ci[0]:+.3f} to {ci[1]:+.3f}" if ci else "–") + f" | {p} |")
     return lines
 
 
@@ -100,11 +157,13 @@ def comparison_section(summary: RunSummary, baseline_variant: str | None = None)
         return (f"No comparison: the baseline variant `{baseline_variant}` has no traces in this run "
                 f"({completeness_line(summary)}).")
     lines = [f"Baseline: `{comp.baseline}` ({comp.kind})", ""]
-    lines += ["| variant | pass-rate delta | 95% CI | McNemar p | latency delta (ms) | regressions | improvements |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["| variant | pass-rate delta | 95% CI | MDE (80% power) | McNemar p | latency delta (ms) | regressions | "
+              "improvements |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for d in comp.deltas:
-        lines.append(f"| {d.variant} | {pp(d.pass_rate_delta)} | {ci_text(d.significance)} | {_p(d.significance)} | "
-                     f"{d.avg_latency_delta_ms:+.1f} | {len(d.regressions)} | {len(d.improvements)} |")
+        lines.append(f"| {d.variant} | {pp(d.pass_rate_delta)} | {ci_text(d.significance)} | {_mde(d.significance)} | "
+                     f"{_p(d.significance)} | {d.avg_latency_delta_ms:+.1f} | {len(d.regressions)} | "
+                     f"{len(d.improvements)} |")
     significance = significance_lines(comp.deltas, comp.baseline)
     if significance:
         lines += ["", *significance]
@@ -191,10 +250,12 @@ def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None) ->
     if significance:
         lines += ["", "## Significance", "", *significance]
     lines += ["", "## Variants", "",
-              "| variant | pass rate baseline → run | pass-rate delta | latency delta (ms) | regressions | improvements |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "| variant | pass rate baseline → run | 95% CI (run) | pass-rate delta | latency delta (ms) | regressions | "
+              "improvements |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for v in report.variants:
-        lines.append(f"| {v.variant} | {v.a.pass_rate:.1%} → {v.b.pass_rate:.1%} | {pp(v.pass_rate_delta)} | "
+        lines.append(f"| {v.variant} | {v.a.pass_rate:.1%} → {v.b.pass_rate:.1%} | {rate_ci_text(v.b.pass_rate_ci)} | "
+                     f"{pp(v.pass_rate_delta)} | "
                      f"{v.avg_latency_delta_ms:+.1f} | {v.regressions} | {v.improvements} |")
     for label, names in (("only in the baseline", report.variants_only_in_a), ("only in this run", report.variants_only_in_b)):
         if names:

@@ -10,6 +10,8 @@ per case each variant also gets pass@k, pass^k and its flaky cases.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from datetime import datetime, timezone
 from typing import Any
 
@@ -22,6 +24,7 @@ from evalh_pipeline.models import (
     RepeatStats,
     RunSummary,
     VariantDelta,
+    VariantSummary,
 )
 from evalh_pipeline.queries.cell_store import Store, refresh_store
 from evalh_pipeline.queries.cells import (
@@ -32,8 +35,18 @@ from evalh_pipeline.queries.cells import (
     create_cells,
     variant_summary,
 )
-from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
+from evalh_pipeline.queries.clusters import CLUSTER_OF, load_case_clusters
+from evalh_pipeline.queries.significance import (
+    DIFFERENCE,
+    adjust_table,
+    clustered_sql,
+    paired_by_group,
+    score_sql,
+    scores_by_group,
+)
 from evalh_pipeline.queries.sql import connect, duckdb
+from evalh_pipeline.stats.clustering import clustered_mean
+from evalh_pipeline.stats.proportions import wilson_interval
 from evalh_pipeline.stats.repeats import repeat_figures
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -55,25 +68,29 @@ LEFT JOIN per_case p ON p.case_id = c.case_id AND p.variant_name = v.variant_nam
 GROUP BY v.variant_name
 """
 
-# (variant, difference, cases): each variant's cases paired with the baseline variant's.
-PAIRED_SQL = f"""
-SELECT p.variant_name, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
+# Each variant's cases paired with the baseline variant's, by cluster (queries/significance.py).
+PAIRED_SQL = clustered_sql(f"""
+SELECT p.variant_name, p.case_id, {DIFFERENCE.format(after="p", before="b")} AS d
 FROM per_case p JOIN per_case b ON b.case_id = p.case_id AND b.variant_name = $baseline
 WHERE p.variant_name <> $baseline
-GROUP BY ALL
-"""
+""", "variant_name")
 
 # Of the evaluators in $evaluators only, unless $every (the others' rows are remembered by
-# the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them).
-_EVALUATOR_PAIRED = f"""
+# the cell store), from the rows of {source} (``verdicts``, or the store's files that hold them):
+# each case's change of pass fraction, or (``score``) of mean score where both sides have one.
+def _evaluator_pairs(column: str, wrap: Callable[..., str] = clustered_sql) -> str:
+    return wrap(f"""
 WITH f AS NOT MATERIALIZED ({EVALUATOR_FRACTIONS_SQL.format(
-    verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
-    traces="cell_traces")})
-SELECT p.variant_name, p.evaluator, {DIFFERENCE.format(after="p", before="b")} AS d, count(*)
+        verdicts="(SELECT * FROM {source} WHERE $every OR list_contains($evaluators, evaluator))",
+        traces="cell_traces")})
+SELECT p.variant_name, p.evaluator, p.case_id, round(p.{column} - b.{column}, 9) AS d
 FROM f p JOIN f b ON b.evaluator = p.evaluator AND b.case_id = p.case_id AND b.variant_name = $baseline
-WHERE p.variant_name <> $baseline
-GROUP BY ALL
-"""
+WHERE p.variant_name <> $baseline AND p.{column} IS NOT NULL AND b.{column} IS NOT NULL
+""", "variant_name, evaluator")
+
+
+_EVALUATOR_PAIRED = _evaluator_pairs("fraction")
+_EVALUATOR_SCORES = _evaluator_pairs("score", score_sql)
 EVALUATOR_PAIRED_SQL = _EVALUATOR_PAIRED.format(source="verdicts")
 
 REPEATS_SQL = """
@@ -97,24 +114,54 @@ def repeat_stats(con: Any) -> dict[str, RepeatStats]:
             for variant, cases in by_variant.items()}
 
 
+# Per variant and cluster: cases and cases passed (a case passes when all its samples did).
+CLUSTER_PASSES_SQL = f"""
+SELECT variant_name, {CLUSTER_OF.format(clusters="cl", case_id="p.case_id")} AS cluster,
+       count(*) FILTER (WHERE p.passed_samples = p.samples) AS passed, count(*) AS cases
+FROM per_case p LEFT JOIN case_clusters cl ON cl.case_id = p.case_id
+GROUP BY ALL
+"""
+
+
+def clustered_pass_rates(con: Any, variants: list[VariantSummary]) -> list[VariantSummary]:
+    """``variants`` with their clusters, design effect and Wilson interval on the effective
+    sample size, from the ``per_case`` and ``case_clusters`` tables."""
+    by_variant: dict[str, list[tuple[float, int, float]]] = {}
+    for variant, _, passed, cases in con.execute(CLUSTER_PASSES_SQL).fetchall():
+        by_variant.setdefault(variant, []).append((float(passed), int(cases), float(passed)))
+    out = []
+    for v in variants:
+        spread = clustered_mean(by_variant.get(v.name, []))
+        if spread is None:
+            out.append(v)
+            continue
+        ci = wilson_interval(v.cases_passed, v.cases_total, design_effect=spread.design_effect)
+        out.append(v.model_copy(update={"clusters": spread.clusters, "design_effect": spread.design_effect,
+                                        "pass_rate_ci": list(ci) if ci is not None else None}))
+    return out
+
+
 # What the cell store remembers of each evaluator: its PairedStats by variant (a new name for
 # a new shape, so that what an older version remembered is never read as this).
-_PAIRED_MEMO = "evaluator_paired_stats"
+_PAIRED_MEMO = "evaluator_paired_stats_clustered"
 
 
-def paired_stats(con: Any, baseline: str, store: Store | None = None,
+def paired_stats(con: Any, baseline: str, store: Store | None = None, cluster_by: str | None = None,
                  ) -> tuple[dict[str, PairedStats], dict[str, dict[str, PairedStats]]]:
-    """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same.
+    """Variant -> paired statistics against ``baseline``, and variant -> evaluator -> the same
+    (with Benjamini-Hochberg-adjusted p-values over that table), clustered by the
+    ``case_clusters`` table (made for ``cluster_by``).
 
-    An evaluator's statistics depend only on its own verdicts and the traces: the ``store``
-    remembers them, so after one evaluator was re-judged only its are computed again.
+    An evaluator's statistics depend only on its own verdicts, the traces and the clusters:
+    the ``store`` remembers them, so after one evaluator was re-judged only its are computed again.
     """
+    memo_key = [baseline, cluster_by]
     overall = paired_by_group(con.execute(PAIRED_SQL, {"baseline": baseline}).fetchall())
     names = [name for (name,) in con.execute("SELECT DISTINCT evaluator FROM verdicts").fetchall()]
     found: dict[tuple[Any, Any], PairedStats] = {}
     todo = []
     for name in names:
-        known = store.recall(_PAIRED_MEMO, name, baseline) if store is not None and name is not None else None
+        known = store.recall(_PAIRED_MEMO, name, memo_key) if store is not None and name is not None else None
         try:
             found.update({(variant, name): PairedStats.model_validate(stats) for variant, stats in known})
         except (TypeError, ValueError):  # nothing remembered (None), or not in this shape: computed again
@@ -125,19 +172,20 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None,
         every = todo == names
         # Only the store's files that hold those evaluators' verdicts, when it can say.
         source = None if every or store is None else store.verdicts_of([n for n in todo if n is not None])
-        query = EVALUATOR_PAIRED_SQL if source is None else _EVALUATOR_PAIRED.format(source=source)
-        rows = con.execute(query, {"baseline": baseline, "every": every,
-                                   "evaluators": [n for n in todo if n is not None]}).fetchall()
-        computed = {key: stats.model_dump() for key, stats in paired_by_group(rows).items()}
+        parameters = {"baseline": baseline, "every": every, "evaluators": [n for n in todo if n is not None]}
+        rows = con.execute(_EVALUATOR_PAIRED.format(source=source or "verdicts"), parameters).fetchall()
+        scores = scores_by_group(con.execute(_EVALUATOR_SCORES.format(source=source or "verdicts"), parameters).fetchall())
+        computed = {key: stats.model_copy(update=scores.get(key, {})).model_dump()
+                    for key, stats in paired_by_group(rows).items()}
         found.update({key: PairedStats.model_validate(stats) for key, stats in computed.items()})
         if store is not None and None not in todo:
             for name in todo:
-                store.remember(_PAIRED_MEMO, name, baseline,
+                store.remember(_PAIRED_MEMO, name, memo_key,
                                [[variant, stats] for (variant, evaluator), stats in computed.items() if evaluator == name])
     per_evaluator: dict[str, dict[str, PairedStats]] = {}
     for (variant, evaluator), stats in sorted(found.items()):
         per_evaluator.setdefault(variant, {})[evaluator] = stats
-    return overall, per_evaluator
+    return overall, adjust_table(per_evaluator)
 
 
 def summarize_run(
@@ -150,6 +198,7 @@ def summarize_run(
     config_hash: str,
     cases_total: int | None = None,
     metadata: dict[str, Any] | None = None,
+    cluster_by: str | None = None,
 ) -> RunSummary:
     """Build the RunSummary of a run directory from its JSONL files (through its cell store,
     which this brings up to date: hold the run's lock). ``cases_total`` None: the cases of
@@ -161,7 +210,7 @@ def summarize_run(
             store = refresh_store(con, run_dir)
             return _summarize(con, store, run_dir, variant_order=variant_order, pass_criteria=pass_criteria,
                               baseline_variant=baseline_variant, config_path=config_path, config_hash=config_hash,
-                              cases_total=cases_total, metadata=metadata)
+                              cases_total=cases_total, metadata=metadata, cluster_by=cluster_by)
         except duckdb.Error:
             if attempt or store is None or not store.views:
                 raise
@@ -175,16 +224,19 @@ def summarize_run(
 
 def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: list[str],
                pass_criteria: PassCriteria, baseline_variant: str | None, config_path: str, config_hash: str,
-               cases_total: int | None, metadata: dict[str, Any] | None) -> RunSummary:
+               cases_total: int | None, metadata: dict[str, Any] | None, cluster_by: str | None) -> RunSummary:
     if cases_total is None:
         cases_total = store.cases_total()
     create_cells(con, pass_criteria)
     con.execute(CASE_FRACTIONS_SQL)
+    load_case_clusters(con, run_dir, cluster_by)
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}
     order = [v for v in variant_order if v in rows] + sorted(set(rows) - set(variant_order))
     variants = [variant_summary(rows[name]) for name in order]
     repeats = repeat_stats(con)
     variants = [v.model_copy(update={"repeats": repeats.get(v.name)}) for v in variants]
+    if cluster_by:
+        variants = clustered_pass_rates(con, variants)
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
     for evaluator, variant, rate, score, errored in con.execute(EVALUATOR_FIGURES_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(
@@ -195,7 +247,7 @@ def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: 
         by_name = {v.name: v for v in variants}
         flips = {r[0]: r for r in con.execute(FLIPS_SQL, {"baseline": baseline_variant}).fetchall()}
         base = by_name[baseline_variant]
-        significance, per_evaluator = paired_stats(con, baseline_variant, store)
+        significance, per_evaluator = paired_stats(con, baseline_variant, store, cluster_by)
         deltas = [
             VariantDelta(
                 variant=v.name,

@@ -15,6 +15,8 @@ under the run's lock).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,28 +32,42 @@ from evalh_pipeline.queries.cells import (
     run_pass_criteria,
     variant_summary,
 )
-from evalh_pipeline.queries.significance import DIFFERENCE, paired_by_group
+from evalh_pipeline.queries.significance import (
+    DIFFERENCE,
+    adjust_table,
+    clustered_sql,
+    paired_by_group,
+    score_sql,
+    scores_by_group,
+)
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
 from evalh_pipeline.store.run_dir import RunDirectory
 
-# (difference, cases) of variant $b against variant $a on the cases both have.
-PAIRED_SQL = f"""
-SELECT {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+# Variant $b against variant $a on the cases both have (queries/significance.py; unclustered).
+PAIRED_SQL = clustered_sql(f"""
+SELECT 'all' AS everything, a.case_id, {DIFFERENCE.format(after="b", before="a")} AS d
 FROM per_case a JOIN per_case b ON b.case_id = a.case_id AND b.variant_name = $b
-WHERE a.variant_name = $a GROUP BY ALL
-"""
+WHERE a.variant_name = $a
+""", "everything", clusters=None)
 
-# Per evaluator, the same (the summary's by_evaluator: results with a trace only).
-EVALUATOR_PAIRED_SQL = f"""
+# Per evaluator, the same (the summary's by_evaluator: results with a trace only), on the
+# pass fraction or (``score``) the mean score.
+def _evaluator_pairs(column: str, wrap: Callable[..., str] = clustered_sql) -> str:
+    return wrap(f"""
 WITH f AS NOT MATERIALIZED (
-    SELECT v.evaluator, variant_name, case_id, avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction
+    SELECT v.evaluator, variant_name, case_id, avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction,
+           avg(v.score) AS score
     FROM verdicts v JOIN cell_traces USING (case_id, variant_name, sample)
     WHERE variant_name IN ($a, $b) GROUP BY ALL
 )
-SELECT a.evaluator, {DIFFERENCE.format(after="b", before="a")} AS d, count(*)
+SELECT a.evaluator, a.case_id, round(b.{column} - a.{column}, 9) AS d
 FROM f a JOIN f b ON b.evaluator = a.evaluator AND b.case_id = a.case_id AND b.variant_name = $b
-WHERE a.variant_name = $a GROUP BY ALL
-"""
+WHERE a.variant_name = $a AND a.{column} IS NOT NULL AND b.{column} IS NOT NULL
+""", "evaluator", None)
+
+
+EVALUATOR_PAIRED_SQL = _evaluator_pairs("fraction")
+EVALUATOR_SCORES_SQL = _evaluator_pairs("score", score_sql)
 
 # Cases of $b whose pass fraction went down (regressions) / up against $a, as the summary
 # counts them: a case $b lacks counts as 0 there.
@@ -213,8 +229,12 @@ class RunCells:
         """Variant ``b`` against ``a``: paired statistics overall and per evaluator, and the flips."""
         self._cells()
         params = {"a": a, "b": b}
-        overall = paired_by_group((("all", d, n) for d, n in self.con.execute(PAIRED_SQL, params).fetchall()))
-        by_evaluator = paired_by_group(self.con.execute(EVALUATOR_PAIRED_SQL, params).fetchall())
+        overall = paired_by_group(self.con.execute(PAIRED_SQL, params).fetchall())
+        scores = scores_by_group(self.con.execute(EVALUATOR_SCORES_SQL, params).fetchall())
+        by_evaluator = {name: stats.model_copy(update=scores.get(name, {})) for name, stats
+                        in paired_by_group(self.con.execute(EVALUATOR_PAIRED_SQL, params).fetchall()).items()}
+        # Benjamini-Hochberg over this pair's evaluators (the summary's family is every variant's).
+        by_evaluator = adjust_table({b: by_evaluator})[b]
         rows = self.con.execute(FLIPS_SQL + f" LIMIT {int(flips_limit)}", params).fetchall()
         return VariantPair(
             a=a, b=b, overall=overall.get("all"), by_evaluator=dict(sorted(by_evaluator.items())),

@@ -2,8 +2,9 @@
 
 On the summary: ``complete`` (every expected cell has a trace), ``no_regressions_vs_baseline_variant``,
 ``pass_rate_floor``, ``errored_cells_under_threshold`` and
-``no_significant_regression_vs_baseline_variant``; on the drift:
-``no_regressions_vs_promoted_baseline`` and ``no_significant_regression_vs_promoted_baseline``.
+``no_significant_regression_vs_baseline_variant`` and ``non_inferiority_vs_baseline_variant``;
+on the drift: ``no_regressions_vs_promoted_baseline``, ``no_significant_regression_vs_promoted_baseline``
+and ``non_inferiority_vs_promoted_baseline``.
 The figures come from summary.yaml and drift.yaml, never the JSONL, and the gates are read
 from the eval.yaml as it is when they are judged (a gate that is off passes and says so).
 
@@ -25,6 +26,8 @@ from evalh_pipeline.models import RunSummary
 from evalh_pipeline.queries.report import MAX_LISTED_CASES
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.runner.stages import load_summary
+from evalh_pipeline.stats.multiplicity import holm
+from evalh_pipeline.stats.paired import format_p_value, power_line
 from evalh_pipeline.store.run_dir import RunDirectory
 
 SUMMARY, DRIFT = "summary", "drift"
@@ -209,22 +212,71 @@ def _no_significant_regression(gates: GatesConfig, live: EvalSpec, summary: RunS
 
 
 def _significance_verdict(by_variant: dict[str, dict[str, Any]], alpha: float) -> GateVerdict:
-    """Fails when some variant has more worse than better cases with McNemar p < ``alpha``."""
+    """Fails when some variant has more worse than better cases with a Holm-adjusted p-value
+    below ``alpha``: the family is every variant the gate tests, so that the chance of any
+    false alarm stays at ``alpha`` however many variants there are."""
+    tested = [v for v, stats in by_variant.items() if stats.get("mcnemar_p_value") is not None]
+    adjusted = dict(zip(tested, holm([float(by_variant[v]["mcnemar_p_value"]) for v in tested])))
     regressed = {
-        variant: stats for variant, stats in by_variant.items()
-        if stats.get("mcnemar_p_value") is not None and stats["mcnemar_p_value"] < alpha
-        and stats["cases_worse"] > stats["cases_better"]
+        variant: by_variant[variant] for variant, p in adjusted.items()
+        if p < alpha and by_variant[variant]["cases_worse"] > by_variant[variant]["cases_better"]
     }
-    metadata: dict[str, Any] = {"alpha": alpha}
+    metadata: dict[str, Any] = {"alpha": alpha, "adjustment": "holm"}
     for variant, stats in by_variant.items():
-        if stats.get("mcnemar_p_value") is not None:
+        if variant in adjusted:
             metadata[f"mcnemar_p_value/{variant}"] = float(stats["mcnemar_p_value"])
+            metadata[f"p_value_holm/{variant}"] = adjusted[variant]
         metadata[f"verdict/{variant}"] = stats.get("verdict", "")
     return GateVerdict(
         passed=not regressed, metadata=metadata,
-        description="; ".join(f"{variant}: {stats['verdict']}" for variant, stats in regressed.items())
-        or f"no regression significant at alpha {alpha}",
+        description="; ".join(f"{variant}: {stats['verdict']} (Holm-adjusted over {len(tested)} variant(s): "
+                              f"{format_p_value(adjusted[variant])})" for variant, stats in regressed.items())
+        or f"no regression significant at alpha {alpha} (Holm-adjusted over {len(tested)} variant(s))",
     )
+
+
+def _non_inferiority(gates: GatesConfig, live: EvalSpec, summary: RunSummary) -> GateVerdict:
+    gate = gates.non_inferiority
+    if gate is None:
+        return _off("no gates.non_inferiority in eval.yaml")
+    if live.config.run.baseline_variant is None:
+        return _off("no run.baseline_variant in eval.yaml: non-inferiority is judged on drift only")
+    if summary.comparison is None:
+        return GateVerdict(passed=False, metadata={"margin": gate.margin},
+                           description=f"the baseline variant {live.config.run.baseline_variant} has no traces in "
+                                       "this run: non-inferiority not shown")
+    return _non_inferiority_verdict({d.variant: d.significance.model_dump() if d.significance else {}
+                                     for d in summary.comparison.deltas}, gate.margin)
+
+
+def _non_inferiority_verdict(by_variant: dict[str, dict[str, Any]], margin: float) -> GateVerdict:
+    """Passes when every variant's pass-rate delta has a 95% interval whose lower bound is above
+    -``margin``: each variant is shown no worse by more than the margin. An eval too small to
+    show it fails (an intersection-union test: every variant must pass, so no adjustment for
+    their number is needed)."""
+    failing: dict[str, str] = {}
+    metadata: dict[str, Any] = {"margin": margin}
+    for variant, stats in by_variant.items():
+        ci = stats.get("delta_ci95")
+        mde = stats.get("mde")
+        if mde is not None:
+            metadata[f"mde/{variant}"] = float(mde)
+        if not ci:
+            failing[variant] = f"{variant}: no case compared, non-inferiority not shown"
+            continue
+        metadata[f"delta_ci_low/{variant}"] = float(ci[0])
+        if ci[0] <= -margin:
+            failing[variant] = (f"{variant}: the delta's 95% CI reaches {_points(ci[0])} pp, below -{_points(margin)} pp"
+                                + (f" ({power_line(mde)})" if mde is not None else ""))
+    if not by_variant:
+        return GateVerdict(passed=False, metadata=metadata, description="no variant compared: non-inferiority not shown")
+    return GateVerdict(passed=not failing, metadata=metadata,
+                       description="; ".join(failing.values())
+                       or f"every variant shown within -{_points(margin)} pp of its reference (95% CI)")
+
+
+def _points(value: float) -> str:
+    return format(round(value * 100, 1) + 0.0, ".1f")
 
 
 def _per_variant(failing: dict[str, str], metadata: dict[str, Any], ok: str) -> GateVerdict:
@@ -289,6 +341,17 @@ def _no_significant_drift(live: EvalSpec, run: RunFiles) -> GateVerdict:
                                  gate.alpha)
 
 
+def _non_inferior_drift(live: EvalSpec, run: RunFiles) -> GateVerdict:
+    gate = live.config.gates.non_inferiority
+    if gate is None:
+        return _off("no gates.non_inferiority in eval.yaml")
+    record = _drift_deltas(run)
+    if isinstance(record, GateVerdict):
+        return record
+    _, deltas = record
+    return _non_inferiority_verdict({d["variant"]: d.get("significance") or {} for d in deltas}, gate.margin)
+
+
 GATES: tuple[Gate, ...] = (
     Gate("complete", SUMMARY,
          "Every expected cell (cases × variants × samples of the run's own snapshot) has a trace.",
@@ -302,13 +365,20 @@ GATES: tuple[Gate, ...] = (
          "At most gates.max_errored_fraction of each variant's cells errored.", _on_summary(_errored_under)),
     Gate("no_significant_regression_vs_baseline_variant", SUMMARY,
          "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
-         "p < gates.no_significant_regression.alpha).", _on_summary(_no_significant_regression)),
+         "Holm-adjusted p < gates.no_significant_regression.alpha over the variants).", _on_summary(_no_significant_regression)),
+    Gate("non_inferiority_vs_baseline_variant", SUMMARY,
+         "Every variant is shown no worse than `run.baseline_variant` by more than gates.non_inferiority.margin "
+         "(the lower bound of the pass-rate delta's 95% interval above -margin).", _on_summary(_non_inferiority)),
+    Gate("non_inferiority_vs_promoted_baseline", DRIFT,
+         "Every variant is shown no worse than in the promoted baseline run by more than "
+         "gates.non_inferiority.margin (passes while no run is promoted).", _non_inferior_drift),
     Gate("no_regressions_vs_promoted_baseline", DRIFT,
          "No case that passed in the eval's promoted baseline run fails in this run "
          "(passes while no run is promoted).", _no_drift_regressions),
     Gate("no_significant_regression_vs_promoted_baseline", DRIFT,
          "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
-         "test, p < gates.no_significant_regression.alpha; passes while no run is promoted).",
+         "test, Holm-adjusted p < gates.no_significant_regression.alpha over the variants; passes while "
+         "no run is promoted).",
          _no_significant_drift),
 )
 

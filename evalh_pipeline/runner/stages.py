@@ -107,6 +107,7 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         config_path=str(spec.path),
         config_hash=run_dir.read_config_hash(),
         metadata=spec.config.metadata,
+        cluster_by=spec.config.run.cluster_by,
     )
     cases = summary.cases_total
     summary.completeness = completeness(run_dir, summary, cases, spec)

@@ -198,3 +198,22 @@ def test_eval_harness_executor_pools_and_enrichers_load_with_a_warning_saying_wh
     assert any("systems[0].pool: pool is not used" in m for m in messages)
     assert "pool" not in spec.variants[0].config
 
+
+
+@pytest.mark.parametrize("gate, expected", [
+    ("margin: 0", "eval.yaml:15 gates.non_inferiority.margin: margin must be a share of the pass rate between "
+                  "0 and 1 (0.03: three points), got 0.0"),
+    ("margin: 1.5", "eval.yaml:15 gates.non_inferiority.margin: margin must be a share of the pass rate"),
+    ("margin: lots", "eval.yaml:15 gates.non_inferiority.margin: Input should be a valid number"),
+    ("margin: null", "eval.yaml:15 gates.non_inferiority.margin: Input should be a valid number"),
+])
+def test_a_bad_non_inferiority_margin_is_one_line_naming_the_key(tmp_path, gate, expected):
+    path = write(tmp_path, BASE + f"gates:\n  non_inferiority:\n    {gate}\n")
+    message = config_error(path)
+    assert expected in message and "\n" not in message.strip()
+
+
+def test_a_bad_cluster_by_path_is_an_error_at_load(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  cluster_by: 'metadata[?('\n")
+    message = config_error(path)
+    assert "run.cluster_by" in message and "invalid field path" in message

@@ -83,7 +83,11 @@ def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypat
     meta = event.asset_materialization.metadata
     assert meta["run_id"].value == run_id
     assert meta["complete"].value is True and meta["expected_cells"].value == 12
-    assert meta["pass_rate/candidate"].value == 4 / 6
+    assert meta["pass_rate/candidate"].value == 4 / 6  # a number, for the UI's plots
+    # Beside it, the rate as people read it, with Wilson's interval (statsmodels: 0.3000 to 0.9032).
+    assert meta["pass_rate_text/candidate"].value == "66.7% (95% CI 30.0–90.3%)"
+    assert 0 < meta["mde/candidate"].value <= 1
+    assert "this eval can see drops of" in meta["reading/candidate"].value
     assert meta["regressions"].value == 2
     assert meta["run_dir"].value == str(outcome.run_dir.path)
     assert meta["config_hash"].value == outcome.run_dir.read_config_hash()

@@ -95,3 +95,17 @@ def test_significance_gate_fails_on_a_real_regression(tmp_path, instance):
     assert metadata["mcnemar_p_value/candidate"].value == 0.001953125  # scipy binomtest(0, 10)
     assert metadata["verdict/candidate"].value.endswith("p = 0.002: a real regression")
     assert metadata["delta_ci95/candidate"].value.endswith(" pp")
+
+
+def test_non_inferiority_is_an_asset_check_that_fails_an_eval_too_small_to_show_it(tmp_path, instance):
+    # 30 cases, 10 of them lost by `candidate`: nowhere near shown within 3 points of `base`.
+    path = write_eval(tmp_path / "toy", cases=30, extra_yaml=(
+        "gates: {non_inferiority: {margin: 0.03}, no_regressions_vs_baseline_variant: false}\n"))
+    outcome = materialize_run(load_eval(path), new_run_id("toy"), instance=instance)
+    assert outcome.failed_checks == ["toy/summary: non_inferiority_vs_baseline_variant"]
+    (record,) = _significance_checks(instance, "toy", "summary", "non_inferiority_vs_baseline_variant")
+    evaluation = record.event.dagster_event.event_specific_data
+    assert evaluation.passed is False and evaluation.metadata["margin"].value == 0.03
+    assert "below -3.0 pp (this eval can see drops of" in evaluation.description
+    (drift_record,) = _significance_checks(instance, "toy", "drift", "non_inferiority_vs_promoted_baseline")
+    assert drift_record.event.dagster_event.event_specific_data.passed is True  # nothing promoted yet

@@ -126,3 +126,122 @@ def test_compare_pairs_runs_case_by_case(tmp_path):
     assert report.comparison.deltas[0].significance.cases_worse == 30
     text = drift_markdown("toy", "b", report)
     assert "## Significance" in text and "a real regression" in text
+
+
+def _clustered_run(tmp_path, cluster_by):
+    """12 documents of 5 questions; on ``new`` every question of documents 0-3 fails that passed."""
+    verdicts = {}
+    cases = []
+    for doc in range(12):
+        for q in range(5):
+            case = f"d{doc:02d}q{q}"
+            cases.append({"id": case, "input": {}, "metadata": {"doc": f"doc{doc}"}})
+            verdicts[(case, "base", 0)] = {"x": True, "y": q != 0}
+            verdicts[(case, "new", 0)] = {"x": doc >= 4, "y": q != 0}
+    run_dir = _write(RunDirectory(tmp_path / "r"), verdicts)
+    run_dir.cases.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return summarize_run(run_dir, variant_order=["base", "new"], pass_criteria=PassCriteria(),
+                         baseline_variant="base", config_path="eval.yaml", config_hash="h", cluster_by=cluster_by)
+
+
+def test_cluster_by_widens_the_summary_intervals_and_reports_the_design(tmp_path):
+    from statsmodels.stats.proportion import proportion_confint
+
+    naive = _clustered_run(tmp_path / "naive", None)
+    clustered = _clustered_run(tmp_path / "clustered", "metadata.doc")
+    new_naive, new = naive.variants[1], clustered.variants[1]
+    # 32 of 60 cases pass (q0 fails on y everywhere; documents 0-3 fail on x).
+    assert (new.cases_passed, new.cases_total) == (32, 60)
+    assert new_naive.pass_rate_ci == pytest.approx(list(proportion_confint(32, 60, method="wilson")))
+    assert new_naive.clusters is None
+    assert new.clusters == 12 and new.design_effect > 1
+    low, high = new.pass_rate_ci
+    assert low < new_naive.pass_rate_ci[0] and high > new_naive.pass_rate_ci[1]
+    delta, delta_naive = clustered.comparison.deltas[0].significance, naive.comparison.deltas[0].significance
+    assert delta.clusters == 12 and delta.test == "mcnemar_clustered" and delta.design_effect > 3
+    assert delta.pass_rate_delta == delta_naive.pass_rate_delta == pytest.approx(-16 / 60)  # q0 failed on base too
+    assert delta.mde > delta_naive.mde and delta.mcnemar_p_value > delta_naive.mcnemar_p_value
+
+
+def test_per_evaluator_p_values_carry_their_benjamini_hochberg_adjustment(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    summary = _clustered_run(tmp_path, None)
+    by_evaluator = summary.comparison.deltas[0].by_evaluator
+    raw = [by_evaluator[e].mcnemar_p_value for e in ("x", "y")]
+    expected = multipletests(raw, method="fdr_bh")[1]
+    assert [by_evaluator[e].p_value_adjusted for e in ("x", "y")] == pytest.approx(list(expected))
+    assert {by_evaluator[e].adjustment for e in ("x", "y")} == {"benjamini_hochberg"}
+
+
+def test_report_shows_each_interval_beside_its_rate_and_what_the_eval_can_see(tmp_path):
+    summary = _clustered_run(tmp_path, "metadata.doc")
+    report = render_report(summary, "demo", "base")
+    new = summary.variants[1]
+    low, high = new.pass_rate_ci
+    assert f"| new | 60 | 32 | 0 | 53.3% | {low:.1%}–{high:.1%} |".replace("%–", "–") in report
+    assert "`new` 12 clusters, design effect 3.06" in report
+    assert "`base` 12 clusters, design effect 0.00 (below 1: taken as 1)" in report
+    mde = summary.comparison.deltas[0].significance.mde
+    assert f"this eval can see drops of {mde * 100:.1f} points or more (12 clusters, design effect" in report
+    assert "| MDE | McNemar p | p (BH) | verdict |" in report
+
+
+def _scored(run_dir: RunDirectory, scores: dict[tuple[str, str], float]) -> RunDirectory:
+    """One `rubric` evaluator with a 1-5 score per (case, variant); passed when the score is >= 3."""
+    run_dir.path.mkdir(parents=True)
+    with run_dir.traces.open("w") as traces, run_dir.results.open("w") as results:
+        for (case, variant), score in scores.items():
+            cell = {"schema_version": "1.0", "run_id": run_dir.run_id, "case_id": case, "variant_name": variant,
+                    "sample": 0, "started_at": T0, "finished_at": T0}
+            traces.write(json.dumps({**cell, "latency_ms": 10, "input": {}, "output": {}, "metrics": {},
+                                     "error": None}) + "\n")
+            results.write(json.dumps({**cell, "evaluator": "rubric", "evaluator_type": "llm_judge",
+                                      "passed": score >= 3, "score": score, "reason": "", "latency_ms": 0,
+                                      "error": None}) + "\n")
+    return run_dir
+
+
+def test_rubric_scores_get_a_paired_delta_interval_and_wilcoxon_test(tmp_path):
+    from scipy.stats import wilcoxon
+
+    rng = __import__("random").Random(5)
+    base = {f"c{i:03d}": rng.choice([2, 3, 4, 4, 5]) for i in range(80)}
+    new = {case: max(1, min(5, s + rng.choice([-2, -1, -1, 0, 0, 0, 1]))) for case, s in base.items()}
+    scores = {**{(c, "base"): float(s) for c, s in base.items()}, **{(c, "new"): float(s) for c, s in new.items()}}
+    summary = _summary(_scored(RunDirectory(tmp_path / "r"), scores))
+    stats = summary.comparison.deltas[0].by_evaluator["rubric"]
+    differences = [new[c] - base[c] for c in base]
+    assert stats.score_delta == pytest.approx(sum(differences) / 80)
+    low, high = stats.score_delta_ci95
+    assert low < stats.score_delta < high
+    expected = wilcoxon(differences, zero_method="wilcox", correction=False, method="asymptotic").pvalue
+    assert stats.wilcoxon_p_value == pytest.approx(expected, rel=1e-9)
+    # The same figures when the two variants are two runs compared.
+    run_a = _scored(RunDirectory(tmp_path / "a"), {(c, "v"): float(s) for c, s in base.items()})
+    run_b = _scored(RunDirectory(tmp_path / "b"), {(c, "v"): float(s) for c, s in new.items()})
+    compared = compare_runs(run_a, run_b).comparison.deltas[0].by_evaluator["rubric"]
+    assert compared.score_delta == pytest.approx(stats.score_delta)
+    assert compared.wilcoxon_p_value == pytest.approx(expected, rel=1e-9)
+    assert "| new | rubric | " in render_report(summary, "demo", "base")
+
+
+def test_compare_gate_adjusts_its_variants_with_holm_and_clusters_by_run_b(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    # Run A passes everything; in run B `x` loses 7 of 60 cases (p = 0.016), `y` 6 (p = 0.031).
+    run_a = _write(RunDirectory(tmp_path / "a"), {(f"c{i:02d}", v, 0): {"e": True} for i in range(60) for v in "xy"})
+    verdicts = {(f"c{i:02d}", v, 0): {"e": not (i < lost)} for i in range(60) for v, lost in (("x", 7), ("y", 6))}
+    run_b = _write(RunDirectory(tmp_path / "b"), verdicts)
+    report = compare_runs(run_a, run_b)
+    raw = {d.variant: d.significance.mcnemar_p_value for d in report.comparison.deltas}
+    assert raw["x"] < 0.05 and raw["y"] < 0.05
+    adjusted = multipletests([raw["x"], raw["y"]], method="holm")[1]
+    assert report.has_significant_regression(0.05) == (min(adjusted) < 0.05)
+    assert not report.has_significant_regression(min(adjusted))  # the adjusted p, not the raw one, is judged
+    # Run B's config snapshot says how to cluster: by metadata.doc, 10 documents of 6.
+    run_b.config_yaml.write_text("run:\n  cluster_by: metadata.doc\n")
+    run_b.cases.write_text("".join(json.dumps({"id": f"c{i:02d}", "metadata": {"doc": i // 6}}) + "\n"
+                                   for i in range(60)))
+    clustered = compare_runs(run_a, run_b).comparison.deltas[0].significance
+    assert clustered.clusters == 10 and clustered.test == "mcnemar_clustered"

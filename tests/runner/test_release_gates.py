@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.gates import DRIFT, SUMMARY, Json, Markdown, RunFiles, blocked, judge_gates
@@ -62,3 +64,44 @@ def test_gates_judge_a_summary_they_are_given_without_reading_summary_yaml(tmp_p
     run_dir.summary.unlink()  # what the CLI has in hand after writing it is what the gates judge
     given = {j.gate.name: j.verdict for j in judge_gates(spec, RunFiles(run_dir, summary), SUMMARY)}
     assert given == from_file
+
+
+def test_non_inferiority_fails_an_eval_too_small_to_show_it_with_what_it_can_see(tmp_path):
+    spec, run_dir = _judged_run(tmp_path, "gates: {non_inferiority: {margin: 0.03}}\n")
+    judged = {j.gate.name: j.verdict for j in judge_gates(spec, run_dir, SUMMARY)}
+    verdict = judged["non_inferiority_vs_baseline_variant"]
+    # 2 of 6 cases got worse: Tango's interval reaches far below -3 pp, so it fails and says why.
+    assert not verdict.passed
+    assert verdict.description.startswith("candidate: the delta's 95% CI reaches -")
+    assert "below -3.0 pp (this eval can see drops of" in verdict.description
+    assert verdict.metadata["margin"] == 0.03 and verdict.metadata["delta_ci_low/candidate"] < -0.03
+    assert 0 < verdict.metadata["mde/candidate"] <= 1
+
+
+def test_non_inferiority_with_no_discordant_pair_still_needs_enough_cases():
+    from evalh_pipeline.runner.gates import _non_inferiority_verdict
+    from evalh_pipeline.stats.paired import compare_paired
+
+    # Nothing moved in 30 cases: the interval is not [0, 0], and 30 cases cannot show a 3-point margin.
+    small = compare_paired({0.0: 30}).model_dump()
+    assert small["delta_ci95"][0] < -0.03
+    assert not _non_inferiority_verdict({"v": small}, 0.03).passed
+    large = compare_paired({0.0: 2000}).model_dump()
+    assert _non_inferiority_verdict({"v": large}, 0.03).passed
+
+
+def test_significance_gate_adjusts_p_values_with_holm_across_its_variants():
+    from statsmodels.stats.multitest import multipletests
+
+    from evalh_pipeline.runner.gates import _significance_verdict
+
+    stats = {"a": {"mcnemar_p_value": 0.03, "cases_worse": 9, "cases_better": 1, "verdict": "a"},
+             "b": {"mcnemar_p_value": 0.04, "cases_worse": 9, "cases_better": 1, "verdict": "b"}}
+    verdict = _significance_verdict(stats, 0.05)
+    # Each p is below 0.05 on its own; over the family of two neither is.
+    assert verdict.passed and "Holm-adjusted over 2 variant(s)" in verdict.description
+    expected = multipletests([0.03, 0.04], method="holm")[1]
+    assert [verdict.metadata["p_value_holm/a"], verdict.metadata["p_value_holm/b"]] == pytest.approx(list(expected))
+    assert verdict.metadata["mcnemar_p_value/a"] == 0.03  # the raw p-value beside the adjusted one
+    alone = _significance_verdict({"a": stats["a"]}, 0.05)
+    assert not alone.passed

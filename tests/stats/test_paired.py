@@ -18,6 +18,7 @@ from evalh_pipeline.stats.paired import (
     paired_bootstrap_ci,
     verdict_text,
 )
+from evalh_pipeline.stats.proportions import tango_interval
 
 SCIPY_BINOMTEST = [
     ((0, 0), 1.0),
@@ -53,14 +54,20 @@ def test_mcnemar_is_symmetric_and_rejects_negative_counts():
 def test_no_discordant_pairs_is_no_change():
     stats = compare_paired({0.0: 300})
     assert (stats.cases_compared, stats.cases_worse, stats.cases_better) == (300, 0, 0)
-    assert stats.pass_rate_delta == 0.0 and stats.delta_ci95 == [0.0, 0.0]
+    # Tango's score interval: no case moved among 300 still leaves a change of about a point
+    # undetected either way; never [0, 0].
+    assert stats.pass_rate_delta == 0.0 and stats.delta_ci_method == "tango"
+    assert stats.delta_ci95 == pytest.approx(list(tango_interval(0, 0, 300)))
+    assert -0.02 < stats.delta_ci95[0] < -0.01 and stats.delta_ci95[1] == pytest.approx(-stats.delta_ci95[0])
     assert stats.mcnemar_p_value == 1.0 and not stats.significant
-    assert stats.verdict == "+0.0 pp, 95% CI 0.0 to 0.0, p = 1: no case changed"
+    assert stats.verdict == "+0.0 pp, 95% CI -1.3 to 1.3, p = 1: no case changed"
 
 
 def test_all_discordant_in_one_direction():
     stats = compare_paired({-1.0: 40})
-    assert stats.pass_rate_delta == -1.0 and stats.delta_ci95 == [-1.0, -1.0]
+    assert stats.pass_rate_delta == -1.0 and stats.delta_ci_method == "tango"
+    assert stats.delta_ci95 == pytest.approx(list(tango_interval(40, 0, 40)))
+    assert stats.delta_ci95[0] == -1.0 and stats.delta_ci95[1] > -1.0
     assert stats.mcnemar_p_value == pytest.approx(2 * 0.5**40)
     assert stats.significant and stats.significant_regression
     assert stats.verdict.endswith("p < 0.0001: a real regression")
@@ -75,8 +82,9 @@ def test_all_discordant_both_ways_is_noise():
 def test_single_case():
     stats = compare_paired({-1.0: 1})
     assert stats.cases_compared == 1 and stats.mcnemar_p_value == 1.0 and not stats.significant
-    assert stats.verdict == ("-100.0 pp, 95% CI -100.0 to -100.0, p = 1: not distinguishable from noise "
+    assert stats.verdict == ("-100.0 pp, 95% CI -100.0 to 58.7, p = 1: not distinguishable from noise "
                              "(only 1 case(s) changed)")
+    assert stats.mde == 1.0  # one case cannot show any change short of all of it
 
 
 def test_nothing_to_compare():

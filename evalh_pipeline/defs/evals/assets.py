@@ -31,7 +31,13 @@ from evalh_pipeline.defs.evals.names import BASELINES_GROUP, EVAL_TAG, judge_job
 from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
-from evalh_pipeline.queries.report import comparison_section, completeness_line, evaluators_table, variants_table
+from evalh_pipeline.queries.report import (
+    comparison_section,
+    completeness_line,
+    evaluators_table,
+    rate_with_ci,
+    variants_table,
+)
 from evalh_pipeline.runner.drift import write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.hashes import file_version
@@ -228,6 +234,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "present_cells": done.present_cells if done else 0,
             "cases_total": result.cases_total,
             **{f"pass_rate/{v.name}": dg.MetadataValue.float(v.pass_rate) for v in result.variants},
+            **{f"pass_rate_text/{v.name}": rate_with_ci(v.pass_rate, v.pass_rate_ci) for v in result.variants},
             **{f"errored/{v.name}": v.cases_errored for v in result.variants},
             "regressions": comp.regressions_count if comp else 0,
             "improvements": comp.improvements_count if comp else 0,

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.models import RunSummary
-from evalh_pipeline.queries.report import ci_text, repeats_section
+from evalh_pipeline.queries.report import ci_text, reading, repeats_section
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.reuse import recorded_reuse
 from evalh_pipeline.runner.traces import TraceStats
@@ -110,7 +110,10 @@ def significance_metadata(deltas: list[Any]) -> dict[str, Any]:
             metadata[f"mcnemar_p_value/{d.variant}"] = dg.MetadataValue.float(stats.mcnemar_p_value)
         if stats.delta_ci95 is not None:
             metadata[f"delta_ci95/{d.variant}"] = ci_text(stats)
+        if stats.mde is not None:
+            metadata[f"mde/{d.variant}"] = dg.MetadataValue.float(stats.mde)
         metadata[f"verdict/{d.variant}"] = stats.verdict
+        metadata[f"reading/{d.variant}"] = reading(stats)
     return metadata
 
 
