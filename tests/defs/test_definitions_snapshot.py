@@ -8,6 +8,7 @@ intended change, rewrite it with ``EVALH_UPDATE_SNAPSHOTS=1 pytest tests/defs/te
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from pathlib import Path
@@ -56,12 +57,13 @@ def _described(defs: dg.Definitions) -> dict:
 def test_the_bundled_evals_make_exactly_the_definitions_in_the_snapshot():
     specs = discover_evals([REPO / "evals"]).specs
     defs, _ = build_definitions(specs)
-    # JSON round trip: tuples become lists, as in the file.
-    described = json.loads(json.dumps(_described(defs)))
+    described = json.dumps(_described(defs), indent=2, sort_keys=True) + "\n"
     if os.environ.get("EVALH_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOT.write_text(json.dumps(described, indent=2, sort_keys=True) + "\n")
-    expected = json.loads(SNAPSHOT.read_text())
-    assert described == expected, (
+        SNAPSHOT.write_text(described)
+    expected = SNAPSHOT.read_text()
+    diff = "".join(difflib.unified_diff(
+        expected.splitlines(keepends=True), described.splitlines(keepends=True), "snapshot", "now"))
+    assert not diff, (
         "the Dagster definitions changed; if intended, rewrite the snapshot with "
-        "EVALH_UPDATE_SNAPSHOTS=1 pytest tests/defs/test_definitions_snapshot.py and review its diff"
+        "EVALH_UPDATE_SNAPSHOTS=1 pytest tests/defs/test_definitions_snapshot.py and review its diff:\n" + diff
     )
