@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
 from evalh_pipeline.config.cron import parse_cron
 
-RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
+RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception", "rate_limited"]
 # eval-harness allows any name (spaces too); Dagster partition keys and the run directory's
 # file names forbid | , [ ] / \ and control characters, and a name must not start or end blank.
 NAME_PATTERN = r"^[^\s|,\[\]/\\\x00-\x1f](?:[^|,\[\]/\\\x00-\x1f]*[^\s|,\[\]/\\\x00-\x1f])?$"
@@ -105,7 +106,7 @@ class PassCriteria(_Strict):
     any_required: list[str] = Field(default_factory=list)
 
 
-RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception")
+RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception", "rate_limited")
 
 
 class RetryConfig(_Strict):
@@ -115,6 +116,16 @@ class RetryConfig(_Strict):
     backoff_seconds: float = Field(default=0.0, ge=0)
 
 
+class ExecutorConfig(BaseModel):
+    """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
+    ``pools`` name limits (a capacity, or max_concurrency and/or requests_per_second)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "local"
+    pools: dict[str, PoolLimits] = Field(default_factory=dict)
+
+
 class RunConfig(_Strict):
     max_concurrency: int = Field(default=4, ge=1)
     per_variant_concurrency: int | None = Field(default=None, ge=1)
@@ -122,8 +133,11 @@ class RunConfig(_Strict):
     baseline_variant: str | None = None
     cost_limit_usd: float | None = Field(default=None, ge=0)
     samples_per_case: int = Field(default=1, ge=1)
-    # Accepted for eval-harness compatibility; Dagster executors do this job here.
-    executor: dict[str, Any] = Field(default_factory=dict)
+    # Accepted for eval-harness compatibility; Dagster executors do this job here. Its
+    # `pools` are used: named limits that systems[].pool and judges' `pool` share.
+    executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
+    # How the run meets servers' rate limits (an evalh extension).
+    rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
 
 
 class SignificanceGateConfig(_Strict):
