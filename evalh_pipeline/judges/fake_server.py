@@ -82,6 +82,13 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
     return answer
 
 
+# The answers of the scripted error modes: (status, body, headers).
+_SCRIPTED_ERRORS: dict[str, tuple[int, dict[str, Any], dict[str, str]]] = {
+    "error_500": (500, {"error": {"message": "fake judge: scripted server error"}}, {}),
+    "rate_limited": (429, {"error": {"message": "fake judge: scripted rate limit", "type": "requests",
+                                     "code": "rate_limit_exceeded"}}, {"retry-after-ms": "20"}),
+}
+
 # The http_agent example service uses 8766, so both can run at once.
 DEFAULT_PORT = 8765
 
@@ -192,12 +199,8 @@ class FakeJudgeServer:
                     return
                 anthropic = self.path == "/v1/messages"
                 mode = server._next_mode({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-                if mode == "error_500":
-                    self._send(500, {"error": {"message": "fake judge: scripted server error"}})
-                    return
-                if mode == "rate_limited":
-                    self._send(429, {"error": {"message": "fake judge: scripted rate limit", "type": "requests",
-                                               "code": "rate_limit_exceeded"}}, {"retry-after-ms": "20"})
+                if mode in _SCRIPTED_ERRORS:
+                    self._send(*_SCRIPTED_ERRORS[mode])
                     return
                 with server._lock:
                     server.in_flight += 1
