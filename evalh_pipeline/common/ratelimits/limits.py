@@ -103,6 +103,7 @@ class RateLimits:
                 "max_in_flight": stats.max_in_flight, "capped_waits": stats.capped_waits,
                 "gave_up": limiter.gave_up,
                 "levels": [[t, level] for t, level in stats.levels],
+                "paces": [[t, pace] for t, pace in stats.paces],
             })
         return found
 
@@ -145,9 +146,12 @@ async def call_within_limit(
             outcome.gave_up = str(exc)
             return outcome
         now = limiter.clock()
+        outcome.waited_s += ticket.queued_s
         if give_up_at is None:
             give_up_at = now + timeout
-        outcome.waited_s += ticket.queued_s
+        elif now >= give_up_at:  # the call's time ran out while it queued for another attempt
+            limiter.unused(ticket)
+            return outcome
         outcome.sent_at = now
         try:
             result = await attempt(max(0.001, give_up_at - now))

@@ -20,19 +20,22 @@ class Clock:
         return self.now
 
 
-def test_a_rate_limit_halves_the_level_once_per_round_and_successes_grow_it_back():
+def test_a_rate_limit_cuts_the_level_once_per_round_and_successes_grow_it_back():
     async def go():
         clock = Clock()
         limiter = Limiter("api", ceiling=8, clock=clock, max_wait_seconds=5)
         tickets = [await limiter.acquire() for _ in range(8)]
-        assert limiter.in_flight == 8
-        limiter.release(tickets[0], rate_limited=True, retry_after=0)
-        limiter.release(tickets[1], rate_limited=True, retry_after=0)  # same round: no second cut
+        assert limiter.in_flight == 8 and limiter.pace is None
+        limiter.release(tickets[0], rate_limited=True, retry_after=0.05)
+        limiter.release(tickets[1], rate_limited=True, retry_after=0.05)  # same round: no second cut
         assert int(limiter.level) == 4
+        assert limiter.pace == 20  # nothing measured yet: one request per retry-after
         for ticket in tickets[2:]:
+            clock.now += 0.01
             limiter.release(ticket)
-        assert 4 < limiter.level < 5.5
+        assert 4 < limiter.level < 8
         for _ in range(200):
+            clock.now += 1
             limiter.release(await limiter.acquire())
         assert limiter.level == 8  # never above the ceiling
         return limiter
@@ -41,11 +44,31 @@ def test_a_rate_limit_halves_the_level_once_per_round_and_successes_grow_it_back
     assert [level for _, level in limiter.stats.levels][:2] == [8, 4]
 
 
+def test_a_cut_after_seconds_of_successes_paces_at_the_rate_they_came():
+    async def go():
+        clock = Clock()
+        limiter = Limiter("api", ceiling=100, clock=clock, max_wait_seconds=5)
+        for _ in range(100):  # 10 successes a second, each holding its slot 0.5 s
+            ticket = await limiter.acquire()
+            clock.now += 0.1
+            ticket.sent_at = clock.now - 0.5
+            limiter.release(ticket)
+        limiter.release(await limiter.acquire(), rate_limited=True, retry_after=0.01)
+        return limiter
+
+    limiter = asyncio.run(go())
+    assert limiter.pace == pytest.approx(10, rel=0.1)
+    # The level keeps twice what the limit carried (10/s x 0.5 s), never less than half.
+    assert int(limiter.level) == 50
+
+
 def test_the_level_never_goes_below_one():
     async def go():
-        limiter = Limiter("api", ceiling=4, clock=Clock())
+        clock = Clock()
+        limiter = Limiter("api", ceiling=4, clock=clock)
         for _ in range(10):
-            limiter.release(await limiter.acquire(), rate_limited=True, retry_after=0)
+            limiter.release(await limiter.acquire(), rate_limited=True, retry_after=0.5)
+            clock.now += 10
         return limiter.level
 
     assert asyncio.run(go()) == 1
@@ -109,19 +132,19 @@ def test_a_wait_over_the_cap_is_capped():
         return pause, limiter.stats.capped_waits
 
     pause, capped = asyncio.run(go())
-    assert pause <= 0.01 and capped == 1
+    assert pause == pytest.approx(0.01, abs=1e-6) and capped == 1
 
 
 def test_a_limit_refusing_everything_for_the_budget_is_given_up_and_its_queue_emptied():
     async def go():
         clock = Clock()
-        limiter = Limiter("api", ceiling=1, budget_seconds=10, clock=clock, max_wait_seconds=0)
+        limiter = Limiter("api", ceiling=1, budget_seconds=10, clock=clock, max_wait_seconds=0.001)
         first = await limiter.acquire()
         queued = asyncio.ensure_future(limiter.acquire())
         await asyncio.sleep(0)
         limiter.release(first, rate_limited=True, retry_after=0, message="slow down")
-        second = await queued
         clock.now += 11
+        second = await queued
         queued = asyncio.ensure_future(limiter.acquire())
         await asyncio.sleep(0)
         limiter.release(second, rate_limited=True, retry_after=0)
@@ -138,12 +161,13 @@ def test_a_limit_refusing_everything_for_the_budget_is_given_up_and_its_queue_em
 def test_a_success_restarts_the_budget():
     async def go():
         clock = Clock()
-        limiter = Limiter("api", ceiling=1, budget_seconds=10, clock=clock, max_wait_seconds=0)
+        limiter = Limiter("api", ceiling=1, budget_seconds=10, clock=clock, max_wait_seconds=0.001)
         limiter.release(await limiter.acquire(), rate_limited=True, retry_after=0)
         clock.now += 9
         limiter.release(await limiter.acquire())
         clock.now += 9
         limiter.release(await limiter.acquire(), rate_limited=True, retry_after=0)
+        clock.now += 9
         return limiter.gave_up
 
     assert asyncio.run(go()) is None
