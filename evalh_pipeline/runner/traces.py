@@ -174,7 +174,12 @@ async def produce_traces(
 
             completed = False
             try:
-                await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
+                # Variants behind different limits get lanes of their own, so a slow limit's
+                # queue never holds back the others; the limiters' gate keeps the run's
+                # max_concurrency over all of them.
+                groups = _lane_groups(variants, limiters, limits)
+                await asyncio.gather(*(run_bounded(iter_cells(run_dir.cases, group, samples, done), work, concurrency)
+                                       for group in groups))
                 completed = True
             finally:
                 deadlines.close()
@@ -236,6 +241,19 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
     context = WorkspaceContext(eval_dir=spec.eval_dir, runs_root=str(spec.runs_root), run_dir=run_dir.path,
                                run_id=run_dir.run_id, secret_values=spec.secret_values, env=spec.settings.env)
     return WORKSPACES.get(workspace.type)(workspace.model_dump(), context)
+
+
+def _lane_groups(variants: list[RunVariant], limiters: dict[str, Limiter | None],
+                 limits: RateLimits) -> list[list[RunVariant]]:
+    """The variants by limit, in order; one group when they share one limit (or none)."""
+    groups: dict[int, list[RunVariant]] = {}
+    for variant in variants:
+        groups.setdefault(id(limiters[variant.name]), []).append(variant)
+    if len(groups) > 1:  # each group's lanes: the gate of the limiters bounds the run as a whole
+        for variant in variants:
+            if limiters[variant.name] is None:
+                limiters[variant.name] = limits.unlimited(variant.name)
+    return list(groups.values())
 
 
 def _limiter(spec: EvalSpec, limits: RateLimits, variant: RunVariant,

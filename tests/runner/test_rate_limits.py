@@ -146,3 +146,18 @@ def test_without_retry_the_first_rate_limit_errors_the_cell_as_rate_limited(tmp_
             "  max_concurrency: 2\n  rate_limits: {retry: false}\n"))
     assert stats.errors_by_type == {"rate_limited": 2} and server.total.requests == 2
     assert all("HTTP 429 (rate limited)" in t["error"]["message"] for t in traces)
+
+
+def test_a_refusing_key_never_holds_back_a_variant_on_another_key(tmp_path):
+    # Two lanes in all. Key A refuses everything for 5 s before the run gives up on it; had
+    # A's cells held the run's lanes, B's would have waited those 5 s behind them.
+    limits = {f"Bearer {KEY_A}": KeyLimit(rate=0, burst=0)}
+    with RateLimitedServer(limits) as server:
+        systems = _system("base", server.url, "KEY_A") + _system("other", server.url, "KEY_B")
+        stats, traces, records = _run(tmp_path, systems, cases=6, run_yaml=(
+            "  max_concurrency: 2\n  rate_limits: {budget_seconds: 5}\n"))
+    assert stats.errors_by_type == {"rate_limited": 6} and stats.by_variant["other"]["errored"] == 0
+    order = [t["variant_name"] for t in traces]  # as the traces were written
+    assert order[:6] == ["other"] * 6
+    # The run's max_concurrency held over both limits together.
+    assert server.total.peak_in_flight <= 2 and all(r["max_in_flight"] <= 2 for r in records)

@@ -26,6 +26,9 @@ round of calls sent after the previous cut (AIMD):
   measured); successes grow it by 30 % of the way back to the level before the cut per round
   (at least one), then by one per round. Never above the ceiling, never below 1.
 
+With a :class:`Gate`, the limiters of a run also share one bound on the calls in flight
+across all of them (the run's ``max_concurrency``).
+
 Callers are served first come, first served. A limit that answers nothing but rate limits
 for ``budget_seconds`` is given up: waiting and later calls fail at once with
 :class:`LimitGaveUp`. The level's changes are kept (``stats.levels``) for the run's record.
@@ -61,6 +64,22 @@ class LimitGaveUp(Exception):
     """The limit answered nothing but rate limits for the run's budget: no more calls are sent."""
 
 
+class Gate:
+    """The calls in flight across several limiters, at most ``capacity``; a call leaving one
+    limiter wakes the calls waiting in the others."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self.in_flight = 0
+        self.limiters: list[Limiter] = []
+
+    def leave(self, limiter: Limiter) -> None:
+        self.in_flight -= 1
+        for other in self.limiters:
+            if other is not limiter and other._waiters:
+                other._dispatch()
+
+
 @dataclass
 class Ticket:
     """One call's permission to send: the round it was sent in, how long it queued, when it went."""
@@ -90,8 +109,12 @@ class Limiter:
 
     def __init__(self, label: str, *, ceiling: int, start: int | None = None, adaptive: bool = True,
                  retry: bool = True, requests_per_second: float | None = None, budget_seconds: float = 300.0,
-                 max_wait_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_wait_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 gate: Gate | None = None) -> None:
         self.label = label
+        self.gate = gate
+        if gate is not None:
+            gate.limiters.append(self)
         self.ceiling = max(1, ceiling)
         self.adaptive = adaptive
         self.retry = retry  # callers send again after a rate limit (call_within_limit)
@@ -137,7 +160,7 @@ class Limiter:
             return await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled() and future.exception() is None:
-                self.in_flight -= 1  # granted as it was cancelled: hand the slot on
+                self._leave()  # granted as it was cancelled: hand the slot on
                 self._dispatch()
             else:
                 try:
@@ -150,7 +173,7 @@ class Limiter:
                 message: str = "", succeeded: bool = True) -> float:
         """Hand the slot back with the call's outcome; returns the pause a rate limit set
         (seconds from now; 0 otherwise)."""
-        self.in_flight -= 1
+        self._leave()
         now = self.clock()
         pause = 0.0
         if rate_limited:
@@ -166,7 +189,7 @@ class Limiter:
 
     def unused(self, ticket: Ticket) -> None:
         """Hand back a slot that sent nothing (the caller's time ran out while it queued)."""
-        self.in_flight -= 1
+        self._leave()
         self.stats.requests -= 1
         self._dispatch()
 
@@ -267,16 +290,23 @@ class Limiter:
 
     def _may_send(self, now: float) -> bool:
         return (self.in_flight < max(1, int(self.level)) and now >= self._paused_until
-                and now >= self._next_send)
+                and now >= self._next_send and (self.gate is None or self.gate.in_flight < self.gate.capacity))
 
     def _take(self, now: float, asked: float) -> Ticket:
         self.in_flight += 1
+        if self.gate is not None:
+            self.gate.in_flight += 1
         self.stats.requests += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self.in_flight)
         spacing = max(self.interval, 1.0 / self.pace if self.pace else 0.0)
         if spacing:
             self._next_send = max(now, self._next_send) + spacing
         return Ticket(self.epoch, now - asked, now)
+
+    def _leave(self) -> None:
+        self.in_flight -= 1
+        if self.gate is not None:
+            self.gate.leave(self)
 
     def _dispatch(self) -> None:
         """Grant waiting calls in order while the limit allows; else set the timer for when time

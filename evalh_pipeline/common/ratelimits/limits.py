@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from evalh_pipeline.common.ratelimits.answers import RateLimitAnswer
-from evalh_pipeline.common.ratelimits.limiter import Limiter, LimitGaveUp
+from evalh_pipeline.common.ratelimits.limiter import Gate, Limiter, LimitGaveUp
 from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
 
 T = TypeVar("T")
@@ -38,6 +38,8 @@ class RateLimits:
         self.pools = dict(pools or {})
         self.max_concurrency = max(1, max_concurrency)
         self.limiters: dict[tuple[str, ...], Limiter] = {}
+        # The run's max_concurrency over every limiter's calls (when limits have lanes of their own).
+        self.gate = Gate(self.max_concurrency)
         self.started_at = datetime.now(timezone.utc)
         self._salt = secrets.token_bytes(16)
         self._credentials: dict[str, dict[bytes, int]] = {}  # host -> credential digest -> its number
@@ -75,6 +77,16 @@ class RateLimits:
             found = self.limiters[key] = self._limiter(label, self.max_concurrency, None)
         return found
 
+    def unlimited(self, name: str) -> Limiter:
+        """A limiter that only counts ``name``'s calls against the run's max_concurrency (a
+        system with no known limit, run beside limited ones); not in the run's record."""
+        key = ("unlimited", name)
+        found = self.limiters.get(key)
+        if found is None:
+            found = self.limiters[key] = Limiter(f"{name} (no limit)", ceiling=self.max_concurrency, adaptive=False,
+                                                 gate=self.gate)
+        return found
+
     def scoped(self, pool: str | None, url: str | None, credential: str | None) -> Limiter | None:
         """The pool's limiter if one is named, else the endpoint's (None: neither)."""
         if pool is not None:
@@ -86,14 +98,15 @@ class RateLimits:
     def _limiter(self, label: str, ceiling: int, rps: float | None) -> Limiter:
         s = self.settings
         return Limiter(label, ceiling=ceiling, start=s.start_concurrency, adaptive=s.adaptive, retry=s.retry,
-                       requests_per_second=rps, budget_seconds=s.budget_seconds, max_wait_seconds=s.max_wait_seconds)
+                       requests_per_second=rps, budget_seconds=s.budget_seconds, max_wait_seconds=s.max_wait_seconds,
+                       gate=self.gate)
 
     def records(self, stage: str) -> list[dict[str, Any]]:
         """One record per limit used (its totals and its level over time), for the run's record."""
         found = []
-        for limiter in self.limiters.values():
+        for key, limiter in self.limiters.items():
             stats = limiter.stats
-            if stats.requests == 0:
+            if stats.requests == 0 or key[0] == "unlimited":
                 continue
             found.append({
                 "stage": stage, "limit": limiter.label, "started_at": self.started_at.isoformat(),
