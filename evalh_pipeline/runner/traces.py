@@ -245,7 +245,9 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
 
 def _lane_groups(variants: list[RunVariant], limiters: dict[str, Limiter | None],
                  limits: RateLimits) -> list[list[RunVariant]]:
-    """The variants by limit, in order; one group when they share one limit (or none)."""
+    """The variants by limit, in order; one group when they share one limit (or none). With
+    several groups, a variant with no limit is given one that only counts its calls against
+    the limiters' gate (the run's max_concurrency over all groups' lanes)."""
     groups: dict[int, list[RunVariant]] = {}
     for variant in variants:
         groups.setdefault(id(limiters[variant.name]), []).append(variant)

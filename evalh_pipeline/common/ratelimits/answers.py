@@ -70,7 +70,7 @@ def _reset_seconds(headers: Mapping[str, str], now: datetime) -> float | None:
     """The wait the reset headers give: of the limits with nothing remaining, the longest;
     if no remaining count is given, the shortest reset."""
     exhausted, unknown = [], []
-    for name, value in _items(headers):
+    for name, value in headers.items():
         lower = name.lower()
         if not lower.endswith("reset") and "-reset-" not in lower:
             continue
@@ -130,18 +130,11 @@ def _timestamp_from_now(value: str, now: datetime) -> float | None:
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """The header ``name`` (lower case), whatever case the mapping spells it in."""
     value = headers.get(name)
-    if value is None and not _case_insensitive(headers):
+    if value is None:
         value = next((v for k, v in headers.items() if k.lower() == name), None)
     return value
-
-
-def _case_insensitive(headers: Mapping[str, str]) -> bool:
-    return type(headers).__name__.startswith("CIMultiDict")
-
-
-def _items(headers: Mapping[str, str]) -> list[tuple[str, str]]:
-    return list(headers.items())
 
 
 def _body_says_rate_limit(body: bytes | str | None) -> bool:
