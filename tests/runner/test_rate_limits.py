@@ -161,3 +161,15 @@ def test_a_refusing_key_never_holds_back_a_variant_on_another_key(tmp_path):
     assert order[:6] == ["other"] * 6
     # The run's max_concurrency held over both limits together.
     assert server.total.peak_in_flight <= 2 and all(r["max_in_flight"] <= 2 for r in records)
+
+
+def test_without_a_limit_the_traces_carry_nothing_of_the_controller(tmp_path):
+    with RateLimitedServer() as server:
+        stats, traces, records = _run(tmp_path, _system("base", server.url, "KEY_A") + _system("other", server.url, "KEY_A"),
+                                      cases=6, run_yaml="  max_concurrency: 4\n")
+    assert stats.cells_errored == 0 and server.total.rate_limited == 0
+    assert all("rate_limited" not in t["metrics"]["custom"] and "queue_wait_ms" not in t["metrics"]["custom"]
+               for t in traces)
+    # The record says what went through the limit, its level never cut, no pace set.
+    [record] = records
+    assert record["requests"] == 12 and [level for _, level in record["levels"]] == [4] and record["paces"] == []
