@@ -18,6 +18,7 @@ import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
 from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _spec_for_run
+from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
 
@@ -394,8 +395,6 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
 
 def _print_rate_limits(run_dir: RunDirectory) -> None:
     """One line per limit that answered rate limits (rate_limits.jsonl); nothing when none did."""
-    from evalh_pipeline.queries.rate_limits import rate_limit_records
-
     for record in rate_limit_records(run_dir):
         limited, requests = int(record.get("rate_limited") or 0), int(record.get("requests") or 0)
         if not limited:
