@@ -84,8 +84,9 @@ def test_a_fixed_pool_caps_what_is_in_flight_at_the_server_for_every_variant_in_
 
 
 def test_a_pool_with_requests_per_second_keeps_under_a_quota_the_server_enforces(tmp_path):
-    # The server allows 20/s with a burst of 2; the pool sends at most 8/s: no 429 at all.
-    limits = {f"Bearer {KEY_A}": KeyLimit(rate=20, burst=2)}
+    # The server allows 20/s with a burst of 4; the pool sends at most 8/s, one every 125 ms:
+    # no 429 at all, unless a stall of half a second bunched five requests at the server.
+    limits = {f"Bearer {KEY_A}": KeyLimit(rate=20, burst=4)}
     with RateLimitedServer(limits) as server:
         stats, traces, records = _run(tmp_path, _system("base", server.url, "KEY_A", "\n    pool: quota"), cases=12,
                                       run_yaml="  max_concurrency: 12\n  executor:\n    pools:\n"
