@@ -58,8 +58,10 @@ GOAL_AT_1000 = 1.10  # at 20,000 x 2 / concurrency 1,000
 class Server:
     """benchmarks/sse_server.py in its own process (so it has a core of its own to run on)."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([str(bench.our_python()), str(SERVER_SCRIPT)], stdout=subprocess.PIPE, text=True)
+    def __init__(self, *options: str) -> None:
+        """``options``: the server's own (``--rate 40``: a rate limit per key)."""
+        self.proc = subprocess.Popen([str(bench.our_python()), str(SERVER_SCRIPT), *options], stdout=subprocess.PIPE,
+                                     text=True)
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.isdigit():
             self.proc.kill()

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible chat completions server that streams (SSE) after a lognormal latency.
 
     python benchmarks/sse_server.py [--port 0]     # prints the port it listens on, then serves
+    python benchmarks/sse_server.py --rate 40 --key-rate "Bearer k2=60"   # a rate limit per API key
 
 ``POST /v1/chat/completions`` answers every request with a ``text/event-stream`` of
 ``chat.completion.chunk`` events (chunked transfer encoding, keep-alive): the role chunk at
@@ -15,6 +16,13 @@ installed, one timer and two writes per request) and measures itself: ``GET /sta
 returns the requests it saw, how late each stream's end went out against its due time
 (arrival + latency), the most streams open at once, and its own CPU time; ``GET /reset``
 zeroes them. It imports nothing from the project.
+
+With ``--rate R`` (and ``--key-rate KEY=R`` for a key of its own), each API key (the
+``Authorization`` header) has a token bucket of R requests per second and ``--burst`` at
+once; a request beyond it is answered at once as OpenAI answers one: HTTP 429 with
+``retry-after`` (whole seconds), ``retry-after-ms``, ``x-ratelimit-*-requests`` and the
+``rate_limit_exceeded`` error body. ``/stats`` then counts the 429s and, per key, the
+requests admitted and the first and last admission times.
 """
 
 from __future__ import annotations
@@ -77,10 +85,35 @@ def stream_events(message: str, model: str) -> tuple[bytes, bytes]:
     return first, b"".join(rest)
 
 
+class Bucket:
+    """One key's token bucket: ``rate`` requests a second, ``burst`` at once."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = burst, time.monotonic()
+
+    def take(self, now: float) -> float:
+        """0 when a token was taken, else the seconds until one is there."""
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+LIMITS: dict[str, float] = {}  # key -> rate (--key-rate); other keys get DEFAULT_RATE
+DEFAULT_RATE: float | None = None
+BURST = 2.0
+
+
 class Stats:
     """What the server measures about itself since the last reset."""
 
     def __init__(self) -> None:
+        self.buckets: dict[str, Bucket] = {}
+        self.rate_limited = 0
+        self.keys: dict[str, dict] = {}  # key -> admitted, rate_limited, first and last admission
         self.requests = 0
         self.completed = 0
         self.aborted = 0
@@ -109,7 +142,29 @@ class Stats:
             "lateness_ms": {"mean": 1000 * statistics.fmean(late) if late else 0.0, "p50": 1000 * q(0.5),
                             "p99": 1000 * q(0.99), "max": 1000 * (late[-1] if late else 0.0)},
             "cpu_s": _cpu_seconds() - self.cpu_at_reset,
+            "rate_limited": self.rate_limited,
+            # By key's position in LIMITS order of first use, never the key itself.
+            "keys": list(self.keys.values()),
         }
+
+    def admit(self, key: str, now: float) -> float:
+        """0 when ``key`` may send now, else the seconds until it may (counted)."""
+        rate = LIMITS.get(key, DEFAULT_RATE)
+        counts = self.keys.setdefault(key, {"key": f"key {len(self.keys) + 1}", "rate": rate, "admitted": 0,
+                                             "rate_limited": 0, "first": None, "last": None})
+        if rate is not None:
+            bucket = self.buckets.get(key)
+            if bucket is None:
+                bucket = self.buckets[key] = Bucket(rate, BURST)
+            wait = bucket.take(now)
+            if wait > 0:
+                counts["rate_limited"] += 1
+                self.rate_limited += 1
+                return wait
+        counts["admitted"] += 1
+        counts["first"] = counts["first"] or now
+        counts["last"] = now
+        return 0.0
 
 
 def _cpu_seconds() -> float:
@@ -127,6 +182,7 @@ class ChatProtocol(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.buffer = bytearray()
+        self.key = ""  # the Authorization header of the request being answered
         self.transport: asyncio.Transport | None = None
         self.pending: asyncio.TimerHandle | None = None
 
@@ -149,10 +205,13 @@ class ChatProtocol(asyncio.Protocol):
                 return
             head = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
             length = 0
+            self.key = ""
             for line in head[1:]:
                 name, _, value = line.partition(":")
                 if name.strip().lower() == "content-length":
                     length = int(value)
+                elif name.strip().lower() == "authorization":
+                    self.key = value.strip()
             if len(self.buffer) < end + 4 + length:
                 return
             body = bytes(self.buffer[end + 4:end + 4 + length])
@@ -188,6 +247,10 @@ class ChatProtocol(asyncio.Protocol):
         except (ValueError, KeyError, IndexError, TypeError):
             self.send_json({"error": "expected a chat completions request"}, "400 Bad Request")
             return
+        wait = STATS.admit(self.key, arrival)
+        if wait > 0:
+            self.refuse(wait)
+            return
         latency = latency_for(message)
         first, rest = stream_events(message, model)
         STATS.requests += 1
@@ -198,6 +261,19 @@ class ChatProtocol(asyncio.Protocol):
         self.transport.write(_SSE_HEAD + _chunked(first))
         self.pending = asyncio.get_running_loop().call_at(
             asyncio.get_running_loop().time() + latency, self.finish, arrival, latency, rest)
+
+    def refuse(self, wait: float) -> None:
+        """OpenAI's answer to a request beyond the key's rate."""
+        assert self.transport is not None
+        rate = LIMITS.get(self.key, DEFAULT_RATE)
+        data = json.dumps({"error": {
+            "message": f"Rate limit reached for requests: Limit {rate:g}/s. Please try again in {wait * 1000:.0f}ms.",
+            "type": "requests", "param": None, "code": "rate_limit_exceeded"}}).encode()
+        self.transport.write(
+            f"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nretry-after: {max(1, math.ceil(wait))}\r\n"
+            f"retry-after-ms: {max(1, round(wait * 1000))}\r\nx-ratelimit-limit-requests: {rate:g}\r\n"
+            f"x-ratelimit-remaining-requests: 0\r\nx-ratelimit-reset-requests: {wait:.3f}s\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
 
     def finish(self, arrival: float, latency: float, rest: bytes) -> None:
         self.pending = None
@@ -223,7 +299,16 @@ async def serve(port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--rate", type=float, default=None, help="requests per second per API key (default: no limit)")
+    parser.add_argument("--burst", type=float, default=2.0, help="requests a key may send at once (default 2)")
+    parser.add_argument("--key-rate", action="append", default=[], metavar="KEY=R",
+                        help="a rate of its own for the key (its whole Authorization header)")
     args = parser.parse_args()
+    global DEFAULT_RATE, BURST
+    DEFAULT_RATE, BURST = args.rate, args.burst
+    for item in args.key_rate:
+        key, _, rate = item.rpartition("=")
+        LIMITS[key] = float(rate)
     try:
         import uvloop  # the fastest event loop available, so the server is not the bottleneck
     except ImportError:

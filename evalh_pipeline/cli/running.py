@@ -18,6 +18,7 @@ import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
 from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _spec_for_run
+from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
 
@@ -378,6 +379,7 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
                 f"regression(s), {drift['improvements_count']} improvement(s)")
         else:
             say("drift: no promoted baseline (evalh promote runs/<run_id>)")
+    _print_rate_limits(outcome.run_dir)
     for check in outcome.failed_checks:
         out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
     if any(v.cases_errored for v in outcome.summary.variants):
@@ -389,6 +391,20 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
         if broken:
             # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
             sys.exit(EXIT_CONFIG)
+
+
+def _print_rate_limits(run_dir: RunDirectory) -> None:
+    """One line per limit that answered rate limits (rate_limits.jsonl); nothing when none did."""
+    for record in rate_limit_records(run_dir):
+        limited, requests = int(record.get("rate_limited") or 0), int(record.get("requests") or 0)
+        if not limited:
+            continue
+        levels = record.get("levels") or [[0, 0]]
+        say(f"rate limit {record.get('limit')} ({record.get('stage')}): {limited} of {requests} "
+            f"request(s) answered with a rate limit ({limited / max(1, requests):.1%}); concurrency at the end "
+            f"{levels[-1][1]} (run.rate_limits; {run_dir.rate_limits.name})")
+        if record.get("gave_up"):
+            warning(f"gave up on a rate limit: {record['gave_up']}")
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:

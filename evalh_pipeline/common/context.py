@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalh_pipeline.common.ratelimits import RateLimits
+
 
 @dataclass(frozen=True)
 class EvaluatorContext:
@@ -23,3 +25,5 @@ class EvaluatorContext:
     # Where evaluators may keep caches across runs (e.g. judge verdicts); None disables them.
     cache_dir: Path | None = None
     max_concurrency: int = 4
+    # The run's rate limits, shared with its systems (None: the evaluator keeps its own).
+    rate_limits: RateLimits | None = field(default=None, compare=False, repr=False)

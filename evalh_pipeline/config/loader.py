@@ -32,8 +32,8 @@ from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
 DATASET_TYPES = ("fixture", "jsonl", "yaml")
-# Keys of systems[] that are not the adapter's (eval-harness's pool is warned about in
-# _executor_warnings; enrich_trace_from has its own check).
+# Keys of systems[] that are not the adapter's (the pool is the variant's limit: EvalSpec.variant_pools;
+# enrich_trace_from has its own check).
 _VARIANT_KEYS = {"name", "adapter", "metadata", "pool", "enrich_trace_from"}
 
 
@@ -85,7 +85,7 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
     variants = [_variant(system) for system in config.systems]
     plugin_issues, warnings = _check_plugins(where, config, variants, eval_dir, plugins)
     output_issues, output_warnings = _check_outputs(where, config, plugins.stores)
-    issues = [*_check_names(where, config, eval_path), *plugin_issues, *output_issues]
+    issues = [*_check_names(where, config, eval_path), *_check_pools(where, config), *plugin_issues, *output_issues]
     warnings += output_warnings + _eval_harness_warnings(where, config)
     dataset_path, dataset_issues = _check_dataset(where, config, eval_dir)
     warnings += _duplicate_keys(eval_path, dataset_path if config.dataset.type in ("yaml", "fixture")
@@ -117,6 +117,8 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
         outputs=outputs,
         stores=stores,
         enrichers={s.name: tuple(s.enrich_trace_from) for s in config.systems if s.enrich_trace_from},
+        variant_pools={s.name: str((s.model_extra or {})["pool"]) for s in config.systems
+                       if (s.model_extra or {}).get("pool") is not None},
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
         price_table_path=price_table_path,
@@ -369,7 +371,7 @@ def _check_outputs(
 
 def _eval_harness_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
     """Keys eval-harness reads that evalh does not: unknown dataset keys, retry.on values that
-    name no error type, run.executor and pools (each said once, with what evalh does instead)."""
+    name no error type, run.executor (each said once, with what evalh does instead)."""
     found = _unused_section_keys(where, ("dataset",), config.dataset.model_dump(),
                                  DATASET_KEYS.get(config.dataset.type, ()))
     for i, value in enumerate(config.run.retry.on):
@@ -380,25 +382,31 @@ def _eval_harness_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIs
 
 
 def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
-    """eval-harness's ``run.executor`` and ``systems[].pool``: accepted, and what they map to said once."""
-    found = []
+    """eval-harness's ``run.executor``: accepted, and what it maps to said once (its ``pools``
+    are used: see :func:`_check_pools`)."""
     executor = config.run.executor
-    kind = executor.get("type", "local") if isinstance(executor, dict) else "local"
-    extra = sorted(k for k in executor if k not in ("type", "pools")) if isinstance(executor, dict) else []
-    if kind != "local" or extra:
-        found.append(where.issue(("run", "executor"), (
-            f"executor {kind!r} is not used: evalh runs every cell in this process with asyncio "
+    extra = sorted(executor.model_extra or {})
+    if executor.type != "local" or extra:
+        return [where.issue(("run", "executor"), (
+            f"executor {executor.type!r} is not used: evalh runs every cell in this process with asyncio "
             "(run.max_concurrency, run.per_variant_concurrency), and Dagster runs the stages (its run "
-            "launcher and executor decide where: see the Dagster docs for k8s/celery)")))
-    pools = executor.get("pools") if isinstance(executor, dict) else None
-    if pools:
-        found.append(where.issue(("run", "executor", "pools"), (
-            "capacity pools are not used: run.per_variant_concurrency bounds each variant "
-            "(the smallest pool size is a safe value for it)")))
-    for i, system in enumerate(config.systems):
-        if (system.model_extra or {}).get("pool") is not None:
-            found.append(where.issue(("systems", i, "pool"), "pool is not used (see run.executor.pools)"))
-    return found
+            "launcher and executor decide where: see the Dagster docs for k8s/celery)"))]
+    return []
+
+
+def _check_pools(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
+    """Every ``pool`` a system or an evaluator (its judge) names is one of ``run.executor.pools``."""
+    pools = config.run.executor.pools
+    known = ", ".join(sorted(pools)) or "none defined"
+    named = [(("systems", i, "pool"), (system.model_extra or {}).get("pool")) for i, system in enumerate(config.systems)]
+    named += [(("evaluators", i, "config", "pool"), e.config.get("pool")) for i, e in enumerate(config.evaluators)]
+    issues = []
+    for at, name in named:
+        if name is None:
+            continue
+        if not isinstance(name, str) or name not in pools:
+            issues.append(where.issue(at, f"unknown pool {name!r} (run.executor.pools: {known})"))
+    return issues
 
 
 # The keys each dataset type reads (others are warned about: eval-harness ignores them).

@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
 from evalh_pipeline.config.cron import parse_cron
 from evalh_pipeline.common.fields import check_field_path
 
-RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception"]
+RetryOn = Literal["timeout", "http_5xx", "adapter_error", "exception", "rate_limited"]
 # eval-harness allows any name (spaces too); Dagster partition keys and the run directory's
 # file names forbid | , [ ] / \ and control characters, and a name must not start or end blank.
 NAME_PATTERN = r"^[^\s|,\[\]/\\\x00-\x1f](?:[^|,\[\]/\\\x00-\x1f]*[^\s|,\[\]/\\\x00-\x1f])?$"
@@ -140,7 +141,7 @@ class PassCriteria(_Strict):
     any_required: list[str] = Field(default_factory=list)
 
 
-RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception")
+RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception", "rate_limited")
 
 
 class RetryConfig(_Strict):
@@ -148,6 +149,16 @@ class RetryConfig(_Strict):
     # Any text, as in eval-harness; a value that names no error type never matches (warned at load).
     on: list[str] = Field(default_factory=list)
     backoff_seconds: float = Field(default=0.0, ge=0)
+
+
+class ExecutorConfig(BaseModel):
+    """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
+    ``pools`` name limits (a capacity, or max_concurrency and/or requests_per_second)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "local"
+    pools: dict[str, PoolLimits] = Field(default_factory=dict)
 
 
 class RunConfig(_Strict):
@@ -160,8 +171,11 @@ class RunConfig(_Strict):
     # A field path of the case (``metadata.document``): cases sharing its value are one cluster
     # for every interval and test of the summary, compare and drift (an evalh extension).
     cluster_by: str | None = None
-    # Accepted for eval-harness compatibility; Dagster executors do this job here.
-    executor: dict[str, Any] = Field(default_factory=dict)
+    # Accepted for eval-harness compatibility; Dagster executors do this job here. Its
+    # `pools` are used: named limits that systems[].pool and judges' `pool` share.
+    executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
+    # How the run meets servers' rate limits (an evalh extension).
+    rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
 
     @field_validator("cluster_by")
     @classmethod

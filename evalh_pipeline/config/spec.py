@@ -39,6 +39,8 @@ class EvalSpec:
     stores: tuple[dict[str, Any], ...] = ()
     # systems[].enrich_trace_from, by variant name (validated): the TraceEnrichers of each variant.
     enrichers: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    # systems[].pool, by variant name: the named limit (run.executor.pools) its calls go through.
+    variant_pools: dict[str, str] = field(default_factory=dict)
     # Keys eval-harness tolerates that evalh ignores (file, line, key, closest known key).
     warnings: tuple[ConfigIssue, ...] = ()
     # The settings (host environment, runs and cache folders) the eval was loaded with: what

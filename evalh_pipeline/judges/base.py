@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from evalh_pipeline.common.http_client import HttpClient, TimeoutException, TransportError
+from evalh_pipeline.common.ratelimits import rate_limit_of
 from evalh_pipeline.common.tls import default_ssl_context
 
 
@@ -28,7 +29,15 @@ class JudgeError(RuntimeError):
 
 
 class JudgeTransientError(JudgeError):
-    """A failure worth one retry: HTTP 5xx/429, a timeout, a refused connection."""
+    """A failure worth one retry: HTTP 5xx, a timeout, a refused connection."""
+
+
+class JudgeRateLimited(JudgeTransientError):
+    """The judge server answered with a rate limit; ``retry_after``: the wait it asked for."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,7 @@ class JudgeBackend(ABC):
         ...
 
     async def complete(self, system: str, user: str, json_schema: dict[str, Any] | None) -> JudgeReply:
-        """One judge call. Raises :class:`JudgeTransientError` or :class:`JudgeError`."""
+        """One judge call. Raises :class:`JudgeRateLimited`, :class:`JudgeTransientError` or :class:`JudgeError`."""
         if self.needs_api_key and not self.settings.api_key:
             raise JudgeError(f"no API key for the {self.name} judge backend: set {self.api_key_env} "
                              f"(or name another variable with api_key_env, or point base_url at your own server)")
@@ -103,7 +112,10 @@ class JudgeBackend(ABC):
             raise JudgeTransientError(f"judge call to {url} timed out after {self.settings.timeout_seconds}s") from None
         except TransportError as exc:
             raise JudgeTransientError(f"judge call to {url} failed: {type(exc).__name__}: {exc}") from None
-        if response.status_code >= 500 or response.status_code == 429:
+        if (limited := rate_limit_of(response.status_code, response.headers, response.content)) is not None:
+            raise JudgeRateLimited(f"judge server answered HTTP {response.status_code} (rate limited): "
+                                   f"{response.text[:300]}", limited.retry_after)
+        if response.status_code >= 500:
             raise JudgeTransientError(f"judge server answered HTTP {response.status_code}: {response.text[:300]}")
         if response.status_code >= 400:
             raise JudgeError(f"judge server answered HTTP {response.status_code}: {response.text[:300]}")

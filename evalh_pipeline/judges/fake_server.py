@@ -12,8 +12,10 @@ and decides by quoted phrases.
   scale (all found: the best score; no quoted phrase: the best score).
 
 Tests can script misbehaviour for the next requests (``malformed``, ``out_of_schema``,
-``error_500``, ``hang``) with :meth:`FakeJudgeServer.script` or ``POST /control``
-``{"script": [...]}``; ``GET /stats`` returns the number of judge calls served.
+``error_500``, ``rate_limited``: a 429 with ``Retry-After`` and OpenAI's error body, ``hang``)
+with :meth:`FakeJudgeServer.script` or ``POST /control`` ``{"script": [...]}``; ``GET /stats``
+returns the number of judge calls served and the most it answered at once (``peak_in_flight``;
+``delay_seconds`` holds each answer that long, so calls overlap).
 
 Run it: ``python -m evalh_pipeline.judges.fake_server --port 8765``.
 """
@@ -31,7 +33,7 @@ from typing import Any
 
 from evalh_pipeline.judges.prompt import ASSERTIONS_TITLE, FIELD_TITLE, RESPONSE_FIELD_TITLE, RUBRIC_TITLE, SECTIONS
 
-MODES = ("verdict", "malformed", "out_of_schema", "error_500", "hang")
+MODES = ("verdict", "malformed", "out_of_schema", "error_500", "rate_limited", "hang")
 _JUDGED = {SECTIONS[k] for k in ("final_answer", "thinking", "structured", "tool_calls")}
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -80,15 +82,26 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
     return answer
 
 
+# The answers of the scripted error modes: (status, body, headers).
+_SCRIPTED_ERRORS: dict[str, tuple[int, dict[str, Any], dict[str, str]]] = {
+    "error_500": (500, {"error": {"message": "fake judge: scripted server error"}}, {}),
+    "rate_limited": (429, {"error": {"message": "fake judge: scripted rate limit", "type": "requests",
+                                     "code": "rate_limit_exceeded"}}, {"retry-after-ms": "20"}),
+}
+
 # The http_agent example service uses 8766, so both can run at once.
 DEFAULT_PORT = 8765
 
 class FakeJudgeServer:
     """The server in a background thread: ``with FakeJudgeServer() as server: server.openai_base_url``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, hang_seconds: float = 10.0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, hang_seconds: float = 10.0,
+                 delay_seconds: float = 0.0) -> None:
         self.hang_seconds = hang_seconds
+        self.delay_seconds = delay_seconds
         self.calls = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.requests: list[dict[str, Any]] = []
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
@@ -148,9 +161,11 @@ class FakeJudgeServer:
             def log_message(self, *args: Any) -> None:  # quiet: tests and the example print their own output
                 pass
 
-            def _send(self, status: int, payload: Any) -> None:
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
@@ -160,7 +175,7 @@ class FakeJudgeServer:
                 if self.path == "/health":
                     self._send(200, {"ok": True})
                 elif self.path == "/stats":
-                    self._send(200, {"calls": server.calls})
+                    self._send(200, {"calls": server.calls, "peak_in_flight": server.peak_in_flight})
                 else:
                     self._send(404, {"error": f"no route {self.path}"})
 
@@ -184,9 +199,21 @@ class FakeJudgeServer:
                     return
                 anthropic = self.path == "/v1/messages"
                 mode = server._next_mode({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-                if mode == "error_500":
-                    self._send(500, {"error": {"message": "fake judge: scripted server error"}})
+                if mode in _SCRIPTED_ERRORS:
+                    self._send(*_SCRIPTED_ERRORS[mode])
                     return
+                with server._lock:
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    self._answer(mode, anthropic, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, mode: str, anthropic: bool, body: dict[str, Any]) -> None:
+                if server.delay_seconds:
+                    server._release.wait(server.delay_seconds)
                 if mode == "hang":
                     server._release.wait(server.hang_seconds)
                 if anthropic:

@@ -8,7 +8,8 @@ from datetime import date
 from typing import Any
 
 from evalh_pipeline.common.context import EvaluatorContext
-from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeReply, JudgeTransientError
+from evalh_pipeline.common.ratelimits import RateLimitAnswer, RateLimits, call_within_limit
+from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeRateLimited, JudgeReply, JudgeTransientError
 from evalh_pipeline.judges.cache import VerdictCache, cache_key
 from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answer
 from evalh_pipeline.judges.registry import resolve_backend
@@ -19,8 +20,15 @@ from evalh_pipeline.common.pricing import PriceTable, apply_prices, builtin_pric
 from evalh_pipeline.common.masking import mask_text
 
 ATTEMPTS = 2  # the first call and one retry, for transient failures and for bad answers alike
-# A transient failure (5xx, 429, timeout) is retried after a pause, never at once.
+# A transient failure (5xx, timeout) is retried after a pause, never at once. A rate limit is
+# waited out through the judge's limiter instead (within timeout_seconds).
 TRANSIENT_BACKOFF = Backoff(attempts=ATTEMPTS, backoff_seconds=0.25)
+
+
+class JudgeRateLimitedOut(JudgeError):
+    """The judge server still answered with rate limits when the judge's time ran out."""
+
+    error_type = "rate_limited"  # the result's error.type
 
 
 class JudgeCostLimitExceeded(JudgeError):
@@ -62,6 +70,9 @@ class Judge:
             temperature=settings.temperature))
         api_key = self.backend.settings.api_key
         self._secrets = context.secret_values | ({api_key} if api_key else set())
+        # The run's limiter of this judge's pool or server + key (shared with systems that use it).
+        limits = context.rate_limits or RateLimits(max_concurrency=context.max_concurrency)
+        self._limiter = limits.scoped(settings.pool, self.backend.settings.base_url, api_key)
         if settings.price is not None:
             self._prices: PriceTable | None = PriceTable(as_of=date.today(), models={settings.model: settings.price})
         else:
@@ -129,13 +140,32 @@ class Judge:
                             tokens_out=reply.tokens_out, cost_usd=cost, cached=cached, over_limit=over)
 
     async def _call(self, prompt: JudgePrompt) -> JudgeReply:
-        try:
-            return await retry_on_exception(lambda: self.backend.complete(prompt.system, prompt.user, prompt.schema),
-                                            TRANSIENT_BACKOFF, lambda exc: isinstance(exc, JudgeTransientError))
-        except JudgeTransientError as exc:
-            raise JudgeError(self._mask(f"{exc} (after {ATTEMPTS} attempts)")) from None
-        except JudgeError as exc:
-            raise JudgeError(self._mask(str(exc))) from None
+        async def attempt(seconds_left: float) -> JudgeReply | JudgeError:
+            try:
+                return await retry_on_exception(
+                    lambda: self.backend.complete(prompt.system, prompt.user, prompt.schema), TRANSIENT_BACKOFF,
+                    lambda exc: isinstance(exc, JudgeTransientError) and not isinstance(exc, JudgeRateLimited))
+            except JudgeError as exc:
+                return exc
+
+        def answer_of(result: JudgeReply | JudgeError) -> tuple[RateLimitAnswer | None, str]:
+            if isinstance(result, JudgeRateLimited):
+                return RateLimitAnswer(result.retry_after), self._mask(str(result))
+            return None, ""
+
+        outcome = await call_within_limit(self._limiter, attempt, answer_of, timeout=self.settings.timeout_seconds,
+                                          retry=self._limiter.retry)
+        result = outcome.result
+        if result is None or isinstance(result, JudgeRateLimited):
+            last = self._mask(str(result)) if result is not None else f"not sent: {outcome.gave_up}"
+            why = f"; {outcome.gave_up}" if outcome.gave_up and result is not None else ""
+            raise JudgeRateLimitedOut(f"{last} (rate limited {outcome.rate_limited} time(s), {outcome.waited_s:.1f} s "
+                                      f"waited on {self._limiter.label}{why})")
+        if isinstance(result, JudgeTransientError):
+            raise JudgeError(self._mask(f"{result} (after {ATTEMPTS} attempts)"))
+        if isinstance(result, JudgeError):
+            raise JudgeError(self._mask(str(result)))
+        return result
 
     def _mask(self, text: str) -> str:
         return mask_text(text, frozenset(self._secrets))

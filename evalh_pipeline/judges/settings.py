@@ -26,6 +26,8 @@ class JudgeSettings(BaseModel):
     price: ModelPrice | None = None  # USD per million tokens; default: the built-in price table
     cost_limit_usd: float | None = Field(default=None, ge=0)
     cache: bool = False
+    # A named limit (run.executor.pools) this judge's calls share with other judges and systems.
+    pool: str | None = None
 
     @model_validator(mode="before")
     @classmethod

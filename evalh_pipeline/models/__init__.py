@@ -15,6 +15,7 @@ from evalh_pipeline.models.summary import (
     VariantSummary,
 )
 from evalh_pipeline.models.trace import (
+    ERROR_TYPES,
     CellRecord,
     ToolCall,
     ToolResult,
@@ -52,6 +53,7 @@ __all__ = [
     "TraceError",
     "TraceMessage",
     "TraceMetrics",
+    "ERROR_TYPES",
     "TraceOutput",
     "VariantDelta",
     "VariantSummary",

@@ -79,10 +79,20 @@ class TraceMetrics(BaseModel):
     custom: dict[str, Any] = Field(default_factory=dict)
 
 
-class TraceError(BaseModel):
-    """Why a cell (or an evaluator) failed: timeout, http_5xx, adapter_error, exception, cost_limit."""
+# The error types evalh records (ERROR_TYPES); plugins may record their own, so the field is
+# any text. rate_limited: the provider still answered with rate limits when the cell's (or
+# judge's) time ran out, or the run gave up on the limit (run.rate_limits.budget_seconds).
+ERROR_TYPES = ("timeout", "http_5xx", "rate_limited", "adapter_error", "exception", "cost_limit", "config_error",
+               "workspace_error", "sandbox_limit", "unserializable_output")
 
-    type: str
+
+class TraceError(BaseModel):
+    """Why a cell (or an evaluator) failed: one of ``ERROR_TYPES`` (timeout, http_5xx,
+    rate_limited, adapter_error, exception, cost_limit, ...) or a plugin's own type."""
+
+    type: str = Field(description="timeout | http_5xx | rate_limited | adapter_error | exception | cost_limit | "
+                                  "config_error | workspace_error | sandbox_limit | unserializable_output, or a "
+                                  "plugin's own", examples=list(ERROR_TYPES))
     message: str
     stack: str | None = None
 

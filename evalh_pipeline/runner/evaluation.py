@@ -50,6 +50,7 @@ from evalh_pipeline.runner.judging import (
     judge_trace,
 )
 from evalh_pipeline.runner.pool import run_bounded
+from evalh_pipeline.runner.rate_limits import record_rate_limits, run_rate_limits
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.result_lines import result_line_list
 from evalh_pipeline.store.case_index import CaseIndex
@@ -103,12 +104,14 @@ async def evaluate_traces(
     progress = progress or NoProgress()
     # This writer holds the run's lock: temp files of its purposes are a killed one's.
     run_dir.remove_stale_temp_files(*_TEMP_PURPOSES)
-    evaluators = build_evaluators(spec, evaluator_names)
+    limits = run_rate_limits(spec, max_concurrency)
+    evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     stats = EvaluationStats()
     plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental)
     await _evaluate(plan, spec, run_dir, variants, stats, concurrency=max_concurrency or spec.config.run.max_concurrency,
                     progress=progress, processes=processes)
+    record_rate_limits(run_dir, limits, "results")
     write_atomic(run_dir.last_evaluation, json.dumps(asdict(stats)))
     return stats
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, judge_all
@@ -33,8 +34,9 @@ class InlineResults:
     """Results judged right after each trace of a fresh run is persisted (the trace is
     always on disk before its evaluators run)."""
 
-    def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str]) -> None:
-        self.evaluators = build_evaluators(spec)
+    def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str], *,
+                 rate_limits: RateLimits | None = None) -> None:
+        self.evaluators = build_evaluators(spec, rate_limits=rate_limits)
         self._secrets = secrets_of(self.evaluators)  # masked in every line; collected once, not per trace
         self.run_dir = run_dir
         self.stats = EvaluationStats()

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
 from evalh_pipeline.evaluators.registry import EVALUATORS
@@ -67,13 +68,15 @@ def evaluators_fingerprint(spec: EvalSpec) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def build_evaluators(spec: EvalSpec, only: list[str] | None = None) -> list[Evaluator]:
-    """Instantiate the eval's evaluators (all, or the named ones)."""
+def build_evaluators(spec: EvalSpec, only: list[str] | None = None, *,
+                     rate_limits: RateLimits | None = None) -> list[Evaluator]:
+    """Instantiate the eval's evaluators (all, or the named ones); their judges meet
+    ``rate_limits`` (the stage's, shared with its systems)."""
     selected = [e for e in spec.config.evaluators if only is None or e.name in only]
     missing = set(only or []) - {e.name for e in selected}
     if missing:
         raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
-    context = evaluator_context(spec)
+    context = evaluator_context(spec, rate_limits)
     hashes = evaluator_hashes(spec)
     evaluators = []
     for e in selected:
@@ -89,7 +92,7 @@ def evaluator_hashes(spec: EvalSpec) -> dict[str, str]:
     return {e.name: evaluator_hash(e.name, e.type, e.config, spec.secret_values) for e in spec.config.evaluators}
 
 
-def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
+def evaluator_context(spec: EvalSpec, rate_limits: RateLimits | None = None) -> EvaluatorContext:
     """The context every evaluator of ``spec`` is built with."""
     return EvaluatorContext(
         eval_dir=spec.eval_dir,
@@ -97,6 +100,7 @@ def evaluator_context(spec: EvalSpec) -> EvaluatorContext:
         secret_values=spec.secret_values,
         cache_dir=runs_cache_dir(spec.runs_root) if "://" not in str(spec.runs_root) else None,
         max_concurrency=spec.config.run.max_concurrency,
+        rate_limits=rate_limits,
     )
 
 

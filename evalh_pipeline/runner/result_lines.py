@@ -36,7 +36,10 @@ class Judged:
 def raised(evaluator: Evaluator, exc: Exception) -> tuple[Verdict, TraceError]:
     """The failing verdict and error recorded when ``evaluator`` raised ``exc``."""
     verdict = Verdict(False, f"evaluator {evaluator.name!r} raised {type(exc).__name__}: {exc}")
-    error = TraceError(type="exception", message=f"{type(exc).__name__}: {exc}", stack=traceback.format_exc(limit=20))
+    # An error that names its type (a judge still rate limited: ``rate_limited``) keeps it.
+    kind = getattr(exc, "error_type", "exception")
+    error = TraceError(type=kind if isinstance(kind, str) else "exception", message=f"{type(exc).__name__}: {exc}",
+                       stack=traceback.format_exc(limit=20))
     return verdict, error
 
 

@@ -22,6 +22,8 @@ from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter
 from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
+from evalh_pipeline.runner.rate_limits import record_rate_limits, run_rate_limits
+from evalh_pipeline.common.ratelimits import Limiter, RateLimitAnswer, RateLimits, UnknownPool, call_within_limit
 from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
@@ -108,11 +110,14 @@ async def produce_traces(
                             env=spec.settings.env)
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
+    # One limiter per rate limit, shared by the variants and the inline judges that meet it.
+    limits = run_rate_limits(spec, concurrency)
     # Whatever started is closed however this ends: also when starting a later part, or
     # setting up the pass, fails or is cancelled (the inner finally closes them first).
     try:
         for variant in variants:
             adapters[variant.name] = await _start_adapter(variant, context)
+        limiters = {v.name: _limiter(spec, limits, v, adapters) for v in variants}
         per_variant = (
             {v.name: asyncio.Semaphore(run_cfg.per_variant_concurrency) for v in variants}
             if run_cfg.per_variant_concurrency else None
@@ -121,7 +126,8 @@ async def produce_traces(
         budget = CostBudget(run_cfg.cost_limit_usd)
         pricer = Pricer.for_path(spec.price_table_path)
         # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
-        inline = InlineResults(spec, run_dir, [v.name for v in variants]) if judge_inline and not done else None
+        inline = (InlineResults(spec, run_dir, [v.name for v in variants], rate_limits=limits)
+                  if judge_inline and not done else None)
         workspaces = _workspace_adapter(spec, run_dir)
         if workspaces is not None:
             await asyncio.to_thread(workspaces.recover_stale)
@@ -134,11 +140,13 @@ async def produce_traces(
 
         async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
             adapter = adapters[cell.variant.name]
+            limiter = limiters[cell.variant.name]
             stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
             if workspaces is None or isinstance(adapter, AdapterError):
-                return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines), None
+                return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines,
+                                       limiter=limiter), None
             return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
-                                           deadlines)
+                                           deadlines, limiter)
 
         with traces_appender(run_dir.traces) as out:
             async def work(cell: Cell) -> None:
@@ -167,13 +175,19 @@ async def produce_traces(
 
             completed = False
             try:
-                await run_bounded(iter_cells(run_dir.cases, variants, samples, done), work, concurrency)
+                # Variants behind different limits get lanes of their own, so a slow limit's
+                # queue never holds back the others; the limiters' gate keeps the run's
+                # max_concurrency over all of them.
+                groups = _lane_groups(variants, limiters, limits)
+                await asyncio.gather(*(run_bounded(iter_cells(run_dir.cases, group, samples, done), work, concurrency)
+                                       for group in groups))
                 completed = True
             finally:
                 deadlines.close()
                 if inline is not None:
                     inline.close(complete=completed)
                 await _close_started(adapters, enrichers)
+                record_rate_limits(run_dir, limits, "traces")
                 if workspaces is not None:
                     totals = workspaces.totals
                     stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
@@ -230,9 +244,38 @@ def _workspace_adapter(spec: EvalSpec, run_dir: RunDirectory) -> WorkspaceAdapte
     return WORKSPACES.get(workspace.type)(workspace.model_dump(), context)
 
 
+def _lane_groups(variants: list[RunVariant], limiters: dict[str, Limiter | None],
+                 limits: RateLimits) -> list[list[RunVariant]]:
+    """The variants by limit, in order; one group when they share one limit (or none). With
+    several groups, a variant with no limit is given one that only counts its calls against
+    the limiters' gate (the run's max_concurrency over all groups' lanes)."""
+    groups: dict[int, list[RunVariant]] = {}
+    for variant in variants:
+        groups.setdefault(id(limiters[variant.name]), []).append(variant)
+    if len(groups) > 1:  # each group's lanes: the gate of the limiters bounds the run as a whole
+        for variant in variants:
+            if limiters[variant.name] is None:
+                limiters[variant.name] = limits.unlimited(variant.name)
+    return list(groups.values())
+
+
+def _limiter(spec: EvalSpec, limits: RateLimits, variant: RunVariant,
+             adapters: dict[str, SystemAdapter | AdapterError]) -> Limiter | None:
+    """The limiter of a variant's calls: its pool's, else its endpoint's (None: no limit known)."""
+    adapter = adapters[variant.name]
+    if isinstance(adapter, AdapterError):
+        return None
+    scope = adapter.rate_limit_scope()
+    try:
+        return limits.scoped(spec.variant_pools.get(variant.name), *(scope or (None, None)))
+    except UnknownPool as exc:  # checked when the eval loads; a spec built otherwise fails its cells
+        adapters[variant.name] = AdapterError(str(exc), type=START_ERROR)
+        return None
+
+
 async def _run_in_workspace(
     cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
-    workspaces: WorkspaceAdapter, stamps: dict[str, str | None], deadlines: Deadlines,
+    workspaces: WorkspaceAdapter, stamps: dict[str, str | None], deadlines: Deadlines, limiter: Limiter | None,
 ) -> tuple[Trace, FilesystemArtifact | None]:
     """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
     try:
@@ -245,7 +288,8 @@ async def _run_in_workspace(
         async def reset() -> None:
             await asyncio.to_thread(workspaces.reset, workspace)
 
-        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, workspace, reset)
+        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, workspace, reset,
+                                limiter=limiter)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
             # A timed-out system that could not be stopped may still write: freeze a copy first.
@@ -315,34 +359,43 @@ def _now() -> datetime:
 async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
     pricer: Pricer, stamps: dict[str, str | None], deadlines: Deadlines, workspace: Workspace | None = None,
-    reset: Callable[[], Awaitable[None]] | None = None,
+    reset: Callable[[], Awaitable[None]] | None = None, *, limiter: Limiter | None = None,
 ) -> Trace:
     """One cell -> one Trace (with the cell's hashes, ``stamps``). Never raises: every
     failure becomes ``Trace.error``.
 
     ``reset`` runs before each retry (a workspace is re-seeded, so no attempt sees another's edits).
+    With a ``limiter``, each attempt goes through the rate limit (:func:`_call_limited`).
     """
     started = _now()
     error: TraceError | None = None
     attempt = 0
+    sent: list[datetime] = []  # when each request that went through the limit was sent
     if budget.exhausted():
         response = SystemResponse()
         error = TraceError(type="cost_limit", message=f"run cost limit ${budget.limit_usd} reached; cell not started")
     elif isinstance(adapter, AdapterError):
         response = SystemResponse()
         error = TraceError(type=adapter.type, message=str(adapter))
+    elif retry.backoff.attempts <= 1 and limiter is None:
+        response, error, _ = await _call(cell, adapter, workspace, deadlines)  # nothing to wrap
+        attempt = 1
     elif retry.backoff.attempts <= 1:
-        response, error = await _call(cell, adapter, workspace, deadlines)  # no retry configured: nothing to wrap
+        response, error = await _call_limited(cell, adapter, workspace, deadlines, limiter, reset, sent)
         attempt = 1
     else:
         async def one_attempt(number: int) -> tuple[SystemResponse, TraceError | None]:
             if number > 1 and reset is not None:
                 await reset()
-            return await _call(cell, adapter, workspace, deadlines)
+            if limiter is not None:
+                return await _call_limited(cell, adapter, workspace, deadlines, limiter, reset, sent)
+            return (await _call(cell, adapter, workspace, deadlines))[:2]
 
         (response, error), attempt = await retry_on_result(one_attempt, retry.backoff,
                                                            lambda outcome: retry.retries(outcome[1]))
     finished = _now()
+    if sent and (response.metrics.custom.get("rate_limited") or response.metrics.custom.get("queue_wait_ms")):
+        started = sent[-1]  # the request that answered: waiting on the limit is queue_wait_ms
     # Cost from tokens when the system reported none, before the budget and the trace see it.
     pricer.price(response.metrics, cell.variant)
     budget.add(response.metrics.cost_usd)
@@ -373,26 +426,71 @@ async def _run_cell(
     return trace
 
 
+# One call's outcome: the response, its error, and (rate_limited) the wait the server asked for.
+_Called = tuple[SystemResponse, TraceError | None, float | None]
+
+
+async def _call_limited(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None, deadlines: Deadlines,
+                        limiter: Limiter, reset: Callable[[], Awaitable[None]] | None,
+                        sent: list[datetime]) -> tuple[SystemResponse, TraceError | None]:
+    """One attempt of a cell through its rate limit: sent when the limit allows, and sent again
+    after each rate limit while the cell's timeout and the run's budget allow. A cell that
+    still cannot get through errors ``rate_limited`` with the server's last answer."""
+    tries = 0
+
+    async def attempt(seconds_left: float) -> _Called:
+        nonlocal tries
+        tries += 1
+        if tries > 1 and reset is not None:
+            await reset()  # a workspace is re-seeded before the request is sent again
+        sent.append(_now())
+        return await _call(cell, adapter, workspace, deadlines, seconds_left)
+
+    def answer_of(called: _Called) -> tuple[RateLimitAnswer | None, str]:
+        error = called[1]
+        if error is None or error.type != "rate_limited":
+            return None, ""
+        return RateLimitAnswer(called[2]), error.message
+
+    outcome = await call_within_limit(limiter, attempt, answer_of, timeout=cell.variant.timeout_seconds,
+                                      retry=limiter.retry)
+    if outcome.result is None:
+        last = f"; last answer: {limiter.last_message}" if limiter.last_message else ""
+        response, error = SystemResponse(), TraceError(type="rate_limited", message=f"not sent: {outcome.gave_up}{last}")
+    else:
+        response, error, _ = outcome.result
+        if error is not None and error.type == "rate_limited":
+            why = f"; {outcome.gave_up}" if outcome.gave_up else ""
+            error.message += (f" (rate limited {outcome.rate_limited} time(s), {outcome.waited_s:.1f} s waited on "
+                              f"{limiter.label}{why})")
+    if outcome.rate_limited:
+        response.metrics.custom["rate_limited"] = outcome.rate_limited
+    if outcome.waited_s >= 0.001:
+        response.metrics.custom["queue_wait_ms"] = round(outcome.waited_s * 1000)
+    return response, error
+
+
 async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None,
-                deadlines: Deadlines) -> tuple[SystemResponse, TraceError | None]:
-    timeout = cell.variant.timeout_seconds
+                deadlines: Deadlines, seconds_left: float | None = None) -> _Called:
+    timeout = cell.variant.timeout_seconds if seconds_left is None else min(cell.variant.timeout_seconds, seconds_left)
     try:
         with deadlines.after(timeout):  # asyncio.timeout's cut, without a timer per cell
             response = await adapter.run(cell.case, workspace)
         # Every adapter's answer, checked by one set of rules before it is priced or stored.
-        return checked_response(response), None
+        return checked_response(response), None, None
     except TimeoutError:
-        return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s")
+        return SystemResponse(), TraceError(type="timeout", message=f"no response within {timeout:g}s"), None
     except AdapterError as exc:
-        return exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc), stack=exc.stack)
+        return (exc.partial or SystemResponse(), TraceError(type=exc.type, message=str(exc), stack=exc.stack),
+                exc.retry_after)
     except RaisedBySystem as exc:
-        return SystemResponse(), _raised(exc.original)
+        return SystemResponse(), _raised(exc.original), None
     except asyncio.CancelledError as exc:
         if _cancelled_from_outside():
             raise  # the run itself is being stopped (Ctrl-C): not the cell's doing
-        return SystemResponse(), _raised(exc)
+        return SystemResponse(), _raised(exc), None
     except Exception as exc:  # noqa: BLE001 - the system under test may raise anything
-        return SystemResponse(), _raised(exc)
+        return SystemResponse(), _raised(exc), None
     # Any other BaseException (KeyboardInterrupt, Dagster's interrupt) arrived unwrapped, so it
     # was raised on this thread, not by the system (whose code runs on other threads or in
     # other processes, and whose BaseExceptions arrive as RaisedBySystem): the run is stopping.

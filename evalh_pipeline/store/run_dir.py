@@ -133,6 +133,11 @@ class RunDirectory:
         return self.path / "results.jsonl"
 
     @property
+    def rate_limits(self) -> Path:
+        """One line per rate limit a stage met: its totals and its concurrency over time."""
+        return self.path / "rate_limits.jsonl"
+
+    @property
     def summary(self) -> Path:
         return self.path / "summary.yaml"
 

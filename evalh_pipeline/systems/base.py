@@ -33,17 +33,19 @@ class SystemResponse(BaseModel):
 
 
 class AdapterError(Exception):
-    """A typed failure of the system under test (``adapter_error``, ``http_5xx``, ...).
+    """A typed failure of the system under test (``adapter_error``, ``http_5xx``, ``rate_limited``, ...).
 
     ``partial`` carries whatever the adapter captured before failing; it lands in the trace.
+    ``retry_after``: with ``rate_limited``, the seconds the server asked to wait (None: not said).
     """
 
     def __init__(self, message: str, *, type: str = "adapter_error", partial: SystemResponse | None = None,
-                 stack: str | None = None):
+                 stack: str | None = None, retry_after: float | None = None):
         super().__init__(message)
         self.type = type
         self.partial = partial
         self.stack = stack  # a traceback from another process (python_function workers)
+        self.retry_after = retry_after
 
 
 class RaisedBySystem(Exception):
@@ -127,6 +129,11 @@ class SystemAdapter(ABC):
 
     async def start(self) -> None:
         """Acquire resources shared by all cells of this variant."""
+
+    def rate_limit_scope(self) -> tuple[str, str | None] | None:
+        """(endpoint URL, credential) of the rate limit this system's calls meet, for the
+        runner's limiter (common/ratelimits/); None: none known (only a named pool applies)."""
+        return None
 
     @abstractmethod
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:

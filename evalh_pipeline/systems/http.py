@@ -23,7 +23,8 @@ from evalh_pipeline.models import (
     TraceOutput,
 )
 from evalh_pipeline.common.http_client import HttpClient, HttpError, TimeoutException
-from evalh_pipeline.common.masking import mask_text
+from evalh_pipeline.common.masking import is_secret_key, mask_text
+from evalh_pipeline.common.ratelimits import rate_limit_of
 from evalh_pipeline.systems.base import (
     AdapterError,
     SystemAdapter,
@@ -54,6 +55,8 @@ from evalh_pipeline.common.templating import (
 )
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+# Headers that carry a credential: requests with different ones meet different rate limits.
+_CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization"}
 SNIPPET_CHARS = 300
 
 # response_mapping keys -> where they land.
@@ -291,6 +294,8 @@ class HttpSystem(SystemAdapter):
       ``tokens.*``, ``trace_id``) read the events. Timed for first/last token latency,
       chunks, tokens per second; ``stream_completed`` is false when the stream ends
       without its done marker or the connection breaks (what arrived is kept).
+    - A rate limit (429, a 503 with ``Retry-After``, a provider's rate-limit error body) ->
+      ``rate_limited`` with the wait the server asked for (the runner waits and retries).
     - 5xx -> ``http_5xx``; other non-2xx, non-JSON, bodies over ``max_response_bytes`` and
       network errors -> ``adapter_error``. Timeouts are the runner's.
     """
@@ -325,6 +330,15 @@ class HttpSystem(SystemAdapter):
             # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
             timeout=cfg.timeout_seconds + 10,
         )
+
+    def rate_limit_scope(self) -> tuple[str, str | None] | None:
+        """The endpoint and the credential sent with it: the headers and query parameters that
+        carry one (``Authorization``, ``x-api-key``, ``?key=`` ...)."""
+        cfg: HttpConfig = self.config
+        sent = {**(self._preset.headers if self._preset else {}), **cfg.headers}
+        parts = [f"{k.lower()}={v}" for k, v in sorted(sent.items()) if k.lower() in _CREDENTIAL_HEADERS]
+        parts += [f"?{k}={v}" for k, v in sorted(self._url.query.items()) if is_secret_key(k)]
+        return cfg.endpoint, "\n".join(parts) or None
 
     async def close(self) -> None:
         client = getattr(self, "_client", None)
@@ -419,6 +433,9 @@ class HttpSystem(SystemAdapter):
         if raw is None:
             raise AdapterError(f"response body is larger than {cfg.max_response_bytes:,} bytes (HTTP {status})",
                                partial=partial)
+        if (limited := rate_limit_of(status, resp.headers, raw)) is not None:
+            raise AdapterError(f"HTTP {status} (rate limited) from the endpoint: {_snippet(raw, secrets)}",
+                               type="rate_limited", partial=partial, retry_after=limited.retry_after)
         if status >= 500:
             raise AdapterError(f"HTTP {status} from the endpoint: {_snippet(raw, secrets)}", type="http_5xx",
                                partial=partial)

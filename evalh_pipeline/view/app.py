@@ -28,7 +28,9 @@ from evalh_pipeline.queries.sql import UnreadableRecordsError
 from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
+from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.view.charts import level_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
@@ -157,7 +159,8 @@ class Viewer:
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
                      completeness=(summary or {}).get("completeness"),
                      is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
-                     eval_display=_display_name(config, meta))
+                     eval_display=_display_name(config, meta),
+                     rate_limits=[c for c in map(level_chart, rate_limit_records(run)) if c is not None])
 
     @staticmethod
     def _run_tables(run: Any, order: list[str], figures: Any, summary: dict[str, Any] | None,

@@ -188,15 +188,51 @@ def test_empty_evaluator_field_path_is_rejected_at_load(tmp_path):
     assert "evaluators[0].config.field" in config_error(path)
 
 
-def test_eval_harness_executor_pools_and_enrichers_load_with_a_warning_saying_what_they_map_to(tmp_path):
+def test_eval_harness_executor_loads_with_a_warning_and_its_pools_are_used(tmp_path):
     text = BASE.replace("    target: agent:run\n", "    target: agent:run\n    pool: gpu\n", 1)
     path = write(tmp_path, text + "run:\n  executor: {type: ray, address: 'ray://head:10001', pools: {gpu: 2}}\n")
     spec = load_eval(path)
     messages = [str(w) for w in spec.warnings]
     assert any("run.executor: executor 'ray' is not used: evalh runs every cell in this process" in m for m in messages)
-    assert any("run.executor.pools: capacity pools are not used" in m for m in messages)
-    assert any("systems[0].pool: pool is not used" in m for m in messages)
+    assert not any("pool" in m for m in messages)
     assert "pool" not in spec.variants[0].config
+    assert spec.variant_pools == {"base": "gpu"}
+    assert spec.config.run.executor.pools["gpu"].max_concurrency == 2
+
+
+def test_a_pool_is_a_capacity_or_a_mapping_of_concurrency_and_requests_per_second(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  executor:\n    pools:\n      api: {max_concurrency: 5, requests_per_second: 2.5}\n")
+    pool = load_eval(path).config.run.executor.pools["api"]
+    assert (pool.max_concurrency, pool.requests_per_second) == (5, 2.5)
+
+
+@pytest.mark.parametrize("pool, key", [
+    ("0", "run.executor.pools.gpu.max_concurrency"),
+    ("-3", "run.executor.pools.gpu.max_concurrency"),
+    ("{requests_per_second: 0}", "run.executor.pools.gpu.requests_per_second"),
+    ("{max_concurrency: 2, tokens: 5}", "run.executor.pools.gpu.tokens"),
+    ("{}", "run.executor.pools.gpu"),
+])
+def test_a_zero_negative_or_empty_pool_limit_is_a_one_line_load_error(tmp_path, pool, key):
+    path = write(tmp_path, BASE + f"run:\n  executor:\n    pools:\n      gpu: {pool}\n")
+    message = config_error(path)
+    assert key in message and len(message.strip().splitlines()) == 1
+
+
+def test_an_unknown_pool_named_by_a_system_or_a_judge_is_a_load_error(tmp_path):
+    text = BASE.replace("    target: agent:run\n", "    target: agent:run\n    pool: gpu\n", 1)
+    path = write(tmp_path, text + "run:\n  executor:\n    pools: {cpu: 2}\n")
+    message = config_error(path)
+    assert "systems[0].pool" in message and "unknown pool 'gpu' (run.executor.pools: cpu)" in message
+    judged = BASE + ("  - name: judged\n    type: llm_judge\n    config: {model: gpt-4o-mini, nl_assertions: [ok], "
+                     "pool: judges}\n")
+    message = config_error(write(tmp_path / "judge", judged))
+    assert "evaluators[1].config.pool" in message and "unknown pool 'judges' (run.executor.pools: none defined)" in message
+
+
+def test_rate_limit_settings_reject_a_zero_budget(tmp_path):
+    path = write(tmp_path, BASE + "run:\n  rate_limits: {budget_seconds: 0}\n")
+    assert "run.rate_limits.budget_seconds" in config_error(path)
 
 
 

@@ -230,3 +230,18 @@ def test_a_trace_of_unexpected_shapes_still_shows(client, runs):
     # The matrix reads the records strictly (as the summary does): a latency of "slow" is named, not skipped.
     matrix = client.get(f"/runs/{odd.name}")
     assert matrix.status_code == 422 and "traces.jsonl" in matrix.text
+
+
+def test_a_run_page_plots_each_rate_limits_concurrency_as_svg_with_its_label_as_text(client, runs):
+    record = {"stage": "traces", "limit": "<script>alert(1)</script> (credential 1)", "ceiling": 8, "requests": 30,
+              "rate_limited": 4, "gave_up": None, "levels": [[0.0, 8], [0.5, 4], [2.0, 6]], "paces": [[0.5, 10.0]]}
+    (runs / AFTER / "rate_limits.jsonl").write_text(json.dumps(record) + "\n" + '{"torn')
+    page = client.get(f"/runs/{AFTER}")
+    assert page.status_code == 200
+    assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    [points] = re.findall(r'<polyline points="([^"]+)"', page.text)
+    ys = [float(p.split(",")[1]) for p in points.split()]
+    # Steps 8 -> 4 -> 6 in a 120-high box (level 8 at the top, 0 at the bottom).
+    assert [round(y) for y in ys] == [4, 4, 60, 60, 32, 32]
+    assert "30 requests, 4 rate limited" in _text(page.text)
+    assert "Rate limits" not in client.get(f"/runs/{BEFORE}").text

@@ -1,0 +1,60 @@
+"""What a run says about rate limits: how to adapt and wait, and the named pools.
+
+Both are eval.yaml sections (``run.rate_limits``, ``run.executor.pools``) validated by
+these models when the eval loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class RateLimitSettings(BaseModel):
+    """``run.rate_limits``: how a run meets the rate limits of the servers it calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # One AIMD controller per limit: halves its concurrency on a rate limit, grows it back
+    # while answers succeed. false: every limit stays at max_concurrency (or its pool's).
+    adaptive: bool = True
+    # The concurrency each limit starts at (default: the run's max_concurrency, so a server
+    # without a limit is not slowed down); never above max_concurrency.
+    start_concurrency: int | None = Field(default=None, ge=1)
+    # Wait and try again after a rate limit (within the cell's timeout); false: the cell
+    # errors `rate_limited` at the first one.
+    retry: bool = True
+    # How long a limit may answer nothing but rate limits before the run gives up on it:
+    # its waiting and queued calls then end `rate_limited` at once.
+    budget_seconds: float = Field(default=300.0, gt=0)
+    # The longest wait honoured; a server asking for more is waited on this long, with a warning.
+    max_wait_seconds: float = Field(default=60.0, gt=0)
+
+
+class PoolLimits(BaseModel):
+    """A named limit shared by every system and judge that names it (``pool:``).
+
+    eval-harness writes a pool as its capacity (``gpu: 2``), which is ``max_concurrency``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrency: int | None = Field(default=None, ge=1)
+    requests_per_second: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capacity(cls, data: Any) -> Any:
+        if isinstance(data, bool):
+            raise ValueError("a pool is a capacity (a whole number >= 1) or a mapping of "
+                             "max_concurrency and/or requests_per_second")
+        if isinstance(data, int):
+            return {"max_concurrency": data}
+        return data
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> PoolLimits:
+        if self.max_concurrency is None and self.requests_per_second is None:
+            raise ValueError("a pool needs max_concurrency and/or requests_per_second")
+        return self

@@ -1,0 +1,26 @@
+"""A run's rate limits: built from its eval (``run.rate_limits``, ``run.executor.pools``) for
+one stage, and what each limit did recorded in the run folder (``rate_limits.jsonl``)."""
+
+from __future__ import annotations
+
+import json
+
+from evalh_pipeline.common.ratelimits import RateLimits
+from evalh_pipeline.config.spec import EvalSpec
+from evalh_pipeline.store.run_dir import RunDirectory
+
+
+def run_rate_limits(spec: EvalSpec, max_concurrency: int | None = None) -> RateLimits:
+    """The limiters one stage of a run of ``spec`` shares between its systems and judges."""
+    run = spec.config.run
+    return RateLimits(run.rate_limits, run.executor.pools, max_concurrency=max_concurrency or run.max_concurrency)
+
+
+def record_rate_limits(run_dir: RunDirectory, limits: RateLimits, stage: str) -> None:
+    """Append one line per limit the stage used (none: nothing written)."""
+    records = limits.records(stage)
+    if not records:
+        return
+    with run_dir.rate_limits.open("a", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
