@@ -37,9 +37,8 @@ ENVIRONMENT_READERS = {
     "common/context.py": "EvaluatorContext() built without an env",
     "systems/base.py": "SystemContext.host_env when no env was handed in",
     "embedders/base.py": "an Embedder built without an env",
-    "workspaces/git.py": "git's own child environment (PATH, HOME), with its config isolated",
+    "common/git.py": "git's child environment in a repository evalh does not own, outer git's variables dropped",
     "common/containers.py": "the docker/podman CLI's child environment (DOCKER_HOST, PATH) when none is handed in",
-    "systems/git_branch.py": "git's child environment for the branch's worktree, with system config off",
 }
 
 
