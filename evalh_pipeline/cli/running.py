@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
-from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _spec_for_run
+from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _runs_folder, _spec_for_run
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
@@ -77,6 +77,9 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         spec = _located(spec, run_dir)
     else:
         run_id = new_run_id(spec.name)
+        # The dataset is read before anything reaches the Dagster instance (as the config is):
+        # an error there must not leave a partition and a failed Dagster run behind.
+        _counted_cases(spec, run_id)
     _require_run_id(run_id)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
@@ -158,17 +161,23 @@ def _select(spec: EvalSpec, filters: tuple[str, ...], limit: int | None) -> Eval
     return with_selection(spec, rules, limit)
 
 
-def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
-    """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+def _counted_cases(spec: EvalSpec, run_id: str) -> int:
+    """How many cases run ``run_id`` of ``spec`` would have, every dataset row read as the run
+    reads it; a dataset error is one message and exit 1."""
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.config.dataset import select_cases
 
-    run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
     try:
-        cases = sum(1 for _ in select_cases(spec, run_id))
+        return sum(1 for _ in select_cases(spec, run_id))
     except ConfigError as exc:
-        error(f"invalid eval input\n{exc}")
+        error(f"invalid eval input\n{_masked(exc, spec)}")
         sys.exit(EXIT_CONFIG)
+
+
+def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
+    """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+    run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
+    cases = _counted_cases(spec, run_id)
     run_cfg = spec.config.run
     samples = run_cfg.samples_per_case
     dataset = spec.config.dataset
@@ -434,15 +443,26 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
 @main.command("delete-run")
 @click.argument("run_dir", type=_RunLocation())
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def delete_run(run_dir: str, yes: bool) -> None:
+@click.option("--eval", "partition_of", metavar="EVAL_NAME",
+              help="Remove the partition RUN_DIR of EVAL_NAME whose run folder never came to exist "
+                   "(a run refused before it wrote anything).")
+def delete_run(run_dir: str, yes: bool, partition_of: str | None) -> None:
     """Delete RUN_DIR and its partition in the Dagster instance (so no partition points at deleted data).
 
-    The eval's promoted baseline is refused: promote another run first."""
+    The eval's promoted baseline is refused: promote another run first. A partition without a
+    run folder: `evalh delete-run RUN_ID --eval EVAL_NAME`."""
     from evalh_pipeline.store.baselines import current_baseline
 
     if "://" in run_dir:
         error("delete-run works on a local run directory (or a run id in ./runs)")
         sys.exit(EXIT_CONFIG)
+    if partition_of is not None:
+        _delete_folderless_partition(run_dir, partition_of, yes)
+        return
+    if not Path(run_dir).exists() and not (_runs_folder() / run_dir).exists():
+        error(f"{run_dir} is not a run directory (no run.json); a partition whose run folder never came "
+              f"to exist is removed with: evalh delete-run {run_dir} --eval EVAL_NAME")
+        sys.exit(EXIT_INFRA)
     directory = _run_directory(run_dir)
     meta = directory.read_meta()
     eval_name = str(meta.get("eval_name") or "")
@@ -453,6 +473,32 @@ def delete_run(run_dir: str, yes: bool) -> None:
     if not yes and not click.confirm(f"delete {directory.path} and its Dagster partition?", err=True):
         sys.exit(EXIT_CONFIG)
     _delete(directory, eval_name, "evalh delete-run")
+
+
+def _delete_folderless_partition(run_id: str, eval_name: str, yes: bool) -> None:
+    """Remove the partition ``run_id`` of ``eval_name`` that has no run folder (nothing else:
+    a run folder is deleted only with its partition, by the run's own eval name)."""
+    problem = run_id_problem_of(run_id)
+    if problem:
+        error(problem)
+        sys.exit(EXIT_CONFIG)
+    if (_runs_folder() / run_id).exists() or Path(run_id).exists():
+        error(f"{run_id} has a run folder: delete it with `evalh delete-run {run_id}` (without --eval)")
+        sys.exit(EXIT_CONFIG)
+    if not yes and not click.confirm(f"delete partition {run_id} of {eval_name}?", err=True):
+        sys.exit(EXIT_CONFIG)
+    from evalh_pipeline.defs import launch as dagster
+    from evalh_pipeline.defs.run_options import InfrastructureError
+
+    try:
+        removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, run_id)
+    except InfrastructureError as exc:
+        error(str(exc))
+        sys.exit(EXIT_INFRA)
+    if not removed:
+        error(f"eval {eval_name!r} has no partition {run_id} in the Dagster instance")
+        sys.exit(EXIT_CONFIG)
+    say(f"removed partition {run_id} of {eval_name}")
 
 
 def _delete(directory: RunDirectory, eval_name: str, holder: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +84,20 @@ class RunsFolder:
         return run if run.exists() else None
 
     def run_ids(self) -> list[str]:
-        """Every run folder's id, newest first (run ids start with their UTC timestamp)."""
+        """Every run folder's id (in no particular order: :meth:`entries` orders by time)."""
         if not self.root.is_dir():
             return []
-        ids = [p.name for p in self.root.iterdir()
-               if not p.name.startswith(".") and self.run(p.name) is not None]
-        return sorted(ids, reverse=True)
+        return [p.name for p in self.root.iterdir()
+                if not p.name.startswith(".") and self.run(p.name) is not None]
 
     def entries(self) -> list[RunEntry]:
         """Every run (from its run.json alone: cheap), newest first; baselines marked.
 
-        Figures come from :meth:`add_figures`, for the runs a page shows.
+        Newest by the time the run was created (run.json's ``created_at``), never by its id: a
+        run named in the UI (``slow-1``) has no timestamp in its name. Figures come from
+        :meth:`add_figures`, for the runs a page shows.
         """
-        entries = [self.entry(run_id) for run_id in self.run_ids()]
+        entries = sorted((self.entry(run_id) for run_id in self.run_ids()), key=_newest_first)
         baselines: dict[str, str | None] = {}
         for entry in entries:
             if entry.eval_name not in baselines:
@@ -146,6 +148,23 @@ class RunsFolder:
         if not entry.created and isinstance(summary.get("started_at"), str | int | float):
             entry.created = str(summary["started_at"])
         return entry
+
+
+def _newest_first(entry: RunEntry) -> tuple[int, float, str]:
+    """Sort key: runs by creation time, newest first; runs whose time is unknown last (by id)."""
+    created = _parse_time(entry.created)
+    if created is None:
+        return (1, 0.0, entry.run_id)
+    return (0, -created.timestamp(), entry.run_id)
+
+
+def _parse_time(text: str) -> datetime | None:
+    """An ISO 8601 time (``Z`` or an offset; a naive one is taken as UTC), or None."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
 _RUN_ID_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})")
