@@ -12,11 +12,16 @@ its last output lines; the run completes.
 - ``repo_path``: relative to the eval's folder (``..`` allowed, as in eval-harness) or absolute.
 - Environment: the host's, as in eval-harness, with ``env`` on top (values may use ``{port}``).
 - The service's output goes to a log in the temporary folder; its tail is shown in errors.
+- A killed run leaves its service and worktree: the folder's ``owner.json`` names the run
+  (host, pid, start time), the repository and the service's process group, and the next
+  start of a git_branch system stops that group and removes that worktree once the run is
+  gone (never a live run's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -27,12 +32,22 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.common.processes import argv_list, env_mapping, kill_group
+from evalh_pipeline.common.processes import (
+    argv_list,
+    env_mapping,
+    kill_group,
+    owner_dead,
+    owner_marker,
+    process_alive,
+    process_start,
+)
 from evalh_pipeline.systems.base import AdapterError
 from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem, free_port, render_port
 
 STOP_SECONDS = 5.0
 LOG_TAIL_BYTES = 2048
+FOLDER_PREFIX = "evalh-git-branch-"
+OWNER_FILE = "owner.json"
 _GIT_SETTINGS = ("core.hooksPath=/dev/null", "advice.detachedHead=false", "core.autocrlf=false")
 
 
@@ -77,6 +92,50 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.decode()
 
 
+def _write_owner(folder: Path, repo: Path, pgid: int | None) -> None:
+    marker = {"owner": owner_marker(), "repo": str(repo), "pgid": pgid,
+              "pgid_start": process_start(pgid) if pgid else None}
+    (folder / OWNER_FILE).write_text(json.dumps(marker), encoding="utf-8")
+
+
+def _remove_worktree(repo: Path, worktree: Path) -> None:
+    try:
+        _git(repo, "worktree", "remove", "--force", str(worktree))
+    except AdapterError:
+        pass  # removed below; prune forgets it
+    shutil.rmtree(worktree, True)
+    try:
+        _git(repo, "worktree", "prune")
+    except AdapterError:
+        pass
+
+
+def sweep_dead_runs(parent: Path | None = None) -> list[Path]:
+    """Stop the services and remove the worktrees that killed runs left; the folders removed."""
+    parent = parent or Path(tempfile.gettempdir())
+    removed = []
+    for folder in parent.glob(f"{FOLDER_PREFIX}*"):
+        if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+            continue  # a shared temporary folder: only our own
+        try:
+            marker = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours, or a run still starting
+        if not isinstance(marker, dict) or not owner_dead(str(marker.get("owner", ""))):
+            continue
+        pgid = marker.get("pgid")
+        # A group id is not reused while any member lives; a live leader started at another
+        # time is a new group that only got the number.
+        if isinstance(pgid, int) and pgid > 1 and (process_start(pgid) is None
+                                                    or process_alive(pgid, marker.get("pgid_start"))):
+            kill_group(pgid)
+        if isinstance(marker.get("repo"), str) and (folder / "wt").exists():
+            _remove_worktree(Path(marker["repo"]), folder / "wt")
+        shutil.rmtree(folder, True)
+        removed.append(folder)
+    return removed
+
+
 class GitBranchSystem(ServiceSystem):
     """A branch's service per variant; cells go to the inner adapter (see the module docstring)."""
 
@@ -102,8 +161,10 @@ class GitBranchSystem(ServiceSystem):
         except AdapterError:
             known = (await asyncio.to_thread(_git, repo, "branch", "--format=%(refname:short)")).split()
             raise AdapterError(f"git_branch: branch {cfg.branch!r} not found in {repo} (known: {', '.join(known)})") from None
-        self._folder = Path(tempfile.mkdtemp(prefix="evalh-git-branch-"))
+        await asyncio.to_thread(sweep_dead_runs)
+        self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         self._worktree = self._folder / "wt"
+        _write_owner(self._folder, repo, None)  # before the worktree: a kill from here on is swept
         await asyncio.to_thread(_git, repo, "worktree", "add", "--detach", str(self._worktree), f"refs/heads/{cfg.branch}")
         port = free_port()
         env = {**self.context.host_env, **{k: render_port(v, port) for k, v in cfg.env.items()}}
@@ -116,6 +177,7 @@ class GitBranchSystem(ServiceSystem):
             except (OSError, ValueError) as exc:
                 await self._stop_service()
                 raise AdapterError(f"git_branch: cannot start {argv[0]!r}: {exc}") from None
+        _write_owner(self._folder, repo, self._process.pid)
         return port
 
     async def _exited(self) -> str | None:
@@ -149,15 +211,7 @@ class GitBranchSystem(ServiceSystem):
             await process.wait()
         if self._worktree is not None:
             worktree, self._worktree = self._worktree, None
-            try:
-                await asyncio.to_thread(_git, self.repo, "worktree", "remove", "--force", str(worktree))
-            except AdapterError:
-                pass  # removed below; prune forgets it
-            await asyncio.to_thread(shutil.rmtree, worktree, True)
-            try:
-                await asyncio.to_thread(_git, self.repo, "worktree", "prune")
-            except AdapterError:
-                pass
+            await asyncio.to_thread(_remove_worktree, self.repo, worktree)
         if self._folder is not None:
             await asyncio.to_thread(shutil.rmtree, self._folder, True)
             self._folder = None
