@@ -124,6 +124,22 @@ class SandboxSpec(RuntimeConfig):
         return int(uid), int(gid)
 
 
+def isolation_args(*, user: str | None, read_only: bool, tmp_size: str | int, cap_drop_all: bool = True) -> list[str]:
+    """The ``docker run`` options every evalh container gets (the sandbox's and the docker system's).
+
+    A read-only root with a tmpfs ``/tmp``, no capabilities, no privilege gain (setuid), a non-root
+    user; ``user=None``, ``read_only=False``, ``cap_drop_all=False`` relax one each.
+    """
+    args = ["--security-opt", "no-new-privileges"]
+    if read_only:
+        args += ["--read-only", "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={parse_size(tmp_size)},mode=1777"]
+    if cap_drop_all:
+        args += ["--cap-drop", "ALL"]
+    if user is not None:
+        args += ["--user", user]
+    return args
+
+
 def client_env(env: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The CLI's environment: its own settings from ``env`` (default: this process's), then ``extra``."""
     source = os.environ if env is None else env
@@ -233,11 +249,9 @@ class Sandbox:
             ulimits = [a for k, v in spec.ulimits.items() for a in ("--ulimit", f"{k}={v}:{v}")]
             container = runtime.run(
                 "run", "-d", "-i", "--name", name, *label_args,
-                "--network", spec.network, "--read-only",
-                "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={parse_size(spec.tmp_size)},mode=1777",
+                "--network", spec.network, *isolation_args(user=spec.user, read_only=True, tmp_size=spec.tmp_size),
                 "--memory", str(memory), "--memory-swap", str(memory), "--cpus", f"{spec.cpus:g}",
-                "--pids-limit", str(spec.pids), "--user", spec.user, "--cap-drop", "ALL",
-                "--security-opt", "no-new-privileges", *ulimits,
+                "--pids-limit", str(spec.pids), *ulimits,
                 "-v", f"{name}:{WORKDIR}", "-w", WORKDIR, "--entrypoint", "sh", spec.image,
             ).decode().strip()
         except BaseException:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
+from pathlib import Path
 from typing import Any
 
 # After the command exits (and its leftovers are killed), how long to wait for the pipes
@@ -52,6 +54,49 @@ def kill_group(pgid: int | None) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def process_start(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (Linux); tells a recycled pid apart."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def process_alive(pid: int, start: str | None) -> bool:
+    """True while ``pid`` runs and (when ``start`` is known) is still the process that started then."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    if start is None:
+        return True
+    current = process_start(pid)
+    return current is None or current == start
+
+
+def owner_marker() -> str:
+    """``host/pid/start`` of this process: what a run's leftovers carry to be recognised once it died."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}/{pid}/{process_start(pid) or ''}"
+
+
+def owner_dead(marker: str) -> bool:
+    """True when ``marker`` (:func:`owner_marker`) names a process of this host that is gone.
+
+    Anything else (another host, this process, a live one, a malformed marker) is not ours to touch.
+    """
+    parts = marker.split("/")
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    return pid != os.getpid() and not process_alive(pid, parts[2] or None)
 
 
 def describe_exit(code: int | None) -> str:

@@ -19,12 +19,22 @@ may use ``{port}``; passed by name, never on a command line), ``volumes``
 (``host:container[:ro|rw]``, host paths relative to the eval's folder), ``memory``,
 ``cpus``, ``pids`` (limits with defaults), ``binary``/``docker_host`` (the engine).
 The image must be present: nothing is pulled (``docker pull`` it, or build it).
+
+Isolation, the ``docker_volume`` sandbox's (:func:`isolation_args`), each relaxable by a key:
+a read-only root with a tmpfs ``/tmp`` of ``tmp_size`` (``read_only: false`` for an image that
+writes elsewhere), no capabilities (``cap_drop_all: false`` for one that needs some), no
+privilege gain, user ``65534:65534`` (``user: null`` keeps the image's own, possibly root).
+
+Each container carries its run's owner (``evalh.owner``: host, pid, start time); a run
+that was killed leaves its container, and the next start of a docker system removes those
+whose owner is gone (never one of a live run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from pathlib import Path
 from typing import Literal
@@ -36,12 +46,16 @@ from evalh_pipeline.common.containers import (
     ContainerError,
     ContainerRuntime,
     RuntimeConfig,
+    isolation_args,
     parse_size,
 )
+from evalh_pipeline.common.processes import owner_dead, owner_marker
 from evalh_pipeline.systems.base import AdapterError
 from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem, free_port, render_port
 
 RELAY_CHUNK = 65536
+NAME_PREFIX = "evalh-svc-"
+OWNER_LABEL = "evalh.owner"
 
 
 class DockerConfig(ServiceConfig):
@@ -54,6 +68,10 @@ class DockerConfig(ServiceConfig):
     memory: str | int = "1g"
     cpus: float = Field(default=1.0, gt=0)
     pids: int = Field(default=512, ge=8)
+    user: str | None = "65534:65534"
+    read_only: bool = True
+    tmp_size: str | int = "64m"
+    cap_drop_all: bool = True
     binary: str = "docker"
     docker_host: str | None = None
 
@@ -66,11 +84,35 @@ class DockerConfig(ServiceConfig):
                 raise ValueError(f"a volume is 'host:container' or 'host:container:ro|rw', got {spec!r}")
         return value
 
-    @field_validator("memory")
+    @field_validator("memory", "tmp_size")
     @classmethod
     def _memory(cls, value: str | int) -> str | int:
         parse_size(value)
         return value
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d+(:\d+)?", value):
+            raise ValueError(f"user must be a numeric uid[:gid] such as 65534:65534 (or null: the image's), got {value!r}")
+        return value
+
+
+def sweep_dead_runs(runtime: ContainerRuntime) -> list[str]:
+    """Remove the service containers whose owning run is gone; the names removed."""
+    label = '{{.Label "' + OWNER_LABEL + '"}}'
+    try:
+        listed = runtime.run("ps", "-a", "--filter", f"label={OWNER_LABEL}", "--filter", f"name={NAME_PREFIX}",
+                             "--format", "{{.Names}} " + label).decode()
+    except ContainerError:
+        return []  # the start that follows reports the engine's problem
+    removed = []
+    for line in listed.splitlines():
+        name, _, owner = line.partition(" ")
+        if name.startswith(NAME_PREFIX) and owner_dead(owner.strip()):
+            runtime.quiet("rm", "-f", "-v", name)
+            removed.append(name)
+    return removed
 
 
 class DockerSystem(ServiceSystem):
@@ -92,13 +134,17 @@ class DockerSystem(ServiceSystem):
         env_args = [a for name in env for a in ("-e", name)]
         volume_args = [a for spec in cfg.volumes for a in ("-v", self._volume(spec))]
         publish = ["-p", f"127.0.0.1:{port}:{inner_port}"] if cfg.network == "bridge" else []
-        name = f"evalh-svc-{uuid.uuid4().hex[:12]}"
+        await asyncio.to_thread(sweep_dead_runs, self._runtime)
+        name = f"{NAME_PREFIX}{uuid.uuid4().hex[:12]}"
         runtime = ContainerRuntime(self._runtime.config, self.context.host_env)
         runtime.env.update(env)  # `-e NAME` reads the value from the CLI's environment
         try:
             self._container = (await asyncio.to_thread(
-                runtime.run, "run", "-d", "--name", name, "--label", f"{LABEL}=1", "--network", cfg.network, *publish,
-                "--security-opt", "no-new-privileges", "--memory", str(parse_size(cfg.memory)),
+                runtime.run, "run", "-d", "--name", name, "--label", f"{LABEL}=1",
+                "--label", f"{OWNER_LABEL}={owner_marker()}", "--network", cfg.network, *publish,
+                *isolation_args(user=cfg.user, read_only=cfg.read_only, tmp_size=cfg.tmp_size,
+                                cap_drop_all=cfg.cap_drop_all),
+                "--memory", str(parse_size(cfg.memory)),
                 "--cpus", f"{cfg.cpus:g}", "--pids-limit", str(cfg.pids), *env_args, *volume_args, cfg.image,
             )).decode().strip()
         except ContainerError as exc:

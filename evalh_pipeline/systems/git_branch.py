@@ -13,11 +13,16 @@ its last output lines; the run completes.
 - ``repo_path``: relative to the eval's folder (``..`` allowed, as in eval-harness) or absolute.
 - Environment: the host's, as in eval-harness, with ``env`` on top (values may use ``{port}``).
 - The service's output goes to a log in the temporary folder; its tail is shown in errors.
+- A killed run leaves its service and clone: the folder's ``owner.json`` names the run
+  (host, pid, start time), the repository and the service's process group, and the next
+  start of a git_branch system stops that group and removes that folder once the run is
+  gone (never a live run's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -29,7 +34,15 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from evalh_pipeline.common.git import GitError, GitNotFound, run_git
-from evalh_pipeline.common.processes import argv_list, env_mapping, kill_group
+from evalh_pipeline.common.processes import (
+    argv_list,
+    env_mapping,
+    kill_group,
+    owner_dead,
+    owner_marker,
+    process_alive,
+    process_start,
+)
 from evalh_pipeline.systems.base import AdapterError
 from evalh_pipeline.systems.service import ServiceConfig, ServiceSystem, free_port, render_port
 
@@ -38,6 +51,8 @@ LOG_TAIL_BYTES = 2048
 _GIT_SETTINGS = ("advice.detachedHead=false", "core.autocrlf=false")
 # A clone sharing the repository's objects takes seconds even for a large one.
 GIT_TIMEOUT_SECONDS = 300.0
+FOLDER_PREFIX = "evalh-git-branch-"
+OWNER_FILE = "owner.json"
 
 
 class GitBranchConfig(ServiceConfig):
@@ -77,6 +92,36 @@ def _git(cwd: Path, *args: str, source: Path | None = None) -> str:
         raise AdapterError(f"git_branch: {exc}") from None
 
 
+def _write_owner(folder: Path, repo: Path, pgid: int | None) -> None:
+    marker = {"owner": owner_marker(), "repo": str(repo), "pgid": pgid,
+              "pgid_start": process_start(pgid) if pgid else None}
+    (folder / OWNER_FILE).write_text(json.dumps(marker), encoding="utf-8")
+
+
+def sweep_dead_runs(parent: Path | None = None) -> list[Path]:
+    """Stop the services and remove the clones that killed runs left; the folders removed."""
+    parent = parent or Path(tempfile.gettempdir())
+    removed = []
+    for folder in parent.glob(f"{FOLDER_PREFIX}*"):
+        if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+            continue  # a shared temporary folder: only our own
+        try:
+            marker = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours, or a run still starting
+        if not isinstance(marker, dict) or not owner_dead(str(marker.get("owner", ""))):
+            continue
+        pgid = marker.get("pgid")
+        # A group id is not reused while any member lives; a live leader started at another
+        # time is a new group that only got the number.
+        if isinstance(pgid, int) and pgid > 1 and (process_start(pgid) is None
+                                                    or process_alive(pgid, marker.get("pgid_start"))):
+            kill_group(pgid)
+        shutil.rmtree(folder, True)  # the clone lives inside it: nothing to undo in the user's repository
+        removed.append(folder)
+    return removed
+
+
 class GitBranchSystem(ServiceSystem):
     """A branch's service per variant; cells go to the inner adapter (see the module docstring)."""
 
@@ -102,8 +147,10 @@ class GitBranchSystem(ServiceSystem):
         except AdapterError:
             known = (await asyncio.to_thread(_git, repo, "branch", "--format=%(refname:short)")).split()
             raise AdapterError(f"git_branch: branch {cfg.branch!r} not found in {repo} (known: {', '.join(known)})") from None
-        self._folder = Path(tempfile.mkdtemp(prefix="evalh-git-branch-"))
+        await asyncio.to_thread(sweep_dead_runs)
+        self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         self._worktree = self._folder / "wt"
+        _write_owner(self._folder, repo, None)  # before the clone: a kill from here on is swept
         # A clone sharing the repository's objects, not a worktree of it: nothing is written
         # into the user's repository (no .git/worktrees entry, no lock), so their own git
         # commands never meet evalh's, and a killed run leaves nothing there.
@@ -124,6 +171,7 @@ class GitBranchSystem(ServiceSystem):
             except (OSError, ValueError) as exc:
                 await self._stop_service()
                 raise AdapterError(f"git_branch: cannot start {argv[0]!r}: {exc}") from None
+        _write_owner(self._folder, repo, self._process.pid)
         return port
 
     async def _exited(self) -> str | None:

@@ -16,36 +16,14 @@ import socket
 import tempfile
 from pathlib import Path
 
+from evalh_pipeline.common.processes import process_alive as _alive
+from evalh_pipeline.common.processes import process_start as _process_start
 from evalh_pipeline.common.trees import remove_tree
 
 CONTAINER_PREFIX = "evalh-ws-"
 OWNER_FILE = "owner.json"
 _OWNER_TOOL = "evalh-workspace"
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def _process_start(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot (Linux); tells a recycled pid apart."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rfind(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    if start is None:
-        return True
-    current = _process_start(pid)
-    return current is None or current == start
 
 
 def create_container(base_path: Path, label: str) -> Path:

@@ -162,6 +162,7 @@ def build_busybox_image(engine: Engine, tag: str, extra: dict[str, bytes] | None
         (rootfs / "bin").mkdir()
         (rootfs / "etc").mkdir()
         (rootfs / "tmp").mkdir()
+        (rootfs / "tmp").chmod(0o1777)  # as in real images: the engine gives a tmpfs /tmp this mode
         (rootfs / "workspace").mkdir()
         shutil.copy2(BUSYBOX, rootfs / "bin" / "busybox")
         applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True).stdout.split()

@@ -7,6 +7,8 @@ http.server); eval-harness's docs configuration (Adapters.md, "v1: git_branch") 
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,8 +17,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import run_evalh
+from evalh_pipeline.common.processes import process_start
+from evalh_pipeline.systems.git_branch import sweep_dead_runs
+from tests.conftest import EVALH, run_evalh
 from tests.sandbox.support import records, traces_by_variant
+from tests.support.killed_run import kill_evalh_when
 
 pytestmark = pytest.mark.integration
 
@@ -138,3 +143,55 @@ def test_an_unknown_branch_or_inner_adapter_is_reported(agent_repo, tmp_path, en
     bad = _eval(tmp_path / "bad", _system("x", "main").replace("inner_adapter: http", "inner_adapter: htttp"))
     done = run_evalh(["run", str(bad)], env, bad.parent, timeout=120)
     assert done.returncode != 0 and "inner_adapter" in done.stderr and "htttp" in done.stderr
+
+
+def _services_under(folder: Path) -> list[psutil.Process]:
+    """The branch services running in a worktree under ``folder`` (their cwd)."""
+    found = []
+    for proc in psutil.process_iter(["cwd"]):
+        if (proc.info["cwd"] or "").startswith(str(folder) + "/"):
+            found.append(proc)
+    return found
+
+
+def test_a_killed_runs_service_and_worktree_are_removed_at_the_next_start_and_resume_finishes_it(
+        agent_repo, tmp_path, env):
+    # Case `two` keeps its cell busy long enough to kill the run in the middle of it.
+    git(agent_repo, "checkout", "-qb", "slow")
+    (agent_repo / "app.py").write_text(SERVER.format(answer="slow says").replace(
+        "    def do_POST(self):\n", "    def do_POST(self):\n        __import__('time').sleep(4)\n"))
+    git(agent_repo, "commit", "-qam", "slow")
+    git(agent_repo, "checkout", "-q", "main")
+    path = _eval(tmp_path / "evals", _system("slow", "slow"))
+    temp = tmp_path / "tmp"  # where the run's worktree folders go
+    temp.mkdir()
+    run_env = {**env, "TMPDIR": str(temp)}
+
+    kill_evalh_when([*EVALH, "run", str(path)], run_env, path.parent, tmp_path / "killed.log",
+                    lambda: bool(_services_under(temp)), what="branch service")
+    (leftover,) = _services_under(temp)
+    assert leftover.is_running() and len(list(temp.glob("evalh-git-branch-*"))) == 1  # what the kill left
+    run_dir = sorted((path.parent / "runs").iterdir())[-1]
+
+    done = run_evalh(["run", str(path), "--resume", str(run_dir)], run_env, path.parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not leftover.is_running()
+    assert list(temp.glob("evalh-git-branch-*")) == [] and _services_under(temp) == []
+    assert git(agent_repo, "worktree", "list").count("\n") == 1  # only the repository's own
+    answers = sorted((t["case_id"], t["output"]["final_answer"]) for t in records(run_dir, "traces.jsonl"))
+    assert answers == [("one", "slow says hello"), ("two", "slow says bye")]
+
+
+def test_a_live_runs_service_and_worktree_are_never_swept(agent_repo, tmp_path):
+    folder = tmp_path / "evalh-git-branch-live"
+    (folder / "wt").mkdir(parents=True)
+    other_run = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        owner = f"{socket.gethostname()}/{other_run.pid}/{process_start(other_run.pid)}"
+        (folder / "owner.json").write_text(json.dumps({"owner": owner, "repo": str(agent_repo),
+                                                       "pgid": other_run.pid}))
+        assert sweep_dead_runs(tmp_path) == []
+        assert other_run.poll() is None and (folder / "wt").is_dir()
+    finally:
+        other_run.kill()
+        other_run.wait()
