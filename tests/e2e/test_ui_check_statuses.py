@@ -5,7 +5,8 @@ partition failed or execution-failed → "Failed"; ui-core's asset-checks/util.t
 latest run's verdict. A UI run whose first step fails (here: a dataset error) leaves its
 partition with every planned check "execution failed", so every check of the eval reads
 "Failed" though the run before passed them. Removing that partition, which has no run folder,
-with `evalh delete-run <id> --eval <eval>` gives the list back its real statuses.
+with `evalh delete-run <id> --eval <eval>` gives the list (and the Lineage tab's "N / 5 Passed")
+back its real statuses.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ def _check_status(page, url: str, check: str) -> str:
     return found[1]
 
 
+def _lineage_checks(page, url: str) -> str:
+    """The summary node's check count on the asset's Lineage tab ("N / M Passed" or the like)."""
+    page.goto(f"{url}/assets/{EVAL}/summary?view=lineage")
+    count = page.get_by_text(re.compile(r"\d+ / \d+")).first
+    count.wait_for()
+    return " ".join(count.inner_text().split())
+
+
 def test_a_failed_partition_reads_failed_in_the_checks_list_until_delete_run_removes_it(dagster_dev, tmp_path):
     folder = dagster_dev.repo / "evals" / EVAL
     done = run_evalh(["run", str(folder / "eval.yaml")], _env(dagster_dev), tmp_path, timeout=TIMEOUT)
@@ -74,6 +83,7 @@ def test_a_failed_partition_reads_failed_in_the_checks_list_until_delete_run_rem
     good = cases.read_text()
     with ui_page(dagster_dev) as page:
         assert _check_status(page, dagster_dev.url, "complete") == "Succeeded"
+        assert _lineage_checks(page, dagster_dev.url) == "5 / 5 Passed"
         cases.write_text("{not json\n")  # the UI's run fails at its first step, writing nothing
         try:
             _launch_new_partition(page, BROKEN)
@@ -84,8 +94,10 @@ def test_a_failed_partition_reads_failed_in_the_checks_list_until_delete_run_rem
         assert not (folder / "runs" / BROKEN).exists()
         # Dagster's aggregate over partitions: the failed partition's unexecuted checks.
         assert _check_status(page, dagster_dev.url, "complete") == "Failed"
+        assert _lineage_checks(page, dagster_dev.url) == "0 / 5 Passed"  # as the issue saw it
 
         removed = run_evalh(["delete-run", BROKEN, "--eval", EVAL, "--yes"], _env(dagster_dev), tmp_path)
         assert removed.returncode == 0, removed.stderr
 
         assert _check_status(page, dagster_dev.url, "complete") == "Succeeded"
+        assert _lineage_checks(page, dagster_dev.url) == "5 / 5 Passed"
