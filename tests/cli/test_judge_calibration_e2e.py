@@ -1,5 +1,6 @@
 """Through the real `evalh` CLI: run an eval, import human labels, re-evaluate, and the
-summary, report.md and the terminal show the judge's calibration and the corrected rate."""
+summary, report.md and the terminal show the judge's calibration and the corrected rate;
+a new run with the same answers carries the labels."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ def test_labels_calibrate_the_judge_and_correct_the_pass_rate(tmp_path, env):
     assert f"corrected {expected.estimate:.1%}" in (run / "report.md").read_text()
     assert "judge mentions_paris: 13 label(s), agreement 76.9%" in again.stdout
     assert f"candidate: mentions_paris pass rate 66.7% · corrected {expected.estimate:.1%}" in again.stdout
+
+    # A new run gives the same answers: the labels carry to it, and its summary is corrected too.
+    second = run_evalh(["run", str(eval_yaml)], env, REPO, timeout=600)
+    assert second.returncode == 0, second.stderr
+    (newer,) = [p for p in (folder / "runs").iterdir() if (p / "run.json").exists() and p != run]
+    rollup = {r["evaluator"]: r for r in load_yaml_text((newer / "summary.yaml").read_text())["by_evaluator"]}
+    assert rollup["mentions_paris"]["calibration"]["labels"] == 13
+    assert rollup["mentions_paris"]["by_variant"]["candidate"]["pass_rate_corrected"] == corrected
+    assert "judge mentions_paris: 13 label(s)" in second.stdout
 
 
 @pytest.mark.e2e
