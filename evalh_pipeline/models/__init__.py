@@ -2,6 +2,7 @@
 
 from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
 from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
+from evalh_pipeline.models.label import HumanLabel, judged_content_hash
 from evalh_pipeline.models.result import EvaluationResult
 from evalh_pipeline.models.summary import (
     ComparisonReport,
@@ -42,6 +43,7 @@ __all__ = [
     "FileEntry",
     "FileManifest",
     "FilesystemArtifact",
+    "HumanLabel",
     "PairedStats",
     "RepeatStats",
     "RunSummary",
@@ -57,4 +59,5 @@ __all__ = [
     "TraceOutput",
     "VariantDelta",
     "VariantSummary",
+    "judged_content_hash",
 ]

@@ -50,6 +50,43 @@ class VariantSummary(BaseModel):
     design_effect: float | None = None
 
 
+class RateWithInterval(BaseModel):
+    """A proportion of ``n`` with its 95% Wilson interval."""
+
+    estimate: float
+    n: int
+    ci_low: float
+    ci_high: float
+
+
+class CorrectedPassRate(BaseModel):
+    """A pass rate corrected for the judge's error measured on human labels
+    (stats/calibration.py: Rogan-Gladen, with an interval that carries the labels' uncertainty)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    method: str
+    # The judge's own verdicts it was corrected from (results that errored left out).
+    judged: int
+
+
+class JudgeCalibration(BaseModel):
+    """How an evaluator agrees with human labels, pooled over the labelled cells of every run
+    of the eval judged with the same evaluator config (``evaluator_hash``)."""
+
+    evaluator_hash: str
+    labels: int
+    agreement: float | None
+    kappa: float | None
+    # The share of labelled cells a human passed (kappa depends on it).
+    human_pass_rate: float | None
+    sensitivity: RateWithInterval | None
+    specificity: RateWithInterval | None
+    # Why the pass rates are not corrected (too few labels, a judge no better than chance).
+    note: str | None = None
+
+
 class EvaluatorVariantRollup(BaseModel):
     """One evaluator's figures on one variant."""
 
@@ -58,6 +95,8 @@ class EvaluatorVariantRollup(BaseModel):
     # Results where the evaluator itself failed (a judge unreachable, a command not found):
     # they count as not passed, and are not a verdict on the system.
     errored: int = 0
+    # Set when the evaluator has enough human labels (JudgeCalibration).
+    pass_rate_corrected: CorrectedPassRate | None = None
 
 
 class EvaluatorRollup(BaseModel):
@@ -65,6 +104,8 @@ class EvaluatorRollup(BaseModel):
 
     evaluator: str
     by_variant: dict[str, EvaluatorVariantRollup]
+    # None: no human label of this evaluator's verdicts in this run's config.
+    calibration: JudgeCalibration | None = None
 
 
 class PairedStats(BaseModel):

@@ -68,9 +68,40 @@ def evaluators_table(summary: RunSummary) -> str:
         cells = []
         for name in names:
             r = rollup.by_variant.get(name)
-            cells.append("–" if r is None else f"{r.pass_rate:.1%}" + (f" ({r.errored} errored)" if r.errored else ""))
+            cells.append("–" if r is None else f"{r.pass_rate:.1%}" + (f" ({r.errored} errored)" if r.errored else "")
+                         + corrected_text(r.pass_rate_corrected))
         lines.append(f"| {rollup.evaluator} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def corrected_text(corrected: Any) -> str:
+    """`` · corrected 55.1% (41.2–69.0%)`` for a CorrectedPassRate, "" without one."""
+    if corrected is None:
+        return ""
+    return f" · corrected {corrected.estimate:.1%} ({corrected.ci_low:.1%}–{corrected.ci_high:.1%})"
+
+
+def calibration_lines(summary: RunSummary) -> list[str]:
+    """One line per evaluator with human labels (:func:`calibration_line`)."""
+    return [line for rollup in summary.by_evaluator if (line := calibration_line(rollup)) is not None]
+
+
+def calibration_line(rollup: Any) -> str | None:
+    """An EvaluatorRollup's agreement with human labels, kappa, sensitivity and specificity,
+    and whether its pass rates were corrected (and if not, why); None without labels."""
+    c = rollup.calibration
+    if c is None:
+        return None
+    parts = [f"{c.labels} label(s)"]
+    if c.agreement is not None:
+        parts.append(f"agreement {c.agreement:.1%}")
+    if c.kappa is not None and c.human_pass_rate is not None:
+        parts.append(f"Cohen's kappa {c.kappa:.2f} (human pass rate {c.human_pass_rate:.1%})")
+    for name, rate in (("sensitivity", c.sensitivity), ("specificity", c.specificity)):
+        parts.append(f"{name} –" if rate is None else
+                     f"{name} {rate.estimate:.1%} ({rate.ci_low:.1%}–{rate.ci_high:.1%}, n={rate.n})")
+    verdict = c.note or "pass rates corrected (Rogan–Gladen; the interval includes the labels' uncertainty)"
+    return f"{rollup.evaluator}: " + ", ".join(parts) + f"; {verdict}"
 
 
 def pp(delta: float) -> str:
@@ -231,6 +262,8 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
         "",
         evaluators_table(summary),
         "",
+        *(["## Judge calibration (human labels)", "", *(f"- {line}" for line in calibration), ""]
+          if (calibration := calibration_lines(summary)) else []),
         *(["## Repeats", "", repeats, ""] if (repeats := repeats_section(summary)) else []),
     ])
 

@@ -7,6 +7,7 @@ and writes only the run directory, so any stage can be re-run on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timezone
 
 from evalh_pipeline.common.masking import mask_config
@@ -16,6 +17,7 @@ from evalh_pipeline.models import Completeness, RunSummary
 from evalh_pipeline.models.summary import VariantCompleteness
 from evalh_pipeline.models.versioning import migrate
 from evalh_pipeline.queries.report import render_report
+from evalh_pipeline.queries.calibration import add_calibration
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender
@@ -109,6 +111,7 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         metadata=spec.config.metadata,
         cluster_by=spec.config.run.cluster_by,
     )
+    summary = add_calibration(summary, run_dir, Path(spec.runs_root), spec.name)
     cases = summary.cases_total
     summary.completeness = completeness(run_dir, summary, cases, spec)
     accounting = read_accounting(run_dir.path)

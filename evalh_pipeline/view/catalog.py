@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.store.baselines import current_baseline
+from evalh_pipeline.store.baselines import BASELINES, current_baseline
+from evalh_pipeline.store.labels import LABELS
 from evalh_pipeline.store.run_dir import RUN_ID_PATTERN, RunDirectory
 
 # Folders of the runs root that are not runs.
-_NOT_RUNS = {"baselines"}
+_NOT_RUNS = {BASELINES, LABELS}
 
 
 def wilson_interval(passed: int, total: int, z: float = 1.959964) -> tuple[float, float] | None:

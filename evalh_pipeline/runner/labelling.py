@@ -1,0 +1,149 @@
+"""`evalh label import`: read a file of human labels and resolve each row to a judged cell.
+
+A row names a cell of the eval's existing runs (``case_id``, ``variant_name``, ``sample``)
+and an evaluator; it is resolved to that cell's judged content in the latest run that has
+the evaluator's verdict on it (queries/labelled_cells.py), and stored under that content's
+key (models/label.py), so it applies to every run with the same trace content.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from evalh_pipeline.models.label import HumanLabel
+from evalh_pipeline.queries.labelled_cells import JudgedCell, eval_runs, judged_cells
+
+COLUMNS = ("case_id", "variant_name", "sample", "evaluator", "passed", "note")
+REQUIRED = ("case_id", "variant_name", "evaluator", "passed")
+
+
+class LabelFileError(ValueError):
+    """Rows of a label file that are not labels: one line each (file:line: what is wrong)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """One valid row of a label file."""
+
+    line: int
+    case_id: str
+    variant_name: str
+    sample: int
+    evaluator: str
+    passed: bool
+    note: str | None
+
+
+def _raw_rows(path: Path) -> list[tuple[int, Any]]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        return [(reader.line_num, row) for row in reader]
+    rows: list[tuple[int, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            rows.append((number, f"not JSON ({exc.msg})"))
+    return rows
+
+
+def _passed(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _row(path: Path, number: int, raw: Any, evaluators: set[str]) -> LabelRow | str:
+    where = f"{path}:{number}"
+    if isinstance(raw, str):
+        return f"{where}: {raw}"
+    if not isinstance(raw, dict):
+        return f"{where}: not an object with the columns {', '.join(COLUMNS)}"
+    unknown = sorted(str(k) for k in raw if k not in COLUMNS)
+    if unknown:
+        return f"{where}: unknown column {unknown[0]!r} (allowed: {', '.join(COLUMNS)})"
+    for key in REQUIRED:
+        if raw.get(key) in (None, ""):
+            return f"{where}: {key}: missing (required: {', '.join(REQUIRED)})"
+    for key in ("case_id", "variant_name", "evaluator"):
+        if not isinstance(raw[key], str):
+            return f"{where}: {key}: must be text"
+    if raw["evaluator"] not in evaluators:
+        return f"{where}: evaluator: {raw['evaluator']!r} is not an evaluator of the eval ({', '.join(sorted(evaluators))})"
+    passed = _passed(raw["passed"])
+    if passed is None:
+        return f"{where}: passed: {raw['passed']!r} (allowed: true, false)"
+    sample_raw = raw.get("sample")
+    try:
+        sample = 0 if sample_raw in (None, "") else int(sample_raw)
+        if isinstance(sample_raw, (bool, float)) or sample < 0:
+            raise ValueError
+    except (TypeError, ValueError):
+        return f"{where}: sample: {sample_raw!r} (allowed: a whole number >= 0)"
+    note = raw.get("note")
+    if note is not None and not isinstance(note, str):
+        return f"{where}: note: must be text"
+    return LabelRow(number, raw["case_id"], raw["variant_name"], sample, raw["evaluator"], passed, note or None)
+
+
+def read_label_rows(path: Path, evaluators: set[str]) -> list[LabelRow]:
+    """The rows of a CSV or JSONL label file; :class:`LabelFileError` with one line per bad
+    row when any row is bad (so nothing is written unless every row is valid)."""
+    try:
+        raws = _raw_rows(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise LabelFileError([f"{path}: cannot read ({exc})"]) from None
+    rows, problems = [], []
+    for number, raw in raws:
+        row = _row(path, number, raw, evaluators)
+        if isinstance(row, str):
+            problems.append(row)
+        else:
+            rows.append(row)
+    if problems:
+        raise LabelFileError(problems)
+    return rows
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The labels the rows resolved to, and one line per row that names no judged cell."""
+
+    labels: list[HumanLabel]
+    unmatched: list[str]
+
+
+def resolve_rows(path: Path, rows: list[LabelRow], runs_root: Path, eval_name: str, *,
+                 labeller: str, now: datetime) -> Resolution:
+    """Each row as a label of its cell's judged content, in the latest run of the eval that
+    has the evaluator's verdict on that cell."""
+    cells: dict[tuple[str, str, int, str], JudgedCell] = {}
+    for run in eval_runs(runs_root, eval_name):  # oldest first: later runs win
+        for cell in judged_cells(run):
+            cells[(cell.case_id, cell.variant_name, cell.sample, cell.evaluator)] = cell
+    labels, unmatched = [], []
+    for row in rows:
+        cell = cells.get((row.case_id, row.variant_name, row.sample, row.evaluator))
+        if cell is None:
+            unmatched.append(f"{path}:{row.line}: no run of {eval_name} has a verdict of {row.evaluator} on case "
+                             f"{row.case_id!r}, variant {row.variant_name!r}, sample {row.sample}")
+            continue
+        labels.append(HumanLabel(content_hash=cell.content_hash, evaluator=cell.evaluator,
+                                 evaluator_hash=cell.evaluator_hash, passed=row.passed, labeller=labeller,
+                                 labelled_at=now, note=row.note, case_id=row.case_id,
+                                 variant_name=row.variant_name, sample=row.sample, run_id=cell.run_id))
+    return Resolution(labels, unmatched)
