@@ -130,10 +130,10 @@ def _print_ui_visibility(spec: EvalSpec) -> None:
 
 def _print_viewer_link(spec: EvalSpec, run_id: str) -> None:
     """The run's page in `evalh view`, when a viewer answers at ``$EVALH_VIEWER_URL`` (or the default port)."""
-    from evalh_pipeline.view.links import VIEWER_URL_ENV, running_viewer_run_url
+    from evalh_pipeline.view.links import running_viewer_run_url
 
     # A short wait: a viewer that does not answer at once is not worth holding the prompt for.
-    url = running_viewer_run_url(run_id, spec.settings.env.get(VIEWER_URL_ENV), timeout_s=2.0)
+    url = running_viewer_run_url(run_id, spec.settings.viewer_url, timeout_s=2.0)
     if url:
         say(f"viewer: {url}")
 

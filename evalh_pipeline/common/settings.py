@@ -17,6 +17,9 @@ from pathlib import Path
 RUNS_DIR_ENV = "EVALH_RUNS_DIR"
 # Working copies of runs published to URLs, fetched runs and store exports (default ~/.cache/evalh).
 CACHE_DIR_ENV = "EVALH_CACHE_DIR"
+# Where `evalh view` answers (links from Dagster and `evalh run` to a run's page); the port `./dev ui` uses.
+VIEWER_URL_ENV = "EVALH_VIEWER_URL"
+DEFAULT_VIEWER_URL = "http://127.0.0.1:8790"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class Settings:
     runs_dir: Path | None = None
     # $EVALH_CACHE_DIR (default ~/.cache/evalh), resolved; None only in hand-made settings.
     cache_dir: Path | None = None
+    # $EVALH_VIEWER_URL without a trailing slash (default http://127.0.0.1:8790): links, not a liveness claim.
+    viewer_url: str = DEFAULT_VIEWER_URL
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -39,7 +44,8 @@ class Settings:
         env = dict(os.environ if environ is None else environ)
         runs_dir = env.get(RUNS_DIR_ENV)
         cache_dir = Path(env.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "evalh").expanduser().resolve()
-        return cls(env=env, runs_dir=Path(runs_dir).resolve() if runs_dir else None, cache_dir=cache_dir)
+        return cls(env=env, runs_dir=Path(runs_dir).resolve() if runs_dir else None, cache_dir=cache_dir,
+                   viewer_url=_base_url(env.get(VIEWER_URL_ENV), DEFAULT_VIEWER_URL))
 
     @property
     def cache(self) -> Path:
@@ -47,3 +53,9 @@ class Settings:
         if self.cache_dir is None:
             raise ValueError("these settings have no cache_dir: use Settings.from_environment()")
         return self.cache_dir
+
+
+def _base_url(configured: str | None, default: str) -> str:
+    """``configured`` without surrounding blanks and trailing slash, or ``default`` when unset or blank."""
+    value = (configured or "").strip().rstrip("/")
+    return value or default

@@ -1,15 +1,18 @@
 """Where the viewer is and the URL of a run's page: what the CLI and the Dagster layer link to.
 
-The viewer's address is configuration: the caller (cli/ or defs/) reads ``EVALH_VIEWER_URL``
-from its environment and passes it here; nothing in this package reads the environment.
+The viewer's address is configuration: ``Settings.viewer_url`` (``$EVALH_VIEWER_URL``, default
+``http://127.0.0.1:8790``), read once at the edge and passed here; nothing in this package reads
+the environment.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-# The environment variable the callers read (named once, here).
-VIEWER_URL_ENV = "EVALH_VIEWER_URL"
+from evalh_pipeline.common.settings import VIEWER_URL_ENV
+
+__all__ = ["VIEWER_URL_ENV", "run_page_url", "running_viewer_run_url", "viewer_base_url", "viewer_is_running"]
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
 

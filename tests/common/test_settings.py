@@ -42,6 +42,13 @@ ENVIRONMENT_READERS = {
 }
 
 
+def test_the_viewer_url_is_configured_or_the_default_port_of_dev_ui():
+    assert Settings.from_environment({}).viewer_url == "http://127.0.0.1:8790"
+    assert Settings.from_environment({"EVALH_VIEWER_URL": "  "}).viewer_url == "http://127.0.0.1:8790"
+    assert Settings.from_environment({"EVALH_VIEWER_URL": " http://viewer.example:9000/ "}).viewer_url == (
+        "http://viewer.example:9000")
+
+
 def _reads_environment(path: Path) -> bool:
     """Whether the code (not comments or docstrings) of ``path`` names os.environ or os.getenv."""
     tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)

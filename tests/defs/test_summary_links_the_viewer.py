@@ -1,4 +1,4 @@
-"""The summary materialization links to the run's page in `evalh view` when a viewer address is configured."""
+"""The summary materialization always links to the run's page in `evalh view` (configured or default address)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ def test_summary_links_to_the_configured_viewer(tmp_path, instance):
     assert viewer.url == f"http://viewer.example:9000/runs/{run_id}"
 
 
-def test_summary_has_no_viewer_link_without_an_address(tmp_path, instance):
+def test_summary_links_to_the_default_viewer_without_an_address(tmp_path, instance):
     spec = load_eval(write_eval(tmp_path / "toy", cases=1), settings=Settings.from_environment({}))
+    run_id = new_run_id(spec.name)
 
-    materialize_run(spec, new_run_id(spec.name), instance=instance)
+    materialize_run(spec, run_id, instance=instance)
 
     metadata = _summary_metadata(instance)
-    assert "viewer" not in metadata and metadata["complete"].value is True
+    assert metadata["viewer"].url == f"http://127.0.0.1:8790/runs/{run_id}"
+    assert metadata["complete"].value is True

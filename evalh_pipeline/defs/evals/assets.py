@@ -47,7 +47,7 @@ from evalh_pipeline.store.baselines import baseline_folder, current_baseline, pr
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stores.sync import record_baseline
-from evalh_pipeline.view.links import VIEWER_URL_ENV, run_page_url
+from evalh_pipeline.view.links import run_page_url
 
 
 def runs_partitions_def(eval_name: str) -> dg.DynamicPartitionsDefinition:
@@ -142,15 +142,12 @@ class _Stage:
 
 
 def _viewer_metadata(stage: _Stage) -> dict[str, Any]:
-    """A link to the run's page in `evalh view` when a viewer address is configured.
+    """A link to the run's page in `evalh view`, always (whether a viewer runs now or not).
 
-    The address is ``$EVALH_VIEWER_URL`` of the settings read at the edge (the CLI's or the code
-    location's ``Settings.from_environment()``, carried by the spec); no viewer, no link.
+    The address is ``Settings.viewer_url`` (``$EVALH_VIEWER_URL``, default http://127.0.0.1:8790)
+    of the settings read at the edge (the CLI's or the code location's, carried by the spec).
     """
-    configured = stage.live.settings.env.get(VIEWER_URL_ENV)
-    if not configured or not configured.strip():
-        return {}
-    return {"viewer": dg.MetadataValue.url(run_page_url(stage.run_id, configured))}
+    return {"viewer": dg.MetadataValue.url(run_page_url(stage.run_id, stage.live.settings.viewer_url))}
 
 
 def build_eval_assets(spec: EvalSpec) -> EvalAssets:
