@@ -63,7 +63,12 @@ def fixture_hash(fixtures: dict[str, Any], covered: Iterable[str] = ()) -> str:
     if not isinstance(paths, dict):
         return content_hash({"commit": fixtures.get("commit", ""), "workspace": fixtures.get("workspace", "")})
     skip = set(covered)
-    return content_hash({"paths": {rel: version for rel, version in paths.items() if rel not in skip}})
+    hashed: dict[str, Any] = {"paths": {rel: version for rel, version in paths.items() if rel not in skip}}
+    systems = fixtures.get("systems")
+    if isinstance(systems, dict) and systems:
+        # The commit each git_branch variant ran; absent otherwise, so other hashes stay as they were.
+        hashed["systems"] = systems
+    return content_hash(hashed)
 
 
 def covered_fixture_paths(spec: EvalSpec, fixtures: dict[str, Any] | None = None) -> set[str]:

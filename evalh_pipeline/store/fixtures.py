@@ -54,11 +54,15 @@ class FixtureFingerprint:
     # The names in ``paths`` of the eval file and the dataset: the variant and case hashes
     # cover them (runner/hashes.py), so the fixture hash leaves them out.
     covered: tuple[str, ...] = ()
+    systems: dict[str, str] = field(default_factory=dict)  # git_branch variant -> "git:<commit>" of its branch
 
     def as_record(self) -> dict[str, Any]:
-        """The ``fixtures`` entry of run.json."""
-        return {"key": self.key, "status": self.status, "commit": self.commit, "dataset_hash": self.dataset_hash,
-                "workspace": self.workspace, "paths": dict(self.paths), "covered": list(self.covered)}
+        """The ``fixtures`` entry of run.json (``systems`` only when a variant is a git_branch)."""
+        record = {"key": self.key, "status": self.status, "commit": self.commit, "dataset_hash": self.dataset_hash,
+                  "workspace": self.workspace, "paths": dict(self.paths), "covered": list(self.covered)}
+        if self.systems:
+            record["systems"] = dict(self.systems)
+        return record
 
 
 def file_sha256(path: Path) -> str:
@@ -79,6 +83,24 @@ def _git(folder: Path, *args: str) -> GitResult | None:
         return run_git(folder, *args, timeout=GIT_TIMEOUT_SECONDS, check=False)
     except GitNotFound:
         return None
+
+
+def system_versions(spec: EvalSpec) -> dict[str, str]:
+    """``git:<commit>`` of the branch each ``git_branch`` variant names, resolved once; a
+    branch that cannot be read is ``missing`` (the run then fails with the system's own error)."""
+    versions: dict[str, str] = {}
+    for variant in spec.variants:
+        if variant.adapter != "git_branch":
+            continue
+        repo = Path(str(variant.config.get("repo_path", ""))).expanduser()
+        repo = repo if repo.is_absolute() else spec.eval_dir / repo
+        branch = str(variant.config.get("branch", ""))
+        # Read-only, lock-free and bounded (common/git.py): this repository is the user's.
+        found = _git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}") \
+            if repo.is_dir() and branch else None
+        commit = found.text if found is not None and found.returncode == 0 else ""
+        versions[variant.name] = f"git:{commit}" if commit else "missing"
+    return versions
 
 
 def git_head(folder: Path) -> str:
@@ -236,7 +258,11 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
     if status == TRACKED and root is not None:
         log = _git(root, "log", "-1", "--format=%H", "--", *versions)
         commit = log.text if log is not None and log.returncode == 0 else ""
-    digest = hashlib.sha256("".join(f"{rel}\0{v}\n" for rel, v in sorted(versions.items())).encode()).hexdigest()
+    systems = system_versions(spec)
+    # Without a git_branch variant the text (and so the key) is exactly what it always was.
+    keyed = "".join(f"{rel}\0{v}\n" for rel, v in sorted(versions.items()))
+    keyed += "".join(f"system:{name}\0{v}\n" for name, v in sorted(systems.items()))
+    digest = hashlib.sha256(keyed.encode()).hexdigest()
     tree = copy_from_path(spec)
     workspace = ""
     if tree is not None and tree.is_dir():
@@ -252,7 +278,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
                     else file_sha256(dataset) if dataset.is_file() else "")
     return FixtureFingerprint(
         key=digest[:24], status=status, commit=commit, dataset_hash=dataset_hash,
-        workspace=workspace, paths=versions,
+        workspace=workspace, paths=versions, systems=systems,
         covered=tuple(sorted({names[p] for p in (spec.path.resolve(), dataset) if p in names})),
     )
 

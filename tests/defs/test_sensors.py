@@ -326,3 +326,37 @@ def test_a_fixture_run_reuses_nothing_unless_the_eval_opts_in(tmp_path, instance
 
     request, _ = _assert_one_whole_run(_tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor))
     assert "evalh/reuse_from" not in request.tags
+
+
+def test_fixture_sensor_sees_a_new_commit_on_a_git_branch_systems_branch(tmp_path, instance, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # the eval itself is not in git
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    _git(agent, "init", "-q", "-b", "main")
+    for key, value in (("user.email", "evalh@example.com"), ("user.name", "evalh tests"), ("commit.gpgsign", "false")):
+        _git(agent, "config", key, value)
+    (agent / "app.py").write_text("print(1)\n")
+    _commit(agent, "v1")
+    path = write_eval(tmp_path / "toy")
+    text = path.read_text().replace("systems:\n", "systems:\n  - name: branchy\n    adapter: git_branch\n"
+                                    "    repo_path: ../agent\n    branch: main\n    start_command: [\"true\"]\n    healthcheck: GET /health\n"
+                                    "    inner_adapter: http\n    inner_config: {endpoint: \"http://localhost:{port}/\"}\n", 1)
+    path.write_text(text)
+    spec = load_eval(path)
+    defs, _ = build_definitions([spec])
+    first = _tick(defs, "toy__fixtures_changed", instance)
+    assert first.run_requests == []
+
+    # A commit on another branch of the agent's repository is not the system's: nothing.
+    _git(agent, "checkout", "-qb", "other")
+    (agent / "app.py").write_text("print(3)\n")
+    _commit(agent, "elsewhere")
+    _git(agent, "checkout", "-q", "main")
+    assert _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor).run_requests == []
+
+    (agent / "app.py").write_text("print(2)\n")
+    moved = _commit(agent, "v2")
+    changed = _tick(defs, "toy__fixtures_changed", instance, cursor=first.cursor)
+    _assert_one_whole_run(changed)
+    assert fixture_fingerprint(spec).systems == {"branchy": f"git:{moved}"}
+    assert changed.cursor != first.cursor

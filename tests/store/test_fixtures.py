@@ -160,3 +160,51 @@ def test_a_run_asks_git_for_the_fixtures_root_once_and_hashes_as_before(tmp_path
     fixtures = dict(run_dir.read_meta()["fixtures"])
     assert fixtures.pop("covered") == ["toy/cases.jsonl", "toy/eval.yaml"]
     assert fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)) == hashes.fixture
+
+
+def _with_git_branch(spec, repo, branch="main"):
+    """``spec`` with one more variant that is a ``git_branch`` system of ``repo``."""
+    from evalh_pipeline.models import RunVariant
+
+    variant = RunVariant(name="branchy", adapter="git_branch",
+                         config={"repo_path": str(repo), "branch": branch, "start_command": "true"})
+    return replace(spec, variants=[*spec.variants, variant])
+
+
+def test_a_moved_git_branch_changes_the_key_and_the_fixture_hash_and_an_unmoved_one_does_not(tmp_path, monkeypatch):
+    from evalh_pipeline.runner.hashes import fixture_hash
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo = tmp_path / "system_repo"
+    repo.mkdir()
+    (repo / "app.py").write_text("print(1)\n")
+    _init(repo)
+    subprocess.run(["git", "-C", str(repo), "branch", "-M", "main"], check=True, capture_output=True, timeout=30)
+    spec = _with_git_branch(load_eval(write_eval(tmp_path / "toy", cases=2)), repo)
+    first = fixture_fingerprint(spec)
+    assert first.systems == {"branchy": f"git:{_out(repo, 'rev-parse', 'main')}"}
+    assert first.as_record()["systems"] == first.systems
+    again = fixture_fingerprint(spec)
+    assert again.key == first.key
+    assert fixture_hash(again.as_record()) == fixture_hash(first.as_record())
+
+    (repo / "app.py").write_text("print(2)\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "two"], check=True, capture_output=True, timeout=30)
+    moved = fixture_fingerprint(spec)
+    assert moved.systems == {"branchy": f"git:{_out(repo, 'rev-parse', 'main')}"} != first.systems
+    assert moved.key != first.key
+    assert fixture_hash(moved.as_record()) != fixture_hash(first.as_record())
+
+
+def test_without_a_git_branch_variant_the_key_and_fixture_hash_are_as_before(tmp_path, monkeypatch):
+    from evalh_pipeline.runner.hashes import content_hash, fixture_hash
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    spec = load_eval(write_eval(tmp_path / "toy", cases=2))
+    plain = fixture_fingerprint(spec)
+    record = plain.as_record()
+    assert "systems" not in record and plain.systems == {}
+    # The formulas runs made before recorded: the key over path versions, the hash over paths only.
+    text = "".join(f"{rel}\0{v}\n" for rel, v in sorted(plain.paths.items()))
+    assert plain.key == hashlib.sha256(text.encode()).hexdigest()[:24]
+    assert fixture_hash(record) == content_hash({"paths": plain.paths})

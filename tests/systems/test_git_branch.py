@@ -195,3 +195,28 @@ def test_a_live_runs_service_and_worktree_are_never_swept(agent_repo, tmp_path):
     finally:
         other_run.kill()
         other_run.wait()
+
+
+def test_reuse_keeps_traces_of_an_unmoved_branch_and_reruns_a_moved_one(agent_repo, tmp_path, env):
+    import json
+
+    path = _eval(tmp_path / "evals", _system("main", "main"))
+    runs = path.parent / "runs"
+    run_evalh(["run", str(path)], env, path.parent, timeout=300)
+    first = sorted(runs.iterdir())[-1]
+    old = git(agent_repo, "rev-parse", "main").strip()
+    assert json.loads((first / "run.json").read_text())["fixtures"]["systems"] == {"main": f"git:{old}"}
+
+    done = run_evalh(["run", str(path), "--reuse", str(first)], env, path.parent, timeout=300)
+    assert f"reused 2 of 2 cell(s) from {first.name}" in done.stdout, done.stdout + done.stderr[-3000:]
+
+    (agent_repo / "app.py").write_text(SERVER.format(answer="moved says"))
+    git(agent_repo, "commit", "-qam", "v1.1")
+    new = git(agent_repo, "rev-parse", "main").strip()
+    done = run_evalh(["run", str(path), "--reuse", str(first)], env, path.parent, timeout=300)
+    moved = sorted(runs.iterdir())[-1]
+    assert "reused 2 of 2" not in done.stdout, done.stdout
+    assert json.loads((moved / "run.json").read_text())["fixtures"]["systems"] == {"main": f"git:{new}"}
+    traces = records(moved, "traces.jsonl")
+    assert sorted(t["output"]["final_answer"] for t in traces) == ["moved says bye", "moved says hello"]
+    assert all(not t.get("reused_from") for t in traces)
