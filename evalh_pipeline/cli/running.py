@@ -377,7 +377,8 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
             say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
                 f"regression(s), {drift['improvements_count']} improvement(s)")
         else:
-            say("drift: no promoted baseline (evalh promote runs/<run_id>)")
+            # The run id is known: print the command to paste, not a placeholder.
+            say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
     for check in outcome.failed_checks:
         out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
     if any(v.cases_errored for v in outcome.summary.variants):
@@ -389,6 +390,14 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
         if broken:
             # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
             sys.exit(EXIT_CONFIG)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` as a user would type it here: relative to the working directory when inside it, shell-quoted."""
+    import shlex
+
+    shown = Path(os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd().resolve()) else path
+    return shlex.quote(shown.as_posix())
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
