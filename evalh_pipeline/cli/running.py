@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -387,7 +388,8 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
             say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
                 f"regression(s), {drift['improvements_count']} improvement(s)")
         else:
-            say("drift: no promoted baseline (evalh promote runs/<run_id>)")
+            # The run id is known: print the command to paste, not a placeholder.
+            say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
     _print_rate_limits(outcome.run_dir)
     for check in outcome.failed_checks:
         out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
@@ -414,6 +416,12 @@ def _print_rate_limits(run_dir: RunDirectory) -> None:
             f"{levels[-1][1]} (run.rate_limits; {run_dir.rate_limits.name})")
         if record.get("gave_up"):
             warning(f"gave up on a rate limit: {record['gave_up']}")
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` as a user would type it here: relative to the working directory when inside it, shell-quoted."""
+    shown = Path(os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd().resolve()) else path
+    return shlex.quote(shown.as_posix())
 
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -85,3 +86,14 @@ def test_a_rematerialized_run_reports_its_drift_against_the_promoted_baseline(se
     assert "drift vs promoted baseline r1_good: 0 regression(s), 0 improvement(s)" in proc.stdout
     drift = load_drift(RunDirectory(good))
     assert (drift["status"], drift["baseline_run_id"]) == ("compared", "r1_good")
+
+
+def test_a_run_without_a_promoted_baseline_prints_the_promote_command_for_that_run(setup):
+    good, _, env = setup
+    proc = _evalh(env, "re-evaluate", good)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("drift: no promoted baseline"))
+    assert "<run_id>" not in line
+    promote = line.split("(evalh promote ", 1)[1].rstrip(")")
+    # evalh ran in REPO: the printed path, pasted there, names this run's folder.
+    assert (REPO / promote).resolve() == Path(good).resolve()
