@@ -93,8 +93,10 @@ def free_port() -> int:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          timeout=60).stdout.strip()
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+    # git's own words in the failure: which lock, which file (a bare exit status 128 says nothing).
+    assert done.returncode == 0, f"git {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}"
+    return done.stdout.strip()
 
 
 def commit(repo: Path, message: str) -> str:
