@@ -70,3 +70,19 @@ def launch_new_partition(page: Any, name: str) -> None:
         page.get_by_text(name, exact=True).first.click()
     launch.click()
 
+
+def add_and_launch_partition(page: Any, name: str) -> None:
+    """In the open **Materialize all** dialog: **Add a partition** → ``name`` → **Save**, then
+    launch it from a reloaded page (**Materialize all** → **Select a partition or create one**
+    → ``name`` → **Launch 1 run**): a dialog opened after the reload lists the new partition,
+    which the first one, under load, sometimes never shows ("0 partitions")."""
+    page.get_by_text("Add a partition", exact=True).first.click()
+    box = page.get_by_placeholder("name", exact=True)
+    type_into(box, name)
+    page.get_by_role("button", name="Save").click()
+    box.wait_for(state="hidden")
+    page.reload()
+    page.get_by_role("button", name="Materialize all").click()
+    page.get_by_text("Select a partition or create one", exact=True).first.click()
+    page.get_by_text(name, exact=True).first.click()
+    page.get_by_role("button", name="Launch 1 run").click()

@@ -18,7 +18,7 @@ import dagster as dg
 import pytest
 
 from tests.conftest import run_evalh
-from tests.e2e.browser import type_into, ui_page
+from tests.e2e.browser import add_and_launch_partition, ui_page
 from tests.e2e.support import finished_run
 
 pytestmark = pytest.mark.e2e
@@ -33,21 +33,11 @@ def _env(dagster_dev) -> dict[str, str]:
 
 
 def _launch_new_partition(page, name: str) -> None:
-    """**Jobs** → ``<eval>__run`` → **Materialize all** → **Add a partition** → ``name`` → **Save**,
-    then (on the reloaded page, which lists it) launch that partition."""
+    """**Jobs** → ``<eval>__run`` → **Materialize all**, then add ``name`` and launch it."""
     page.get_by_text("Jobs", exact=True).first.click()
     page.get_by_text(f"{EVAL}__run", exact=True).first.click()
     page.get_by_role("button", name="Materialize all").click()
-    page.get_by_text("Add a partition", exact=True).first.click()
-    box = page.get_by_placeholder("name", exact=True)
-    type_into(box, name)
-    page.get_by_role("button", name="Save").click()
-    box.wait_for(state="hidden")
-    page.reload()
-    page.get_by_role("button", name="Materialize all").click()
-    page.get_by_text("Select a partition or create one", exact=True).first.click()
-    page.get_by_text(name, exact=True).first.click()
-    page.get_by_role("button", name="Launch 1 run").click()
+    add_and_launch_partition(page, name)
 
 
 STATUS = r"(Succeeded|Failed|Not evaluated|In progress|Skipped)"

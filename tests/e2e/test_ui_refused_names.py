@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from evalh_pipeline.defs.evals.names import RUN_ID_RULE
-from tests.e2e.browser import README, type_into, ui_page
+from tests.e2e.browser import README, add_and_launch_partition, type_into, ui_page
 from tests.e2e.support import finished_run
 
 pytestmark = pytest.mark.e2e
@@ -28,24 +28,6 @@ def _launch_dialog(page):
     page.get_by_text("Jobs", exact=True).first.click()
     page.get_by_text(f"{EVAL}__run", exact=True).first.click()
     page.get_by_role("button", name="Materialize all").click()
-
-
-def _add_and_launch(page, name):
-    """**Add a partition** → type ``name`` → **Save**, then launch it: **Materialize all** →
-    **Select a partition or create one** → ``name`` → **Launch 1 run**.
-
-    Dagster's dialog selects a new partition once it has refetched its list, which under load it
-    sometimes never shows ("0 partitions"); a dialog opened on a reloaded page lists it."""
-    page.get_by_text("Add a partition", exact=True).first.click()
-    box = page.get_by_placeholder("name", exact=True)
-    type_into(box, name)
-    page.get_by_role("button", name="Save").click()
-    box.wait_for(state="hidden")
-    page.reload()
-    page.get_by_role("button", name="Materialize all").click()
-    page.get_by_text("Select a partition or create one", exact=True).first.click()
-    page.get_by_text(name, exact=True).first.click()
-    page.get_by_role("button", name="Launch 1 run").click()
 
 
 def test_the_add_partition_dialog_refuses_a_name_with_a_space_and_says_which_substrings(dagster_dev):
@@ -73,7 +55,7 @@ def test_a_name_evalh_refuses_fails_the_first_step_with_one_line_and_writes_noth
     before = sorted(p.name for p in runs_folder.iterdir()) if runs_folder.exists() else []
     with ui_page(dagster_dev) as page:
         _launch_dialog(page)
-        _add_and_launch(page, "..")
+        add_and_launch_partition(page, "..")
 
         run = finished_run(instance, f"{EVAL}__run", dagster_dev.log, "..")
         assert run.status == dg.DagsterRunStatus.FAILURE
