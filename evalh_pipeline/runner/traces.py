@@ -33,6 +33,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.records import traces_appender
+from evalh_pipeline.store.fixtures import recorded_fixtures, recorded_system_versions
 from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -107,7 +108,8 @@ async def produce_traces(
     progress.advance("traces", len(done))
 
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
-                            env=spec.settings.env)
+                            env=spec.settings.env, versions=recorded_system_versions(
+                                recorded_fixtures(run_dir.read_meta() if run_dir.exists() else {})))
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
     # One limiter per rate limit, shared by the variants and the inline judges that meet it.
