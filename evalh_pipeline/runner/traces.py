@@ -454,8 +454,14 @@ async def _call_limited(cell: Cell, adapter: SystemAdapter, workspace: Workspace
             return None, ""
         return RateLimitAnswer(called[2]), error.message
 
+    def tokens_of(called: _Called) -> int | None:
+        metrics = called[0].metrics
+        if metrics.token_input is None and metrics.token_output is None:
+            return None
+        return (metrics.token_input or 0) + (metrics.token_output or 0)
+
     outcome = await call_within_limit(limiter, attempt, answer_of, timeout=cell.variant.timeout_seconds,
-                                      retry=limiter.retry)
+                                      retry=limiter.retry, tokens_of=tokens_of)
     if outcome.result is None:
         last = f"; last answer: {limiter.last_message}" if limiter.last_message else ""
         response, error = SystemResponse(), TraceError(type="rate_limited", message=f"not sent: {outcome.gave_up}{last}")
