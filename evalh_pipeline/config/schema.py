@@ -153,7 +153,8 @@ class RetryConfig(_Strict):
 
 class ExecutorConfig(BaseModel):
     """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
-    ``pools`` name limits (a capacity, or max_concurrency and/or requests_per_second)."""
+    ``pools`` name limits (a capacity, or max_concurrency, requests_per_second and/or
+    tokens_per_minute)."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -153,8 +153,13 @@ class Judge:
                 return RateLimitAnswer(result.retry_after), self._mask(str(result))
             return None, ""
 
+        def tokens_of(result: JudgeReply | JudgeError) -> int | None:
+            if isinstance(result, JudgeError) or (result.tokens_in is None and result.tokens_out is None):
+                return None
+            return (result.tokens_in or 0) + (result.tokens_out or 0)
+
         outcome = await call_within_limit(self._limiter, attempt, answer_of, timeout=self.settings.timeout_seconds,
-                                          retry=self._limiter.retry)
+                                          retry=self._limiter.retry, tokens_of=tokens_of)
         result = outcome.result
         if result is None or isinstance(result, JudgeRateLimited):
             last = self._mask(str(result)) if result is not None else f"not sent: {outcome.gave_up}"

@@ -64,10 +64,8 @@ def fixture_hash(fixtures: dict[str, Any], covered: Iterable[str] = ()) -> str:
         return content_hash({"commit": fixtures.get("commit", ""), "workspace": fixtures.get("workspace", "")})
     skip = set(covered)
     hashed: dict[str, Any] = {"paths": {rel: version for rel, version in paths.items() if rel not in skip}}
-    systems = fixtures.get("systems")
-    if isinstance(systems, dict) and systems:
-        # The commit each git_branch variant ran; absent otherwise, so other hashes stay as they were.
-        hashed["systems"] = systems
+    # The commit or image each git_branch / docker variant ran (``systems``) is that variant's
+    # own: it is in its variant hash (CellHashes), so a moved branch stales only its variant.
     return content_hash(hashed)
 
 
@@ -95,6 +93,13 @@ def evaluator_hash(name: str, type_name: str, config: dict[str, Any], secrets: I
     return content_hash({"name": name, "type": type_name, "config": config}, secrets)
 
 
+def versioned_variant_hash(digest: str, version: str | None) -> str:
+    """A variant's hash with what it ran from outside the eval (``git:<commit>``,
+    ``image:<id>``; store/fixtures.py): the variant's configuration names a branch or a tag,
+    the version says what they were. Without one the hash is the configuration's alone."""
+    return content_hash({"variant": digest, "version": version}) if version else digest
+
+
 @dataclass(frozen=True)
 class CellHashes:
     """The variant and fixture hashes of one run, and how to stamp a trace with its hashes."""
@@ -106,11 +111,13 @@ class CellHashes:
     @classmethod
     def for_run(cls, spec: EvalSpec, run_dir: RunDirectory, variants: Iterable[RunVariant]) -> CellHashes:
         """Hashes of ``variants`` as configured in ``spec`` and of the fixture recorded in run.json."""
-        from evalh_pipeline.store.fixtures import recorded_fixtures
+        from evalh_pipeline.store.fixtures import recorded_fixtures, recorded_system_versions
 
         meta = run_dir.read_meta() if run_dir.exists() else {}
         fixtures = recorded_fixtures(meta)
-        return cls(variants={v.name: variant_hash(v, spec.secret_values) for v in variants},
+        versions = recorded_system_versions(fixtures)
+        return cls(variants={v.name: versioned_variant_hash(variant_hash(v, spec.secret_values), versions.get(v.name))
+                             for v in variants},
                    fixture=fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)))
 
     def of(self, cell: Cell) -> dict[str, str | None]:

@@ -33,6 +33,7 @@ from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.records import traces_appender
+from evalh_pipeline.store.fixtures import recorded_fixtures, recorded_system_versions
 from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -107,7 +108,8 @@ async def produce_traces(
     progress.advance("traces", len(done))
 
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
-                            env=spec.settings.env)
+                            env=spec.settings.env, versions=recorded_system_versions(
+                                recorded_fixtures(run_dir.read_meta() if run_dir.exists() else {})))
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
     # One limiter per rate limit, shared by the variants and the inline judges that meet it.
@@ -452,8 +454,14 @@ async def _call_limited(cell: Cell, adapter: SystemAdapter, workspace: Workspace
             return None, ""
         return RateLimitAnswer(called[2]), error.message
 
+    def tokens_of(called: _Called) -> int | None:
+        metrics = called[0].metrics
+        if metrics.token_input is None and metrics.token_output is None:
+            return None
+        return (metrics.token_input or 0) + (metrics.token_output or 0)
+
     outcome = await call_within_limit(limiter, attempt, answer_of, timeout=cell.variant.timeout_seconds,
-                                      retry=limiter.retry)
+                                      retry=limiter.retry, tokens_of=tokens_of)
     if outcome.result is None:
         last = f"; last answer: {limiter.last_message}" if limiter.last_message else ""
         response, error = SystemResponse(), TraceError(type="rate_limited", message=f"not sent: {outcome.gave_up}{last}")

@@ -54,10 +54,10 @@ class FixtureFingerprint:
     # The names in ``paths`` of the eval file and the dataset: the variant and case hashes
     # cover them (runner/hashes.py), so the fixture hash leaves them out.
     covered: tuple[str, ...] = ()
-    systems: dict[str, str] = field(default_factory=dict)  # git_branch variant -> "git:<commit>" of its branch
+    systems: dict[str, str] = field(default_factory=dict)  # variant -> "git:<commit>" / "image:<id>" (system_versions)
 
     def as_record(self) -> dict[str, Any]:
-        """The ``fixtures`` entry of run.json (``systems`` only when a variant is a git_branch)."""
+        """The ``fixtures`` entry of run.json (``systems`` only with a git_branch or docker variant)."""
         record = {"key": self.key, "status": self.status, "commit": self.commit, "dataset_hash": self.dataset_hash,
                   "workspace": self.workspace, "paths": dict(self.paths), "covered": list(self.covered)}
         if self.systems:
@@ -86,21 +86,48 @@ def _git(folder: Path, *args: str) -> GitResult | None:
 
 
 def system_versions(spec: EvalSpec) -> dict[str, str]:
-    """``git:<commit>`` of the branch each ``git_branch`` variant names, resolved once; a
-    branch that cannot be read is ``missing`` (the run then fails with the system's own error)."""
+    """What each variant that runs code from outside the eval ran, resolved once per run:
+    ``git:<commit>`` of a ``git_branch`` variant's branch, ``image:<id>`` of a ``docker``
+    variant's image. A branch or image that cannot be read is ``missing`` (the run then fails
+    with the system's own error). The runner hands these to the systems, which run exactly
+    that commit or image, so a branch moved or an image re-tagged mid-run changes nothing."""
     versions: dict[str, str] = {}
     for variant in spec.variants:
-        if variant.adapter != "git_branch":
-            continue
-        repo = Path(str(variant.config.get("repo_path", ""))).expanduser()
-        repo = repo if repo.is_absolute() else spec.eval_dir / repo
-        branch = str(variant.config.get("branch", ""))
-        # Read-only, lock-free and bounded (common/git.py): this repository is the user's.
-        found = _git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}") \
-            if repo.is_dir() and branch else None
-        commit = found.text if found is not None and found.returncode == 0 else ""
-        versions[variant.name] = f"git:{commit}" if commit else "missing"
+        if variant.adapter == "git_branch":
+            versions[variant.name] = _branch_version(spec, variant.config)
+        elif variant.adapter == "docker":
+            versions[variant.name] = _image_version(spec, variant.config)
     return versions
+
+
+def _branch_version(spec: EvalSpec, config: dict[str, Any]) -> str:
+    repo = Path(str(config.get("repo_path", ""))).expanduser()
+    repo = repo if repo.is_absolute() else spec.eval_dir / repo
+    branch = str(config.get("branch", ""))
+    # Read-only, lock-free and bounded (common/git.py): this repository is the user's.
+    found = _git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}") \
+        if repo.is_dir() and branch else None
+    commit = found.text if found is not None and found.returncode == 0 else ""
+    return f"git:{commit}" if commit else "missing"
+
+
+def _image_version(spec: EvalSpec, config: dict[str, Any]) -> str:
+    # The image's id is the hash of its configuration and layers: a rebuilt or re-pulled
+    # image under the same tag has another one. Nothing is pulled here (the system does not pull either).
+    from evalh_pipeline.common.containers import ContainerError, ContainerRuntime, RuntimeConfig
+
+    image = str(config.get("image", ""))
+    if not image:
+        return "missing"
+    host = config.get("docker_host")
+    runtime = ContainerRuntime(RuntimeConfig(binary=str(config.get("binary") or "docker"),
+                                             docker_host=str(host) if host else None), spec.settings.env)
+    try:
+        found = runtime.run("image", "inspect", "--format", "{{.Id}}", image, timeout=GIT_TIMEOUT_SECONDS)
+    except ContainerError:
+        return "missing"
+    image_id = found.decode("utf-8", "replace").strip()
+    return f"image:{image_id}" if image_id else "missing"
 
 
 def git_head(folder: Path) -> str:
@@ -259,7 +286,7 @@ def fixture_fingerprint(spec: EvalSpec) -> FixtureFingerprint:
         log = _git(root, "log", "-1", "--format=%H", "--", *versions)
         commit = log.text if log is not None and log.returncode == 0 else ""
     systems = system_versions(spec)
-    # Without a git_branch variant the text (and so the key) is exactly what it always was.
+    # Without a git_branch or docker variant the text (and so the key) is exactly what it always was.
     keyed = "".join(f"{rel}\0{v}\n" for rel, v in sorted(versions.items()))
     keyed += "".join(f"system:{name}\0{v}\n" for name, v in sorted(systems.items()))
     digest = hashlib.sha256(keyed.encode()).hexdigest()
@@ -306,3 +333,11 @@ def recorded_fixtures(meta: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint a run recorded in run.json (empty for runs made before it was recorded)."""
     fixtures = meta.get("fixtures")
     return fixtures if isinstance(fixtures, dict) else {}
+
+
+def recorded_system_versions(fixtures: dict[str, Any]) -> dict[str, str]:
+    """``systems`` of a recorded fingerprint: variant -> the commit or image it ran."""
+    systems = fixtures.get("systems")
+    if not isinstance(systems, dict):
+        return {}
+    return {str(name): str(version) for name, version in systems.items() if isinstance(version, str)}

@@ -69,6 +69,9 @@ class SystemContext:
     # The host environment the eval was loaded with (Settings.env; the runner hands it in).
     # None, for an adapter built directly (tests, scripts): this process's environment.
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    # What each variant that runs code from outside the eval is to run, as the run recorded it
+    # (run.json ``fixtures.systems``: ``git:<commit>``, ``image:<id>``). Empty: resolve it now.
+    versions: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def host_env(self) -> Mapping[str, str]:

@@ -135,6 +135,14 @@ class DockerSystem(ServiceSystem):
         volume_args = [a for spec in cfg.volumes for a in ("-v", self._volume(spec))]
         publish = ["-p", f"127.0.0.1:{port}:{inner_port}"] if cfg.network == "bridge" else []
         await asyncio.to_thread(sweep_dead_runs, self._runtime)
+        # The image the run recorded (its id), not whatever the tag names now: an image rebuilt
+        # under the same tag mid-run (or before --resume) is another run's.
+        image = self.version.removeprefix("image:") if self.version.startswith("image:") else cfg.image
+        try:
+            self._ran = "image:" + (await asyncio.to_thread(
+                self._runtime.run, "image", "inspect", "--format", "{{.Id}}", image)).decode().strip()
+        except ContainerError as exc:
+            raise AdapterError(f"docker: image {cfg.image!r} is not present (nothing is pulled): {exc}") from None
         name = f"{NAME_PREFIX}{uuid.uuid4().hex[:12]}"
         runtime = ContainerRuntime(self._runtime.config, self.context.host_env)
         runtime.env.update(env)  # `-e NAME` reads the value from the CLI's environment
@@ -145,7 +153,7 @@ class DockerSystem(ServiceSystem):
                 *isolation_args(user=cfg.user, read_only=cfg.read_only, tmp_size=cfg.tmp_size,
                                 cap_drop_all=cfg.cap_drop_all),
                 "--memory", str(parse_size(cfg.memory)),
-                "--cpus", f"{cfg.cpus:g}", "--pids-limit", str(cfg.pids), *env_args, *volume_args, cfg.image,
+                "--cpus", f"{cfg.cpus:g}", "--pids-limit", str(cfg.pids), *env_args, *volume_args, image,
             )).decode().strip()
         except ContainerError as exc:
             await asyncio.to_thread(self._runtime.quiet, "rm", "-f", name)

@@ -157,6 +157,12 @@ class GitBranchSystem(ServiceSystem):
         try:
             await asyncio.to_thread(_git, self._folder, "clone", "-q", "--shared", "--no-tags", "--single-branch",
                                     "--branch", cfg.branch, str(repo), str(self._worktree), source=repo)
+            # The commit the run recorded for this variant, not the branch as it is now: a
+            # commit made to it mid-run (or between a stop and --resume) is another run's.
+            if self.version.startswith("git:"):
+                await asyncio.to_thread(_git, self._worktree, "checkout", "-q", "--detach",
+                                        self.version.removeprefix("git:"), source=repo)
+            self._ran = "git:" + await asyncio.to_thread(_git, self._worktree, "rev-parse", "HEAD", source=repo)
         except AdapterError:
             await self._stop_service()
             raise

@@ -94,6 +94,7 @@ class ServiceSystem(SystemAdapter):
 
     config: ServiceConfig
     _inner: SystemAdapter | None = None
+    _ran: str = ""  # the commit or image the service was started from
 
     @classmethod
     def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
@@ -113,10 +114,21 @@ class ServiceSystem(SystemAdapter):
             await self._stop_service()
             raise
 
+    @property
+    def version(self) -> str:
+        """What the run recorded this variant runs (``git:<commit>``, ``image:<id>``), or "" when
+        it recorded nothing usable: then the service resolves its branch or image at start."""
+        version = self.context.versions.get(self.variant.name, "")
+        return "" if version == "missing" else version
+
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         if self._inner is None:
             raise AdapterError(f"{self.variant.adapter}: the service is not running")
-        return await self._inner.run(case, workspace)
+        response = await self._inner.run(case, workspace)
+        if self._ran:
+            # Each trace says which commit or image answered it (DataModel: adapter overflow).
+            response.extra.setdefault("system_version", self._ran)
+        return response
 
     async def close(self) -> None:
         try:

@@ -146,6 +146,10 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     queued = write_eval(evals / "queued", cases=1, systems=GATED_SYSTEMS)
     (queued.parent / "gated_agent.py").write_text(GATED_AGENT)
     (repo / "README.md").write_text("fixtures for the e2e tests\n")
+    # As in any Python project: the runs the tests make by hand from here (`./runs`) and the
+    # targets' bytecode, which run workers write while a test commits, are not the user's
+    # sources. Without it `git add -A` can meet a .pyc being renamed into place and exit 128.
+    (repo / ".gitignore").write_text("__pycache__/\n/runs/\n")
     commit(repo, "evals")
 
     port = free_port()

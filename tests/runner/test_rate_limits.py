@@ -174,3 +174,19 @@ def test_without_a_limit_the_traces_carry_nothing_of_the_controller(tmp_path):
     # The record says what went through the limit, its level never cut, no pace set.
     [record] = records
     assert record["requests"] == 12 and [level for _, level in record["levels"]] == [4] and record["paces"] == []
+
+
+def test_a_pool_with_tokens_per_minute_keeps_under_a_token_quota_the_server_enforces(tmp_path):
+    # 6,000 tokens a minute at the server (a minute's worth at the start, as OpenAI's bucket),
+    # 100 per answer: 60 answers at once, then one a second. The pool is set a little under
+    # the quota (as the README advises: the server sees the requests a network's jitter closer
+    # together than they were sent) and sends the 66 requests without a single 429.
+    limits = {f"Bearer {KEY_A}": KeyLimit(rate=1000, burst=1000, tokens_per_minute=6000)}
+    with RateLimitedServer(limits, usage=(60, 40)) as server:
+        stats, traces, records = _run(tmp_path, _system("base", server.url, "KEY_A", "\n    pool: tokens"), cases=66,
+                                      run_yaml="  max_concurrency: 16\n  executor:\n    pools:\n"
+                                               "      tokens: {tokens_per_minute: 5700}\n")
+    assert stats.cells_errored == 0 and len(traces) == 66
+    assert server.total.rate_limited == 0 and server.total.answered == 66
+    [record] = records
+    assert record["tokens_per_minute"] == 5700 and record["tokens"] == 6600 and record["rate_limited"] == 0

@@ -102,3 +102,40 @@ def test_a_container_that_never_gets_healthy_fails_its_variant_with_its_last_log
     unhealthy = by_variant["wrong_health"]["error"]["message"]
     assert "did not answer 2xx within 20s" in unhealthy and "HTTP 404" in unhealthy
     assert service_images.docker("ps", "-aq", "--filter", "label=evalh.sandbox").stdout.strip() == b""
+
+
+def test_an_image_rebuilt_under_its_tag_reruns_only_its_variant_and_each_trace_names_the_image(
+        service_images, tmp_path, env):
+    import json
+
+    build_busybox_image(service_images, "local/mutable:1", {"www/health": b"ok\n", "www/cgi-bin/chat": CHAT},
+                        changes=('CMD ["httpd", "-f", "-v", "-p", "8080", "-h", "/www"]',))
+    mutable = AGENTS.replace("agent_v3_docker", "agent_mutable").replace("local/agent:1", "local/mutable:1") \
+        .replace("AGENT_NAME: v3", "AGENT_NAME: m1")
+    path = _eval(tmp_path / "svc", AGENTS + mutable)
+    docker_env = {**env, "DOCKER_HOST": service_images.host}
+    runs = path.parent / "runs"
+
+    def image_id(tag: str) -> str:
+        return "image:" + service_images.docker("image", "inspect", "--format", "{{.Id}}", tag).stdout.decode().strip()
+
+    run_evalh(["run", str(path)], docker_env, path.parent, timeout=300)
+    first = sorted(runs.iterdir())[-1]
+    before = {"agent_v3_docker": image_id("local/agent:1"), "agent_mutable": image_id("local/mutable:1")}
+    assert json.loads((first / "run.json").read_text())["fixtures"]["systems"] == before
+    assert {t["variant_name"]: t["extra"]["system_version"] for t in records(first, "traces.jsonl")} == before
+
+    # The same tag, another image: a script that answers in other words.
+    build_busybox_image(service_images, "local/mutable:1",
+                        {"www/health": b"ok\n", "www/cgi-bin/chat": CHAT.replace(b"answered", b"rebuilt, answered")},
+                        changes=('CMD ["httpd", "-f", "-v", "-p", "8080", "-h", "/www"]',))
+    assert image_id("local/mutable:1") != before["agent_mutable"]
+    done = run_evalh(["run", str(path), "--reuse", str(first)], docker_env, path.parent, timeout=300)
+    second = sorted(runs.iterdir())[-1]
+    assert f"reused 2 of 4 cell(s) from {first.name}" in done.stdout, done.stdout + done.stderr[-3000:]
+    traces = {(t["variant_name"], t["case_id"]): t for t in records(second, "traces.jsonl")}
+    assert {key: bool(t.get("reused_from")) for key, t in traces.items()} == {
+        ("agent_v3_docker", "one"): True, ("agent_v3_docker", "two"): True,
+        ("agent_mutable", "one"): False, ("agent_mutable", "two"): False}
+    assert traces["agent_mutable", "one"]["output"]["final_answer"] == "m1 rebuilt, answered q:hello"
+    assert traces["agent_mutable", "one"]["extra"]["system_version"] == image_id("local/mutable:1")

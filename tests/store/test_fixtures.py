@@ -171,8 +171,8 @@ def _with_git_branch(spec, repo, branch="main"):
     return replace(spec, variants=[*spec.variants, variant])
 
 
-def test_a_moved_git_branch_changes_the_key_and_the_fixture_hash_and_an_unmoved_one_does_not(tmp_path, monkeypatch):
-    from evalh_pipeline.runner.hashes import fixture_hash
+def test_a_moved_git_branch_changes_the_key_and_its_variants_hash_only(tmp_path, monkeypatch):
+    from evalh_pipeline.runner.hashes import fixture_hash, versioned_variant_hash
 
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     repo = tmp_path / "system_repo"
@@ -192,8 +192,12 @@ def test_a_moved_git_branch_changes_the_key_and_the_fixture_hash_and_an_unmoved_
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "two"], check=True, capture_output=True, timeout=30)
     moved = fixture_fingerprint(spec)
     assert moved.systems == {"branchy": f"git:{_out(repo, 'rev-parse', 'main')}"} != first.systems
-    assert moved.key != first.key
-    assert fixture_hash(moved.as_record()) != fixture_hash(first.as_record())
+    assert moved.key != first.key  # the sensor sees the branch move
+    # The commit is the variant's own: its hash changes, the fixture hash shared by every
+    # variant does not, so only this variant's cells are stale.
+    assert fixture_hash(moved.as_record()) == fixture_hash(first.as_record())
+    assert versioned_variant_hash("v", moved.systems["branchy"]) != versioned_variant_hash("v", first.systems["branchy"])
+    assert versioned_variant_hash("v", None) == "v"
 
 
 def test_without_a_git_branch_variant_the_key_and_fixture_hash_are_as_before(tmp_path, monkeypatch):

@@ -1,7 +1,9 @@
 """An OpenAI-compatible chat completions server on loopback that rate-limits each API key.
 
 Each key (the request's ``Authorization`` header) has a token bucket: ``rate`` requests per
-second, ``burst`` at most at once (rate and burst 0: every request is refused). A request beyond it
+second, ``burst`` at most at once (rate and burst 0: every request is refused), and with
+``tokens_per_minute`` a token bucket as OpenAI keeps one (full at the start, a minute's worth;
+a request is refused unless the bucket holds what it uses). A request beyond it
 gets what OpenAI sends: HTTP 429 with ``retry-after`` (whole seconds), ``retry-after-ms``,
 the ``x-ratelimit-*-requests`` headers and the ``rate_limit_exceeded`` error body, whose
 message quotes the key's last four characters as OpenAI's does (so masking is tested).
@@ -28,6 +30,7 @@ class KeyLimit:
     burst: float = 1.0
     # Seconds written as Retry-After instead of the bucket's own wait (a server asking for hours).
     retry_after: float | None = None
+    tokens_per_minute: float | None = None
 
 
 @dataclass
@@ -39,6 +42,22 @@ class KeyStats:
     rate_limited: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+
+
+@dataclass
+class _TokenBucket:
+    per_minute: float
+    tokens: float
+    at: float
+
+    def take(self, now: float, used: int) -> float:
+        """0 when ``used`` tokens were taken, else the seconds until they are there."""
+        self.tokens = min(self.per_minute, self.tokens + (now - self.at) * self.per_minute / 60)
+        self.at = now
+        if self.tokens >= used:
+            self.tokens -= used
+            return 0.0
+        return (used - self.tokens) * 60 / self.per_minute
 
 
 @dataclass
@@ -66,11 +85,14 @@ class RateLimitedServer:
 
     limits: dict[str, KeyLimit] = field(default_factory=dict)
     latency: float = 0.02
+    usage: tuple[int, int] = (5, 3)  # the prompt and completion tokens each answer reports
     stats: dict[str, KeyStats] = field(default_factory=dict)
     total: KeyStats = field(default_factory=KeyStats)
 
     def __post_init__(self) -> None:
         self._buckets = {key: _Bucket(limit, limit.burst, time.monotonic()) for key, limit in self.limits.items()}
+        self._token_buckets = {key: _TokenBucket(limit.tokens_per_minute, limit.tokens_per_minute, time.monotonic())
+                               for key, limit in self.limits.items() if limit.tokens_per_minute}
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="rate-limited-server", daemon=True)
@@ -123,6 +145,9 @@ class RateLimitedServer:
         stats = self.stats.setdefault(key, KeyStats())
         bucket = self._buckets.get(key)
         wait = bucket.take(time.monotonic()) if bucket is not None else 0.0
+        tokens = self._token_buckets.get(key)
+        if not wait and tokens is not None:
+            wait = tokens.take(time.monotonic(), sum(self.usage))
         for counted in (stats, self.total):
             counted.requests += 1
         if wait > 0:
@@ -144,7 +169,8 @@ class RateLimitedServer:
             "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model", "m"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": f"answer to {message}"}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+            "usage": {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
+                      "total_tokens": sum(self.usage)}})
 
     @staticmethod
     def _refusal(key: str, limit: KeyLimit | None, wait: float) -> bytes:

@@ -146,10 +146,11 @@ def test_an_unknown_branch_or_inner_adapter_is_reported(agent_repo, tmp_path, en
 
 
 def _services_under(folder: Path) -> list[psutil.Process]:
-    """The branch services running in a worktree under ``folder`` (their cwd)."""
+    """The branch services running in a worktree under ``folder`` (their cwd). The service's
+    own command line only: evalh's git calls (clone, checkout) also run there, briefly."""
     found = []
-    for proc in psutil.process_iter(["cwd"]):
-        if (proc.info["cwd"] or "").startswith(str(folder) + "/"):
+    for proc in psutil.process_iter(["cwd", "cmdline"]):
+        if (proc.info["cwd"] or "").startswith(str(folder) + "/") and "app.py" in (proc.info["cmdline"] or []):
             found.append(proc)
     return found
 
@@ -220,3 +221,55 @@ def test_reuse_keeps_traces_of_an_unmoved_branch_and_reruns_a_moved_one(agent_re
     traces = records(moved, "traces.jsonl")
     assert sorted(t["output"]["final_answer"] for t in traces) == ["moved says bye", "moved says hello"]
     assert all(not t.get("reused_from") for t in traces)
+
+
+def test_a_moved_branch_reruns_only_its_own_variant_and_each_trace_names_its_commit(agent_repo, tmp_path, env):
+    path = _eval(tmp_path / "evals", _system("main", "main") + _system("eval_refactor", "feat/eval-refactor"))
+    runs = path.parent / "runs"
+    run_evalh(["run", str(path)], env, path.parent, timeout=300)
+    first = sorted(runs.iterdir())[-1]
+    feature = git(agent_repo, "rev-parse", "feat/eval-refactor").strip()
+    old = git(agent_repo, "rev-parse", "main").strip()
+    assert {t["variant_name"]: t["extra"]["system_version"] for t in records(first, "traces.jsonl")} == {
+        "main": f"git:{old}", "eval_refactor": f"git:{feature}"}
+
+    (agent_repo / "app.py").write_text(SERVER.format(answer="moved says"))
+    git(agent_repo, "commit", "-qam", "v1.1")
+    new = git(agent_repo, "rev-parse", "main").strip()
+    done = run_evalh(["run", str(path), "--reuse", str(first)], env, path.parent, timeout=300)
+    moved = sorted(runs.iterdir())[-1]
+    assert f"reused 2 of 4 cell(s) from {first.name}" in done.stdout, done.stdout + done.stderr[-3000:]
+    traces = {(t["variant_name"], t["case_id"]): t for t in records(moved, "traces.jsonl")}
+    assert {key: bool(t.get("reused_from")) for key, t in traces.items()} == {
+        ("main", "one"): False, ("main", "two"): False, ("eval_refactor", "one"): True, ("eval_refactor", "two"): True}
+    assert traces["main", "one"]["extra"]["system_version"] == f"git:{new}"
+    assert traces["main", "one"]["output"]["final_answer"] == "moved says hello"
+
+
+def test_the_service_runs_the_commit_the_run_recorded_though_the_branch_moved_since(agent_repo, tmp_path):
+    import asyncio
+
+    from evalh_pipeline.models import EvalCase, RunVariant
+    from evalh_pipeline.systems.base import SystemContext
+    from evalh_pipeline.systems.git_branch import GitBranchSystem
+
+    recorded = git(agent_repo, "rev-parse", "main").strip()
+    (agent_repo / "app.py").write_text(SERVER.format(answer="moved says"))
+    git(agent_repo, "commit", "-qam", "v1.1")  # after the run recorded its commit, before the service starts
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    config = {"repo_path": str(agent_repo), "branch": "main", "start_command": [sys.executable, "app.py", "{port}"],
+              "healthcheck": "GET /health", "inner_adapter": "http",
+              "inner_config": {"endpoint": "http://localhost:{port}/chat", "body": {"q": "{{ input.q }}"}}}
+    variant = RunVariant(name="main", adapter="git_branch", config=config)
+
+    async def answer() -> tuple[str | None, object]:
+        system = GitBranchSystem(variant, SystemContext(eval_dir=folder, versions={"main": f"git:{recorded}"}))
+        await system.start()
+        try:
+            response = await system.run(EvalCase(id="one", input={"q": "hello"}), None)
+        finally:
+            await system.close()
+        return response.output.final_answer, response.extra.get("system_version")
+
+    assert asyncio.run(answer()) == ("main says hello", f"git:{recorded}")

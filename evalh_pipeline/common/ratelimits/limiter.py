@@ -6,7 +6,18 @@ Before a request is sent, :meth:`Limiter.acquire` waits until all of these hold:
 - fewer calls are in flight than the current level;
 - the pause a server asked for (``Retry-After``, capped) is over;
 - the request's turn has come in the spacing of the pace: a pool's ``requests_per_second``
-  and, once the limit answered a rate limit, the rate it was seen to allow.
+  and, once the limit answered a rate limit, the rate it was seen to allow;
+- with a pool's ``tokens_per_minute``, its token bucket holds the tokens the request is
+  expected to use (see below).
+
+A token limit is a bucket of ``tokens_per_minute`` tokens, full at the start and refilled at
+that many a minute, as providers keep theirs. What a request will use is known only from its
+answer, so each request reserves the mean of the tokens the answers of this limit reported
+so far, and its answer settles the difference (a rate-limited or failed call gives its
+reservation back). Until a first answer reports its tokens, one request is in flight at a
+time: there is nothing yet to reserve by. So over any minute the tokens sent stay within the
+limit but for the estimate's error on the calls in flight; a run's answers that report no
+usage are not limited by tokens (with a warning, once).
 
 Providers limit requests (and tokens) per second, where concurrency is only the rate times
 how long a call holds its slot, and their token buckets refuse bursts: so a rate limit sets
@@ -82,11 +93,13 @@ class Gate:
 
 @dataclass
 class Ticket:
-    """One call's permission to send: the round it was sent in, how long it queued, when it went."""
+    """One call's permission to send: the round it was sent in, how long it queued, when it
+    went, and the tokens it reserved (a limit with ``tokens_per_minute``)."""
 
     epoch: int
     queued_s: float
     sent_at: float = 0.0
+    reserved: float = 0.0
 
 
 @dataclass
@@ -98,6 +111,7 @@ class LimiterStats:
     rate_limited: int = 0
     max_in_flight: int = 0
     capped_waits: int = 0
+    tokens: int = 0  # the tokens the answers reported (a limit with tokens_per_minute)
     # (seconds since the limiter was made, level) at each change of the whole level.
     levels: list[tuple[float, int]] = field(default_factory=list)
     # (seconds since the limiter was made, requests a second) at each cut of the pace.
@@ -110,7 +124,7 @@ class Limiter:
     def __init__(self, label: str, *, ceiling: int, start: int | None = None, adaptive: bool = True,
                  retry: bool = True, requests_per_second: float | None = None, budget_seconds: float = 300.0,
                  max_wait_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 gate: Gate | None = None) -> None:
+                 gate: Gate | None = None, tokens_per_minute: int | None = None) -> None:
         self.label = label
         self.gate = gate
         if gate is not None:
@@ -120,6 +134,11 @@ class Limiter:
         self.retry = retry  # callers send again after a rate limit (call_within_limit)
         self.level = float(min(self.ceiling, max(1, start if start is not None else self.ceiling)))
         self.interval = 1.0 / requests_per_second if requests_per_second else 0.0  # a pool's fixed spacing
+        self.tokens_per_minute = tokens_per_minute
+        self._tokens = float(tokens_per_minute or 0)  # in the bucket now (negative: owed)
+        self._tokens_at = clock()  # when the bucket was last refilled
+        self._per_call: float | None = None  # the mean tokens an answer reported (None: none yet)
+        self._no_usage_warned = False
         self.pace: float | None = None  # requests a second the limit was seen to allow (None: unpaced)
         self.budget_seconds = budget_seconds
         self.max_wait_seconds = max_wait_seconds
@@ -170,11 +189,13 @@ class Limiter:
             raise
 
     def release(self, ticket: Ticket, *, rate_limited: bool = False, retry_after: float | None = None,
-                message: str = "", succeeded: bool = True) -> float:
-        """Hand the slot back with the call's outcome; returns the pause a rate limit set
-        (seconds from now; 0 otherwise)."""
+                message: str = "", succeeded: bool = True, tokens: int | None = None) -> float:
+        """Hand the slot back with the call's outcome (``tokens``: what its answer reported it
+        used); returns the pause a rate limit set (seconds from now; 0 otherwise)."""
         self._leave()
         now = self.clock()
+        if self.tokens_per_minute:
+            self._settle(ticket, None if rate_limited or not succeeded else tokens)
         pause = 0.0
         if rate_limited:
             pause = self._limited(ticket, now, retry_after, message)
@@ -190,6 +211,8 @@ class Limiter:
     def unused(self, ticket: Ticket) -> None:
         """Hand back a slot that sent nothing (the caller's time ran out while it queued)."""
         self._leave()
+        if self.tokens_per_minute:
+            self._tokens = min(float(self.tokens_per_minute), self._tokens + ticket.reserved)
         self.stats.requests -= 1
         self._dispatch()
 
@@ -198,6 +221,21 @@ class Limiter:
         return max(0.0, self._paused_until - self.clock())
 
     # ------------------------------------------------------------------ outcomes
+
+    def _settle(self, ticket: Ticket, tokens: int | None) -> None:
+        """The reservation given back, the tokens used taken: the bucket as if the call had
+        reserved exactly what it used."""
+        # Never above a full bucket: it may have refilled to full while the call was out.
+        self._tokens = min(float(self.tokens_per_minute or 0), self._tokens + ticket.reserved)
+        if tokens is None or tokens < 0:
+            if tokens is None and ticket.reserved == 0 and self._per_call is None and not self._no_usage_warned:
+                self._no_usage_warned = True
+                logger.warning("%s has tokens_per_minute but an answer reported no token usage: "
+                               "its calls are not held back by tokens until one does", self.label)
+            return
+        self._tokens -= tokens
+        self.stats.tokens += tokens
+        self._per_call = float(tokens) if self._per_call is None else 0.9 * self._per_call + 0.1 * tokens
 
     def _limited(self, ticket: Ticket, now: float, retry_after: float | None, message: str) -> float:
         self.stats.rate_limited += 1
@@ -290,7 +328,28 @@ class Limiter:
 
     def _may_send(self, now: float) -> bool:
         return (self.in_flight < max(1, int(self.level)) and now >= self._paused_until
-                and now >= self._next_send and (self.gate is None or self.gate.in_flight < self.gate.capacity))
+                and now >= self._next_send and now >= self._tokens_ready(now)
+                and (self.gate is None or self.gate.in_flight < self.gate.capacity))
+
+    def _reservation(self) -> float:
+        """What the next request reserves: the mean an answer used, at most a full bucket (so a
+        request larger than the bucket waits for a full one, not forever)."""
+        return min(self._per_call or 0.0, float(self.tokens_per_minute or 0))
+
+    def _tokens_ready(self, now: float) -> float:
+        """When the bucket will hold the next request's reservation (now or earlier: it does).
+        Before any answer reported its tokens, only one request at a time goes."""
+        if not self.tokens_per_minute:
+            return now
+        if self._per_call is None:
+            # Nothing to reserve by yet: one request learns the size (a slot frees, not time
+            # passing); answers that report no usage leave nothing to limit by.
+            return now if self.in_flight == 0 or self._no_usage_warned else math.inf
+        capacity = float(self.tokens_per_minute)
+        self._tokens = min(capacity, self._tokens + (now - self._tokens_at) * capacity / 60.0)
+        self._tokens_at = now
+        missing = self._reservation() - self._tokens
+        return now if missing <= 0 else now + missing * 60.0 / capacity
 
     def _take(self, now: float, asked: float) -> Ticket:
         self.in_flight += 1
@@ -301,7 +360,9 @@ class Limiter:
         spacing = max(self.interval, 1.0 / self.pace if self.pace else 0.0)
         if spacing:
             self._next_send = max(now, self._next_send) + spacing
-        return Ticket(self.epoch, now - asked, now)
+        reserved = self._reservation() if self.tokens_per_minute else 0.0
+        self._tokens -= reserved
+        return Ticket(self.epoch, now - asked, now, reserved)
 
     def _leave(self) -> None:
         self.in_flight -= 1
@@ -322,7 +383,9 @@ class Limiter:
             self._waiters.popleft()
             head.set_result(self._take(now, asked))
         if self._waiters and self.in_flight < max(1, int(self.level)):
-            self._wake_at(max(self._paused_until, self._next_send))
+            ready = self._tokens_ready(now)
+            if math.isfinite(ready):  # else a call in flight wakes them when it is released
+                self._wake_at(max(self._paused_until, self._next_send, ready))
 
     def _wake_at(self, when: float) -> None:
         loop = asyncio.get_running_loop()

@@ -59,7 +59,8 @@ class RateLimits:
                 known = ", ".join(sorted(self.pools)) or "none defined"
                 raise UnknownPool(f"unknown pool {name!r} (run.executor.pools: {known})")
             ceiling = min(self.max_concurrency, limits.max_concurrency or self.max_concurrency)
-            found = self.limiters[key] = self._limiter(f"pool {name}", ceiling, limits.requests_per_second)
+            found = self.limiters[key] = self._limiter(f"pool {name}", ceiling, limits.requests_per_second,
+                                                       limits.tokens_per_minute)
         return found
 
     def endpoint(self, url: str, credential: str | None) -> Limiter:
@@ -95,11 +96,11 @@ class RateLimits:
             return self.endpoint(url, credential)
         return None
 
-    def _limiter(self, label: str, ceiling: int, rps: float | None) -> Limiter:
+    def _limiter(self, label: str, ceiling: int, rps: float | None, tpm: int | None = None) -> Limiter:
         s = self.settings
         return Limiter(label, ceiling=ceiling, start=s.start_concurrency, adaptive=s.adaptive, retry=s.retry,
                        requests_per_second=rps, budget_seconds=s.budget_seconds, max_wait_seconds=s.max_wait_seconds,
-                       gate=self.gate)
+                       gate=self.gate, tokens_per_minute=tpm)
 
     def records(self, stage: str) -> list[dict[str, Any]]:
         """One record per limit used (its totals and its level over time), for the run's record."""
@@ -112,6 +113,7 @@ class RateLimits:
                 "stage": stage, "limit": limiter.label, "started_at": self.started_at.isoformat(),
                 "ceiling": limiter.ceiling, "adaptive": limiter.adaptive,
                 "requests_per_second": round(1 / limiter.interval, 6) if limiter.interval else None,
+                "tokens_per_minute": limiter.tokens_per_minute, "tokens": stats.tokens,
                 "requests": stats.requests, "succeeded": stats.succeeded, "rate_limited": stats.rate_limited,
                 "max_in_flight": stats.max_in_flight, "capped_waits": stats.capped_waits,
                 "gave_up": limiter.gave_up,
@@ -141,6 +143,7 @@ class LimitedCall(Generic[T]):
 async def call_within_limit(
     limiter: Limiter, attempt: Callable[[float], Awaitable[T]],
     answer_of: Callable[[T], tuple[RateLimitAnswer | None, str]], *, timeout: float, retry: bool,
+    tokens_of: Callable[[T], int | None] | None = None,
 ) -> LimitedCall[T]:
     """``attempt(seconds_left)`` once the limit allows, again after each rate limit (``answer_of``:
     the rate limit a result reports, with its message) while ``retry`` and the time allow.
@@ -148,7 +151,8 @@ async def call_within_limit(
     ``timeout`` bounds the call from its first request to its last: a rate limit whose pause
     would end past it ends the call (the result is the last rate-limited one). Waiting for a
     first slot does not count against it (it is the run's queue, not the call's), but is
-    counted in ``waited_s`` like every wait.
+    counted in ``waited_s`` like every wait. ``tokens_of``: the tokens an answer reports it
+    used (None: not said), for a limit with ``tokens_per_minute``.
     """
     outcome: LimitedCall[T] = LimitedCall(result=None)
     give_up_at: float | None = None
@@ -175,7 +179,7 @@ async def call_within_limit(
         outcome.attempts += 1
         answer, message = answer_of(result)
         if answer is None:
-            limiter.release(ticket)
+            limiter.release(ticket, tokens=tokens_of(result) if tokens_of is not None else None)
             return outcome
         outcome.rate_limited += 1
         pause = limiter.release(ticket, rate_limited=True, retry_after=answer.retry_after, message=message)

@@ -42,19 +42,22 @@ class PoolLimits(BaseModel):
 
     max_concurrency: int | None = Field(default=None, ge=1)
     requests_per_second: float | None = Field(default=None, gt=0)
+    # A provider's token quota: the input and output tokens the answers report, per minute
+    # (common/ratelimits/limiter.py says how a request is held back by it).
+    tokens_per_minute: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="before")
     @classmethod
     def _capacity(cls, data: Any) -> Any:
         if isinstance(data, bool):
             raise ValueError("a pool is a capacity (a whole number >= 1) or a mapping of "
-                             "max_concurrency and/or requests_per_second")
+                             "max_concurrency, requests_per_second and/or tokens_per_minute")
         if isinstance(data, int):
             return {"max_concurrency": data}
         return data
 
     @model_validator(mode="after")
     def _some_limit(self) -> PoolLimits:
-        if self.max_concurrency is None and self.requests_per_second is None:
-            raise ValueError("a pool needs max_concurrency and/or requests_per_second")
+        if self.max_concurrency is None and self.requests_per_second is None and self.tokens_per_minute is None:
+            raise ValueError("a pool needs max_concurrency, requests_per_second and/or tokens_per_minute")
         return self

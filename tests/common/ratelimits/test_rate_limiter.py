@@ -185,3 +185,85 @@ def test_limits_are_shared_by_endpoint_and_credential_and_pools_by_name():
     assert gpu is limits.pool("gpu") and gpu.ceiling == 2 and int(gpu.level) == 2
     with pytest.raises(UnknownPool, match="unknown pool 'cpu' \\(run.executor.pools: gpu\\)"):
         limits.pool("cpu")
+
+
+def test_a_token_limit_sends_one_request_until_an_answer_says_its_size_then_reserves_the_mean():
+    async def go():
+        clock = Clock()
+        limiter = Limiter("pool llm", ceiling=10, adaptive=False, clock=clock, tokens_per_minute=6000)
+        first = await limiter.acquire()
+        assert first.reserved == 0
+        second = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        assert not second.done()  # no size known yet: one request in flight at a time
+        limiter.release(first, tokens=1000)
+        ticket = await second
+        assert ticket.reserved == 1000  # the mean so far
+        # 6,000 a minute, full at the start: 1,000 used and 1,000 reserved leave 4,000.
+        more = [await limiter.acquire() for _ in range(4)]
+        assert all(t.reserved == 1000 for t in more)
+        blocked = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        assert not blocked.done()  # the bucket is empty: the fifth must wait for tokens, not a slot
+        assert limiter._tokens_ready(clock.now) == pytest.approx(clock.now + 10.0)  # 1,000 at 100 a second
+        clock.now += 10.0
+        limiter._dispatch()
+        await asyncio.sleep(0)
+        assert blocked.done()
+        for t in [ticket, *more, blocked.result()]:
+            limiter.release(t, tokens=1000)
+        return limiter
+
+    limiter = asyncio.run(go())
+    assert limiter.stats.tokens == 7000 and limiter.stats.requests == 7
+
+
+def test_an_answer_settles_its_reservation_and_a_rate_limit_gives_it_back():
+    async def go():
+        clock = Clock()
+        limiter = Limiter("pool llm", ceiling=10, adaptive=False, clock=clock, tokens_per_minute=600)
+        limiter.release(await limiter.acquire(), tokens=100)
+        assert limiter._tokens == pytest.approx(500)
+        ticket = await limiter.acquire()
+        assert ticket.reserved == 100 and limiter._tokens == pytest.approx(400)
+        limiter.release(ticket, tokens=300)  # used more than it reserved: the bucket owes it
+        assert limiter._tokens == pytest.approx(200)
+        ticket = await limiter.acquire()
+        limiter.release(ticket, rate_limited=True, retry_after=0.0)
+        return limiter._tokens, limiter.stats.tokens
+
+    tokens, used = asyncio.run(go())
+    assert used == 400
+    assert tokens == pytest.approx(200)  # the rate-limited call used nothing
+
+
+def test_a_request_larger_than_the_bucket_waits_for_a_full_one_not_forever():
+    async def go():
+        clock = Clock()
+        limiter = Limiter("pool llm", ceiling=4, adaptive=False, clock=clock, tokens_per_minute=600)
+        limiter.release(await limiter.acquire(), tokens=5000)  # one answer used 8 minutes of quota
+        return limiter._tokens_ready(clock.now) - clock.now
+
+    waited = asyncio.run(go())
+    assert waited == pytest.approx((600 + 4400) * 60 / 600)  # back to full (600) from -4,400
+
+
+def test_answers_without_usage_leave_a_token_limit_unlimited_with_a_warning(caplog):
+    async def go():
+        limiter = Limiter("pool llm", ceiling=4, adaptive=False, tokens_per_minute=600)
+        limiter.release(await limiter.acquire(), tokens=None)
+        return [await limiter.acquire() for _ in range(4)]
+
+    tickets = asyncio.run(go())
+    assert len(tickets) == 4 and all(t.reserved == 0 for t in tickets)
+    assert "reported no token usage" in caplog.text
+
+
+def test_a_pool_takes_tokens_per_minute_and_needs_some_limit():
+    assert PoolLimits.model_validate({"tokens_per_minute": 90000}).tokens_per_minute == 90000
+    with pytest.raises(ValueError, match="tokens_per_minute"):
+        PoolLimits.model_validate({})
+    with pytest.raises(ValueError):
+        PoolLimits.model_validate({"tokens_per_minute": 0})
+    limits = RateLimits(RateLimitSettings(), {"llm": PoolLimits(tokens_per_minute=1000)}, max_concurrency=8)
+    assert limits.pool("llm").tokens_per_minute == 1000
