@@ -1,8 +1,10 @@
-"""`evalh label import`: add human labels of an eval's judged cells to its label store."""
+"""`evalh label import` and `evalh label review`: add human labels of an eval's judged cells
+to its label store, from a file or one by one on the terminal."""
 
 from __future__ import annotations
 
 import getpass
+import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,7 +13,7 @@ import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, main
 from evalh_pipeline.cli.shared import _load
-from evalh_pipeline.terminal import error, say
+from evalh_pipeline.terminal import error, escape_control, say
 
 
 @main.group()
@@ -45,3 +47,88 @@ def import_labels(file: str, eval_path: str, labeller: str | None) -> None:
         say(f"unmatched {line}")
     written = append_labels(runs_root, spec.name, resolution.labels)
     say(f"{written} of {len(rows)} label(s) matched a judged cell; stored in {labels_path(runs_root, spec.name)}")
+
+
+ANSWER_HELP = "y: it passes · n: it fails · s: skip · q: quit (a note may follow: `n wrong city`)"
+SHOWN_CHARS = 2000  # of an answer; the rest is counted, not shown
+
+
+@label.command("review")
+@click.argument("run")
+@click.option("--eval", "eval_path", type=click.Path(), required=True, help="The eval.yaml the run belongs to.")
+@click.option("--evaluator", help="Only this evaluator's verdicts (default: every evaluator's).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Cells to ask about.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random sample of passed cells.")
+@click.option("--by", "labeller", help="Who labels (default: the current user).")
+def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: int, labeller: str | None) -> None:
+    """Label a run's judged cells one by one on the terminal: the judge's failures first,
+    then flaky cells, then a random sample of its passes. Blind: the judge's verdict is shown
+    only after you answer. Each answer is stored at once (Ctrl-C keeps what you labelled)."""
+    from evalh_pipeline.cli.shared import _run_directory
+    from evalh_pipeline.runner.labelling import label_of, review_queue
+    from evalh_pipeline.store.labels import append_labels, labels_path, read_labels
+
+    spec = _load(eval_path)
+    names = {e.name for e in spec.config.evaluators}
+    if evaluator is not None and evaluator not in names:
+        error(f"--evaluator: {evaluator!r} is not an evaluator of {spec.name} ({', '.join(sorted(names))})")
+        sys.exit(EXIT_CONFIG)
+    run_dir = _run_directory(run)
+    if run_dir.read_meta().get("eval_name") != spec.name:
+        error(f"{run_dir.path}: not a run of {spec.name} (run.json eval_name: {run_dir.read_meta().get('eval_name')!r})")
+        sys.exit(EXIT_CONFIG)
+    runs_root = Path(spec.runs_root)
+    queue = review_queue(run_dir, read_labels(runs_root, spec.name), evaluator=evaluator, limit=limit, seed=seed)
+    if not queue:
+        say(f"nothing to label in {run_dir.run_id}: every judged cell's content has a label")
+        return
+    say(f"{len(queue)} cell(s) of {run_dir.run_id} to label. {ANSWER_HELP}")
+    who = labeller or getpass.getuser()
+    written = agreed = 0
+    for number, item in enumerate(queue, start=1):
+        cell = item.cell
+        say("")
+        say(f"[{number}/{len(queue)}] case {escape_control(cell.case_id)} · variant {escape_control(cell.variant_name)}"
+            f" · evaluator {cell.evaluator} · sample {cell.sample} ({item.reason})")
+        say(f"input: {_shown(json.dumps(item.input, ensure_ascii=False))}")
+        say(f"answer: {_shown(item.answer) if item.answer is not None else '(none)'}")
+        answer = _ask()
+        if answer is None:
+            break
+        if answer == "skip":
+            continue
+        passed, note = answer
+        append_labels(runs_root, spec.name, [label_of(item, passed, note, labeller=who,
+                                                      now=datetime.now(timezone.utc))])
+        written += 1
+        agreed += passed == cell.passed
+        verdict = "passed" if cell.passed else "failed"
+        say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'}")
+    say("")
+    say(f"{written} label(s) stored in {labels_path(runs_root, spec.name)}; "
+        f"you agreed with the judge on {agreed} of {written}")
+
+
+def _shown(text: str) -> str:
+    text = escape_control(text)  # the system's output: it must not drive the terminal
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]} … ({len(text) - SHOWN_CHARS} more characters)"
+
+
+def _ask() -> tuple[bool, str | None] | str | None:
+    """The reviewer's answer: (passed, note), "skip", or None to stop (q, end of input)."""
+    while True:
+        try:
+            line = input("pass? [y/n/s/q] ").strip()
+        except EOFError:
+            return None
+        word, _, note = line.partition(" ")
+        word = word.lower()
+        if word in ("y", "yes", "n", "no"):
+            return word.startswith("y"), note.strip() or None
+        if word in ("s", "skip"):
+            return "skip"
+        if word in ("q", "quit"):
+            return None
+        say(ANSWER_HELP)

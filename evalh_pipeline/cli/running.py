@@ -426,7 +426,8 @@ def _shown_path(path: Path) -> str:
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
     """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
-    from evalh_pipeline.queries.report import calibration_line, corrected_text, rate_ci_text, reading
+    from evalh_pipeline.queries.report import (calibration_line, corrected_delta_text, corrected_text,
+                                              rate_ci_text, reading)
 
     table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
           [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
@@ -448,7 +449,8 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
         for variant, figures in rollup.by_variant.items():
             if figures.pass_rate_corrected is not None:
                 say(f"  {variant}: {rollup.evaluator} pass rate {figures.pass_rate:.1%}"
-                    f"{corrected_text(figures.pass_rate_corrected)}")
+                    f"{corrected_text(figures.pass_rate_corrected)}"
+                    f"{corrected_delta_text(figures.pass_rate_delta_corrected)}")
     errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:

@@ -97,6 +97,9 @@ class EvaluatorVariantRollup(BaseModel):
     errored: int = 0
     # Set when the evaluator has enough human labels (JudgeCalibration).
     pass_rate_corrected: CorrectedPassRate | None = None
+    # This variant's pass rate minus the baseline variant's on the cases both were judged on,
+    # corrected for the judge's error (stats/calibration.py); the estimate may be negative.
+    pass_rate_delta_corrected: CorrectedPassRate | None = None
 
 
 class EvaluatorRollup(BaseModel):

@@ -14,6 +14,7 @@ from evalh_pipeline.stats.calibration import (
     Rate,
     agreement,
     cohens_kappa,
+    corrected_paired_delta,
     correction_refusal,
     rogan_gladen,
     sensitivity,
@@ -56,6 +57,8 @@ def add_calibration(summary: RunSummary, run_dir: RunDirectory, runs_root: Path,
         if counts is None:
             continue
         rollup.calibration = judge_calibration(counts, config)
+        by_cell = {(c.variant_name, c.case_id, c.sample): c.passed for c in mine if c.evaluator_hash == config}
+        baseline = summary.comparison.baseline if summary.comparison is not None else None
         for variant, figures in rollup.by_variant.items():
             verdicts = [c.passed for c in mine if c.variant_name == variant and c.evaluator_hash == config]
             corrected = rogan_gladen(sum(verdicts), len(verdicts), counts)
@@ -63,4 +66,14 @@ def add_calibration(summary: RunSummary, run_dir: RunDirectory, runs_root: Path,
                 figures.pass_rate_corrected = CorrectedPassRate(
                     estimate=corrected.estimate, ci_low=corrected.ci_low, ci_high=corrected.ci_high,
                     method=corrected.method, judged=len(verdicts))
+            if baseline is None or variant == baseline:
+                continue
+            # Paired by cell: the cases (and samples) both variants were judged on.
+            pairs = [(by_cell[(baseline, case, sample)], passed) for (name, case, sample), passed in by_cell.items()
+                     if name == variant and (baseline, case, sample) in by_cell]
+            delta = corrected_paired_delta(pairs, counts)
+            if delta is not None:
+                figures.pass_rate_delta_corrected = CorrectedPassRate(
+                    estimate=delta.estimate, ci_low=delta.ci_low, ci_high=delta.ci_high, method=delta.method,
+                    judged=len(pairs))
     return summary

@@ -69,7 +69,7 @@ def evaluators_table(summary: RunSummary) -> str:
         for name in names:
             r = rollup.by_variant.get(name)
             cells.append("–" if r is None else f"{r.pass_rate:.1%}" + (f" ({r.errored} errored)" if r.errored else "")
-                         + corrected_text(r.pass_rate_corrected))
+                         + corrected_text(r.pass_rate_corrected) + corrected_delta_text(r.pass_rate_delta_corrected))
         lines.append(f"| {rollup.evaluator} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -79,6 +79,14 @@ def corrected_text(corrected: Any) -> str:
     if corrected is None:
         return ""
     return f" · corrected {corrected.estimate:.1%} ({corrected.ci_low:.1%}–{corrected.ci_high:.1%})"
+
+
+def corrected_delta_text(corrected: Any) -> str:
+    """`` · vs baseline, corrected -12.0 pts (-25.1 to +1.2)`` for a corrected delta, "" without one."""
+    if corrected is None:
+        return ""
+    return (f" · vs baseline, corrected {corrected.estimate * 100:+.1f} pts "
+            f"({corrected.ci_low * 100:+.1f} to {corrected.ci_high * 100:+.1f})")
 
 
 def calibration_lines(summary: RunSummary) -> list[str]:

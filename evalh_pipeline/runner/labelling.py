@@ -1,4 +1,7 @@
-"""`evalh label import`: read a file of human labels and resolve each row to a judged cell.
+"""`evalh label import` and `evalh label review`: human labels of judged cells.
+
+`import` reads a file of labels and resolves each row to a judged cell; `review` picks the
+cells of one run a person should label next (:func:`review_queue`).
 
 A row names a cell of the eval's existing runs (``case_id``, ``variant_name``, ``sample``)
 and an evaluator; it is resolved to that cell's judged content in the latest run that has
@@ -10,13 +13,17 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.models import Trace
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.queries.labelled_cells import JudgedCell, eval_runs, judged_cells
+from evalh_pipeline.store.jsonl import iter_records
+from evalh_pipeline.store.run_dir import RunDirectory
 
 COLUMNS = ("case_id", "variant_name", "sample", "evaluator", "passed", "note")
 REQUIRED = ("case_id", "variant_name", "evaluator", "passed")
@@ -147,3 +154,60 @@ def resolve_rows(path: Path, rows: list[LabelRow], runs_root: Path, eval_name: s
                                  labelled_at=now, note=row.note, case_id=row.case_id,
                                  variant_name=row.variant_name, sample=row.sample, run_id=cell.run_id))
     return Resolution(labels, unmatched)
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One cell to label in a review: its judged verdict (hidden until the reviewer answers),
+    why it is in the queue, and what the reviewer reads (the case's input and the answer)."""
+
+    cell: JudgedCell
+    reason: str  # "failed", "flaky" or "sampled"
+    input: Any
+    answer: str | None
+
+
+REASONS = ("failed", "flaky", "sampled")
+
+
+def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], HumanLabel], *,
+                 evaluator: str | None = None, limit: int = 20, seed: int = 0) -> list[ReviewItem]:
+    """The cells of ``run_dir`` a person should label next, at most ``limit``: those the judge
+    failed, then flaky ones (passed, while another sample of the same case, variant and
+    evaluator failed), then a random sample (``seed``) of the rest, so the labels cover
+    both verdicts. Cells whose judged content already has a label are left out."""
+    cells = [c for c in judged_cells(run_dir) if (evaluator is None or c.evaluator == evaluator)
+             and c.key not in labels]
+    failed_groups = {(c.case_id, c.variant_name, c.evaluator) for c in cells if not c.passed}
+    order = sorted(cells, key=lambda c: (c.case_id, c.variant_name, c.evaluator, c.sample))
+    failed = [c for c in order if not c.passed]
+    flaky = [c for c in order if c.passed and (c.case_id, c.variant_name, c.evaluator) in failed_groups]
+    rest = [c for c in order if c.passed and (c.case_id, c.variant_name, c.evaluator) not in failed_groups]
+    random.Random(seed).shuffle(rest)
+    chosen: list[tuple[JudgedCell, str]] = []
+    seen: set[tuple[str, str, str]] = set()  # one question per judged content
+    for reason, group in zip(REASONS, (failed, flaky, rest)):
+        for cell in group:
+            if len(chosen) < limit and cell.key not in seen:
+                seen.add(cell.key)
+                chosen.append((cell, reason))
+    wanted = {(c.case_id, c.variant_name, c.sample) for c, _ in chosen}
+    shown: dict[tuple[str, str, int], Trace] = {}
+    for trace in iter_records(run_dir.traces, Trace, "trace"):  # streamed; the last trace of a cell wins
+        key = (trace.case_id, trace.variant_name, trace.sample)
+        if key in wanted:
+            shown[key] = trace
+    items = []
+    for cell, reason in chosen:
+        trace = shown.get((cell.case_id, cell.variant_name, cell.sample))
+        items.append(ReviewItem(cell, reason, trace.input if trace else None,
+                                trace.output.final_answer if trace else None))
+    return items
+
+
+def label_of(item: ReviewItem, passed: bool, note: str | None, *, labeller: str, now: datetime) -> HumanLabel:
+    """The label a reviewer's answer on ``item`` makes."""
+    cell = item.cell
+    return HumanLabel(content_hash=cell.content_hash, evaluator=cell.evaluator, evaluator_hash=cell.evaluator_hash,
+                      passed=passed, labeller=labeller, labelled_at=now, note=note, case_id=cell.case_id,
+                      variant_name=cell.variant_name, sample=cell.sample, run_id=cell.run_id)

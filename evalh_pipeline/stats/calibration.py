@@ -14,6 +14,14 @@
   As Lee et al. do, the interval is computed on the proportions adjusted by z^2/2 successes
   and failures each (Agresti-Coull), which keeps its coverage near nominal with small
   labelled sets and a judge close to perfect; estimate and bounds are clipped to [0, 1].
+- The corrected difference of two variants judged on the same cases: the correction is
+  linear, so ``delta_theta = delta_p / (sens + spec - 1)`` when the judge errs alike on both
+  (non-differential error: the same judge and config, labels pooled over both). Its interval
+  is the delta method over the paired difference ``delta_p`` (its variance from the
+  discordant pairs, as McNemar's: ``[p10 + p01 - (p10 - p01)^2] / n``) and the judge's
+  ``J = sens + spec - 1``: ``var = var(delta_p) / J^2 + delta_theta^2 var(J) / J^2`` with
+  ``var(J) = sens(1-sens)/m1 + spec(1-spec)/m0``, on the same Agresti-Coull-adjusted
+  proportions; bounds clipped to [-1, 1].
 """
 
 from __future__ import annotations
@@ -161,3 +169,33 @@ def rogan_gladen(passed: int, n: int, c: ConfusionCounts,
                 + (1 - theta) ** 2 * spec_ * (1 - spec_) / m0) / youden ** 2
     half = z * math.sqrt(variance)
     return CorrectedRate(estimate, _clip(theta - half), _clip(theta + half))
+
+
+def corrected_paired_delta(pairs: Iterable[tuple[bool, bool]], c: ConfusionCounts,
+                           confidence: float = DEFAULT_CONFIDENCE) -> CorrectedRate | None:
+    """The true difference in pass rate (second minus first) behind the judge's verdicts on
+    ``pairs`` (first variant's verdict, second's, per case), corrected with the labels ``c``
+    (None with no pair or when :func:`correction_refusal` refuses)."""
+    p10 = p01 = n = 0
+    for first, second in pairs:
+        n += 1
+        p10 += first and not second
+        p01 += second and not first
+    if n == 0 or correction_refusal(c) is not None:
+        return None
+    sens, spec = c.tp / c.human_passed, c.tn / c.human_failed
+    estimate = max(-1.0, min(1.0, (p01 - p10) / n / (sens + spec - 1.0)))
+    z = z_quantile(1.0 - (1.0 - confidence) / 2.0)
+    add = z * z / 2.0
+    m1, m0 = c.human_passed + 2 * add, c.human_failed + 2 * add
+    sens_, spec_ = (c.tp + add) / m1, (c.tn + add) / m0
+    youden = sens_ + spec_ - 1.0
+    if youden <= 0:
+        return None
+    d10, d01 = p10 / n, p01 / n
+    delta_p = d01 - d10
+    theta = delta_p / youden
+    var_delta_p = max(d10 + d01 - delta_p ** 2, 0.0) / n
+    var_j = sens_ * (1 - sens_) / m1 + spec_ * (1 - spec_) / m0
+    half = z * math.sqrt(var_delta_p / youden ** 2 + theta ** 2 * var_j / youden ** 2)
+    return CorrectedRate(estimate, max(-1.0, theta - half), min(1.0, theta + half), method="rogan_gladen_paired_delta")

@@ -45,6 +45,12 @@ def test_labels_calibrate_the_judge_and_correct_the_pass_rate(tmp_path, env):
     assert corrected == {"estimate": pytest.approx(expected.estimate), "ci_low": pytest.approx(expected.ci_low),
                          "ci_high": pytest.approx(expected.ci_high), "method": "rogan_gladen_delta", "judged": 12}
     assert corrected["ci_low"] <= corrected["estimate"] <= corrected["ci_high"]
+    # The candidate against the baseline variant, paired by case and corrected the same way.
+    delta = rollup["mentions_paris"]["by_variant"]["candidate"]["pass_rate_delta_corrected"]
+    assert delta["method"] == "rogan_gladen_paired_delta" and delta["judged"] == 12
+    assert delta["ci_low"] <= delta["estimate"] <= delta["ci_high"]
+    assert rollup["mentions_paris"]["by_variant"]["base"]["pass_rate_delta_corrected"] is None
+    assert "vs baseline, corrected" in again.stdout
     assert "## Judge calibration (human labels)" in (run / "report.md").read_text()
     assert f"corrected {expected.estimate:.1%}" in (run / "report.md").read_text()
     assert "judge mentions_paris: 13 label(s), agreement 76.9%" in again.stdout

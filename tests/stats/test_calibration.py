@@ -11,6 +11,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalh_pipeline.stats.calibration import (
     ConfusionCounts,
     agreement,
+    corrected_paired_delta,
     cohens_kappa,
     correction_refusal,
     rogan_gladen,
@@ -83,4 +84,44 @@ def test_corrected_interval_covers_the_true_rate_in_simulation():
         corrected = rogan_gladen(int(passed[k]), n, counts)
         assert corrected is not None
         covered += corrected.ci_low <= truth <= corrected.ci_high
+    assert covered >= 930, covered
+
+
+def test_corrected_paired_delta_is_the_observed_delta_over_youdens_j():
+    # 10 cases the first variant passed and the second failed, 4 the other way, of 100.
+    pairs = [(True, False)] * 10 + [(False, True)] * 4 + [(True, True)] * 50 + [(False, False)] * 36
+    delta = corrected_paired_delta(pairs, FIXED)
+    assert delta is not None
+    assert delta.estimate == pytest.approx(-0.06 / (41 / 48 + 23 / 32 - 1))
+    assert delta.ci_low < delta.estimate < delta.ci_high
+    assert corrected_paired_delta([], FIXED) is None
+    assert corrected_paired_delta(pairs, ConfusionCounts(tp=10, fn=1, fp=1, tn=3)) is None  # too few labels
+    # No discordant pair: the interval still carries the labels' uncertainty, never [0, 0]
+    # around a nonzero delta; with a zero delta it is centred on zero.
+    same = corrected_paired_delta([(True, True)] * 50 + [(False, False)] * 50, FIXED)
+    assert same is not None and same.estimate == 0.0 and same.ci_low <= 0.0 <= same.ci_high
+
+
+def test_corrected_paired_delta_covers_the_true_difference_in_simulation():
+    # Paired true outcomes with P(1,1)=.45, P(1,0)=.15, P(0,1)=.05, P(0,0)=.35: the first
+    # variant's true rate .6, the second's .5. A judge (sensitivity .85, specificity .80)
+    # scores 300 cases of each; 200 independent cells carry human labels.
+    rng = np.random.default_rng(20261129)
+    runs, n, labelled, sens, spec, truth = 1000, 300, 200, 0.85, 0.80, -0.10
+    covered = 0
+    for _ in range(runs):
+        kind = rng.choice(4, size=n, p=[0.45, 0.15, 0.05, 0.35])
+        first_true, second_true = np.isin(kind, (0, 1)), np.isin(kind, (0, 2))
+
+        def judge(true):
+            u = rng.random(n)
+            return np.where(true, u < sens, u >= spec)
+
+        first, second = judge(first_true), judge(second_true)
+        human = rng.random(labelled) < 0.55
+        verdict = np.where(human, rng.random(labelled) < sens, rng.random(labelled) >= spec)
+        counts = ConfusionCounts.of(zip(human.tolist(), verdict.tolist()))
+        delta = corrected_paired_delta(zip(first.tolist(), second.tolist()), counts)
+        assert delta is not None
+        covered += delta.ci_low <= truth <= delta.ci_high
     assert covered >= 930, covered

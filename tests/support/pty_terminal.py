@@ -54,10 +54,13 @@ def _controlling_terminal() -> None:
 
 
 def run_on_terminal(argv: list[str], *, env: dict[str, str], cwd: Path | str, timeout: float = 180,
-                    interrupt_when: bytes | None = None, columns: int = 120, rows: int = 40) -> TerminalSession:
+                    interrupt_when: bytes | None = None, columns: int = 120, rows: int = 40,
+                    replies: list[tuple[bytes, bytes]] = ()) -> TerminalSession:
     """Run ``argv`` on a new pty and collect everything it draws until it exits.
 
     ``interrupt_when``: once this byte string has appeared on the terminal, type Ctrl-C.
+    ``replies``: (prompt, keys) in order: once the prompt has appeared (after where the
+    previous one did), type the keys, as a person answering it does.
     """
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -69,6 +72,8 @@ def run_on_terminal(argv: list[str], *, env: dict[str, str], cwd: Path | str, ti
     os.close(slave)
     chunks: list[bytes] = []
     interrupted = False
+    pending = list(replies)
+    seen_up_to = 0  # where in the visible text the last answered prompt ended
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -91,6 +96,13 @@ def run_on_terminal(argv: list[str], *, env: dict[str, str], cwd: Path | str, ti
                 if interrupt_when is not None and not interrupted and interrupt_when in _ANSI.sub(b"", b"".join(chunks)):
                     os.write(master, b"\x03")  # the terminal turns ^C into SIGINT for the foreground group
                     interrupted = True
+                while pending:
+                    visible = _ANSI.sub(b"", b"".join(chunks))
+                    found = visible.find(pending[0][0], seen_up_to)
+                    if found == -1:
+                        break
+                    seen_up_to = found + len(pending[0][0])
+                    os.write(master, pending.pop(0)[1])
             elif proc.poll() is not None and not select.select([master], [], [], 0.2)[0]:
                 break
         returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
