@@ -256,7 +256,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
-    from evalh_pipeline.runner.retry import prepare_retry
+    from evalh_pipeline.runner.retry import not_judged_results, prepare_retry
 
     directory = _run_directory(run_dir)
     _require_run_id(directory.run_id)
@@ -264,6 +264,9 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     with _holding(directory.path, "evalh retry-failed"):
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
+        if (unjudged := not_judged_results(directory)):
+            # Judged again by the run's evaluation from their saved traces, whatever the flag.
+            say(f"judging {plural(unjudged, 'result')} again that could not be judged (no system call)")
         resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
         outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
     _print_outcome(outcome, spec)
@@ -391,8 +394,16 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
             # The run id is known: print the command to paste, not a placeholder.
             say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
     _print_rate_limits(outcome.run_dir)
-    for check in outcome.failed_checks:
-        out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
+    if outcome.failed_checks:
+        # Why each failed, judged by the same functions as the checks (runner/gates.py).
+        from evalh_pipeline.runner.gates import DRIFT, SUMMARY, RunFiles, judge_gates
+
+        files = RunFiles(outcome.run_dir, outcome.summary)
+        why = {j.gate.name: j.verdict.description for stage in (SUMMARY, DRIFT) for j in judge_gates(spec, files, stage)}
+        for check in outcome.failed_checks:
+            reason = why.get(check.rsplit(": ", 1)[-1])
+            out.line(escape_control(check + (f": {reason}" if reason else "")), prefix="gate failed: ",
+                     prefix_style="yellow")
     if any(v.cases_errored for v in outcome.summary.variants):
         from evalh_pipeline.runner.traces import start_errors
 
@@ -429,7 +440,9 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
     from evalh_pipeline.queries.report import calibration_line, corrected_text, rate_ci_text, reading
 
     table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
-          [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
+          [[v.name, str(v.cases_total), str(v.cases_passed),
+            str(v.cases_errored) + (f" + {v.cases_not_judged} not judged" if v.cases_not_judged else ""),
+            f"{v.pass_rate:.1%}",
             rate_ci_text(v.pass_rate_ci), f"{v.avg_latency_ms:.1f}",
             "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
            for v in summary.variants],
@@ -449,7 +462,13 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
             if figures.pass_rate_corrected is not None:
                 say(f"  {variant}: {rollup.evaluator} pass rate {figures.pass_rate:.1%}"
                     f"{corrected_text(figures.pass_rate_corrected)}")
-    errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
+    if summary.not_judged is not None:
+        # First, and apart from the evaluators that failed: no verdict on the system at all.
+        cases = sum(v.cases_not_judged for v in summary.variants)
+        warning(f"{summary.not_judged.describe()}; {cases} case(s) left out of the pass rates and comparisons. "
+                f"Finish them with: evalh retry-failed {_shown_path(run_dir.path)} --include-evaluator-failures "
+                "(re-judges the saved traces, no system call)")
+    errored = {r.evaluator: sum(v.errored - v.not_judged for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:
             warning(f"{count} {evaluator} result(s) errored: the evaluator itself failed "
