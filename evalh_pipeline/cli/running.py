@@ -252,7 +252,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 @main.command("retry-failed")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--include-evaluator-failures", is_flag=True,
-              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored.")
+              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored. "
+                   "Results a judge could not give are judged again from the saved traces either way (no system call).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
