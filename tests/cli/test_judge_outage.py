@@ -154,6 +154,15 @@ def test_the_run_says_the_results_could_not_be_judged_and_the_gate_does_not_say_
             "(re-judges the saved traces, no system call)") in text
 
 
+def test_the_run_reports_say_it_first(outage):
+    run = outage["run"]
+    n = sum(1 for r in _results(run) if r["error"] is not None)
+    report = (run / "report.md").read_text()
+    assert f"**NOT JUDGED** — {n} result(s) could not be judged (the judge was unreachable: judge call to " in report
+    drift = (run / "drift.md").read_text()
+    assert "**0 regression(s)**" in drift and f"{n} case(s) could not be judged in the baseline or this run" in drift
+
+
 def test_drift_finds_no_regression_and_says_how_many_cases_it_left_out(outage):
     n_cases = len({r["case_id"] for r in _results(outage["run"]) if r["error"] is not None})
     code, text = _evalh(["drift", outage["run"]], outage["env"], outage["folder"])
