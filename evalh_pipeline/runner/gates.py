@@ -8,6 +8,11 @@ and ``non_inferiority_vs_promoted_baseline``.
 The figures come from summary.yaml and drift.yaml, never the JSONL, and the gates are read
 from the eval.yaml as it is when they are judged (a gate that is off passes and says so).
 
+A gate on the evaluators' verdicts (every one but ``complete`` and
+``errored_cells_under_threshold``) fails while some results of the run could not be judged
+(summary.yaml ``not_judged``: a judge unreachable), saying so first: their cells are left
+out of the figures, so nothing was shown either way.
+
 Dagster's asset checks (defs/evals/checks.py) and the CLI (which prints the failed gates
 and exits 1 on them with ``--fail-on-gate``) judge with these same functions, so both
 always agree.
