@@ -443,7 +443,7 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
     table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
           [[v.name, str(v.cases_total), str(v.cases_passed),
             str(v.cases_errored) + (f" + {v.cases_not_judged} not judged" if v.cases_not_judged else ""),
-            f"{v.pass_rate:.1%}",
+            "–" if v.cases_not_judged and v.cases_not_judged == v.cases_total else f"{v.pass_rate:.1%}",  # none judged
             rate_ci_text(v.pass_rate_ci), f"{v.avg_latency_ms:.1f}",
             "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
            for v in summary.variants],
