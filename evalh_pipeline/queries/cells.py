@@ -2,7 +2,9 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails). The ``verdicts`` table keeps
+evaluator counts as failed; a cell without results fails). A cell with a result that could
+not be judged (models/result.py NOT_JUDGED_ERRORS, of an evaluator that decides it) has no
+verdict (``not_judged``): pass counts and comparisons leave it out and count it. The ``verdicts`` table keeps
 each evaluator's own verdict on each cell, for the per-evaluator rollups and paired
 statistics.
 

@@ -3,7 +3,8 @@
 Each run is judged by its own ``pass_criteria`` (from its config.yaml snapshot) through the
 shared cell verdict of :mod:`evalh_pipeline.queries.cells`. Each (variant, case) has a
 pass fraction (the share of its samples that passed: 0 or 1 with one sample per case);
-flips are counted on the (variant, case) pairs both runs have: a regression is a case whose
+flips are counted on the (variant, case) pairs both runs have and judged (a pair with a
+result that could not be judged in either run is counted apart: ``cases_not_judged``): a regression is a case whose
 fraction went down, an improvement one whose fraction went up. The same pairs give the
 paired statistics (McNemar's exact test, bootstrap CI of the delta), overall and per
 evaluator. Pass rates, latency, cost and tokens are each run's own per-variant figures (as
