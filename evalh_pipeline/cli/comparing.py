@@ -136,6 +136,11 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
             if v.cases_only_in_a or v.cases_only_in_b:
                 lines.append(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
                              "(not compared)")
+        for v in report.variants:
+            if v.cases_not_judged:
+                lines.append(f"{v.variant}: {v.cases_not_judged} case(s) could not be judged in A or B (an evaluator's "
+                             "judge gave no verdict): not compared; judge them again with "
+                             "`evalh re-evaluate <run>` (no system call)")
         for d in report.comparison.deltas:
             if d.regressions:
                 shown = ", ".join(d.regressions[:MAX_LISTED_CASES])
@@ -147,7 +152,12 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
         click.echo(escape_control("\n".join(lines)))
     if exit_nonzero_on_regression:
         failed = report.has_significant_regression(alpha) if alpha is not None else report.has_regressions
-        if failed:
+        not_judged = sum(v.cases_not_judged for v in report.variants)
+        if not_judged:
+            # Not a regression, but not shown to be none either: the gate cannot pass.
+            error(f"{not_judged} case(s) could not be judged, so the gate cannot pass: judge them again with "
+                  "`evalh re-evaluate <run>` (no system call)")
+        if failed or not_judged:
             sys.exit(1)
 
 

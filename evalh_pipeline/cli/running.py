@@ -252,11 +252,12 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 @main.command("retry-failed")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--include-evaluator-failures", is_flag=True,
-              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored.")
+              help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored. "
+                   "Results a judge could not give are judged again from the saved traces either way (no system call).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency: int | None) -> None:
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
-    from evalh_pipeline.runner.retry import prepare_retry
+    from evalh_pipeline.runner.retry import not_judged_results, prepare_retry
 
     directory = _run_directory(run_dir)
     _require_run_id(directory.run_id)
@@ -264,6 +265,9 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     with _holding(directory.path, "evalh retry-failed"):
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
+        if (unjudged := not_judged_results(directory)):
+            # Judged again by the run's evaluation from their saved traces, whatever the flag.
+            say(f"judging {plural(unjudged, 'result')} again that could not be judged (no system call)")
         resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
         outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
     _print_outcome(outcome, spec)
@@ -391,8 +395,16 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
             # The run id is known: print the command to paste, not a placeholder.
             say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
     _print_rate_limits(outcome.run_dir)
-    for check in outcome.failed_checks:
-        out.line(escape_control(check), prefix="gate failed: ", prefix_style="yellow")
+    if outcome.failed_checks:
+        # Why each failed, judged by the same functions as the checks (runner/gates.py).
+        from evalh_pipeline.runner.gates import DRIFT, SUMMARY, RunFiles, judge_gates
+
+        files = RunFiles(outcome.run_dir, outcome.summary)
+        why = {j.gate.name: j.verdict.description for stage in (SUMMARY, DRIFT) for j in judge_gates(spec, files, stage)}
+        for check in outcome.failed_checks:
+            reason = why.get(check.rsplit(": ", 1)[-1])
+            out.line(escape_control(check + (f": {reason}" if reason else "")), prefix="gate failed: ",
+                     prefix_style="yellow")
     if any(v.cases_errored for v in outcome.summary.variants):
         from evalh_pipeline.runner.traces import start_errors
 
@@ -430,7 +442,9 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
                                               rate_ci_text, reading)
 
     table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
-          [[v.name, str(v.cases_total), str(v.cases_passed), str(v.cases_errored), f"{v.pass_rate:.1%}",
+          [[v.name, str(v.cases_total), str(v.cases_passed),
+            str(v.cases_errored) + (f" + {v.cases_not_judged} not judged" if v.cases_not_judged else ""),
+            "–" if v.cases_not_judged and v.cases_not_judged == v.cases_total else f"{v.pass_rate:.1%}",  # none judged
             rate_ci_text(v.pass_rate_ci), f"{v.avg_latency_ms:.1f}",
             "–" if v.avg_cost_usd is None else f"{v.avg_cost_usd:.6f}"]
            for v in summary.variants],
@@ -451,7 +465,13 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
                 say(f"  {variant}: {rollup.evaluator} pass rate {figures.pass_rate:.1%}"
                     f"{corrected_text(figures.pass_rate_corrected)}"
                     f"{corrected_delta_text(figures.pass_rate_delta_corrected)}")
-    errored = {r.evaluator: sum(v.errored for v in r.by_variant.values()) for r in summary.by_evaluator}
+    if summary.not_judged is not None:
+        # First, and apart from the evaluators that failed: no verdict on the system at all.
+        cases = sum(v.cases_not_judged for v in summary.variants)
+        warning(f"{summary.not_judged.describe()}; {cases} case(s) left out of the pass rates and comparisons. "
+                f"Finish them with: evalh retry-failed {_shown_path(run_dir.path)} --include-evaluator-failures "
+                "(re-judges the saved traces, no system call)")
+    errored = {r.evaluator: sum(v.errored - v.not_judged for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
         if count:
             warning(f"{count} {evaluator} result(s) errored: the evaluator itself failed "

@@ -555,7 +555,8 @@ def _check_plugin_config(
         for hook in ("unused_keys", "config_warnings"):
             notes = getattr(validated, hook, None)
             for key, why in (notes() if callable(notes) else {}).items():
-                warnings.append(where.issue((*base, key), f"{why}"))
+                # A key, or a path into the config (a list item: ``("nl_assertions", 2)``).
+                warnings.append(where.issue((*base, *(key if isinstance(key, tuple) else (key,))), f"{why}"))
         return [], warnings, cleaned
     return [where.issue(base, "could not validate")], warnings, cleaned
 

@@ -34,8 +34,9 @@ class EvaluatorConfigModel(BaseModel):
         """Keys that are accepted but have no effect here: key -> why (warned about at load)."""
         return {}
 
-    def config_warnings(self) -> dict[str, str]:
-        """Settings that load but likely do not do what the author meant: key -> why (warned at load)."""
+    def config_warnings(self) -> dict[Any, str]:
+        """Settings that load but likely do not do what the author meant: key (or a tuple path
+        into the config) -> why (warned at load)."""
         return {}
 
     def trace_fields_read(self) -> tuple[str, ...]:

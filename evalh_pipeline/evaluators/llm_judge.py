@@ -11,6 +11,7 @@ from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, Verdict
 from evalh_pipeline.common.fields import check_field_path
 from evalh_pipeline.judges.judge import Judge, JudgeOutcome
+from evalh_pipeline.judges.keyword_rule import is_keyword_judge, quoted_phrases, unchecked_warning
 from evalh_pipeline.judges.prompt import Assertion, RubricSpec, build_prompt
 from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
@@ -153,9 +154,24 @@ class LlmJudgeConfig(JudgeSettings):
         check_k_of_n(self.pass_when, self.nl_assertions)
         return self
 
+    def config_warnings(self) -> dict[Any, str]:
+        if not is_keyword_judge(self.model):
+            return {}
+        notes: dict[Any, str] = unchecked_assertions(self.nl_assertions, "nl_assertions")
+        if self.rubric is not None and not quoted_phrases(self.rubric.criteria):
+            notes[("rubric", "criteria")] = unchecked_warning("the rubric criteria", self.rubric.criteria)
+        return notes
+
     @property
     def assertions(self) -> list[Assertion]:
         return [Assertion(a) if isinstance(a, str) else Assertion(a.text, a.required) for a in self.nl_assertions]
+
+
+def unchecked_assertions(assertions: list[str | AssertionItem], key: str) -> dict[Any, str]:
+    """(key, index) -> the load warning, for each assertion the bundled keyword judge has
+    nothing to check in (no quoted phrase: it passes for any answer)."""
+    texts = [a if isinstance(a, str) else a.text for a in assertions]
+    return {(key, i): unchecked_warning("assertion", text) for i, text in enumerate(texts) if not quoted_phrases(text)}
 
 
 def assertions_pass(pass_when: str, required_results: list[bool]) -> bool:
@@ -221,6 +237,12 @@ class LlmJudge(Evaluator):
             failed = [f"{row['text']!r}: {row['reason']}" for row in rows if not row["passed"]]
             reasons.append(f"{sum(required)} of {len(required)} required assertion(s) held "
                            f"(pass_when {self.config.pass_when})" + (f"; not held: {'; '.join(failed)}" if failed else ""))
+            if is_keyword_judge(self.config.model):
+                # The bundled judge's rule, said where the verdict is read: a pass it did not check.
+                unchecked = [repr(row["text"]) for row in rows if row["passed"] and not quoted_phrases(row["text"])]
+                if unchecked:
+                    reasons.append(f"held unchecked (no \"quoted phrase\": the keyword judge passes any answer): "
+                                   f"{', '.join(unchecked)}")
         if self._rubric is not None:
             rubric = self.config.rubric
             assert rubric is not None

@@ -9,7 +9,14 @@ from pydantic import Field, field_validator, model_validator
 
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
-from evalh_pipeline.evaluators.llm_judge import AssertionItem, LlmJudge, check_k_of_n, check_pass_when
+from evalh_pipeline.evaluators.llm_judge import (
+    AssertionItem,
+    LlmJudge,
+    check_k_of_n,
+    check_pass_when,
+    unchecked_assertions,
+)
+from evalh_pipeline.judges.keyword_rule import is_keyword_judge
 from evalh_pipeline.judges.prompt import thinking_text
 from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
@@ -45,6 +52,11 @@ class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
     @classmethod
     def _eval_harness_keys(cls, data: Any) -> Any:
         return eval_harness_keys.thinking_does_not_leak(data)
+
+    def config_warnings(self) -> dict[Any, str]:
+        if self.judge is None or not is_keyword_judge(self.judge.model):
+            return {}
+        return {("judge", *path): why for path, why in unchecked_assertions(self.judge.assertions, "assertions").items()}
 
     @field_validator("forbidden")
     @classmethod

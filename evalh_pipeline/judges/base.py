@@ -25,7 +25,9 @@ class JudgeReply:
 
 
 class JudgeError(RuntimeError):
-    """A judge call that produced no usable reply."""
+    """A judge call that produced no usable reply: the result is errored, not failed."""
+
+    error_type = "judge_error"  # the result's error.type (models/result.py NOT_JUDGED_ERRORS)
 
 
 class JudgeTransientError(JudgeError):

@@ -7,9 +7,11 @@ and decides by quoted phrases.
 
 - An assertion holds when every ``"quoted phrase"`` in it occurs (case-insensitively) in
   the judged material (final answer, thinking, structured output, tool calls); when the
-  assertion says not/never/no/without, when none of them occurs. No quoted phrase: holds.
+  assertion says not/never/no/without, when none of them occurs. No quoted phrase: holds,
+  and its reason says there was nothing to check (judges/keyword_rule.py: the rule, and
+  the load warning for such assertions).
 - A rubric scores by the share of the criteria's quoted phrases found, mapped onto the
-  scale (all found: the best score; no quoted phrase: the best score).
+  scale (all found: the best score; no quoted phrase: the best score, said in the reason).
 
 Tests can script misbehaviour for the next requests (``malformed``, ``out_of_schema``,
 ``error_500``, ``rate_limited``: a 429 with ``Retry-After`` and OpenAI's error body, ``hang``)
@@ -31,13 +33,12 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from evalh_pipeline.judges.keyword_rule import NEGATED, NOTHING_QUOTED, NOTHING_QUOTED_RUBRIC, quoted_phrases
 from evalh_pipeline.judges.prompt import ASSERTIONS_TITLE, FIELD_TITLE, RESPONSE_FIELD_TITLE, RUBRIC_TITLE, SECTIONS
 
 MODES = ("verdict", "malformed", "out_of_schema", "error_500", "rate_limited", "hang")
 _JUDGED = {SECTIONS[k] for k in ("final_answer", "thinking", "structured", "tool_calls")}
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
-_QUOTED = re.compile(r'"([^"]+)"')
-_NEGATED = re.compile(r"\b(not|never|no|without)\b", re.IGNORECASE)
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 
 
@@ -56,11 +57,11 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
     if ASSERTIONS_TITLE in sections:
         verdicts = []
         for number, text in _NUMBERED.findall(sections[ASSERTIONS_TITLE]):
-            phrases = _QUOTED.findall(text)
+            phrases = quoted_phrases(text)
             present = [p for p in phrases if p.lower() in material]
             if not phrases:
-                passed, reason = True, "nothing quoted to check"
-            elif _NEGATED.search(text):
+                passed, reason = True, NOTHING_QUOTED
+            elif NEGATED.search(text):
                 passed = not present
                 reason = f"mentions {present}" if present else f"does not mention {phrases}"
             else:
@@ -74,11 +75,12 @@ def keyword_verdict(prompt: str) -> dict[str, Any]:
         criteria = re.search(r"^Criteria: (.*)$", body, re.MULTILINE)
         scale_line = re.search(r"^Scale \(worst to best\): (.*)$", body, re.MULTILINE)
         scale = json.loads(scale_line.group(1)) if scale_line else [1, 2, 3, 4, 5]
-        phrases = _QUOTED.findall(criteria.group(1)) if criteria else []
+        phrases = quoted_phrases(criteria.group(1)) if criteria else []
         found = [p for p in phrases if p.lower() in material]
         share = len(found) / len(phrases) if phrases else 1.0
         answer["rubric"] = {"score": scale[round((len(scale) - 1) * share)],
-                            "reason": f"{len(found)} of {len(phrases)} key point(s) covered"}
+                            "reason": f"{len(found)} of {len(phrases)} key point(s) covered" if phrases
+                            else NOTHING_QUOTED_RUBRIC}
     return answer
 
 

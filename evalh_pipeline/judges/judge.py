@@ -31,8 +31,19 @@ class JudgeRateLimitedOut(JudgeError):
     error_type = "rate_limited"  # the result's error.type
 
 
+class JudgeUnreachable(JudgeError):
+    """The judge server could not be reached or failed (refused, timed out, HTTP 5xx) on
+    every attempt."""
+
+    error_type = "judge_unreachable"
+
+
 class JudgeCostLimitExceeded(JudgeError):
-    """The estimated cost of a judge call is over ``cost_limit_usd``: the call was not made."""
+    """The estimated cost of a judge call is over ``cost_limit_usd``: the call was not made.
+
+    A limit the eval's author set: its result fails, as an evaluator that raised does."""
+
+    error_type = "exception"
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,7 @@ class Judge:
             raise JudgeRateLimitedOut(f"{last} (rate limited {outcome.rate_limited} time(s), {outcome.waited_s:.1f} s "
                                       f"waited on {self._limiter.label}{why})")
         if isinstance(result, JudgeTransientError):
-            raise JudgeError(self._mask(f"{result} (after {ATTEMPTS} attempts)"))
+            raise JudgeUnreachable(self._mask(f"{result} (after {ATTEMPTS} attempts)"))
         if isinstance(result, JudgeError):
             raise JudgeError(self._mask(str(result)))
         return result

@@ -3,12 +3,13 @@
 from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
 from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
 from evalh_pipeline.models.label import HumanLabel, judged_content_hash
-from evalh_pipeline.models.result import EvaluationResult
+from evalh_pipeline.models.result import NOT_JUDGED_ERRORS, EvaluationResult
 from evalh_pipeline.models.summary import (
     ComparisonReport,
     Completeness,
     EvaluatorRollup,
     EvaluatorVariantRollup,
+    NotJudged,
     PairedStats,
     RepeatStats,
     RunSummary,
@@ -30,6 +31,7 @@ from evalh_pipeline.models.variant import RunVariant
 from evalh_pipeline.models.versioning import SCHEMA_VERSION, SchemaVersionError
 
 __all__ = [
+    "NOT_JUDGED_ERRORS",
     "SCHEMA_VERSION",
     "CellRecord",
     "ComparisonReport",
@@ -38,6 +40,7 @@ __all__ = [
     "EvaluationResult",
     "EvaluatorRollup",
     "EvaluatorVariantRollup",
+    "NotJudged",
     "ExpectedBehavior",
     "FileDiff",
     "FileEntry",

@@ -9,6 +9,17 @@ from pydantic import Field
 
 from evalh_pipeline.models.trace import CellRecord, TraceError
 
+# The ``error.type`` of a result whose evaluator could not judge (DataModel.md: an errored
+# result): its judge was unreachable (refused, timed out, HTTP 5xx after the retry), gave no
+# usable reply, or stayed rate limited. Such a result is no verdict on the system: pass
+# counts, paired statistics and regressions leave its cell out and say how many, and
+# re-judging (no system call) finishes it. Any other errored result counts as failed.
+NOT_JUDGED_ERRORS = {
+    "judge_unreachable": "the judge was unreachable",
+    "judge_error": "the judge gave no usable answer",
+    "rate_limited": "the judge stayed rate limited",
+}
+
 
 class EvaluationResult(CellRecord):
     """The single result shape every evaluator produces, so rollups never branch on type.

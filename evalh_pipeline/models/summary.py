@@ -48,6 +48,10 @@ class VariantSummary(BaseModel):
     pass_rate_ci: list[float] | None = None
     clusters: int | None = None
     design_effect: float | None = None
+    # Cases left out of cases_passed, pass_rate and every comparison because a result that
+    # decides them could not be judged (models/result.py NOT_JUDGED_ERRORS); pass_rate is
+    # cases_passed over the judged cases (cases_total - cases_not_judged).
+    cases_not_judged: int = 0
 
 
 class RateWithInterval(BaseModel):
@@ -95,6 +99,9 @@ class EvaluatorVariantRollup(BaseModel):
     # Results where the evaluator itself failed (a judge unreachable, a command not found):
     # they count as not passed, and are not a verdict on the system.
     errored: int = 0
+    # Of ``errored``: results the evaluator could not judge (its judge unreachable), left out
+    # of pass_rate and the paired statistics.
+    not_judged: int = 0
     # Set when the evaluator has enough human labels (JudgeCalibration).
     pass_rate_corrected: CorrectedPassRate | None = None
     # This variant's pass rate minus the baseline variant's on the cases both were judged on,
@@ -224,6 +231,20 @@ class Completeness(BaseModel):
                 f"(missing in {short})")
 
 
+class NotJudged(BaseModel):
+    """Results of a run that could not be judged (models/result.py NOT_JUDGED_ERRORS): how
+    many, of which evaluators, and the first one's error (``why`` in words)."""
+
+    results: int
+    by_evaluator: dict[str, int]
+    why: str
+    message: str
+
+    def describe(self) -> str:
+        """``N results could not be judged (the judge was unreachable: ...)``."""
+        return f"{self.results} result(s) could not be judged ({self.why}: {self.message})"
+
+
 class RunSummary(BaseModel):
     """The aggregate of one run, written as ``summary.yaml``."""
 
@@ -249,3 +270,6 @@ class RunSummary(BaseModel):
     # the runs they were first made in.
     reused_traces: int = 0
     reused_from: list[str] = Field(default_factory=list)
+    # Results whose evaluator could not judge (None: every result was judged); their cells
+    # are left out of the pass counts and comparisons (VariantSummary.cases_not_judged).
+    not_judged: NotJudged | None = None

@@ -82,8 +82,9 @@ class TraceMetrics(BaseModel):
 # The error types evalh records (ERROR_TYPES); plugins may record their own, so the field is
 # any text. rate_limited: the provider still answered with rate limits when the cell's (or
 # judge's) time ran out, or the run gave up on the limit (run.rate_limits.budget_seconds).
+# judge_unreachable / judge_error: a result whose judge could not answer (models/result.py).
 ERROR_TYPES = ("timeout", "http_5xx", "rate_limited", "adapter_error", "exception", "cost_limit", "config_error",
-               "workspace_error", "sandbox_limit", "unserializable_output")
+               "workspace_error", "sandbox_limit", "unserializable_output", "judge_unreachable", "judge_error")
 
 
 class TraceError(BaseModel):

@@ -2,7 +2,9 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails). The ``verdicts`` table keeps
+evaluator counts as failed; a cell without results fails). A cell with a result that could
+not be judged (models/result.py NOT_JUDGED_ERRORS, of an evaluator that decides it) has no
+verdict (``not_judged``): pass counts and comparisons leave it out and count it. The ``verdicts`` table keeps
 each evaluator's own verdict on each cell, for the per-evaluator rollups and paired
 statistics.
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evalh_pipeline.models import VariantSummary
+from evalh_pipeline.models import NOT_JUDGED_ERRORS, VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
 from evalh_pipeline.stats.proportions import wilson_interval
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -43,11 +45,13 @@ FROM {raw}
 """
 
 # What the queries read of each result ({raw}: a table of RESULT_COLUMNS), in file order:
-# ``ok`` is the evaluator's verdict on the cell (an errored evaluator did not pass).
-VERDICTS_SQL = """
+# ``ok`` is the evaluator's verdict on the cell (an errored evaluator did not pass);
+# ``not_judged``: the evaluator could not judge (models/result.py NOT_JUDGED_ERRORS).
+VERDICTS_SQL = f"""
 SELECT case_id, variant_name, coalesce(sample, 0) AS sample, evaluator,
-       coalesce(passed, false) AND error IS NULL AS ok, score, error IS NOT NULL AS errored
-FROM {raw}
+       coalesce(passed, false) AND error IS NULL AS ok, score, error IS NOT NULL AS errored,
+       coalesce(error.type IN ({", ".join(f"'{t}'" for t in NOT_JUDGED_ERRORS)}), false) AS not_judged
+FROM {{raw}}
 """
 
 # Formatted with the table names ({cells}, {traces}, {verdicts}); $all_required /
@@ -58,6 +62,10 @@ WITH per_cell AS (
     SELECT case_id, variant_name, sample,
            count(*) AS n_results,
            bool_and(ok) AS all_ok,
+           -- A result that could not be judged, of an evaluator that decides the cell.
+           bool_or(not_judged AND (len($all_required) + len($any_required) = 0
+                                   OR list_contains($all_required, evaluator)
+                                   OR list_contains($any_required, evaluator))) AS not_judged,
            count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
            count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
     FROM {verdicts}
@@ -68,21 +76,25 @@ SELECT t.*,
        t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
            ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
-       END AS passed
+       END AS passed,
+       -- No verdict: left out of pass counts and comparisons (an errored cell is decided: failed).
+       t.error_type IS NULL AND coalesce(v.not_judged, false) AS not_judged
 FROM {traces} t LEFT JOIN per_cell v USING (case_id, variant_name, sample)
 """
 
-# Per variant: cases (a case passes when all of its samples passed, and is errored when any
-# sample errored), then per-cell averages, then the samples themselves (reported separately
-# when run.samples_per_case > 1): columns 10-13.
+# Per variant: cases (a case passes when all of its samples passed, is errored when any
+# sample errored, and is not judged when a sample could not be judged), then per-cell
+# averages, then the samples themselves (reported separately when run.samples_per_case > 1):
+# columns 10-13; column 14: the cases not judged.
 VARIANTS_SQL = """
 WITH per_case AS (
     SELECT variant_name, case_id, bool_and(coalesce(passed, false)) AS passed,
-           bool_or(error_type IS NOT NULL) AS errored, count(*) AS samples
+           bool_or(error_type IS NOT NULL) AS errored, bool_or(not_judged) AS not_judged, count(*) AS samples
     FROM {cells} GROUP BY variant_name, case_id
 ), per_variant AS (
-    SELECT variant_name, count(*) AS cases, count(*) FILTER (WHERE passed) AS cases_passed,
-           count(*) FILTER (WHERE errored) AS cases_errored, max(samples) AS max_samples
+    SELECT variant_name, count(*) AS cases, count(*) FILTER (WHERE passed AND NOT not_judged) AS cases_passed,
+           count(*) FILTER (WHERE errored) AS cases_errored, max(samples) AS max_samples,
+           count(*) FILTER (WHERE not_judged) AS cases_not_judged
     FROM per_case GROUP BY variant_name
 )
 SELECT c.variant_name,
@@ -98,36 +110,46 @@ SELECT c.variant_name,
        count(*) AS samples_total,
        count(*) FILTER (WHERE c.passed) AS samples_passed,
        count(*) FILTER (WHERE c.error_type IS NOT NULL) AS samples_errored,
-       any_value(v.max_samples) AS max_samples
+       any_value(v.max_samples) AS max_samples,
+       any_value(v.cases_not_judged) AS cases_not_judged
 FROM {cells} c JOIN per_variant v ON v.variant_name = c.variant_name GROUP BY c.variant_name
 """
 
 
-# Per (variant, case): samples, passing samples and the pass fraction.
+# Per (variant, case): samples, passing samples and the pass fraction, of the cases whose
+# every sample was judged (a case with a sample not judged has no fraction: left out).
 PASS_FRACTIONS_SQL = """
 SELECT variant_name, case_id, count(*) AS samples,
        count(*) FILTER (WHERE coalesce(passed, false)) AS passed_samples,
        avg(CASE WHEN coalesce(passed, false) THEN 1.0 ELSE 0.0 END) AS fraction
 FROM {cells} GROUP BY variant_name, case_id
+HAVING NOT bool_or(not_judged)
 """
+
+# The (variant, case) pairs left out of comparisons: some sample could not be judged.
+NOT_JUDGED_CASES_SQL = "SELECT DISTINCT variant_name, case_id FROM {cells} WHERE not_judged"
 
 # Per (evaluator, variant, case): the share of the case's samples that evaluator passed and
 # their mean score (cells without a result from it do not count; results without a trace neither).
 # Per (evaluator, variant): the pass rate, mean score and errored verdicts of the run.
+# Results not judged are left out of the pass rate (0 when none was judged) and counted.
 EVALUATOR_FIGURES_SQL = """
 SELECT evaluator, variant_name,
-       avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) AS pass_rate,
+       coalesce(avg(CASE WHEN ok THEN 1.0 ELSE 0.0 END) FILTER (WHERE NOT not_judged), 0.0) AS pass_rate,
        avg(score) AS avg_score,
-       count(*) FILTER (WHERE errored) AS errored
+       count(*) FILTER (WHERE errored) AS errored,
+       count(*) FILTER (WHERE not_judged) AS not_judged
 FROM verdicts GROUP BY evaluator, variant_name ORDER BY evaluator, variant_name
 """
 
+# A case with a result of the evaluator not judged has no fraction of that evaluator.
 EVALUATOR_FRACTIONS_SQL = """
 SELECT v.evaluator, variant_name, case_id,
        avg(CASE WHEN v.ok THEN 1.0 ELSE 0.0 END) AS fraction,
        avg(v.score) AS score
 FROM {verdicts} v JOIN {traces} USING (case_id, variant_name, sample)
 GROUP BY ALL
+HAVING NOT bool_or(v.not_judged)
 """
 
 
@@ -137,14 +159,17 @@ def variant_summary(row: tuple) -> VariantSummary:
     samples = {}
     if len(row) > 13 and (row[13] or 0) > 1:
         samples = {"samples_total": row[10], "samples_passed": row[11], "samples_errored": row[12]}
-    ci = wilson_interval(passed, cases)
+    not_judged = (row[14] or 0) if len(row) > 14 else 0
+    judged = cases - not_judged  # the pass rate is over the cases that have a verdict
+    ci = wilson_interval(passed, judged)
     return VariantSummary(
         name=name,
         cases_total=cases,
         pass_rate_ci=list(ci) if ci is not None else None,
         cases_passed=passed,
         cases_errored=errored,
-        pass_rate=passed / cases if cases else 0.0,
+        cases_not_judged=not_judged,
+        pass_rate=passed / judged if judged else 0.0,
         avg_latency_ms=latency or 0.0,
         avg_cost_usd=cost,
         avg_tokens_input=tokens_in,

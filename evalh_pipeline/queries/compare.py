@@ -3,7 +3,8 @@
 Each run is judged by its own ``pass_criteria`` (from its config.yaml snapshot) through the
 shared cell verdict of :mod:`evalh_pipeline.queries.cells`. Each (variant, case) has a
 pass fraction (the share of its samples that passed: 0 or 1 with one sample per case);
-flips are counted on the (variant, case) pairs both runs have: a regression is a case whose
+flips are counted on the (variant, case) pairs both runs have and judged (a pair with a
+result that could not be judged in either run is counted apart: ``cases_not_judged``): a regression is a case whose
 fraction went down, an improvement one whose fraction went up. The same pairs give the
 paired statistics (McNemar's exact test, bootstrap CI of the delta), overall and per
 evaluator. Pass rates, latency, cost and tokens are each run's own per-variant figures (as
@@ -22,6 +23,7 @@ from evalh_pipeline.models import ComparisonReport, PairedStats, VariantDelta, V
 from evalh_pipeline.queries.cell_store import answer_again
 from evalh_pipeline.queries.cells import (
     EVALUATOR_FRACTIONS_SQL,
+    NOT_JUDGED_CASES_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     load_cells,
@@ -45,7 +47,11 @@ PER_CASE_SQL = "CREATE TEMP TABLE {per_case} AS " + PASS_FRACTIONS_SQL
 
 PER_EVALUATOR_SQL = "CREATE TEMP TABLE {per_evaluator} AS " + EVALUATOR_FRACTIONS_SQL
 
-FLIPS_SQL = """
+# A (variant, case) not judged in either run is neither compared nor "only in" one run:
+# it is counted as not judged.
+FLIPS_SQL = f"""
+WITH not_judged AS ({NOT_JUDGED_CASES_SQL.format(cells="cells_a")} UNION {NOT_JUDGED_CASES_SQL.format(cells="cells_b")}),
+flips AS (
 SELECT coalesce(a.variant_name, b.variant_name) AS variant_name,
        count(*) FILTER (WHERE a.case_id IS NOT NULL AND b.case_id IS NOT NULL) AS shared,
        count(*) FILTER (WHERE b.case_id IS NULL) AS only_in_a,
@@ -53,7 +59,14 @@ SELECT coalesce(a.variant_name, b.variant_name) AS variant_name,
        coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.fraction > b.fraction), []) AS regressions,
        coalesce(list(a.case_id ORDER BY a.case_id) FILTER (WHERE a.fraction < b.fraction), []) AS improvements
 FROM per_case_a a FULL OUTER JOIN per_case_b b USING (variant_name, case_id)
+WHERE NOT EXISTS (SELECT 1 FROM not_judged n WHERE n.variant_name = coalesce(a.variant_name, b.variant_name)
+                  AND n.case_id = coalesce(a.case_id, b.case_id))
 GROUP BY ALL
+), counted AS (SELECT variant_name, count(*) AS not_judged FROM not_judged GROUP BY ALL)
+SELECT coalesce(f.variant_name, c.variant_name), coalesce(f.shared, 0), coalesce(f.only_in_a, 0),
+       coalesce(f.only_in_b, 0), coalesce(f.regressions, []), coalesce(f.improvements, []),
+       coalesce(c.not_judged, 0)
+FROM flips f FULL OUTER JOIN counted c USING (variant_name)
 """
 
 # Clustered by run B's run.cluster_by over its cases (queries/clusters.py).
@@ -98,6 +111,8 @@ class VariantComparison:
     cases_only_in_b: int = 0
     regressions: int = 0
     improvements: int = 0
+    # Cases not compared because a result deciding them could not be judged in A or in B.
+    cases_not_judged: int = 0
 
 
 @dataclass(frozen=True)
@@ -205,7 +220,7 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             only_b.append(name)
             continue
         a, b = variant_summary(tuple(row_a.values())), variant_summary(tuple(row_b.values()))
-        _, shared, in_a, in_b, regressions, improvements = flips.get(name, (name, 0, 0, 0, [], []))
+        _, shared, in_a, in_b, regressions, improvements, not_judged = flips.get(name, (name, 0, 0, 0, [], [], 0))
         delta = VariantDelta(
             variant=name,
             pass_rate_delta=b.pass_rate - a.pass_rate,
@@ -225,6 +240,7 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             avg_tokens_output_delta=_delta(b.avg_tokens_output, a.avg_tokens_output),
             cases_compared=shared, cases_only_in_a=in_a, cases_only_in_b=in_b,
             regressions=len(delta.regressions), improvements=len(delta.improvements),
+            cases_not_judged=not_judged,
         ))
     return RunComparison(
         run_a=run_a.run_id,

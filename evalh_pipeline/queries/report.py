@@ -253,6 +253,9 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
         "",
         *([f"**INCOMPLETE RUN** — {completeness_line(summary)}. Figures cover only the cells that have a trace; "
            "finish it with `evalh run <eval.yaml> --resume <run_dir>`.", ""] if incomplete else []),
+        *([f"**NOT JUDGED** — {summary.not_judged.describe()}. Their cells are left out of the pass rates and "
+           "comparisons; judge them again with `evalh retry-failed <run_dir> --include-evaluator-failures` "
+           "(no system call).", ""] if summary.not_judged is not None else []),
         f"{summary.cases_total} cases · started {summary.started_at:%Y-%m-%d %H:%M:%S} UTC · "
         f"config `{summary.config_hash[:12]}`"
         + (f" · {summary.reused_traces} trace(s) reused from {', '.join(f'`{r}`' for r in summary.reused_from)}"
@@ -284,6 +287,9 @@ def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None) ->
     comp = report.comparison
     lines = [title, "", f"Against the promoted baseline `{comp.baseline_run_id or report.run_a}`: "
              f"**{comp.regressions_count} regression(s)**, {comp.improvements_count} improvement(s).", ""]
+    if (not_judged := sum(v.cases_not_judged for v in report.variants)):
+        lines += [f"{not_judged} case(s) could not be judged in the baseline or this run (a judge gave no "
+                  "verdict): not compared.", ""]
     lines += ["## Regressions", ""]
     regressed = [d for d in comp.deltas if d.regressions]
     lines += [_listed(d.variant, d.regressions) for d in regressed] or ["None."]

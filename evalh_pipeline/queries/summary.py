@@ -10,6 +10,7 @@ per case each variant also gets pass@k, pass^k and its flaky cases.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from datetime import datetime, timezone
@@ -17,9 +18,11 @@ from typing import Any
 
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.models import (
+    NOT_JUDGED_ERRORS,
     ComparisonReport,
     EvaluatorRollup,
     EvaluatorVariantRollup,
+    NotJudged,
     PairedStats,
     RepeatStats,
     RunSummary,
@@ -30,6 +33,7 @@ from evalh_pipeline.queries.cell_store import Store, refresh_store
 from evalh_pipeline.queries.cells import (
     EVALUATOR_FIGURES_SQL,
     EVALUATOR_FRACTIONS_SQL,
+    NOT_JUDGED_CASES_SQL,
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     create_cells,
@@ -44,7 +48,7 @@ from evalh_pipeline.queries.significance import (
     score_sql,
     scores_by_group,
 )
-from evalh_pipeline.queries.sql import connect, duckdb
+from evalh_pipeline.queries.sql import connect, duckdb, jsonl_table
 from evalh_pipeline.stats.clustering import clustered_mean
 from evalh_pipeline.stats.proportions import wilson_interval
 from evalh_pipeline.stats.repeats import repeat_figures
@@ -54,8 +58,10 @@ from evalh_pipeline.store.run_dir import RunDirectory
 # made once per summary.
 CASE_FRACTIONS_SQL = f"CREATE TEMP TABLE per_case AS {PASS_FRACTIONS_SQL.format(cells='cells')}"
 
-FLIPS_SQL = """
-WITH base AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $baseline)
+# A case not judged on the variant or on the baseline variant is left out (NOT_JUDGED_CASES_SQL).
+FLIPS_SQL = f"""
+WITH base AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $baseline),
+     not_judged AS ({NOT_JUDGED_CASES_SQL.format(cells="cells")})
 SELECT v.variant_name,
        list(DISTINCT c.case_id ORDER BY c.case_id)
            FILTER (WHERE coalesce(b.fraction, 0) > coalesce(p.fraction, 0)) AS regressions,
@@ -65,6 +71,8 @@ FROM (SELECT DISTINCT variant_name FROM cells WHERE variant_name <> $baseline) v
 CROSS JOIN (SELECT DISTINCT case_id FROM cells) c
 LEFT JOIN base b ON b.case_id = c.case_id
 LEFT JOIN per_case p ON p.case_id = c.case_id AND p.variant_name = v.variant_name
+WHERE NOT EXISTS (SELECT 1 FROM not_judged n WHERE n.case_id = c.case_id
+                  AND n.variant_name IN (v.variant_name, $baseline))
 GROUP BY v.variant_name
 """
 
@@ -135,7 +143,7 @@ def clustered_pass_rates(con: Any, variants: list[VariantSummary]) -> list[Varia
         if spread is None:
             out.append(v)
             continue
-        ci = wilson_interval(v.cases_passed, v.cases_total, design_effect=spread.design_effect)
+        ci = wilson_interval(v.cases_passed, v.cases_total - v.cases_not_judged, design_effect=spread.design_effect)
         out.append(v.model_copy(update={"clusters": spread.clusters, "design_effect": spread.design_effect,
                                         "pass_rate_ci": list(ci) if ci is not None else None}))
     return out
@@ -238,9 +246,9 @@ def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: 
     if cluster_by:
         variants = clustered_pass_rates(con, variants)
     rollups: dict[str, dict[str, EvaluatorVariantRollup]] = {}
-    for evaluator, variant, rate, score, errored in con.execute(EVALUATOR_FIGURES_SQL).fetchall():
+    for evaluator, variant, rate, score, errored, not_judged in con.execute(EVALUATOR_FIGURES_SQL).fetchall():
         rollups.setdefault(evaluator, {})[variant] = EvaluatorVariantRollup(
-            pass_rate=rate, avg_score=score, errored=errored)
+            pass_rate=rate, avg_score=score, errored=errored, not_judged=not_judged)
 
     comparison = None
     if baseline_variant is not None and baseline_variant in rows:
@@ -288,4 +296,22 @@ def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: 
         metadata=metadata or {},
         reused_traces=reused,
         reused_from=list(origins),
+        not_judged=not_judged_results(con, run_dir, rollups),
     )
+
+
+def not_judged_results(con: Any, run_dir: RunDirectory,
+                       rollups: dict[str, dict[str, EvaluatorVariantRollup]]) -> NotJudged | None:
+    """The run's results that could not be judged, counted from the rollups, with the first
+    one's error read from results.jsonl (only when there is one)."""
+    by_evaluator = {name: n for name, by in rollups.items() if (n := sum(r.not_judged for r in by.values()))}
+    if not by_evaluator:
+        return None
+    rows = jsonl_table(run_dir.results, {"error": "STRUCT(type VARCHAR, message VARCHAR)"})
+    first = con.execute(f"SELECT error.type, error.message FROM {rows} WHERE list_contains($types, error.type) "
+                        "LIMIT 1", {"types": list(NOT_JUDGED_ERRORS)}).fetchone()
+    kind, message = first if first is not None else ("judge_error", "")
+    # The message starts with the exception's class name (runner/result_lines.py raised): the words say it.
+    message = re.sub(r"^\w+: ", "", message or "")
+    return NotJudged(results=sum(by_evaluator.values()), by_evaluator=by_evaluator,
+                     why=NOT_JUDGED_ERRORS.get(kind, NOT_JUDGED_ERRORS["judge_error"]), message=message or "")

@@ -59,6 +59,7 @@ WITH f AS NOT MATERIALIZED (
            avg(v.score) AS score
     FROM verdicts v JOIN cell_traces USING (case_id, variant_name, sample)
     WHERE variant_name IN ($a, $b) GROUP BY ALL
+    HAVING NOT bool_or(v.not_judged)
 )
 SELECT a.evaluator, a.case_id, round(b.{column} - a.{column}, 9) AS d
 FROM f a JOIN f b ON b.evaluator = a.evaluator AND b.case_id = a.case_id AND b.variant_name = $b
@@ -70,9 +71,10 @@ EVALUATOR_PAIRED_SQL = _evaluator_pairs("fraction")
 EVALUATOR_SCORES_SQL = _evaluator_pairs("score", score_sql)
 
 # Cases of $b whose pass fraction went down (regressions) / up against $a, as the summary
-# counts them: a case $b lacks counts as 0 there.
+# counts them: a case $b lacks counts as 0 there; a case not judged on either is no flip.
 FLIPS_SQL = """
-WITH cases AS (SELECT DISTINCT case_id FROM cells),
+WITH cases AS (SELECT DISTINCT case_id FROM cells
+               EXCEPT SELECT case_id FROM cells WHERE not_judged AND variant_name IN ($a, $b)),
      a AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $a),
      b AS (SELECT case_id, fraction FROM per_case WHERE variant_name = $b)
 SELECT c.case_id,
@@ -83,18 +85,19 @@ WHERE coalesce(a.fraction, 0) > coalesce(b.fraction, 0)
 ORDER BY flip DESC, c.case_id
 """
 
-# One line of a cell of the matrix: its samples, how many passed, how many errored.
+# One line of a cell of the matrix: its samples, how many passed, how many errored (the
+# system, or a judge that could not judge: no verdict either way).
 MATRIX_CELLS_SQL = """
 SELECT case_id, variant_name, count(*) AS samples,
        count(*) FILTER (WHERE coalesce(passed, false)) AS passed,
-       count(*) FILTER (WHERE error_type IS NOT NULL) AS errored
+       count(*) FILTER (WHERE error_type IS NOT NULL OR not_judged) AS errored
 FROM {cells} WHERE list_contains($cases, case_id) GROUP BY ALL
 """
 
 # The filters of the matrix, each a condition on ``case_id`` (combined with AND).
 FILTERS: dict[str, str] = {
-    "failed": "case_id IN (SELECT case_id FROM cells WHERE NOT coalesce(passed, false))",
-    "errored": "case_id IN (SELECT case_id FROM cells WHERE error_type IS NOT NULL)",
+    "failed": "case_id IN (SELECT case_id FROM cells WHERE NOT coalesce(passed, false) AND NOT not_judged)",
+    "errored": "case_id IN (SELECT case_id FROM cells WHERE error_type IS NOT NULL OR not_judged)",
     "flaky": "case_id IN (SELECT case_id FROM per_case WHERE passed_samples > 0 AND passed_samples < samples)",
     "regressed": """case_id IN (SELECT p.case_id FROM per_case p LEFT JOIN per_case b
                         ON b.case_id = p.case_id AND b.variant_name = $baseline
@@ -221,7 +224,7 @@ class RunCells:
         """Evaluator -> variant -> its figures."""
         self._cells()
         found: dict[str, dict[str, EvaluatorFigures]] = {}
-        for name, variant, rate, score, errored in self.con.execute(EVALUATOR_FIGURES_SQL).fetchall():
+        for name, variant, rate, score, errored, _ in self.con.execute(EVALUATOR_FIGURES_SQL).fetchall():
             found.setdefault(name, {})[variant] = EvaluatorFigures(rate, score, errored)
         return found
 

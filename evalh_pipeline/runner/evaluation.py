@@ -20,8 +20,13 @@ Per evaluator, one of (cheapest first):
   re-judging was asked for): every trace is judged, in worker processes for a large file
   (runner/judge_workers.py) when every evaluator is synchronous;
 - merged: the traces changed (a resume appended cells, a torn tail was set aside, a line
-  was edited): its results whose trace_hash is still that of a trace are kept, and the
-  traces without one are judged.
+  was edited), or some result of it could not be judged (its judge was unreachable:
+  models/result.py NOT_JUDGED_ERRORS): its results whose trace_hash is still that of a
+  trace are kept, and the traces without one (or with a result not judged) are judged.
+
+A result that could not be judged is never current: the next evaluation (``evalh
+re-evaluate``, ``retry-failed --include-evaluator-failures``) judges it again from the
+saved trace, with no system call.
 
 The results store (store/results_store.py) then gets a new file for each evaluator that
 changed, and results.jsonl is made again from the store.
@@ -37,7 +42,7 @@ from typing import Any
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
-from evalh_pipeline.models import Trace
+from evalh_pipeline.models import NOT_JUDGED_ERRORS, Trace
 from evalh_pipeline.runner.inline_results import StagedFile, discard_staged, staged_files, staged_lines
 from evalh_pipeline.runner.judge_workers import Parts, SpanPlan, judge_in_processes, judge_selected, process_count
 from evalh_pipeline.runner.judging import (
@@ -178,7 +183,7 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
         elif explicit or not incremental:
             plan.full.append(evaluator)
         elif (entry is not None and plan.traces and entry.evaluator_hash == evaluator.config_hash
-              and entry.traces == plan.traces):
+              and entry.traces == plan.traces and not _has_not_judged(run_dir, evaluator, entry)):
             plan.keep[evaluator.name] = entry
         elif not may_be_current(entry, evaluator.config_hash):
             plan.full.append(evaluator)  # no result of it can be current
@@ -284,7 +289,7 @@ class _Merge:
         if evaluator not in self.bits or variant not in self.variants:
             return None
         evaluator_hash, trace_hash = RESULTS.trailing(line, "evaluator_hash", "trace_hash")
-        if trace_hash is None or evaluator_hash != self.hashes[evaluator]:
+        if trace_hash is None or evaluator_hash != self.hashes[evaluator] or _not_judged(line):
             return None
         return trace_hash, evaluator
 
@@ -317,6 +322,22 @@ class _Merge:
             return False  # its trace is gone (set aside, dropped, edited)
         kept.add(key[0])
         return True
+
+
+def _not_judged(line: bytes) -> bool:
+    """Whether a result line records that its evaluator could not judge."""
+    if b'"error":null' in line or b'"error"' not in line:
+        return False  # the common case, without parsing the line
+    error = json.loads(line).get("error")  # an errored result: rare, so parsed whole
+    return isinstance(error, dict) and error.get("type") in NOT_JUDGED_ERRORS
+
+
+def _has_not_judged(run_dir: RunDirectory, evaluator: Evaluator, entry: EvaluatorEntry) -> bool:
+    """Whether some result in the evaluator's file could not be judged (only an evaluator
+    that does I/O can have one: a synchronous one's file is not read)."""
+    if isinstance(evaluator, SyncEvaluator):
+        return False
+    return any(_not_judged(line) for line in entry_lines(run_dir, entry))
 
 
 def _carry_legacy(run_dir: RunDirectory, judged: set[str]) -> dict[str, EvaluatorEntry]:

@@ -8,6 +8,11 @@ and ``non_inferiority_vs_promoted_baseline``.
 The figures come from summary.yaml and drift.yaml, never the JSONL, and the gates are read
 from the eval.yaml as it is when they are judged (a gate that is off passes and says so).
 
+A gate on the evaluators' verdicts (every one but ``complete`` and
+``errored_cells_under_threshold``) fails while some results of the run could not be judged
+(summary.yaml ``not_judged``: a judge unreachable), saying so first: their cells are left
+out of the figures, so nothing was shown either way.
+
 Dagster's asset checks (defs/evals/checks.py) and the CLI (which prints the failed gates
 and exits 1 on them with ``--fail-on-gate``) judge with these same functions, so both
 always agree.
@@ -151,11 +156,39 @@ def _complete(live: EvalSpec, run: RunFiles) -> GateVerdict:
     )
 
 
-def _on_summary(judge: Callable[[GatesConfig, EvalSpec, RunSummary], GateVerdict]) -> Judge:
+def _on_summary(judge: Callable[[GatesConfig, EvalSpec, RunSummary], GateVerdict], *,
+                on_verdicts: bool = True) -> Judge:
+    """A gate judged on the summary; ``on_verdicts``: on the evaluators' verdicts (so it
+    cannot pass while some of them could not be judged)."""
     def run(live: EvalSpec, files: RunFiles) -> GateVerdict:
         summary = files.summary
         verdict = judge(live.config.gates, live, summary)
-        return verdict if verdict.off or _has_cells(summary) else _empty_run()
+        if not (verdict.off or _has_cells(summary)):
+            return _empty_run()
+        return _not_judged(verdict, summary) if on_verdicts else verdict
+
+    return run
+
+
+def _not_judged(verdict: GateVerdict, summary: RunSummary) -> GateVerdict:
+    """``verdict`` of a gate on verdicts, or, when some results of the run could not be judged
+    (the judge unreachable), a failure that says so first: those cells are no regression, and
+    none was shown either. What the gate found on the judged cells follows."""
+    missing = summary.not_judged
+    if verdict.off or missing is None:
+        return verdict
+    rest = ("; on the judged cells: " + verdict.description) if not verdict.passed else ""
+    return GateVerdict(passed=False, description=missing.describe() + rest,
+                       metadata={**verdict.metadata, "not_judged": missing.results})
+
+
+def _on_drift(judge: Judge) -> Judge:
+    """A drift gate: it cannot pass while some results of the run could not be judged."""
+    def run(live: EvalSpec, files: RunFiles) -> GateVerdict:
+        verdict = judge(live, files)
+        if verdict.metadata.get("cells") == 0 or verdict.metadata.get("has_baseline") is False:
+            return verdict  # nothing was compared
+        return _not_judged(verdict, files.summary)
 
     return run
 
@@ -362,7 +395,8 @@ GATES: tuple[Gate, ...] = (
     Gate("pass_rate_floor", SUMMARY, "Every variant passes at least gates.pass_rate_floor of its cells.",
          _on_summary(_pass_rate_floor)),
     Gate("errored_cells_under_threshold", SUMMARY,
-         "At most gates.max_errored_fraction of each variant's cells errored.", _on_summary(_errored_under)),
+         "At most gates.max_errored_fraction of each variant's cells errored.",
+         _on_summary(_errored_under, on_verdicts=False)),
     Gate("no_significant_regression_vs_baseline_variant", SUMMARY,
          "No variant is significantly worse than `run.baseline_variant` (McNemar's exact test, "
          "Holm-adjusted p < gates.no_significant_regression.alpha over the variants).", _on_summary(_no_significant_regression)),
@@ -371,15 +405,15 @@ GATES: tuple[Gate, ...] = (
          "(the lower bound of the pass-rate delta's 95% interval above -margin).", _on_summary(_non_inferiority)),
     Gate("non_inferiority_vs_promoted_baseline", DRIFT,
          "Every variant is shown no worse than in the promoted baseline run by more than "
-         "gates.non_inferiority.margin (passes while no run is promoted).", _non_inferior_drift),
+         "gates.non_inferiority.margin (passes while no run is promoted).", _on_drift(_non_inferior_drift)),
     Gate("no_regressions_vs_promoted_baseline", DRIFT,
          "No case that passed in the eval's promoted baseline run fails in this run "
-         "(passes while no run is promoted).", _no_drift_regressions),
+         "(passes while no run is promoted).", _on_drift(_no_drift_regressions)),
     Gate("no_significant_regression_vs_promoted_baseline", DRIFT,
          "No variant is significantly worse than in the eval's promoted baseline run (McNemar's exact "
          "test, Holm-adjusted p < gates.no_significant_regression.alpha over the variants; passes while "
          "no run is promoted).",
-         _no_significant_drift),
+         _on_drift(_no_significant_drift)),
 )
 
 

@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from evalh_pipeline.models import NOT_JUDGED_ERRORS
 from evalh_pipeline.runner.cells import CellKey
 from evalh_pipeline.store.jsonl import iter_lines, set_aside_torn_tail
 from evalh_pipeline.store.locking import locked
@@ -31,15 +32,26 @@ def _line_key(codec: RecordCodec[Any], line: str) -> CellKey:
 
 def failed_cells(run_dir: RunDirectory, *, include_evaluator_failures: bool = False) -> set[CellKey]:
     """Cells whose trace has an error; with ``include_evaluator_failures``, also cells where
-    any evaluator result has ``error`` set (an evaluator that raised, not one that failed)."""
+    any evaluator result has ``error`` set (an evaluator that raised, not one that failed).
+
+    A result that could not be judged (its judge unreachable: NOT_JUDGED_ERRORS) needs no new
+    trace: the evaluation judges it again from the saved one (runner/evaluation.py), so it
+    does not make its cell one to run again."""
     failed = {_key(t) for t in map(json.loads, (line for _, line in iter_lines(run_dir.traces))) if t.get("error")}
     if include_evaluator_failures:
         traced = {_line_key(TRACES, line) for _, line in iter_lines(run_dir.traces)}
         for _, line in iter_lines(run_dir.results):
             result = json.loads(line)
-            if result.get("error") and _key(result) in traced:
+            error = result.get("error")
+            if error and error.get("type") not in NOT_JUDGED_ERRORS and _key(result) in traced:
                 failed.add(_key(result))
     return failed
+
+
+def not_judged_results(run_dir: RunDirectory) -> int:
+    """How many of the run's results could not be judged (re-judged by the next evaluation)."""
+    return sum(1 for _, line in iter_lines(run_dir.results)
+               if ((json.loads(line).get("error") or {}).get("type") in NOT_JUDGED_ERRORS))
 
 
 def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:

@@ -12,6 +12,10 @@ from evalh_pipeline.store.run_dir import RunDirectory
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
+# What a result whose judge was down records (``unreachable`` in the results below).
+UNREACHABLE = "JudgeUnreachable: judge call to http://127.0.0.1:9/v1/chat/completions failed: ConnectError"
+
+
 def _write(run_dir: RunDirectory, cells: dict, results: dict) -> None:
     run_dir.path.mkdir(parents=True)
     with run_dir.traces.open("w") as f:
@@ -29,7 +33,9 @@ def _write(run_dir: RunDirectory, cells: dict, results: dict) -> None:
                 "schema_version": "1.0", "run_id": "r", "case_id": case, "variant_name": variant,
                 "evaluator": evaluator, "evaluator_type": "t", "passed": outcome == "pass", "score": 1.0 if outcome == "pass" else 0.0,
                 "reason": "", "started_at": T0.isoformat(), "finished_at": T0.isoformat(), "latency_ms": 0,
-                "error": {"type": "exception", "message": "x"} if outcome == "error" else None,
+                "error": ({"type": "exception", "message": "x"} if outcome == "error"
+                          else {"type": "judge_unreachable", "message": UNREACHABLE} if outcome == "unreachable"
+                          else None),
             }) + "\n")
 
 

@@ -105,3 +105,23 @@ def test_significance_gate_adjusts_p_values_with_holm_across_its_variants():
     assert verdict.metadata["mcnemar_p_value/a"] == 0.03  # the raw p-value beside the adjusted one
     alone = _significance_verdict({"a": stats["a"]}, 0.05)
     assert not alone.passed
+
+
+def test_gates_on_verdicts_say_results_could_not_be_judged_and_the_errored_gate_does_not(tmp_path):
+    from evalh_pipeline.models import NotJudged
+
+    spec, run_dir = _judged_run(tmp_path, "gates: {pass_rate_floor: 0.5, max_errored_fraction: 0.0}\n")
+    missing = NotJudged(results=3, by_evaluator={"quality": 3}, why="the judge was unreachable",
+                        message="judge call to http://127.0.0.1:9/v1/chat/completions failed (after 2 attempts)")
+    summary = RunFiles(run_dir).summary.model_copy(update={"not_judged": missing})
+
+    judged = {j.gate.name: j.verdict for j in judge_gates(spec, RunFiles(run_dir, summary), SUMMARY)}
+
+    said = ("3 result(s) could not be judged (the judge was unreachable: judge call to "
+            "http://127.0.0.1:9/v1/chat/completions failed (after 2 attempts))")
+    assert judged["pass_rate_floor"].description == said and not judged["pass_rate_floor"].passed
+    regressions = judged["no_regressions_vs_baseline_variant"]
+    assert not regressions.passed and regressions.metadata["not_judged"] == 3
+    assert regressions.description == said + "; on the judged cells: 2 regression(s) against base: candidate: case_0, case_3"
+    assert judged["errored_cells_under_threshold"].passed  # errored traces only
+    assert judged["no_significant_regression_vs_baseline_variant"].off  # an off gate stays off
