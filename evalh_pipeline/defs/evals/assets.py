@@ -9,7 +9,6 @@ to more stores is ``_publish``. ``baseline`` is not partitioned: it is the eval'
 promoted run, and its metadata names the partition it points at.
 """
 
-import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from evalh_pipeline.common.event_loop import run_coroutine
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import (
@@ -181,7 +181,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         variants = stage.variants()
-        stats = asyncio.run(produce_traces(
+        stats = run_coroutine(produce_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live)))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
@@ -198,7 +198,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "results")
         stage.require_run()
         variants = stage.variants()
-        stats = asyncio.run(evaluate_traces(
+        stats = run_coroutine(evaluate_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context)))
         judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
