@@ -13,6 +13,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "contains_text": "evalh_pipeline.evaluators.contains_text:ContainsText",
         "cost_under": "evalh_pipeline.evaluators.cost_under:CostUnder",
         "exact_match": "evalh_pipeline.evaluators.exact_match:ExactMatch",
+        "fuzzy_match": "evalh_pipeline.evaluators.fuzzy_match:FuzzyMatch",
         "git_diff": "evalh_pipeline.evaluators.git_diff:GitDiff",
         "latency_first_token_under": "evalh_pipeline.evaluators.latency_first_token_under:LatencyFirstTokenUnder",
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",

@@ -1,0 +1,108 @@
+"""Verdict parity with openai/evals: each supported grader, imported, run against a local
+OpenAI-compatible server, gives openai/evals' verdict on every sample.
+
+The server answers each prompt from a script, so the model's answer is fixed; the expected
+verdicts below are what openai/evals' code (commit 4bfc1f58) decides for that answer:
+
+- Match (evals/elsuite/basic/match.py:50-58, evals/api.py:79-92): the answer
+  ``startswith`` one of the ideals (no stripping; no ideal: no match).
+- Includes (evals/elsuite/basic/includes.py:34-46, evals/elsuite/utils.py:17-25): an ideal
+  occurs in the answer (``rfind`` != -1); ``ignore_case`` lower-cases both first.
+- FuzzyMatch (evals/elsuite/basic/fuzzy_match.py:38-44, evals/elsuite/utils.py:36-53):
+  normalized (lower, ASCII punctuation out, a/an/the out, whitespace collapsed), one
+  contains the other; two empty texts match.
+
+It also checks what openai/evals sends (the chat messages, a text prompt as one system
+message: evals/prompt/base.py:59-63,115-125; Match's temperature 0: match.py:50-53;
+Includes' bare call: includes.py:31-33; FuzzyMatch's temperature 0 and max_tokens 100:
+fuzzy_match.py:32-36), and that the API key reaches the server but no file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from evalh_pipeline.importers.openai_evals.importer import import_registry_file
+from evalh_pipeline.importers.writing import check_loads, write_tree
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
+from tests.support.scripted_chat_server import ScriptedChatServer
+
+REGISTRY = Path(__file__).parent / "registry"
+KEY = "sk-parity-test-key-0123456789"
+
+# prompt (the last message) -> the model's answer, and the verdicts of
+# (Match, Includes, Includes ignore_case, FuzzyMatch) for the sample's ideal (data/parity/samples.jsonl).
+SCRIPT = [
+    ("q1", "Paris is the capital.", (True, True, True, True)),             # ideal "Paris"
+    ("q2", "The capital is Paris", (False, True, True, True)),             # not at the start
+    ("q3", "paris", (False, False, True, True)),                           # case differs
+    ("q4", "Paris, France", (True, True, True, True)),                     # ideals ["Lyon", "Paris"]: the second
+    ("q5", "An answer: the Eiffel Tower!", (False, False, True, True)),   # "eiffel tower": normalized, contained
+    ("q6", " Paris", (False, True, True, True)),                           # a leading space: startswith fails
+    ("q7", "the", (False, False, False, True)),                            # ideal "a": both normalize to ""
+    ("q8", "Rome", (False, False, False, False)),
+    ("q9", "Paris", (False, False, False, True)),                          # the ideal contains the answer
+    ("q10", "Paris\u2014France", (False, False, False, False)),            # an em dash is not ASCII punctuation
+    ("q11", "\u00dcn\u00efcode ANSWER", (False, False, True, True)),       # "ünïcode answer": str.lower() folds it
+    ("q12", "(a.b)", (False, False, False, True)),                         # ideal "ab": punctuation removed
+    ("q13 asked as a text prompt", "Paris", (True, True, True, True)),   # input is a string
+    ("q14", "Paris", (False, False, False, False)),                        # ideal []: nothing to match
+]
+EVALS = ["parity-match", "parity-includes", "parity-includes-ignore-case", "parity-fuzzy-match"]
+EVALUATOR = {"parity-match": "match", "parity-includes": "includes", "parity-includes-ignore-case": "includes",
+             "parity-fuzzy-match": "fuzzy_match"}
+
+
+def _import(out: Path) -> None:
+    imported = import_registry_file(REGISTRY / "evals" / "parity.yaml")
+    assert [found.name for found in imported] == EVALS
+    assert all(not found.report.unmapped or all("not computed" in str(u) for u in found.report.unmapped)
+               for found in imported)
+    write_tree(out, {f"{found.name}/{name}": text for found in imported for name, text in found.files.items()},
+               lambda folder: [check_loads(folder / name, {"OPENAI_API_KEY": "x"}) for name in EVALS])
+
+
+def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:
+    spec = load_eval(eval_path, env)
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    asyncio.run(evaluate_traces(spec, info.run_dir))
+    traces = [json.loads(line) for line in info.run_dir.traces.read_text().splitlines()]
+    assert [t["error"] for t in traces] == [None] * len(SCRIPT)
+    results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
+    assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.eval.name]}
+    return {int(r["case_id"].removeprefix("sample-")): r["passed"] for r in results}
+
+
+@pytest.mark.integration
+def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(tmp_path):
+    out = tmp_path / "imported"
+    _import(out)
+    with ScriptedChatServer({prompt: answer for prompt, answer, _ in SCRIPT}) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
+        for column, name in enumerate(EVALS):
+            expected = {index: verdicts[column] for index, (_, _, verdicts) in enumerate(SCRIPT)}
+            assert _verdicts(out / name / "eval.yaml", env) == expected, name
+        requests = server.requests
+    assert len(requests) == len(SCRIPT) * len(EVALS)
+    assert {r.authorization for r in requests} == {f"Bearer {KEY}"}
+    bodies = {name: [r.body for r in requests[i * len(SCRIPT):(i + 1) * len(SCRIPT)]] for i, name in enumerate(EVALS)}
+    # What each grader sends besides the model and the messages.
+    sent = {name: {k: v for k, v in body[0].items() if k not in ("model", "messages")} for name, body in bodies.items()}
+    assert sent == {"parity-match": {"temperature": 0.0}, "parity-includes": {}, "parity-includes-ignore-case": {},
+                    "parity-fuzzy-match": {"temperature": 0.0, "max_tokens": 100}}
+    # Cells run concurrently: requests are found by their prompt, not by their order.
+    match = {body["messages"][-1]["content"]: body for body in bodies["parity-match"]}
+    assert match["q1"]["messages"] == [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "q1"}]
+    assert match["q13 asked as a text prompt"]["messages"] == [{"role": "system", "content": "q13 asked as a text prompt"}]
+    assert {body["model"] for body in match.values()} == {"gpt-4o-mini"}
+    # The key went to the server only: no file of the imported evals or of their runs holds it.
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()] == []
