@@ -196,6 +196,9 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
             report.add(file, number, "ideal", "must be a string or a list of strings (openai/evals asserts it): "
                                               "sample skipped")
             continue
+        if not ideals and grader.empty_ideal is not None:
+            report.add(file, number, "ideal", f"empty: {grader.empty_ideal}; sample skipped")
+            continue
         evaluator = {"name": grader.evaluator_name, **grader.evaluator(ideals, found.args)}
         metadata = {key: value for key, value in row.items() if key not in ("input", "ideal")}
         cases.append({"id": f"sample-{index}", "input": {"messages": messages},

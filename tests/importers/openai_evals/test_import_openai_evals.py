@@ -161,3 +161,12 @@ def test_an_output_folder_with_files_is_refused(tmp_path):
     code, output = _import(str(REGISTRY / "evals" / "born-first.yaml"), "-o", str(out))
     assert code == 1 and "the output folder exists and is not empty" in output
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_a_fuzzy_match_sample_without_an_ideal_is_reported_not_imported(tmp_path):
+    fuzzy = MATCH.replace("basic.match:Match", "basic.fuzzy_match:FuzzyMatch")
+    path = _registry(tmp_path, fuzzy, b'{"input": "q", "ideal": "a"}\n{"input": "q2", "ideal": []}\n')
+    code, output = _import(str(path), "-o", str(tmp_path / "out"))
+    assert code == 0, output
+    assert [c["id"] for c in _cases(tmp_path / "out")] == ["sample-0"]
+    assert "samples.jsonl:2 ideal: empty: openai/evals raises on it (utils.py:88" in output

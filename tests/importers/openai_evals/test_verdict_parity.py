@@ -16,12 +16,19 @@ It also checks what openai/evals sends (the chat messages, a text prompt as one 
 message: evals/prompt/base.py:59-63,115-125; Match's temperature 0: match.py:50-53;
 Includes' bare call: includes.py:31-33; FuzzyMatch's temperature 0 and max_tokens 100:
 fuzzy_match.py:32-36), and that the API key reaches the server but no file.
+
+Where openai/evals' own ``oaieval`` is installed (PyPI ``evals``; ``EVALH_OAIEVAL`` names its
+executable, else it is looked up on PATH), a test runs it on the same server and compares
+every verdict with evalh's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -54,8 +61,10 @@ SCRIPT = [
     ("q11", "\u00dcn\u00efcode ANSWER", (False, False, True, True)),       # "ünïcode answer": str.lower() folds it
     ("q12", "(a.b)", (False, False, False, True)),                         # ideal "ab": punctuation removed
     ("q13 asked as a text prompt", "Paris", (True, True, True, True)),   # input is a string
-    ("q14", "Paris", (False, False, False, False)),                        # ideal []: nothing to match
+    ("q14", "Paris", (False, False, False, None)),                         # ideal []: nothing to match
 ]
+# FuzzyMatch raises on a sample without an ideal (utils.py:88): its samples leave q14 out
+# (data/parity/fuzzy_samples.jsonl), and the import skips such a sample with a report line.
 EVALS = ["parity-match", "parity-includes", "parity-includes-ignore-case", "parity-fuzzy-match"]
 EVALUATOR = {"parity-match": "match", "parity-includes": "includes", "parity-includes-ignore-case": "includes",
              "parity-fuzzy-match": "fuzzy_match"}
@@ -76,7 +85,7 @@ def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:
     asyncio.run(produce_traces(spec, info.run_dir))
     asyncio.run(evaluate_traces(spec, info.run_dir))
     traces = [json.loads(line) for line in info.run_dir.traces.read_text().splitlines()]
-    assert [t["error"] for t in traces] == [None] * len(SCRIPT)
+    assert traces and all(t["error"] is None for t in traces)
     results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
     assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.eval.name]}
     return {int(r["case_id"].removeprefix("sample-")): r["passed"] for r in results}
@@ -89,11 +98,13 @@ def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(tmp_path):
     with ScriptedChatServer({prompt: answer for prompt, answer, _ in SCRIPT}) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
         for column, name in enumerate(EVALS):
-            expected = {index: verdicts[column] for index, (_, _, verdicts) in enumerate(SCRIPT)}
+            expected = {index: verdicts[column] for index, (_, _, verdicts) in enumerate(SCRIPT)
+                        if verdicts[column] is not None}
             assert _verdicts(out / name / "eval.yaml", env) == expected, name
         requests = server.requests
-    assert len(requests) == len(SCRIPT) * len(EVALS)
+    assert len(requests) == len(SCRIPT) * len(EVALS) - 1
     assert {r.authorization for r in requests} == {f"Bearer {KEY}"}
+    # The evals ran one after the other: their requests in that order.
     bodies = {name: [r.body for r in requests[i * len(SCRIPT):(i + 1) * len(SCRIPT)]] for i, name in enumerate(EVALS)}
     # What each grader sends besides the model and the messages.
     sent = {name: {k: v for k, v in body[0].items() if k not in ("model", "messages")} for name, body in bodies.items()}
@@ -106,3 +117,35 @@ def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(tmp_path):
     assert {body["model"] for body in match.values()} == {"gpt-4o-mini"}
     # The key went to the server only: no file of the imported evals or of their runs holds it.
     assert [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()] == []
+
+
+def _oaieval() -> str | None:
+    return os.environ.get("EVALH_OAIEVAL") or shutil.which("oaieval")
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(_oaieval() is None, reason="openai/evals' oaieval is not installed (pip install evals)")
+def test_oaieval_on_the_same_server_gives_the_same_verdicts(tmp_path):
+    out = tmp_path / "imported"
+    _import(out)
+    # oaieval's own registry holds evals of these names' neighbours: a registry of the parity evals only.
+    registry = tmp_path / "oai_registry"
+    (registry / "evals").mkdir(parents=True)
+    shutil.copy(REGISTRY / "evals" / "parity.yaml", registry / "evals")
+    shutil.copytree(REGISTRY / "data" / "parity", registry / "data" / "parity")
+    oaieval = _oaieval()
+    assert oaieval is not None
+    with ScriptedChatServer({prompt: answer for prompt, answer, _ in SCRIPT}) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
+        for name in EVALS:
+            record = tmp_path / f"{name}.jsonl"
+            # gpt-3.5-turbo: a name oaieval knows as a chat model; the server answers any model alike.
+            proc = subprocess.run([oaieval, "gpt-3.5-turbo", name, "--registry_path", str(registry),
+                                   "--record_path", str(record)], env={**os.environ, **env}, cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            events = [json.loads(line) for line in record.read_text().splitlines()]
+            theirs = {int(e["sample_id"].rsplit(".", 1)[1]): e["data"]["correct"] for e in events
+                      if e.get("type") == "match"}
+            assert len(theirs) == len(SCRIPT) - (name == "parity-fuzzy-match"), name
+            assert _verdicts(out / name / "eval.yaml", env) == theirs, name
