@@ -31,7 +31,7 @@ def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp
     code, output = _import(str(REGISTRY / "evals" / "born-first.yaml"), "-o", str(out), "--model", "gpt-4o",
                            "--model", "gpt-4o-mini")
     assert code == 0, output
-    assert "imported born-first: 2 case(s)" in output
+    assert "imported born-first: 3 case(s)" in output
     config = yaml.safe_load((out / "eval.yaml").read_text())
     assert config["eval"] == {"name": "born-first", "description": "Test the model's ability to determine who was born first.",
                               "tags": ["openai-evals"]}
@@ -39,11 +39,14 @@ def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp
     assert config["systems"][0]["endpoint"] == "${OPENAI_BASE_URL:-https://api.openai.com/v1}/chat/completions"
     assert config["systems"][0]["headers"] == {"Authorization": "Bearer ${OPENAI_API_KEY}"}
     first = _cases(out)[0]
-    assert first["input"]["messages"][-1] == {"role": "user", "content": "Was Ada Lovelace or Charles Babbage born first?"}
-    assert first["evaluators"] == [{"name": "match", "type": "regex_match", "config": {"pattern": r"\A(?:Charles\ Babbage)"}}]
+    assert first["input"]["messages"] == [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Was Abraham Lincoln born before Franklin Pierce? Answer Y or N."}]
+    assert first["evaluators"] == [{"name": "match", "type": "regex_match", "config": {"pattern": r"\A(?:N)"}}]
+    assert first["expected"] == {"facts": {"ideal": "N"}}
     # Loads as `evalh run --dry-run` loads it: every row validated with the evaluator registry.
     spec = load_eval(out / "eval.yaml", {"OPENAI_API_KEY": "sk-x"}, strict=True)
-    assert [c.evaluators[0].name for c in select_cases(spec, "r")] == ["match", "match"]
+    assert [c.evaluators[0].name for c in select_cases(spec, "r")] == ["match"] * 3
     # What does not map is in the report beside the eval, with its file and line.
     report = (out / "import-report.md").read_text()
     assert f"`{REGISTRY / 'evals' / 'born-first.yaml'}:6` `born-first.dev.v0.class`" in report
@@ -60,7 +63,8 @@ def test_several_evals_of_a_file_go_to_one_folder_each_and_fuzzy_match_reads_its
     config = yaml.safe_load((out / "eval.yaml").read_text())
     assert {k: v for k, v in config["systems"][0].items() if k in ("temperature", "max_tokens")} == {
         "temperature": 0.0, "max_tokens": 100}
-    assert _cases(out)[0]["evaluators"] == [{"name": "fuzzy_match", "type": "fuzzy_match", "config": {"any_of": ["4", "four"]}}]
+    assert _cases(out)[0]["evaluators"] == [
+        {"name": "fuzzy_match", "type": "fuzzy_match", "config": {"any_of": ["Millie Bobby Brown"]}}]
     assert "'f1_score' is not computed" in (out / "import-report.md").read_text()
 
 
@@ -69,12 +73,14 @@ def test_includes_with_ignore_case_and_match_with_few_shot_examples(tmp_path):
                            "--eval", "test-includes-ignore-case")
     assert code == 0, output
     assert _cases(tmp_path / "inc")[1]["evaluators"][0] == {"name": "includes", "type": "contains_text", "config": {
-        "any_of": ["Leonardo da Vinci"], "all_of": [], "none_of": [], "case_sensitive": False}}
+        "any_of": ["Season 11", "11"], "all_of": [], "none_of": [], "case_sensitive": False}}
     code, output = _import(str(REGISTRY / "evals" / "anagrams.yaml"), "-o", str(tmp_path / "ana"))
     assert code == 0, output
-    # match.py:38-44: the few-shot samples (5 asked, 2 in the file) go before the last message.
-    assert [m["content"] for m in _cases(tmp_path / "ana")[0]["input"]["messages"]] == [
-        "Give an anagram of the word.", "listen", "silent", "evil", "vile", "night"]
+    # match.py:38-44: the 5 few-shot samples go before the last message.
+    messages = [m["content"] for m in _cases(tmp_path / "ana")[0]["input"]["messages"]]
+    assert len(messages) == 12
+    assert messages[0] == "Find the anagram of the input word (output is a single word)"
+    assert messages[1:3] == ["cebyiilsatisc", "accessibility"] and messages[-1] == "aotliibcyauntc"
 
 
 def test_an_unsupported_grader_is_one_line_and_nothing_is_written(tmp_path):
