@@ -26,13 +26,15 @@ def import_group() -> None:
 @click.option("--model", "models", multiple=True,
               help="A model to evaluate, as an http system (openai_chat); repeat for several variants "
                    "(default: gpt-4o-mini).")
+@click.option("--grader-model", help="The model that grades ModelBasedClassify evals (default: the first --model, "
+                                     "as openai/evals grades with the model under test).")
 @click.option("--eval", "only", help="Import only this eval of PATH.")
 @click.option("--strict", is_flag=True, help="Any construct that does not map is an error (nothing is written).")
-def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[str, ...], only: str | None,
-                        strict: bool) -> None:
+def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[str, ...], grader_model: str | None,
+                        only: str | None, strict: bool) -> None:
     """Import the evals of PATH, a file of openai/evals' legacy registry (evals/registry/evals/*.yaml):
     samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
-    FuzzyMatch); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
+    FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
     OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
@@ -41,7 +43,8 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
 
     try:
         check_target(out)
-        imported = import_registry_file(path, data=data, models=list(models) or None, only=only)
+        imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                        grader_model=grader_model)
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)

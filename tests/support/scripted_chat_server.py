@@ -1,8 +1,8 @@
 """An OpenAI-compatible chat completions server on loopback that answers from a script.
 
-``answers`` maps the content of a request's last message to the assistant's reply, so a
-test decides exactly what the model "said" for each prompt; a prompt not in the script gets
-HTTP 400. Every request is kept (its Authorization header and JSON body) for the test to
+``answers`` maps the content of a request's last message to the assistant's reply (a
+mapping, or a function returning None for a prompt it does not know), so a test decides
+exactly what the model "said" for each prompt; a prompt not in the script gets HTTP 400. Every request is kept (its Authorization header and JSON body) for the test to
 check what was sent. Stdlib only, one thread per connection.
 """
 
@@ -12,6 +12,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -28,12 +29,14 @@ class Request:
 class ScriptedChatServer:
     """``with ScriptedChatServer({...}) as server: server.base_url`` (``.../v1``)."""
 
-    answers: dict[str, str]
+    answers: dict[str, str] | Callable[[str], str | None]
     requests: list[Request] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        script, requests, lock = self.answers, self.requests, self._lock
+        requests, lock = self.requests, self._lock
+        answers = self.answers
+        script: Callable[[str], str | None] = answers.get if isinstance(answers, dict) else answers
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -44,14 +47,15 @@ class ScriptedChatServer:
                     requests.append(Request(self.path, self.headers.get("authorization", ""), body))
                 messages = body.get("messages") or [{}]
                 prompt = messages[-1].get("content")
-                if not self.path.endswith("/chat/completions") or prompt not in script:
+                reply = script(prompt) if isinstance(prompt, str) else None
+                if not self.path.endswith("/chat/completions") or reply is None:
                     self._send(400, {"error": {"message": f"no scripted answer for {prompt!r}", "type": "test"}})
                     return
                 self._send(200, {
                     "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                 "message": {"role": "assistant", "content": script[prompt]}}],
+                                 "message": {"role": "assistant", "content": reply}}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
 
             def _send(self, status: int, payload: object) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.common.yaml_files import dump_yaml
+from evalh_pipeline.importers.openai_evals import model_graded
 from evalh_pipeline.importers.openai_evals.graders import GRADERS, Grader
 from evalh_pipeline.importers.openai_evals.registry import RegistryEval, read_registry, registry_root
 from evalh_pipeline.importers.report import BadSource, ImportReport
@@ -39,7 +40,7 @@ class ImportedEval:
 
 
 def import_registry_file(path: Path, *, data: Path | None = None, models: list[str] | None = None,
-                         only: str | None = None) -> list[ImportedEval]:
+                         only: str | None = None, grader_model: str | None = None) -> list[ImportedEval]:
     """The evals of registry file ``path`` (only the one named ``only``), with samples read from
     ``data`` (default: the registry's ``data/`` folder). Raises :class:`BadSource` when one
     cannot be imported (an unsupported grader, a missing or unreadable samples file)."""
@@ -51,24 +52,33 @@ def import_registry_file(path: Path, *, data: Path | None = None, models: list[s
             raise BadSource(str(path), None, "", f"no eval named {only!r} (defined: {names})")
     root = registry_root(path)
     data_dir = data if data is not None else (root / "data" if root is not None else None)
-    return [_import_eval(found, data_dir, models or [DEFAULT_MODEL]) for found in evals]
+    models = models or [DEFAULT_MODEL]
+    return [_import_eval(found, root, data_dir, models, grader_model or models[0]) for found in evals]
 
 
-def _import_eval(found: RegistryEval, data_dir: Path | None, models: list[str]) -> ImportedEval:
+def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, models: list[str],
+                 grader_model: str) -> ImportedEval:
     file = str(found.file)
-    grader = GRADERS.get(found.grader)
-    if grader is None:
-        raise BadSource(file, found.line("class"), f"{found.entry_key}.class",
-                        f"grader {found.grader!r} has no evalh mapping (supported: {', '.join(GRADERS)})")
     report = ImportReport("openai/evals registry", f"{file} ({found.name})")
-    _report_keys(found, grader, report)
-    samples_path = _samples_path(found, data_dir)
-    few_shot = _few_shot(found, data_dir, report)
-    cases = [case for case in _cases(found, grader, samples_path, few_shot, report) if case is not None]
+    if found.grader == model_graded.CLASS:
+        _report_keys(found, model_graded.ARGS, (), report)
+        mapping = model_graded.model_graded(found, root, grader_model, report)
+        request = mapping.request
+        cases = _model_graded_cases(found, mapping, _samples_path(found, data_dir), report)
+    else:
+        grader = GRADERS.get(found.grader)
+        if grader is None:
+            supported = ", ".join([*GRADERS, model_graded.CLASS])
+            raise BadSource(file, found.line("class"), f"{found.entry_key}.class",
+                            f"grader {found.grader!r} has no evalh mapping (supported: {supported})")
+        _report_keys(found, grader.args, grader.metrics, report)
+        request = grader.request(found.args)
+        few_shot = _few_shot(found, data_dir, report)
+        cases = _cases(found, grader, _samples_path(found, data_dir), few_shot, report)
     if not cases:
-        raise BadSource(str(samples_path), None, "", "no sample could be imported (see above)" if report.unmapped
+        raise BadSource(str(_samples_path(found, data_dir)), None, "", "no sample could be imported (see above)" if report.unmapped
                         else "the samples file holds no sample")
-    config = _eval_config(found, grader, models)
+    config = _eval_config(found, request, models)
     header = (f"# Imported by `evalh import openai-evals` from {file}: eval {found.name!r}\n"
               f"# ({found.entry_key}, {found.grader}). See import-report.md for what does not map.\n")
     files = {
@@ -79,7 +89,8 @@ def _import_eval(found: RegistryEval, data_dir: Path | None, models: list[str]) 
     return ImportedEval(found.name, files, report, len(cases))
 
 
-def _report_keys(found: RegistryEval, grader: Grader, report: ImportReport) -> None:
+def _report_keys(found: RegistryEval, known_args: frozenset[str], metrics: tuple[str, ...],
+                 report: ImportReport) -> None:
     file = str(found.file)
     for key in found.alias:
         if key not in _ALIAS_KEYS:
@@ -92,10 +103,10 @@ def _report_keys(found: RegistryEval, grader: Grader, report: ImportReport) -> N
         if key not in _ENTRY_KEYS:
             report.add(file, found.line(key), f"{found.entry_key}.{key}", "not read by the import: ignored")
     for key in found.args:
-        if key not in grader.args:
+        if key not in known_args:
             report.add(file, found.arg_line(key), f"{found.entry_key}.args.{key}",
-                       f"not read by the {grader.evaluator_name} mapping: ignored")
-    for metric in grader.metrics:
+                       f"not read by the mapping of {found.grader}: ignored")
+    for metric in metrics:
         instead = ("the summary gives the pass rate's 95% Wilson interval instead" if metric == "boostrap_std"
                    else "only accuracy (the pass rate) is computed")
         report.add(file, found.line("class"), f"{found.entry_key}.class",
@@ -175,9 +186,36 @@ def _messages(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def _model_graded_cases(found: RegistryEval, mapping: model_graded.ModelGraded, samples: Path,
+                        report: ImportReport) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    spec_args = found.args.get("modelgraded_spec_args") or {}
+    for index, (file, number, row) in enumerate(_read_jsonl(samples)):
+        if not isinstance(row, dict):
+            report.add(file, number, "", "a sample must be a JSON object: skipped")
+            continue
+        messages = _messages(row.get(mapping.prompt_key))
+        if messages is None:
+            report.add(file, number, mapping.prompt_key, "neither a text prompt nor a list of chat messages: "
+                                                         "sample skipped")
+            continue
+        if mapping.completion_key in row:
+            report.add(file, number, mapping.completion_key, "the sample brings its own completion, which openai/evals "
+                                                             "grades without asking the model: sample skipped")
+            continue
+        metadata = {key: value for key, value in row.items() if key not in (mapping.prompt_key, "ideal")}
+        case: dict[str, Any] = {"id": f"sample-{index}", "input": {"messages": messages},
+                                "metadata": {**metadata, "samples_line": number}}
+        if "ideal" in row:
+            case["expected"] = {"facts": {"ideal": row["ideal"]}}
+        case["evaluators"] = [model_graded.case_evaluator(mapping, row, spec_args)]
+        cases.append(case)
+    return cases
+
+
 def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[Any],
-           report: ImportReport) -> list[dict[str, Any] | None]:
-    cases: list[dict[str, Any] | None] = []
+           report: ImportReport) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
     for index, (file, number, row) in enumerate(_read_jsonl(samples)):
         if not isinstance(row, dict):
             report.add(file, number, "", "a sample must be a JSON object: skipped")
@@ -207,7 +245,7 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
     return cases
 
 
-def _eval_config(found: RegistryEval, grader: Grader, models: list[str]) -> dict[str, Any]:
+def _eval_config(found: RegistryEval, request: dict[str, Any], models: list[str]) -> dict[str, Any]:
     eval_info: dict[str, Any] = {"name": found.name}
     if isinstance(found.alias.get("description"), str):
         eval_info["description"] = found.alias["description"]
@@ -218,7 +256,6 @@ def _eval_config(found: RegistryEval, grader: Grader, models: list[str]) -> dict
         metadata["metrics"] = found.alias["metrics"]
     if found.alias.get("disclaimer") is not None:
         metadata["disclaimer"] = found.alias["disclaimer"]
-    request = grader.request(found.args)
     systems = [{"name": model, "adapter": "http", "provider": "openai_chat", "model": model, "endpoint": ENDPOINT,
                 "headers": {"Authorization": "Bearer ${OPENAI_API_KEY}"}, **request} for model in models]
     return {"schema_version": "1.0", "eval": eval_info, "metadata": metadata,

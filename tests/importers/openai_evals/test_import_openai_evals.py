@@ -90,7 +90,8 @@ def test_an_unsupported_grader_is_one_line_and_nothing_is_written(tmp_path):
     assert output.strip().splitlines() == [
         f"error: {REGISTRY / 'evals' / 'test-basic.yaml'}:7 test-match.s1.simple-v0.class: grader "
         "'evals.elsuite.test.match:TestMatch' has no evalh mapping (supported: evals.elsuite.basic.match:Match, "
-        "evals.elsuite.basic.includes:Includes, evals.elsuite.basic.fuzzy_match:FuzzyMatch)"]
+        "evals.elsuite.basic.includes:Includes, evals.elsuite.basic.fuzzy_match:FuzzyMatch, "
+        "evals.elsuite.modelgraded.classify:ModelBasedClassify)"]
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -150,7 +151,7 @@ def test_unmapped_samples_and_keys_are_reported_and_strict_refuses_them(tmp_path
     out = tmp_path / "out"
     code, output = _import(str(path), "-o", str(out), "--strict")
     assert code == 1 and not out.exists()
-    assert f"error: {path}:6 e.dev.v0.args.seed: not read by the match mapping: ignored (not mapped)" in output
+    assert f"error: {path}:6 e.dev.v0.args.seed: not read by the mapping of evals.elsuite.basic.match:Match: ignored (not mapped)" in output
     assert "samples.jsonl:2 input: neither a text prompt nor a list of chat messages" in output
     assert "samples.jsonl:3 ideal: must be a string or a list of strings" in output
     code, output = _import(str(path), "-o", str(out))

@@ -27,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.importers.openai_evals.importer import import_registry_file
 from evalh_pipeline.importers.writing import check_loads, write_tree
 from evalh_pipeline.runner.evaluation import evaluate_traces
@@ -67,20 +69,49 @@ SCRIPT = [
 # (data/parity/fuzzy_samples.jsonl), and the import skips such a sample with a report line.
 EVALS = ["parity-match", "parity-includes", "parity-includes-ignore-case", "parity-fuzzy-match"]
 EVALUATOR = {"parity-match": "match", "parity-includes": "includes", "parity-includes-ignore-case": "includes",
-             "parity-fuzzy-match": "fuzzy_match"}
+             "parity-fuzzy-match": "fuzzy_match", "parity-closedqa": "model_graded", "parity-fact": "model_graded"}
+
+# ModelBasedClassify (data/parity/graded_samples.jsonl: prompts g1..g7, the model answers A1..A7):
+# the grading model's reply for each answer, and the (choice, score) openai/evals draws from it
+# (classify_utils.py:113-131, get_choice: lines stripped of punctuation, reversed for
+# cot_classify, the first choice a line starts or ends with; :91-104, the score) under the
+# closedqa spec (Y/N, scores 1/0) and the fact spec (A-E, no scores).
+GRADED = ["parity-closedqa", "parity-fact"]
+GRADES = [
+    ("The answer meets the criterion.\nY", ("Y", 1.0), ("__invalid__", None)),
+    ("No.\nN\nN", ("N", 0.0), ("__invalid__", None)),
+    ("Y. Wait\nNo", ("N", 0.0), ("__invalid__", None)),           # the last line first: "No" starts with N
+    ("I cannot decide.", ("__invalid__", 0.0), ("__invalid__", None)),  # invalid: the lowest score
+    ("Yes", ("Y", 1.0), ("__invalid__", None)),
+    ("Reasoning...\n(B)", ("__invalid__", 0.0), ("B", None)),     # "(B)" -> "B"
+    ("Both match.\nC", ("__invalid__", 0.0), ("C", None)),
+]
+
+
+def _graded_answer(prompt: str) -> str | None:
+    """The policy's answer to g<n>, the grader's scripted reply to a prompt about A<n>."""
+    if prompt.startswith("g"):
+        return f"A{prompt[1]}"
+    found = re.search(r"\[Submission\]: A(\d)", prompt)
+    return GRADES[int(found.group(1)) - 1][0] if found else None
 
 
 def _import(out: Path) -> None:
     imported = import_registry_file(REGISTRY / "evals" / "parity.yaml")
-    assert [found.name for found in imported] == EVALS
-    assert all(not found.report.unmapped or all("not computed" in str(u) for u in found.report.unmapped)
-               for found in imported)
+    assert [found.name for found in imported] == EVALS + GRADED
+    assert all(all("not computed" in str(u) for u in found.report.unmapped)
+               for found in imported if found.name in EVALS)
     write_tree(out, {f"{found.name}/{name}": text for found in imported for name, text in found.files.items()},
-               lambda folder: [check_loads(folder / name, {"OPENAI_API_KEY": "x"}) for name in EVALS])
+               lambda folder: [check_loads(folder / name, {"OPENAI_API_KEY": "x"}) for name in EVALS + GRADED])
 
 
 def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:
-    spec = load_eval(eval_path, env)
+    return {index: result["passed"] for index, result in _results(eval_path, env).items()}
+
+
+def _results(eval_path: Path, env: dict[str, str]) -> dict[int, dict]:
+    # As `evalh run` with these variables set: the grading evaluator reads them at run time.
+    spec = load_eval(eval_path, settings=Settings.from_environment({**os.environ, **env}))
     info = prepare_cases(spec, new_run_id(spec.name))
     asyncio.run(produce_traces(spec, info.run_dir))
     asyncio.run(evaluate_traces(spec, info.run_dir))
@@ -88,7 +119,7 @@ def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:
     assert traces and all(t["error"] is None for t in traces)
     results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
     assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.eval.name]}
-    return {int(r["case_id"].removeprefix("sample-")): r["passed"] for r in results}
+    return {int(r["case_id"].removeprefix("sample-")): r for r in results}
 
 
 @pytest.mark.integration
@@ -135,9 +166,10 @@ def test_oaieval_on_the_same_server_gives_the_same_verdicts(tmp_path):
     shutil.copytree(REGISTRY / "data" / "parity", registry / "data" / "parity")
     oaieval = _oaieval()
     assert oaieval is not None
-    with ScriptedChatServer({prompt: answer for prompt, answer, _ in SCRIPT}) as server:
+    basic = {prompt: answer for prompt, answer, _ in SCRIPT}
+    with ScriptedChatServer(lambda prompt: basic.get(prompt) or _graded_answer(prompt)) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
-        for name in EVALS:
+        for name in EVALS + GRADED:
             record = tmp_path / f"{name}.jsonl"
             # gpt-3.5-turbo: a name oaieval knows as a chat model; the server answers any model alike.
             proc = subprocess.run([oaieval, "gpt-3.5-turbo", name, "--registry_path", str(registry),
@@ -145,7 +177,51 @@ def test_oaieval_on_the_same_server_gives_the_same_verdicts(tmp_path):
                                   capture_output=True, text=True, timeout=600)
             assert proc.returncode == 0, proc.stderr[-2000:]
             events = [json.loads(line) for line in record.read_text().splitlines()]
+            if name in GRADED:
+                # ModelBasedClassify records a choice and a score per sample (classify.py:91-95).
+                drawn = {int(e["sample_id"].rsplit(".", 1)[1]): (e["data"]["choice"], e["data"]["score"])
+                         for e in events if e.get("type") == "metrics"}
+                assert len(drawn) == len(GRADES), name
+                ours = {i: (r["detail"]["choice"], r["score"]) for i, r in _results(out / name / "eval.yaml", env).items()}
+                assert ours == drawn, name
+                continue
             theirs = {int(e["sample_id"].rsplit(".", 1)[1]): e["data"]["correct"] for e in events
                       if e.get("type") == "match"}
             assert len(theirs) == len(SCRIPT) - (name == "parity-fuzzy-match"), name
             assert _verdicts(out / name / "eval.yaml", env) == theirs, name
+
+
+@pytest.mark.integration
+def test_model_graded_evals_draw_openai_evals_choices_and_scores(tmp_path):
+    out = tmp_path / "imported"
+    _import(out)
+    with ScriptedChatServer(_graded_answer) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
+        for column, name in enumerate(GRADED, start=1):
+            results = _results(out / name / "eval.yaml", env)
+            drawn = {i: (r["detail"]["choice"], r["score"]) for i, r in results.items()}
+            assert drawn == {i: grades[column] for i, grades in enumerate(GRADES)}, name
+            # A pass: the choice with the highest score (fact has none: a choice was drawn).
+            assert {i: r["passed"] for i, r in results.items()} == (
+                {i: g[1][0] == "Y" for i, g in enumerate(GRADES)} if name == "parity-closedqa"
+                else {i: g[2][0] != "__invalid__" for i, g in enumerate(GRADES)})
+        requests = server.requests
+    policy = [r.body for r in requests if r.body["messages"][-1]["content"].startswith("g")]
+    grading = [r.body for r in requests if not r.body["messages"][-1]["content"].startswith("g")]
+    assert len(policy) == len(grading) == 2 * len(GRADES)
+    # classify.py:33-36 and elsuite/utils.py:177-186: both calls send these.
+    sent = {"max_tokens": 1024, "temperature": 0, "top_p": 1, "frequency_penalty": 0, "presence_penalty": 0, "n": 1}
+    assert all({k: v for k, v in body.items() if k not in ("model", "messages")} == sent for body in policy + grading)
+    # The grading prompt is the spec's, filled in (the input as text, its braces doubled by
+    # scrub_formatting_from_prompt, utils.py:91-100) with the answer instructions appended.
+    closedqa = next(body["messages"] for body in grading
+                    if "g6" in body["messages"][0]["content"] and "[Criterion]" in body["messages"][0]["content"])
+    assert len(closedqa) == 1 and closedqa[0]["role"] == "user"
+    text = closedqa[0]["content"]
+    assert "[Task]: Answer briefly.\nUser: g6 {{x}}\n\n***\n[Submission]: A6\n" in text
+    assert "[Criterion]: correctness: Is the answer correct?" in text
+    fact = next(body["messages"][0]["content"] for body in grading
+                if "[Expert]: A2" in body["messages"][0]["content"])
+    assert fact.endswith('Then print only a single choice from "A" or "B" or "C" or "D" or "E" (without quotes or '
+                         "punctuation) on its own line corresponding to the correct answer. At the end, repeat just "
+                         "the answer by itself on a new line.\n\nReasoning:")
