@@ -76,7 +76,9 @@ def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, 
         few_shot = _few_shot(found, data_dir, report)
         cases = _cases(found, grader, _samples_path(found, data_dir), few_shot, report)
     if not cases:
-        raise BadSource(str(_samples_path(found, data_dir)), None, "", "no sample could be imported (see above)" if report.unmapped
+        skipped = [item for item in report.unmapped if "skipped" in item.message]
+        raise BadSource(str(_samples_path(found, data_dir)), None, "",
+                        f"no sample could be imported ({len(skipped)} skipped; the first: {skipped[0]})" if skipped
                         else "the samples file holds no sample")
     config = _eval_config(found, request, models)
     header = (f"# Imported by `evalh import openai-evals` from {file}: eval {found.name!r}\n"

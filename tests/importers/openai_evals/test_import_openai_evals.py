@@ -177,3 +177,40 @@ def test_a_fuzzy_match_sample_without_an_ideal_is_reported_not_imported(tmp_path
     assert code == 0, output
     assert [c["id"] for c in _cases(tmp_path / "out")] == ["sample-0"]
     assert "samples.jsonl:2 ideal: empty: openai/evals raises on it (utils.py:88" in output
+
+
+def test_samples_none_of_which_import_are_one_line_saying_why(tmp_path):
+    line = _bad(tmp_path, _registry(tmp_path, MATCH, samples=b'{"input": "q", "ideal": 7}\n\n'))
+    assert line.endswith("samples.jsonl: no sample could be imported (1 skipped; the first: "
+                         f"{tmp_path / 'reg' / 'data' / 's' / 'samples.jsonl'}:1 ideal: must be a string or a list "
+                         "of strings (openai/evals asserts it): sample skipped)")
+    shutil.rmtree(tmp_path / "reg")
+    assert _bad(tmp_path, _registry(tmp_path, MATCH, samples=b"\n")).endswith(
+        "samples.jsonl: the samples file holds no sample")
+
+
+def test_a_model_graded_eval_carries_its_spec_and_is_graded_by_the_grader_model(tmp_path):
+    out = tmp_path / "closedqa"
+    code, output = _import(str(REGISTRY / "evals" / "parity.yaml"), "-o", str(out), "--eval", "parity-closedqa",
+                           "--model", "m-under-test", "--grader-model", "m-grader")
+    assert code == 0, output
+    (system,) = yaml.safe_load((out / "eval.yaml").read_text())["systems"]
+    assert system["model"] == "m-under-test" and system["max_tokens"] == 1024 and system["top_p"] == 1
+    (evaluator,) = _cases(out)[5]["evaluators"]
+    config = evaluator["config"]
+    assert (evaluator["type"], config["model"], config["choice_strings"], config["choice_scores"]) == (
+        "openai_model_graded", "m-grader", ["Y", "N"], {"Y": 1.0, "N": 0.0})
+    assert config["parse_type"] == "cot_classify" and config["eval_type"] is None  # the spec's eval_type parses
+    assert config["prompt"].startswith("You are assessing a submitted answer on a given task based on a criterion.")
+    # The sample's input is scrubbed of formatting as openai/evals does; the spec args join the values.
+    assert config["values"]["input"][1]["content"] == "g6 {{x}}"
+    assert config["values"]["criteria"] == "correctness: Is the answer correct?"
+    assert "a case passes when its choice has the highest score" in (out / "import-report.md").read_text()
+
+
+def test_an_unknown_modelgraded_spec_is_one_line(tmp_path):
+    path = _registry(tmp_path, MATCH.replace("basic.match:Match", "modelgraded.classify:ModelBasedClassify")
+                     + "    modelgraded_spec: nope\n")
+    (tmp_path / "reg" / "modelgraded").mkdir()
+    assert _bad(tmp_path, path).endswith(f"e.yaml:7 e.dev.v0.args.modelgraded_spec: no spec 'nope' in "
+                                         f"{tmp_path / 'reg' / 'modelgraded'}")
