@@ -11,6 +11,7 @@ and its key ``${OPENAI_API_KEY}``: expanded when the eval loads, never written.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,13 +248,21 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
     return cases
 
 
+def eval_name(registry_name: str) -> str:
+    """The eval's name: the registry's with every run of other characters than letters, digits
+    and ``_`` as ``_`` (``born-first`` -> ``born_first``), as Dagster names an eval's assets,
+    jobs and group after it and allows no ``-`` or ``.`` there."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", registry_name).strip("_")
+    return name if name and name[0].isalnum() else f"eval_{name}"
+
+
 def _eval_config(found: RegistryEval, request: dict[str, Any], models: list[str]) -> dict[str, Any]:
-    eval_info: dict[str, Any] = {"name": found.name}
+    eval_info: dict[str, Any] = {"name": eval_name(found.name)}
     if isinstance(found.alias.get("description"), str):
         eval_info["description"] = found.alias["description"]
     eval_info["tags"] = ["openai-evals"]
-    metadata: dict[str, Any] = {"imported_from": "openai/evals registry", "registry_id": found.entry_key,
-                                "grader": found.grader}
+    metadata: dict[str, Any] = {"imported_from": "openai/evals registry", "registry_eval": found.name,
+                                "registry_id": found.entry_key, "grader": found.grader}
     if found.alias.get("metrics") is not None:
         metadata["metrics"] = found.alias["metrics"]
     if found.alias.get("disclaimer") is not None:

@@ -33,8 +33,10 @@ def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp
     assert code == 0, output
     assert "imported born-first: 3 case(s)" in output
     config = yaml.safe_load((out / "eval.yaml").read_text())
-    assert config["eval"] == {"name": "born-first", "description": "Test the model's ability to determine who was born first.",
+    # Dagster names an eval's assets and jobs after it and allows no `-`: the registry's name is metadata.
+    assert config["eval"] == {"name": "born_first", "description": "Test the model's ability to determine who was born first.",
                               "tags": ["openai-evals"]}
+    assert config["metadata"]["registry_eval"] == "born-first"
     assert [s["name"] for s in config["systems"]] == ["gpt-4o", "gpt-4o-mini"]
     assert config["systems"][0]["endpoint"] == "${OPENAI_BASE_URL:-https://api.openai.com/v1}/chat/completions"
     assert config["systems"][0]["headers"] == {"Authorization": "Bearer ${OPENAI_API_KEY}"}

@@ -118,7 +118,7 @@ def _results(eval_path: Path, env: dict[str, str]) -> dict[int, dict]:
     traces = [json.loads(line) for line in info.run_dir.traces.read_text().splitlines()]
     assert traces and all(t["error"] is None for t in traces)
     results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
-    assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.eval.name]}
+    assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.metadata["registry_eval"]]}
     return {int(r["case_id"].removeprefix("sample-")): r for r in results}
 
 
