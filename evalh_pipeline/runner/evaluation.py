@@ -205,7 +205,10 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
 
 async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants: set[str], stats: EvaluationStats, *,
                     concurrency: int, progress: Progress, processes: int | None) -> None:
-    stats.evaluators_rejudged = sorted(e.name for e in plan.full)
+    # Changed: judged in full, or a case evaluator whose config changed on some of its cases.
+    stats.evaluators_rejudged = sorted([e.name for e in plan.full] + [
+        e.name for e in plan.merge if isinstance(e, CaseEvaluatorGroup)
+        and (plan.entries or {}).get(e.name) is not None and plan.entries[e.name].evaluator_hash != e.config_hash])
     stats.results_kept = sum(entry.results for entry in plan.keep.values())
     if plan.nothing_to_do(run_dir):
         discard_staged(run_dir)  # what an inline pass staged is current in the store already, or stale
@@ -369,11 +372,12 @@ async def _judge(judging: list[Evaluator], merging: _Merge | None, cases: CaseIn
         if select is None:
             return judge_in_processes(plan, run_dir, process_count(run_dir.traces, processes), stats, progress)
         return judge_selected(plan, run_dir, select, stats, progress)
-    return await _judge_async(judging, select, cases, artifacts, run_dir, variants, concurrency, stats, progress)
+    return await _judge_async(judging, select, merging, cases, artifacts, run_dir, variants, concurrency, stats,
+                              progress)
 
 
 async def _judge_async(
-    evaluators: list[Evaluator], select: Any, cases: CaseIndex, artifacts: ArtifactLoader, run_dir: RunDirectory,
+    evaluators: list[Evaluator], select: Any, merging: _Merge | None, cases: CaseIndex, artifacts: ArtifactLoader, run_dir: RunDirectory,
     variants: set[str], concurrency: int, stats: EvaluationStats, progress: Progress,
 ) -> Parts:
     """Judge with evaluators that do I/O (judges), in the async pool under the run's
@@ -386,6 +390,8 @@ async def _judge_async(
             trace, trace_hash, chosen = item
             artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
             judged = await judge_all(chosen, cases.get(trace.case_id), trace, artifact)
+            if not judged and merging is not None:
+                merging.traces_judged -= 1  # chosen only for case evaluators its case does not have
             for j, line in zip(judged, result_line_list(trace, judged, trace_hash=trace_hash)):
                 # By name: a case evaluator's judgement names its case's member, not the group.
                 outs[positions[j.evaluator.name]].write(line)

@@ -34,8 +34,9 @@ class EvaluationStats:
     # variant -> evaluator -> [passed, judged]
     by_variant: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     # Incremental re-evaluation: result lines kept as they were, evaluators re-judged on
-    # every trace, and traces judged because some evaluator had no current result for them
-    # (appended by a resume, or changed).
+    # every trace (and case evaluators whose config changed on some cases: re-judged there),
+    # and traces judged because some evaluator had no current result for them (appended by a
+    # resume, or changed).
     results_kept: int = 0
     evaluators_rejudged: list[str] = field(default_factory=list)
     traces_appended: int = 0

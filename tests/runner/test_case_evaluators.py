@@ -86,6 +86,8 @@ def test_editing_one_cases_evaluator_rejudges_only_that_case(tmp_path):
     run_dir.cases.write_text("".join(json.dumps(row) + "\n" for row in rows))
     stats = asyncio.run(evaluate_traces(load_eval(path), run_dir))
     assert stats.results == 2  # case_2 on both variants, nothing else
+    # Said as a changed evaluator; the traces of case_0 (without it) are not counted as judged.
+    assert stats.evaluators_rejudged == ["says_number"] and stats.traces_appended == 2
     after = {(r["case_id"], r["variant_name"]): r for r in _results(run_dir) if r["evaluator"] == "says_number"}
     assert after[("case_2", "base")]["passed"] and after[("case_2", "candidate")]["passed"]
     for key in [("case_1", "base"), ("case_3", "candidate")]:
