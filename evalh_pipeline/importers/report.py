@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def _where(file: str, line: int | None) -> str:
+    return f"{file}:{line}" if line else file
+
+
 class BadSource(Exception):
     """A source that cannot be imported: its one-line message names the file, line and key."""
 
@@ -19,9 +23,8 @@ class BadSource(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
         text = " ".join(self.message.split())
-        return f"{where} {self.key}: {text}" if self.key else f"{where}: {text}"
+        return f"{_where(self.file, self.line)} {self.key}: {text}" if self.key else f"{_where(self.file, self.line)}: {text}"
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,7 @@ class Unmapped:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.key}: {' '.join(self.message.split())}"
+        return f"{_where(self.file, self.line)} {self.key}: {' '.join(self.message.split())}"
 
 
 @dataclass
@@ -59,6 +61,6 @@ class ImportReport:
         else:
             lines.append(f"{len(self.unmapped)} construct(s) do not map exactly (file:line key: what was done instead):")
             lines.append("")
-            lines += [f"- `{item.file}:{item.line or ''}` `{item.key}`: {' '.join(item.message.split())}"
+            lines += [f"- `{_where(item.file, item.line)}` `{item.key}`: {' '.join(item.message.split())}"
                       for item in self.unmapped]
         return "\n".join(lines) + "\n"
