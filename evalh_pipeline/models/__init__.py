@@ -1,7 +1,7 @@
 """The DataModel.md contracts as pydantic models."""
 
 from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
-from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
+from evalh_pipeline.models.case import CaseEvaluator, EvalCase, ExpectedBehavior
 from evalh_pipeline.models.label import HumanLabel, judged_content_hash
 from evalh_pipeline.models.result import NOT_JUDGED_ERRORS, EvaluationResult
 from evalh_pipeline.models.summary import (
@@ -34,6 +34,7 @@ __all__ = [
     "NOT_JUDGED_ERRORS",
     "SCHEMA_VERSION",
     "CellRecord",
+    "CaseEvaluator",
     "ComparisonReport",
     "Completeness",
     "EvalCase",

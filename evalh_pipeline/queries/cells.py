@@ -2,9 +2,13 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails). A cell with a result that could
-not be judged (models/result.py NOT_JUDGED_ERRORS, of an evaluator that decides it) has no
-verdict (``not_judged``): pass counts and comparisons leave it out and count it. The ``verdicts`` table keeps
+evaluator counts as failed; a cell without results fails). A case's own evaluators (its
+``evaluators:`` in the dataset) are required for its cells whatever ``pass_criteria`` says:
+the criteria name the eval's evaluators, and a cell passes only if every evaluator of its
+case passed too (promptfoo's rule: a test passes when all of its asserts pass). A cell with
+a result that could not be judged (models/result.py NOT_JUDGED_ERRORS, of an evaluator that
+decides it: one the criteria name, or any when they name none, or one of its case's own) has
+no verdict (``not_judged``): pass counts and comparisons leave it out and count it. The ``verdicts`` table keeps
 each evaluator's own verdict on each cell, for the per-evaluator rollups and paired
 statistics.
 
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalh_pipeline.models import NOT_JUDGED_ERRORS, VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
 from evalh_pipeline.stats.proportions import wilson_interval
+from evalh_pipeline.store.case_index import case_evaluator_names
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -55,7 +60,8 @@ FROM {{raw}}
 """
 
 # Formatted with the table names ({cells}, {traces}, {verdicts}); $all_required /
-# $any_required are the run's pass_criteria.
+# $any_required are the run's pass_criteria, $case_evaluators the names of its cases' own
+# evaluators (each required for the cells of the cases that have it).
 CELLS_SQL = """
 CREATE TEMP TABLE {cells} AS
 WITH per_cell AS (
@@ -65,9 +71,11 @@ WITH per_cell AS (
            -- A result that could not be judged, of an evaluator that decides the cell.
            bool_or(not_judged AND (len($all_required) + len($any_required) = 0
                                    OR list_contains($all_required, evaluator)
-                                   OR list_contains($any_required, evaluator))) AS not_judged,
+                                   OR list_contains($any_required, evaluator)
+                                   OR list_contains($case_evaluators, evaluator))) AS not_judged,
            count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
-           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
+           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok,
+           count(*) FILTER (WHERE NOT ok AND list_contains($case_evaluators, evaluator)) AS case_failed
     FROM {verdicts}
     GROUP BY ALL
 )
@@ -76,6 +84,7 @@ SELECT t.*,
        t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
            ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
+                AND v.case_failed = 0
        END AS passed,
        -- No verdict: left out of pass counts and comparisons (an errored cell is decided: failed).
        t.error_type IS NULL AND coalesce(v.not_judged, false) AS not_judged
@@ -187,10 +196,18 @@ class PassRule(Protocol):
 
 @dataclass(frozen=True)
 class SnapshotPassCriteria:
-    """A run's ``pass_criteria`` as read back from its config.yaml snapshot."""
+    """A run's ``pass_criteria`` as read back from its config.yaml snapshot, and the names of
+    its cases' own evaluators (from its cases snapshot: each required for its cases)."""
 
     all_required: list[str] = field(default_factory=list)
     any_required: list[str] = field(default_factory=list)
+    case_evaluators: list[str] = field(default_factory=list)
+
+
+def with_case_evaluators(pass_criteria: PassRule, run_dir: RunDirectory) -> SnapshotPassCriteria:
+    """``pass_criteria`` with the names of the run's case evaluators (its cases snapshot)."""
+    return SnapshotPassCriteria(list(pass_criteria.all_required), list(pass_criteria.any_required),
+                                case_evaluator_names(run_dir.cases))
 
 
 def create_cells(
@@ -204,7 +221,8 @@ def create_cells(
     """Create the ``cells`` table (one row per trace, with its ``passed`` verdict)."""
     con.execute(
         CELLS_SQL.format(cells=cells, traces=traces, verdicts=verdicts),
-        {"all_required": list(pass_criteria.all_required), "any_required": list(pass_criteria.any_required)},
+        {"all_required": list(pass_criteria.all_required), "any_required": list(pass_criteria.any_required),
+         "case_evaluators": list(getattr(pass_criteria, "case_evaluators", ()))},
     )
 
 
@@ -254,7 +272,7 @@ def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:
     from evalh_pipeline.common.yaml_files import load_yaml_text
 
     if not run_dir.config_yaml.exists():
-        return SnapshotPassCriteria()
+        return SnapshotPassCriteria(case_evaluators=case_evaluator_names(run_dir.cases))
     raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
     criteria = raw.get("pass_criteria") or {}
     if not isinstance(criteria, dict):
@@ -265,4 +283,4 @@ def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError(f"{run_dir.config_yaml}: pass_criteria.{key} must be a list of evaluator names")
         lists[key] = names
-    return SnapshotPassCriteria(**lists)
+    return SnapshotPassCriteria(**lists, case_evaluators=case_evaluator_names(run_dir.cases))

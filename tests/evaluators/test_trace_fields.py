@@ -45,6 +45,7 @@ BY_PATH = {
     "regex_match": {"pattern": "P.r", "field": "output.final_answer"},
     "exact_match": {"field": "tool_calls[0].name", "expected": "lookup"},
     "exact_match ": {"field": "output.final_answer", "expected_from": "city"},
+    "fuzzy_match": {"any_of": ["paris"]},
 }
 
 

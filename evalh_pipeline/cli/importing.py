@@ -1,0 +1,73 @@
+"""`evalh import`: bring evals written for other tools (openai/evals' registry) into evalh."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from evalh_pipeline.cli.group import EXIT_CONFIG, main
+from evalh_pipeline.terminal import error, say, warning
+
+
+@main.group("import")
+def import_group() -> None:
+    """Import an eval written for another tool: an eval.yaml, its cases and import-report.md
+    (every construct that does not map, with its file and line)."""
+
+
+@import_group.command("openai-evals")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True,
+              help="The folder to create (absent or empty). With several evals, one subfolder per eval.")
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path),
+              help="Where samples_jsonl paths are resolved (default: the registry's data/ folder).")
+@click.option("--model", "models", multiple=True,
+              help="A model to evaluate, as an http system (openai_chat); repeat for several variants "
+                   "(default: gpt-4o-mini).")
+@click.option("--grader-model", help="The model that grades ModelBasedClassify evals (default: the first --model, "
+                                     "as openai/evals grades with the model under test).")
+@click.option("--eval", "only", help="Import only this eval of PATH.")
+@click.option("--strict", is_flag=True, help="Any construct that does not map is an error (nothing is written).")
+def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[str, ...], grader_model: str | None,
+                        only: str | None, strict: bool) -> None:
+    """Import the evals of PATH, a file of openai/evals' legacy registry (evals/registry/evals/*.yaml):
+    samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
+    FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
+    OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.importers.openai_evals.importer import import_registry_file
+    from evalh_pipeline.importers.report import BadSource
+    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+
+    try:
+        check_target(out)
+        imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                        grader_model=grader_model)
+    except BadSource as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    unmapped = [line for found in imported for line in found.report.unmapped]
+    for line in unmapped:
+        (error if strict else warning)(f"{line} (not mapped)")
+    if strict and unmapped:
+        error(f"{len(unmapped)} construct(s) do not map (--strict); nothing written")
+        sys.exit(EXIT_CONFIG)
+    several = len(imported) > 1
+    files = {(f"{found.name}/{name}" if several else name): text for found in imported
+             for name, text in found.files.items()}
+
+    def check(folder: Path) -> None:
+        for found in imported:
+            check_loads(folder / found.name if several else folder, {"OPENAI_API_KEY": "placeholder-key"})
+
+    try:
+        write_tree(out, files, check)
+    except (BadSource, ConfigError) as exc:
+        error(f"the imported eval does not load, nothing written: {exc}")
+        sys.exit(EXIT_CONFIG)
+    for found in imported:
+        where = out / found.name if several else out
+        say(f"imported {found.name}: {found.cases} case(s), {len(found.report.unmapped)} construct(s) not mapped "
+            f"-> {where / 'eval.yaml'} (report: {where / 'import-report.md'})")
