@@ -40,6 +40,7 @@ from evalh_pipeline.systems.base import (
     SystemConfigModel,
     SystemResponse,
     Workspace,
+    WorkspaceKind,
 )
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.systems.system_loop import SystemLoop
@@ -76,6 +77,15 @@ class PythonFunctionSystem(SystemAdapter):
     def stops_on_timeout(self) -> bool:
         """True when a timed-out call is certainly over (its worker killed) when ``run`` returns."""
         return self.config.isolation == "process"
+
+    def preflight(self, workspace: WorkspaceKind = None) -> list[tuple[str, str]]:
+        """Import the target's module and find its callable, as :meth:`start` does (the eval's
+        folder first on ``sys.path``); ``init_kwargs`` are not applied (nothing is built)."""
+        try:
+            resolve_target(self.config.target, self.context.eval_dir, None)
+        except AdapterError as exc:
+            return [("target", str(exc))]
+        return []
 
     async def start(self) -> None:
         # A variant JSON cannot hold fails here, at start, not in every cell.
@@ -270,7 +280,13 @@ class WorkerPool:
         self._next_id = 0
 
     async def start(self) -> None:
-        self._workers = list(await asyncio.gather(*(self._spawn() for _ in range(self._size))))
+        started = await asyncio.gather(*(self._spawn() for _ in range(self._size)), return_exceptions=True)
+        self._workers = [w for w in started if isinstance(w, _Worker)]
+        failed = [e for e in started if isinstance(e, BaseException)]
+        if failed:
+            # Every worker is waited for: none is left to outlive the run's event loop.
+            await self.close()
+            raise failed[0]
 
     async def _spawn(self) -> _Worker:
         # Its own session: a timeout kills the worker and everything the target started.
