@@ -376,15 +376,26 @@ class WorkerPool:
 
 
 def _response(reply: dict[str, Any]) -> SystemResponse:
+    printed = reply.get("printed") or {}
     if "error" in reply:
         error = reply["error"]
         partial = SystemResponse.model_validate(reply["partial"]) if reply.get("partial") else None
+        if printed:
+            partial = _with_printed(partial or SystemResponse(), printed)
         raise AdapterError(error["message"], type=error["type"], stack=error.get("stack"), partial=partial)
-    response = SystemResponse.model_validate(reply["response"])
+    response = _with_printed(SystemResponse.model_validate(reply["response"]), printed)
     if reply.get("unserializable"):
         fields = ", ".join(reply["unserializable"][:10])
         raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {fields}",
                            type="unserializable_output", partial=response)
+    return response
+
+
+def _with_printed(response: SystemResponse, printed: dict[str, str]) -> SystemResponse:
+    """``response`` with what the call printed in ``extra.stdout`` / ``extra.stderr`` (a key the
+    target set itself is kept as it is)."""
+    for stream, text in printed.items():
+        response.extra.setdefault(stream, text)
     return response
 
 
