@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextvars
 import io
 import threading
-from typing import TextIO
+from typing import Any, TextIO
 
 # Characters of one stream (stdout, stderr) kept per cell.
 LIMIT = 65_536
@@ -80,9 +80,14 @@ class RoutedStream(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
-    # A library that asks for the descriptor writes to it directly: the fallback's, uncaptured.
+    # A library that asks for the descriptor or the byte stream writes to it directly: the
+    # fallback's, uncaptured.
     def fileno(self) -> int:
         return self.fallback.fileno()
+
+    @property
+    def buffer(self) -> Any:
+        return self.fallback.buffer
 
     def isatty(self) -> bool:
         return False

@@ -190,7 +190,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         result = stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
-        silent = unanswered_run(stage.run_dir.traces)
+        # A cell of this pass without an error answered: no need to read the traces again.
+        silent = unanswered_run(stage.run_dir.traces) if stats.cells_errored == stats.cells_run else None
         if silent is not None:
             # Every trace is written (and published): the step fails after them, so the run is
             # failed, not a 0% pass rate, and `evalh retry-failed` finishes it once fixed.
