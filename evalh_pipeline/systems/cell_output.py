@@ -6,7 +6,8 @@ objects for the worker's whole life (the process exists only to serve calls), an
 call's writes go to that call's :class:`CellOutput`, found through a context variable (set
 in the call's task; a sync target's thread runs in a copy of that context). Writes with no
 call in their context (at import, from threads the target starts itself) and writes
-straight to the file descriptors (C code, child processes) go to the worker's stderr as before.
+straight to the file descriptors (C code, child processes) go to the worker's stderr, which
+the parent shows in whole lines (python_function.py ``_forward_stderr``).
 
 Each stream keeps the first :data:`LIMIT` characters of a cell; past it, the rest is
 counted, not kept, and a marker at the end says how much was dropped.

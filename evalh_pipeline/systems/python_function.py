@@ -266,6 +266,9 @@ class _Worker:
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.killed = False
         self.reader: asyncio.Task[None] | None = None
+        # What the worker writes to its stderr (and fd 1, pointed there) outside any call's
+        # capture: passed on line by line to this process's sys.stderr (_forward_stderr).
+        self.stderr: asyncio.Task[None] | None = None
 
 
 class WorkerPool:
@@ -291,10 +294,11 @@ class WorkerPool:
     async def _spawn(self) -> _Worker:
         # Its own session: a timeout kills the worker and everything the target started.
         process = await asyncio.create_subprocess_exec(
-            *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, start_new_session=True,
-            limit=2**20,
+            *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=2**20,
         )
         worker = _Worker(process)
+        worker.stderr = asyncio.create_task(_forward_stderr(process.stderr))
         hello = await _read_frame(process.stdout)
         if hello is None or "start_error" in hello:
             await _kill(worker)
@@ -409,6 +413,30 @@ async def _kill(worker: _Worker) -> None:
         await process.wait()
     if worker.reader is not None and not worker.reader.done():
         await asyncio.wait([worker.reader], timeout=5)
+    if worker.stderr is not None and not worker.stderr.done():
+        # A process the target detached (setsid) may hold the pipe open: stop reading it.
+        await asyncio.wait([worker.stderr], timeout=1)
+        worker.stderr.cancel()
+
+
+async def _forward_stderr(stream: asyncio.StreamReader | None) -> None:
+    """Pass what a worker writes outside any call's capture (at import, from threads the
+    target started itself, straight to its descriptors, from its child processes) to this
+    process's ``sys.stderr`` whole lines at a time: while progress bars are drawn, that is
+    their redirection, which prints above them instead of through them."""
+    if stream is None:
+        return
+    pending = b""
+    while chunk := await stream.read(65536):
+        lines, _, pending = (pending + chunk).rpartition(b"\n")
+        if lines:
+            sys.stderr.write((lines + b"\n").decode("utf-8", errors="replace"))
+            sys.stderr.flush()
+        if len(pending) > 65536:  # a line that never ends: pass it on in pieces
+            sys.stderr.write(pending.decode("utf-8", errors="replace") + "\n")
+            pending = b""
+    if pending:
+        sys.stderr.write(pending.decode("utf-8", errors="replace") + "\n")
 
 
 def _write_frame(stream: asyncio.StreamWriter, message: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """What a python_function target prints stays out of the progress display: with
 ``isolation: process`` each cell's stdout and stderr land in its trace (bounded, with a
-marker past the bound), never on the terminal; with ``isolation: thread`` (not captured)
-they are whole lines above the bars."""
+marker past the bound), never on the terminal; what is not captured (``isolation: thread``,
+writes at import or straight to a descriptor) is whole lines above the bars."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ from tests.support.pty_terminal import HIDE_CURSOR, run_on_terminal
 pytestmark = pytest.mark.integration
 
 PRINTER = '''
-import sys
+import os, sys
+
+print("imported the printer")  # at import: no cell to keep it
 
 def run(case, variant):
+    if variant["name"] == "base":  # straight to the descriptor: not captured
+        os.write(1, f"fd-write {case['id']}\\n".encode())
     print(f"said-on-stdout {variant['name']} {case['id']}")
     print(f"said-on-stderr {variant['name']} {case['id']}", file=sys.stderr)
     if case["id"] == "case_0" and variant["name"] == "base":
@@ -47,9 +51,13 @@ def test_prints_of_an_isolated_target_land_in_their_cells_trace_and_never_break_
     lines = session.text.splitlines()
     assert "said-on-stdout base" not in session.text and "said-on-stderr base" not in session.text
     assert "xxxx" not in session.text
-    # The in-process variant's prints (not captured) are whole lines of their own.
-    shown = sorted(line.strip() for line in lines if "said-on-" in line)
-    assert shown == sorted(f"said-on-{s} inline case_{i}" for s in ("stdout", "stderr") for i in range(4)), shown
+    # What is not captured (the in-process variant's prints, writes at import and straight to
+    # a worker's descriptors) is shown in whole lines of its own, never inside a bar.
+    shown = sorted(line.strip() for line in lines if "said-on-" in line or "fd-write" in line)
+    assert shown == sorted([f"said-on-{s} inline case_{i}" for s in ("stdout", "stderr") for i in range(4)]
+                           + [f"fd-write case_{i}" for i in range(4)]), shown
+    imported = [line.strip() for line in lines if "imported the printer" in line]
+    assert imported and set(imported) == {"imported the printer"}, imported
     # The bars are whole: every line that draws one is only the bar.
     bars = [line for line in lines if "traces" in line and "/8" in line]
     assert bars and all(line.strip().startswith("traces") and line.rstrip().endswith(tuple("0123456789"))
