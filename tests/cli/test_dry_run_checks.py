@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from tests.conftest import run_evalh, write_eval
+from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.pty_terminal import run_on_terminal
 
 
 def _dry_run(path, env, cwd):
@@ -100,3 +101,14 @@ def test_a_cli_program_that_is_not_there_fails_the_dry_run(tmp_path, env):
     path.write_text(path.read_text().replace("no-such-program-evalh", "echo"))
     done = _dry_run(path, env, tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_on_a_terminal_each_problem_is_one_whole_line(tmp_path, env):
+    systems = "\n  - name: base\n    adapter: python_function\n    target: stub_agnet:run\n"
+    path = write_eval(tmp_path / "toy", systems=systems)
+    session = run_on_terminal([*EVALH, "run", str(path), "--dry-run"], env=env, cwd=tmp_path, columns=80)
+    assert session.returncode == 1, session.text
+    lines = session.text.splitlines()
+    assert "error: 1 problem a run would meet" in lines
+    assert ("eval.yaml:10 systems[0].target: system 'base' (python_function): cannot import module 'stub_agnet' "
+            "for target 'stub_agnet:run': ModuleNotFoundError: No module named 'stub_agnet'") in lines, session.text
