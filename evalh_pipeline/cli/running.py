@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -176,7 +176,9 @@ def _counted_cases(spec: EvalSpec, run_id: str) -> int:
 
 
 def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | None) -> None:
-    """`run --dry-run`: read every dataset row as a real run would; write nothing, no Dagster."""
+    """`run --dry-run`: read every dataset row as a real run would, import each python_function
+    target, look up each cli program, build each http endpoint's URL; write nothing, no Dagster.
+    A problem found is one line each and exit 1."""
     run_id = RunDirectory(Path(resume_dir).resolve()).run_id if resume_dir else new_run_id(spec.name)
     cases = _counted_cases(spec, run_id)
     run_cfg = spec.config.run
@@ -210,6 +212,13 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         lines.append(f"resume: {resume_dir} (keeps the cases it started with; only cells without a trace run)")
     for line in lines:
         say(line)
+    from evalh_pipeline.runner.preflight import preflight_problems
+
+    problems = preflight_problems(spec)
+    if problems:
+        # One line each: file:line, the system's key, which system and what a run would meet.
+        error(f"{plural(len(problems), 'problem')} a run would meet\n" + "\n".join(map(str, problems)))
+        sys.exit(EXIT_CONFIG)
 
 
 @main.command("re-evaluate")
@@ -283,7 +292,7 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     partition still recorded as in progress was left by a killed evalh: it is marked failed.
     """
     from evalh_pipeline.config import ConfigError
-    from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions
+    from evalh_pipeline.defs.run_options import InfrastructureError, NoSystemAnswered, RunOptions
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     def launch(options: RunOptions):
@@ -321,6 +330,8 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     except ConfigError as exc:
         error(f"invalid eval input\n{_masked(exc, spec)}")
         sys.exit(EXIT_CONFIG)
+    except NoSystemAnswered as exc:
+        _print_no_answer(exc, spec, run_id)
     except InfrastructureError as exc:
         # One line: what failed and where, and (once the run exists) the command that finishes it.
         error(_masked(exc, spec) + _finish_hint(spec, run_id, on_interrupt))
@@ -328,6 +339,19 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:
+    """A run in which no system answered: its cause first, then where the traces are and how
+    to finish it; exit 1 for a system that could not start (a config error), else 2."""
+    from evalh_pipeline.runner.traces import START_ERROR
+    from evalh_pipeline.store.run_dir import run_directory
+
+    error(_masked(exc, spec))
+    shown = _shown_path(run_directory(spec, run_id).path)
+    err.line(f"the run failed: no system answered. Every trace is kept ({shown}; evalh inspect {shown} --failed "
+             f"shows each error); once the cause is fixed, run the cells again: evalh retry-failed {shown}")
+    sys.exit(EXIT_CONFIG if getattr(exc, "error_type", "") == START_ERROR else EXIT_INFRA)
 
 
 @contextmanager
@@ -380,6 +404,14 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
 
 
 def _print_outcome(outcome, spec: EvalSpec) -> None:
+    broken: dict[str, str] = {}
+    if any(v.cases_errored for v in outcome.summary.variants):
+        from evalh_pipeline.runner.traces import start_errors
+
+        broken = start_errors(outcome.run_dir.traces)
+    # The cause first: a system that could not start is said before the figures it explains.
+    for variant, message in broken.items():
+        error(f"system {variant!r} could not start: {message}")
     _print_summary(outcome.summary, outcome.run_dir, spec.display_name)
     done = outcome.summary.completeness
     if done is not None and not done.complete:
@@ -405,15 +437,9 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
             reason = why.get(check.rsplit(": ", 1)[-1])
             out.line(escape_control(check + (f": {reason}" if reason else "")), prefix="gate failed: ",
                      prefix_style="yellow")
-    if any(v.cases_errored for v in outcome.summary.variants):
-        from evalh_pipeline.runner.traces import start_errors
-
-        broken = start_errors(outcome.run_dir.traces)
-        for variant, message in broken.items():
-            error(f"system {variant!r} could not start: {message}")
-        if broken:
-            # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
-            sys.exit(EXIT_CONFIG)
+    if broken:
+        # As eval-harness: a system that cannot start is a config error, so CI sees a failure.
+        sys.exit(EXIT_CONFIG)
 
 
 def _print_rate_limits(run_dir: RunDirectory) -> None:

@@ -56,7 +56,7 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from evalh_pipeline.defs.resources import EvalhRuntime
-from evalh_pipeline.defs.run_options import InfrastructureError, RunOptions, RunOutcome
+from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, InfrastructureError, NoSystemAnswered, RunOptions, RunOutcome
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
@@ -281,6 +281,10 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
         raise KeyboardInterrupt from None
     except DagsterAssetCheckFailedError:
         pass  # a blocking gate failed: reported below with the other failed checks
+    except dg.Failure as exc:  # a step's own failure, raised as it is (the traces step when no system answered)
+        if NO_ANSWER_KEY in exc.metadata:
+            raise NoSystemAnswered(str(exc.description), str(exc.metadata[NO_ANSWER_KEY].value)) from None
+        raise InfrastructureError(f"{job_name} failed: {exc.description}") from None
     except dg.DagsterUserCodeExecutionError as exc:
         cause = exc.user_exception
         if isinstance(cause, ConfigError):

@@ -13,6 +13,20 @@ class InfrastructureError(RuntimeError):
     """Dagster could not materialize the assets for a reason other than the user's config."""
 
 
+# The metadata key of the traces step's failure when no system answered any cell (its value
+# is the most common error type).
+NO_ANSWER_KEY = "no_system_answered"
+
+
+class NoSystemAnswered(InfrastructureError):
+    """The run's traces step failed because every cell errored before its system answered;
+    the message is the cause (the most common error), every trace is written."""
+
+    def __init__(self, cause: str, error_type: str) -> None:
+        super().__init__(cause)
+        self.error_type = error_type
+
+
 @dataclass
 class RunOptions:
     """What the CLI hands to the assets of an in-process run.

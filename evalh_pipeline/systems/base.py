@@ -8,12 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalh_pipeline.common.containers import Sandbox
 from evalh_pipeline.models import EvalCase, RunVariant, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
+
+
+# Where a cell's system works (SystemAdapter.preflight): a workspace folder on this machine,
+# a sandboxed workspace's container, or no workspace (None).
+WorkspaceKind = Literal["host", "sandbox"] | None
 
 
 class SystemResponse(BaseModel):
@@ -129,6 +134,14 @@ class SystemAdapter(ABC):
         pair. Systems that run in the container (``cli``) or are handed it
         (``python_function``), or never touch the workspace (``replay``), say False."""
         return False
+
+    def preflight(self, workspace: WorkspaceKind = None) -> list[tuple[str, str]]:
+        """(key of the system's config, problem) for each thing a run would meet wrong that
+        can be found without calling the system or starting it (``evalh run --dry-run``).
+
+        ``workspace``: ``"host"`` when the eval's cells run in a workspace folder on this
+        machine, ``"sandbox"`` when in a sandboxed workspace's container, None without one."""
+        return []
 
     async def start(self) -> None:
         """Acquire resources shared by all cells of this variant."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from evalh_pipeline.systems.base import (
     SystemConfigModel,
     SystemResponse,
     Workspace,
+    WorkspaceKind,
 )
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.common.templating import MissingTemplateField, render_case_template, template_problems
@@ -134,10 +136,46 @@ class CliSystem(SystemAdapter):
             env = {"PATH": host.get("PATH", os.defpath)}
         env.update(cfg.env)
         self._env = env
-        cwd = Path(cfg.cwd).expanduser() if cfg.cwd is not None else Path(".")
-        self._cwd = (cwd if cwd.is_absolute() else self.context.eval_dir / cwd).resolve()
+        self._cwd = self._configured_cwd()
         if cfg.cwd is not None and not self._cwd.is_dir():
             raise AdapterError(f"cli cwd {cfg.cwd!r} is not a directory ({self._cwd})")
+
+    def _configured_cwd(self) -> Path:
+        """``cwd``, relative to the eval's folder (default: the eval's folder)."""
+        cwd = Path(self.config.cwd).expanduser() if self.config.cwd is not None else Path(".")
+        return (cwd if cwd.is_absolute() else self.context.eval_dir / cwd).resolve()
+
+    def _child_path(self) -> str:
+        """The ``PATH`` the command is looked up on: ``env``'s, else the host's (see the class doc)."""
+        cfg = self.config
+        return cfg.env.get("PATH") or self.context.host_env.get("PATH", os.defpath)
+
+    def preflight(self, workspace: WorkspaceKind = None) -> list[tuple[str, str]]:
+        """``cwd`` a folder, and the program ``command[0]`` found (on the child's ``PATH``, or
+        as a path) and executable. Not checked: a templated program, one run in a sandboxed
+        workspace's container, a relative path when the cwd is the cell's workspace."""
+        cfg = self.config
+        cwd = self._configured_cwd()
+        if cfg.cwd is not None and workspace is None and not cwd.is_dir():
+            return [("cwd", f"{cfg.cwd!r} is not a directory ({cwd})")]
+        program = cfg.command[0]
+        if "{{" in program or workspace == "sandbox":
+            return []
+        if "/" not in program:
+            if shutil.which(program, path=self._child_path()) is None:
+                return [("command", f"program {program!r} is not found on the command's PATH "
+                                    f"({mask_text(self._child_path())})")]
+            return []
+        path = Path(program).expanduser()
+        if not path.is_absolute():
+            if workspace is not None:
+                return []  # relative to the cell's workspace, which exists only during the run
+            path = cwd / path
+        if not path.is_file():
+            return [("command", f"program {program!r} does not exist ({path})")]
+        if not os.access(path, os.X_OK):
+            return [("command", f"program {program!r} is not executable ({path}: chmod +x it)")]
+        return []
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         cfg = self.config

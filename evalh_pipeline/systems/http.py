@@ -31,6 +31,7 @@ from evalh_pipeline.systems.base import (
     SystemConfigModel,
     SystemResponse,
     Workspace,
+    WorkspaceKind,
 )
 from evalh_pipeline.systems.http_presets import PRESETS, Preset
 from evalh_pipeline.systems.http_stream import (
@@ -270,6 +271,16 @@ def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _request_url(cfg: HttpConfig) -> URL:
+    """The URL every cell is sent to: built once (the same for every cell), with httpx's URL
+    rules as before (values like `true` spelled as httpx spells them). The endpoint's own
+    query string (?api-version=…, ?key=…) is kept, the variant's params winning on a shared name."""
+    params = dict(cfg.query_params)
+    if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
+        params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
+    return URL(str(httpx.URL(cfg.endpoint).copy_merge_params(params)))
+
+
 class HttpSystem(SystemAdapter):
     """Sends one request per cell and maps the JSON response into the trace.
 
@@ -317,19 +328,30 @@ class HttpSystem(SystemAdapter):
         }
         self._stream_doc_mapping = {key: [JsonPath(p)] for key, p in _STREAM_DOC_MAPPING.items()}
         headers = {**(self._preset.headers if self._preset else {}), **cfg.headers}
-        params = dict(cfg.query_params)
-        if cfg.stream and cfg.provider == "gemini" and "alt" not in params and "alt=" not in urlsplit(cfg.endpoint).query:
-            params["alt"] = "sse"  # streamGenerateContent answers a JSON array without it
-        # The endpoint's own query string (?api-version=…, ?key=…) is kept, the variant's
-        # params winning on a shared name. Built once (it is the same for every cell), with
-        # httpx's URL rules as before (values like `true` spelled as httpx spells them).
-        self._url = URL(str(httpx.URL(cfg.endpoint).copy_merge_params(params)))
+        self._url = _request_url(cfg)
         # One connection pool of max_concurrency connections.
         self._client = HttpClient(
             connections=self.context.max_concurrency, tls=default_ssl_context(), headers=headers,
             # The runner owns the cell's timeout; this only stops a stuck socket outliving it.
             timeout=cfg.timeout_seconds + 10,
         )
+
+    def preflight(self, workspace: WorkspaceKind = None) -> list[tuple[str, str]]:
+        """The endpoint as the run builds its URL: a port it cannot have, a host with spaces
+        or empty labels (the loader has checked the scheme and that http is loopback only)."""
+        cfg: HttpConfig = self.config
+        shown = mask_text(cfg.endpoint)
+        try:
+            url = _request_url(cfg)
+            port = urlsplit(cfg.endpoint).port
+        except (ValueError, httpx.InvalidURL) as exc:
+            return [("endpoint", f"{shown} is not a URL the run can send to: {exc}")]
+        host = url.host or ""
+        if port == 0:
+            return [("endpoint", f"{shown}: port 0 is not a port a service listens on")]
+        if any(c.isspace() for c in host) or "" in host.rstrip(".").split("."):
+            return [("endpoint", f"{shown}: host {host!r} is not a host name")]
+        return []
 
     def rate_limit_scope(self) -> tuple[str, str | None] | None:
         """The endpoint and the credential sent with it: the headers and query parameters that

@@ -40,6 +40,7 @@ from evalh_pipeline.systems.base import (
     SystemConfigModel,
     SystemResponse,
     Workspace,
+    WorkspaceKind,
 )
 from evalh_pipeline.systems.response import response_from_dict
 from evalh_pipeline.systems.system_loop import SystemLoop
@@ -76,6 +77,15 @@ class PythonFunctionSystem(SystemAdapter):
     def stops_on_timeout(self) -> bool:
         """True when a timed-out call is certainly over (its worker killed) when ``run`` returns."""
         return self.config.isolation == "process"
+
+    def preflight(self, workspace: WorkspaceKind = None) -> list[tuple[str, str]]:
+        """Import the target's module and find its callable, as :meth:`start` does (the eval's
+        folder first on ``sys.path``); ``init_kwargs`` are not applied (nothing is built)."""
+        try:
+            resolve_target(self.config.target, self.context.eval_dir, None)
+        except AdapterError as exc:
+            return [("target", str(exc))]
+        return []
 
     async def start(self) -> None:
         # A variant JSON cannot hold fails here, at start, not in every cell.
@@ -256,6 +266,9 @@ class _Worker:
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.killed = False
         self.reader: asyncio.Task[None] | None = None
+        # What the worker writes to its stderr (and fd 1, pointed there) outside any call's
+        # capture: passed on line by line to this process's sys.stderr (_forward_stderr).
+        self.stderr: asyncio.Task[None] | None = None
 
 
 class WorkerPool:
@@ -270,15 +283,22 @@ class WorkerPool:
         self._next_id = 0
 
     async def start(self) -> None:
-        self._workers = list(await asyncio.gather(*(self._spawn() for _ in range(self._size))))
+        started = await asyncio.gather(*(self._spawn() for _ in range(self._size)), return_exceptions=True)
+        self._workers = [w for w in started if isinstance(w, _Worker)]
+        failed = [e for e in started if isinstance(e, BaseException)]
+        if failed:
+            # Every worker is waited for: none is left to outlive the run's event loop.
+            await self.close()
+            raise failed[0]
 
     async def _spawn(self) -> _Worker:
         # Its own session: a timeout kills the worker and everything the target started.
         process = await asyncio.create_subprocess_exec(
-            *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, start_new_session=True,
-            limit=2**20,
+            *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=2**20,
         )
         worker = _Worker(process)
+        worker.stderr = asyncio.create_task(_forward_stderr(process.stderr))
         hello = await _read_frame(process.stdout)
         if hello is None or "start_error" in hello:
             await _kill(worker)
@@ -360,15 +380,26 @@ class WorkerPool:
 
 
 def _response(reply: dict[str, Any]) -> SystemResponse:
+    printed = reply.get("printed") or {}
     if "error" in reply:
         error = reply["error"]
         partial = SystemResponse.model_validate(reply["partial"]) if reply.get("partial") else None
+        if printed:
+            partial = _with_printed(partial or SystemResponse(), printed)
         raise AdapterError(error["message"], type=error["type"], stack=error.get("stack"), partial=partial)
-    response = SystemResponse.model_validate(reply["response"])
+    response = _with_printed(SystemResponse.model_validate(reply["response"]), printed)
     if reply.get("unserializable"):
         fields = ", ".join(reply["unserializable"][:10])
         raise AdapterError(f"the system returned values JSON cannot hold, recorded as text: {fields}",
                            type="unserializable_output", partial=response)
+    return response
+
+
+def _with_printed(response: SystemResponse, printed: dict[str, str]) -> SystemResponse:
+    """``response`` with what the call printed in ``extra.stdout`` / ``extra.stderr`` (a key the
+    target set itself is kept as it is)."""
+    for stream, text in printed.items():
+        response.extra.setdefault(stream, text)
     return response
 
 
@@ -382,6 +413,30 @@ async def _kill(worker: _Worker) -> None:
         await process.wait()
     if worker.reader is not None and not worker.reader.done():
         await asyncio.wait([worker.reader], timeout=5)
+    if worker.stderr is not None and not worker.stderr.done():
+        # A process the target detached (setsid) may hold the pipe open: stop reading it.
+        await asyncio.wait([worker.stderr], timeout=1)
+        worker.stderr.cancel()
+
+
+async def _forward_stderr(stream: asyncio.StreamReader | None) -> None:
+    """Pass what a worker writes outside any call's capture (at import, from threads the
+    target started itself, straight to its descriptors, from its child processes) to this
+    process's ``sys.stderr`` whole lines at a time: while progress bars are drawn, that is
+    their redirection, which prints above them instead of through them."""
+    if stream is None:
+        return
+    pending = b""
+    while chunk := await stream.read(65536):
+        lines, _, pending = (pending + chunk).rpartition(b"\n")
+        if lines:
+            sys.stderr.write((lines + b"\n").decode("utf-8", errors="replace"))
+            sys.stderr.flush()
+        if len(pending) > 65536:  # a line that never ends: pass it on in pieces
+            sys.stderr.write(pending.decode("utf-8", errors="replace") + "\n")
+            pending = b""
+    if pending:
+        sys.stderr.write(pending.decode("utf-8", errors="replace") + "\n")
 
 
 def _write_frame(stream: asyncio.StreamWriter, message: dict[str, Any]) -> None:

@@ -3,7 +3,8 @@
 ``python -m evalh_pipeline.systems.python_worker EVAL_DIR TARGET INIT_KWARGS_JSON`` imports
 the target as the in-process adapter does, then serves calls: frames on stdin, replies on
 the process's original stdout (fd 1 is pointed at stderr, so what the target prints never
-corrupts the protocol). Calls run concurrently: async targets on this process's event
+corrupts the protocol). What a call prints through ``sys.stdout`` / ``sys.stderr`` is sent
+back with its reply (``printed``) for the cell's trace (systems/cell_output.py). Calls run concurrently: async targets on this process's event
 loop, sync ones on daemon threads. The parent kills the whole process (its session) when a
 cell times out; at end of input (the parent closed the pipe or died) the worker exits.
 
@@ -13,6 +14,7 @@ A frame is an 8-byte big-endian length and that many bytes of ASCII JSON.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import struct
@@ -71,12 +73,20 @@ def main(argv: list[str]) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
 
+    from evalh_pipeline.systems.base import AdapterError
+    from evalh_pipeline.systems.cell_output import CURRENT, CellOutput, RoutedStream
     from evalh_pipeline.systems.python_function import is_async_callable, resolve_target
+
+    # What a call prints goes to its cell's trace (systems/cell_output.py); the rest to stderr.
+    sys.stdout = RoutedStream("stdout", sys.stdout)
+    sys.stderr = RoutedStream("stderr", sys.stderr)
 
     try:
         fn = resolve_target(target, eval_dir, init_kwargs)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as the adapter failing to start
-        write_frame(protocol_out, {"id": 0, "start_error": f"{type(exc).__name__}: {exc}"})
+        # The same words as the in-process adapter's (an AdapterError says what failed itself).
+        problem = str(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {exc}"
+        write_frame(protocol_out, {"id": 0, "start_error": problem})
         return
     is_async = is_async_callable(fn)
     write_frame(protocol_out, {"id": 0, "ready": True})
@@ -89,6 +99,8 @@ def main(argv: list[str]) -> None:
 
     async def call(request: dict[str, Any]) -> None:
         ident = request["id"]
+        output = CellOutput()
+        CURRENT.set(output)  # this call's task only: each task runs in a context of its own
         try:
             if is_async:
                 value = await fn(request["case"], request["variant"])
@@ -103,13 +115,16 @@ def main(argv: list[str]) -> None:
                     else:
                         loop.call_soon_threadsafe(_settle, future, result, None)
 
-                threading.Thread(target=work, daemon=True, name="evalh-cell").start()
+                # The thread runs in a copy of this call's context, so its prints are the call's.
+                threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
+                                 name="evalh-cell").start()
                 value = await future
             if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
                 value = await value
-            send({"id": ident, **_reply(value)})
+            send({"id": ident, **_reply(value), "printed": output.texts()})
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... are the cell's
-            send({"id": ident, **_failure(exc.original if isinstance(exc, _Raised) else exc)})
+            send({"id": ident, **_failure(exc.original if isinstance(exc, _Raised) else exc),
+                  "printed": output.texts()})
 
     def read() -> None:
         while True:

@@ -30,6 +30,7 @@ from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.view.charts import level_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
@@ -153,7 +154,10 @@ class Viewer:
             lambda: self._run_tables(run, order, figures, summary, config, filters, page))
         names = [str(v["name"]) for v in variants]
         query = {k: v for k, v in q.items() if k != "page" and v}
-        return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
+        # Every cell errored: the run failed if none answered either (read from its traces only then).
+        silent = (unanswered_run(run.traces) if variants and all(
+            v["cases_total"] and v["cases_errored"] == v["cases_total"] for v in variants) else None)
+        return _page("run.html", failure=silent.cause() if silent is not None else None, title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,

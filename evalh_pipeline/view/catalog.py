@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.store.baselines import BASELINES, current_baseline
 from evalh_pipeline.store.labels import LABELS
 from evalh_pipeline.store.run_dir import RUN_ID_PATTERN, RunDirectory
@@ -58,6 +59,7 @@ class RunEntry:
     written_by: str = "evalh"
     variants: list[VariantRate] = field(default_factory=list)
     complete: bool | None = None  # None: the summary does not say (eval-harness, older runs)
+    failed: bool = False  # no system answered any cell (queries/unanswered.py)
     has_summary: bool = False
     is_baseline: bool = False
     problem: str = ""  # why the run could not be read, shown instead of figures
@@ -140,9 +142,12 @@ class RunsFolder:
             return entry
         if summary is None:
             entry.complete = False
+            entry.failed = unanswered_run(run.traces) is not None  # its traces step failed
             return entry
         entry.has_summary = True
         entry.variants = summary_rates(summary)
+        if entry.variants and all(v.cases and v.errored == v.cases for v in entry.variants):
+            entry.failed = unanswered_run(run.traces) is not None
         completeness = summary.get("completeness")
         if isinstance(completeness, dict) and isinstance(completeness.get("complete"), bool):
             entry.complete = completeness["complete"]

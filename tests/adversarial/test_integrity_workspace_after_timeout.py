@@ -49,7 +49,10 @@ evaluators:
 output: [{{type: local_files, path: {folder / "runs"}}}]
 """)
     done = run_evalh(["run", str(folder / "eval.yaml")], env, tmp_path)
-    assert done.returncode == 0, done.stderr
+    # Its only cell timed out: no system answered, so the run fails, after its trace and
+    # artifact are written (the cause first).
+    assert done.returncode == 2, done.stderr
+    assert "\nerror: timeout: no response within 1s (every cell;" in done.stderr, done.stderr
     (run_dir,) = [p for p in (folder / "runs").iterdir() if not p.name.startswith(".")]
     (trace,) = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert trace["error"]["type"] == "timeout"

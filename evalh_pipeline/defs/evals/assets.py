@@ -31,6 +31,9 @@ from evalh_pipeline.defs.evals.names import BASELINES_GROUP, EVAL_TAG, judge_job
 from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
+from evalh_pipeline.common.masking import mask_text
+from evalh_pipeline.defs.run_options import NO_ANSWER_KEY
+from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.queries.report import (
     comparison_section,
     completeness_line,
@@ -186,7 +189,15 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live)))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
-        return stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
+        result = stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
+        # A cell of this pass without an error answered: no need to read the traces again.
+        silent = unanswered_run(stage.run_dir.traces) if stats.cells_errored == stats.cells_run else None
+        if silent is not None:
+            # Every trace is written (and published): the step fails after them, so the run is
+            # failed, not a 0% pass rate, and `evalh retry-failed` finishes it once fixed.
+            raise dg.Failure(description=mask_text(silent.cause(), stage.live.secret_values),
+                             metadata={**result.metadata, NO_ANSWER_KEY: silent.error_type})
+        return result
 
     @dg.asset(
         key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
