@@ -17,6 +17,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "latency_first_token_under": "evalh_pipeline.evaluators.latency_first_token_under:LatencyFirstTokenUnder",
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
         "llm_judge": "evalh_pipeline.evaluators.llm_judge:LlmJudge",
+        "promptfoo_assert": "evalh_pipeline.evaluators.promptfoo_assert:PromptfooAssert",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
         "semantic_similarity": "evalh_pipeline.evaluators.semantic_similarity:SemanticSimilarity",
