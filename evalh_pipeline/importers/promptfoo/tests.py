@@ -1,0 +1,222 @@
+"""promptfoo ``tests`` (inline or ``file://`` csv/json/jsonl/yaml) and ``defaultTest`` as cases.
+
+Each test is a case whose ``input.vars`` are the test's vars (``defaultTest.vars`` under
+them); a var whose value is a list makes one test per value, as promptfoo does. The test's
+assertions (and ``defaultTest``'s that use its vars) become the case's own ``evaluators``;
+``defaultTest``'s other assertions are the eval's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalh_pipeline.importers.promptfoo.assertions import Judge, check_type, contains_values, map_assertion
+from evalh_pipeline.importers.promptfoo.source import Located, PromptfooImportError, Source, read_rows
+from evalh_pipeline.importers.promptfoo.templates import has_template
+
+Place = tuple[str, str, int | None]
+_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
+_ASSERTION_PREFIXES = (("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"),
+                       ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python"))
+
+
+@dataclass
+class Test:
+    """One promptfoo test before it becomes a case."""
+
+    place: Place
+    vars: dict[str, Any]
+    asserts: list[tuple[dict[str, Any], Place]] = field(default_factory=list)
+    description: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tests:
+    """The cases and the eval-level evaluators."""
+
+    cases: list[dict[str, Any]]
+    evaluators: list[dict[str, Any]]
+
+
+def _raw_tests(source: Source) -> list[Located]:
+    data = source.doc.data.get("tests")
+    if data is None:
+        return [Located({}, source.name, "tests", None)]
+    entries = [data] if isinstance(data, str) else data
+    if not isinstance(entries, list):
+        raise PromptfooImportError(f"{source.name}:{source.line(('tests',))}: tests must be a list or a file:// reference")
+    out: list[Located] = []
+    for index, entry in enumerate(entries):
+        file, where, line = source.at(("tests", index) if isinstance(data, list) else ("tests",))
+        if isinstance(entry, str) and entry.startswith("file://"):
+            for path in source.resolve(entry, (file, where, line), many=True):
+                out += read_rows(source, path)
+        elif isinstance(entry, dict):
+            out.append(Located(entry, file, where, line))
+        else:
+            source.note((file, where, line), "a test that is neither a mapping nor a file:// reference", "test left out")
+    return out
+
+
+def assertion_from_string(text: str) -> dict[str, Any]:
+    """promptfoo's ``assertionFromString`` for a CSV ``__expected`` cell (src/csv.ts,
+    dist/src/index.js:11466-11517): a ``type:value`` prefix, else ``equals``."""
+    for prefix, kind in _ASSERTION_PREFIXES:
+        if text.startswith(prefix):
+            return {"type": kind, "value": text[len(prefix):].strip() if kind != "llm-rubric" else text[len(prefix):]}
+    from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES
+
+    head, sep, rest = text.partition(":")
+    name, _, threshold = head.partition("(")
+    base = name.removeprefix("not-")
+    if base in KNOWN_TYPES and (sep or not rest):
+        out: dict[str, Any] = {"type": name}
+        if threshold.endswith(")"):
+            out["threshold"] = float(threshold[:-1])
+        value: Any = rest if sep else None
+        if base in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
+            value = contains_values(base, value) if value else value
+        elif value is not None and base not in ("contains-json", "is-json"):
+            value = value.strip()
+        if value is not None:
+            out["value"] = value
+        return out
+    return {"type": "equals", "value": text}
+
+
+def _csv_test(source: Source, row: Located) -> Test:
+    test = Test((row.file, row.where, row.line), {})
+    metric, threshold = None, None
+    for key, value in row.value.items():
+        key = (key or "").strip()
+        value = value or ""
+        if key.startswith("__expected"):
+            if value.strip():
+                test.asserts.append((assertion_from_string(value.strip()), test.place))
+        elif key == "__description":
+            test.description = value
+        elif key == "__metric":
+            metric = value
+        elif key == "__threshold":
+            threshold = value
+        elif key.startswith("__metadata:") and value.strip():
+            test.metadata[key.removeprefix("__metadata:")] = value
+        elif key.startswith("__"):
+            source.note(test.place, f"CSV column {key!r} not mapped", "left out")
+        else:
+            test.vars[key] = value
+    for assertion, _ in test.asserts:
+        if metric:
+            assertion["metric"] = metric
+    if threshold:
+        source.note(test.place, f"test threshold {threshold}", "not used: evalh passes a case when every assertion passes")
+    return test
+
+
+def _test(source: Source, located: Located) -> Test:
+    data, place = located.value, (located.file, located.where, located.line)
+    if located.file.endswith(".csv"):
+        return _csv_test(source, located)
+    for key in sorted(set(data) - _TEST_KEYS):
+        source.note(place, f"test key {key!r} not mapped", "left out")
+    if data.get("threshold") is not None:
+        source.note(place, f"test threshold {data['threshold']}",
+                    "not used: evalh passes a case when every assertion passes")
+    if data.get("options"):
+        source.note(place, "test options not mapped", "left out", "note")
+    variables = data.get("vars") or {}
+    if not isinstance(variables, dict):
+        source.note(place, "vars that are not a mapping (a file of vars)", "test left out")
+        variables = {}
+    asserts = data.get("assert") or []
+    where = located.where
+    return Test(place, dict(variables),
+                [(a, (located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))))
+                 for i, a in enumerate(asserts)],
+                data.get("description"), dict(data.get("metadata") or {}))
+
+
+def _line_in(source: Source, located: Located, tail: tuple[Any, ...]) -> int | None:
+    """The line of ``tail`` under a test of the config (other files: the test's line)."""
+    if located.file == source.name and located.where.startswith("tests"):
+        index = located.where.removeprefix("tests").strip("[]")
+        key: tuple[Any, ...] = ("tests", int(index)) if index.isdigit() else ("tests",)
+        return source.line((*key, *tail))
+    return located.line
+
+
+def _var_values(source: Source, test: Test) -> list[dict[str, Any]]:
+    """The test's vars, ``file://`` text files read, and one set per combination of list values."""
+    resolved: dict[str, Any] = {}
+    for name, value in test.vars.items():
+        if isinstance(value, str) and value.startswith("file://"):
+            path = source.resolve(value, test.place)[0]
+            if path.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs"):
+                source.note(test.place, f"var {name!r} computed by {value}", "var left empty")
+                value = ""
+            else:
+                value = source.read_text(path)
+        resolved[name] = value
+    listed = [name for name, value in resolved.items() if isinstance(value, list)]
+    if not listed:
+        return [resolved]
+    return [{**resolved, **dict(zip(listed, combo))}
+            for combo in itertools.product(*(resolved[name] for name in listed))]
+
+
+def read_tests(source: Source, judge: Judge) -> Tests:
+    """Every test of the config as a case, and ``defaultTest``'s shared assertions."""
+    default = source.doc.data.get("defaultTest") or {}
+    default_place = source.at(("defaultTest",))
+    if isinstance(default, str):
+        path = source.resolve(default, default_place)[0]
+        default = source.load_yaml(path).data or {}
+    for key in sorted(set(default) - {"vars", "assert", "options", "metadata", "threshold"}):
+        source.note(default_place, f"defaultTest key {key!r} not mapped", "left out")
+    if default.get("threshold") is not None:
+        source.note(default_place, f"defaultTest threshold {default['threshold']}",
+                    "not used: evalh passes a case when every assertion passes")
+    default_asserts = [(a, source.at(("defaultTest", "assert", i))) for i, a in enumerate(default.get("assert") or [])]
+    for assertion, place in default_asserts:
+        check_type(source, assertion, place)
+    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not has_template(a.get("value"))]
+    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if has_template(a.get("value"))]
+    evaluators = []
+    for index, assertion, place in shared:
+        mapped = map_assertion(source, assertion, None, place, judge)
+        if mapped is not None:
+            evaluators.append(_evaluator(f"default-{index + 1}-{assertion['type']}", mapped))
+    cases: list[dict[str, Any]] = []
+    located_tests = _raw_tests(source)
+    for located in located_tests:
+        test = _test(source, located)
+        for assertion, place in test.asserts:
+            check_type(source, assertion, place)
+        for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
+            own: list[dict[str, Any]] = []
+            for index, assertion, place in per_case:
+                mapped = map_assertion(source, assertion, variables, place, judge)
+                if mapped is not None:
+                    own.append(_evaluator(f"default-{index + 1}-{assertion['type']}", mapped))
+            for index, (assertion, place) in enumerate(test.asserts):
+                mapped = map_assertion(source, assertion, variables, place, judge)
+                if mapped is not None:
+                    own.append(_evaluator(f"assert-{index + 1}-{assertion['type']}", mapped))
+            case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
+            metadata = {**(default.get("metadata") or {}), **test.metadata}
+            if test.description:
+                metadata["description"] = test.description
+            if metadata:
+                case["metadata"] = metadata
+            if own:
+                case["evaluators"] = own
+            cases.append(case)
+    return Tests(cases, evaluators)
+
+
+def _evaluator(name: str, mapped: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    kind, config = mapped
+    return {"name": name.replace(":", "-"), "type": kind, "config": config}
