@@ -11,10 +11,10 @@ One module per command family, each adding its commands to the group ``main``:
 group (the group, exit codes, shared options), shared (load an eval, locate a run, hold its
 lock), running (run, re-evaluate, retry-failed), comparing (compare, drift, promote),
 stores (runs), inspecting (inspect), labelling (label), planning (plan), viewing (view),
-importing (import).
+schemas (schema), importing (import).
 """
 
 from evalh_pipeline.cli.group import console_main, main
-from evalh_pipeline.cli import comparing, importing, inspecting, labelling, planning, running, stores, viewing  # noqa: F401 - importing registers their commands
+from evalh_pipeline.cli import comparing, importing, inspecting, labelling, planning, running, schemas, stores, viewing  # noqa: F401 - importing registers their commands
 
 __all__ = ["console_main", "main"]

@@ -12,33 +12,45 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
+from evalh_pipeline.config.loader import check_case_evaluators
 from evalh_pipeline.config.spec import EvalSpec
-from evalh_pipeline.config.yaml_source import decode_utf8, format_key_path, load_yaml
+from evalh_pipeline.config.yaml_source import KeyPath, decode_utf8, format_key_path, load_yaml
 from evalh_pipeline.models import EvalCase
 from evalh_pipeline.models.versioning import SchemaVersionError, check_major
 from evalh_pipeline.common.yaml_files import MAX_DEPTH
 
 
-def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = False) -> Iterator[EvalCase]:
+# Checks a row's own ``evaluators`` (entries, file name, line of a key path, key path of
+# the entries) and returns them cleaned: config.loader.check_case_evaluators, bound to an eval.
+CaseEvaluatorCheck = Callable[[Any, str, Callable[[KeyPath], "int | None"], KeyPath], list[dict[str, Any]]]
+
+
+def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = False,
+                 case_evaluators: CaseEvaluatorCheck | None = None) -> Iterator[EvalCase]:
     """Every case of the file, validated; raises ConfigError at the first bad row.
 
     ``fixture`` files are YAML datasets whose cases may carry the ``embedded_trace`` they
     recorded (eval-harness's online-eval fixture); with ``embed_full_trace`` every case must.
+    A row's own ``evaluators`` are checked by ``case_evaluators`` (the eval's check: names,
+    types and configs), else by their shape only.
     """
     seen: set[str] = set()
     rows = _iter_jsonl(path) if dataset_type == "jsonl" else _iter_yaml(path)
-    for line, key, raw in rows:
+    for line, key, raw, line_of in rows:
         if embed_full_trace and isinstance(raw, dict) and not isinstance(raw.get("embedded_trace"), dict):
             raise ConfigError.single(path.name, line, format_key_path((*key, "embedded_trace")),
                                      "missing or not a mapping (dataset.embed_full_trace is true: "
                                      "every case needs the trace it recorded)")
+        if case_evaluators is not None and isinstance(raw, dict) and "evaluators" in raw:
+            raw = {**raw, "evaluators": case_evaluators(raw["evaluators"], path.name, line_of, (*key, "evaluators"))}
         try:
             case = EvalCase.model_validate(raw)
         except ValidationError as exc:
@@ -127,7 +139,9 @@ def dataset_cases(spec: EvalSpec) -> Iterator[EvalCase]:
     """Every case of the eval's dataset file (unfiltered), validated."""
     dataset = spec.config.dataset
     embed = bool((dataset.model_extra or {}).get("embed_full_trace")) and dataset.type == "fixture"
-    return iter_dataset(spec.dataset_path, dataset.type, embed_full_trace=embed)
+    check = partial(check_case_evaluators, eval_evaluators={e.name for e in spec.config.evaluators},
+                    registry=spec.evaluator_types)
+    return iter_dataset(spec.dataset_path, dataset.type, embed_full_trace=embed, case_evaluators=check)
 
 
 def _filtered_and_sampled(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
@@ -177,7 +191,11 @@ def _matches(case: EvalCase, rules: dict[str, Any]) -> bool:
     return True
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, tuple, Any]]:
+# (line of the row, key path of the row, the row, the line of a key path within the row)
+_Row = tuple[int, KeyPath, Any, Callable[[KeyPath], "int | None"]]
+
+
+def _iter_jsonl(path: Path) -> Iterator[_Row]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             line = decode_utf8(raw, path.name, number)
@@ -192,7 +210,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, tuple, Any]]:
             # Fewer brackets than the limit cannot nest deeper than it: most lines skip the walk.
             if value is _TOO_DEEP or (line.count("{") + line.count("[") > MAX_DEPTH and _too_deep(value)):
                 raise ConfigError.single(path.name, number, "", f"nested deeper than {MAX_DEPTH} levels") from None
-            yield number, (), value
+            yield number, (), value, lambda _key, number=number: number  # type: ignore[misc]
 
 
 _TOO_DEEP = object()
@@ -215,7 +233,7 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-def _iter_yaml(path: Path) -> Iterator[tuple[int, tuple, Any]]:
+def _iter_yaml(path: Path) -> Iterator[_Row]:
     # YAML 1.1 booleans (yes/no/on/off), as eval-harness's yaml.safe_load reads datasets.
     doc = load_yaml(path, yaml11_booleans=True)
     data = doc.data
@@ -226,4 +244,4 @@ def _iter_yaml(path: Path) -> Iterator[tuple[int, tuple, Any]]:
     except SchemaVersionError as exc:
         raise ConfigError([ConfigIssue(path.name, doc.line_of(("schema_version",)), "schema_version", str(exc))]) from None
     for i, raw in enumerate(data["cases"]):
-        yield doc.line_of(("cases", i)) or 0, ("cases", i), raw
+        yield doc.line_of(("cases", i)) or 0, ("cases", i), raw, doc.line_of

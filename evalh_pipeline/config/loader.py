@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,7 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
         raw=config.model_dump(mode="json"),
         secret_values=secrets,
         price_table_path=price_table_path,
+        evaluator_types=plugins.evaluators,
         warnings=tuple(sorted(warnings, key=lambda issue: issue.line or 0)),
         settings=settings,
     )
@@ -500,6 +501,61 @@ class _Locator:
 
     def issue(self, key_path: KeyPath, message: str) -> ConfigIssue:
         return ConfigIssue(self.doc.path.name, self.doc.line_of(key_path), format_key_path(key_path), message)
+
+
+class _RowLocator(_Locator):
+    """Issues of one dataset row: its file, and the line of a key path within it."""
+
+    def __init__(self, file: str, line_of: Callable[[KeyPath], int | None]) -> None:
+        self.file = file
+        self.line_of = line_of
+
+    def issue(self, key_path: KeyPath, message: str) -> ConfigIssue:
+        return ConfigIssue(self.file, self.line_of(key_path), format_key_path(key_path), message)
+
+
+def check_case_evaluators(
+    entries: Any, file: str, line_of: Callable[[KeyPath], int | None], at: KeyPath, *,
+    eval_evaluators: Collection[str], registry: Registry[Any] | None,
+) -> list[dict[str, Any]]:
+    """A dataset row's ``evaluators`` (at key path ``at``), validated as eval.yaml's entries are:
+    the same entry model and, with ``registry``, each type's own config model. Their names must
+    differ from the eval's evaluators (``eval_evaluators``) and from each other. Unlike eval.yaml
+    (eval-harness tolerates unknown keys there), an unknown config key is an error: the feature
+    is evalh's own. Raises a one-line :class:`ConfigError` (file, line, key) at the first problem.
+    """
+    where = _RowLocator(file, line_of)
+
+    def fail(key_path: KeyPath, message: str) -> ConfigError:
+        return ConfigError([where.issue(key_path, message)])
+
+    if not isinstance(entries, list):
+        raise fail(at, "a case's evaluators must be a list of evaluators, each with a name, a type and "
+                       "its config, as in eval.yaml's evaluators")
+    cleaned: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        try:
+            evaluator = EvaluatorConfig.model_validate(entry)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise fail((*at, i, *err["loc"]), _pydantic_message(err, EvaluatorConfig)) from None
+        if evaluator.name in eval_evaluators:
+            raise fail((*at, i, "name"), f"{evaluator.name!r} is already an evaluator of the eval: a case's own "
+                                         "evaluators need names of their own")
+        if evaluator.name in seen:
+            raise fail((*at, i, "name"), f"duplicate name {evaluator.name!r}: names must be unique within the case")
+        seen.add(evaluator.name)
+        config = evaluator.config
+        if registry is not None:
+            found, unknown, config = _check_plugin_config(where, registry, evaluator.type, evaluator.config,
+                                                          (*at, i), "type", config_key="config")
+            found += [ConfigIssue(w.file, w.line, w.key, w.message.replace(", ignored as eval-harness does", ""))
+                      for w in unknown]
+            if found:
+                raise ConfigError(found[:1])
+        cleaned.append({"name": evaluator.name, "type": evaluator.type, "config": config})
+    return cleaned
 
 
 def _check_unique(where: _Locator, section: str, names: list[str]) -> list[ConfigIssue]:

@@ -10,6 +10,7 @@ from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.config.errors import ConfigIssue
 from evalh_pipeline.config.schema import EvalConfig, eval_key
 from evalh_pipeline.models import RunVariant
+from evalh_pipeline.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class EvalSpec:
     enrichers: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     # systems[].pool, by variant name: the named limit (run.executor.pools) its calls go through.
     variant_pools: dict[str, str] = field(default_factory=dict)
+    # The evaluator registry eval.yaml's evaluators were checked against: a dataset row's own
+    # evaluators are checked against it too (config/dataset.py). None: only their shape is.
+    evaluator_types: Registry[Any] | None = field(default=None, repr=False, compare=False)
     # Keys eval-harness tolerates that evalh ignores (file, line, key, closest known key).
     warnings: tuple[ConfigIssue, ...] = ()
     # The settings (host environment, runs and cache folders) the eval was loaded with: what

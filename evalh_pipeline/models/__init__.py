@@ -1,7 +1,7 @@
 """The DataModel.md contracts as pydantic models."""
 
 from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
-from evalh_pipeline.models.case import EvalCase, ExpectedBehavior
+from evalh_pipeline.models.case import CaseEvaluator, EvalCase, ExpectedBehavior
 from evalh_pipeline.models.label import HumanLabel, judged_content_hash
 from evalh_pipeline.models.result import EvaluationResult
 from evalh_pipeline.models.summary import (
@@ -32,6 +32,7 @@ from evalh_pipeline.models.versioning import SCHEMA_VERSION, SchemaVersionError
 __all__ = [
     "SCHEMA_VERSION",
     "CellRecord",
+    "CaseEvaluator",
     "ComparisonReport",
     "Completeness",
     "EvalCase",

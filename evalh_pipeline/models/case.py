@@ -22,6 +22,21 @@ class ExpectedBehavior(BaseModel):
     must_not_modify_files: list[str] = Field(default_factory=list)
 
 
+class CaseEvaluator(BaseModel):
+    """One evaluator of a single case: the shape of an eval.yaml ``evaluators`` entry.
+
+    config/dataset.py validates it as eval.yaml's entries are (the same config model, the
+    same evaluator registry) when the dataset is read; the runner judges that case's cells
+    with it besides the eval's evaluators.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
 class EvalCase(BaseModel):
     """A single test case. The runner never modifies it; ``input`` is opaque to it."""
 
@@ -32,3 +47,6 @@ class EvalCase(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     expected: ExpectedBehavior = Field(default_factory=ExpectedBehavior)
+    # Evaluators of this case only, merged with the eval's; required for its pass. Left out of
+    # the case's JSON when empty, so snapshots of datasets without them are as they were.
+    evaluators: list[CaseEvaluator] = Field(default_factory=list, exclude_if=lambda value: not value)

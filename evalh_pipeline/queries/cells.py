@@ -2,7 +2,10 @@
 
 A cell is one (case, variant, sample). It passes when its trace has no error and its
 results satisfy the run's ``pass_criteria`` (default: every evaluator passed; an errored
-evaluator counts as failed; a cell without results fails). The ``verdicts`` table keeps
+evaluator counts as failed; a cell without results fails). A case's own evaluators (its
+``evaluators:`` in the dataset) are required for its cells whatever ``pass_criteria`` says:
+the criteria name the eval's evaluators, and a cell passes only if every evaluator of its
+case passed too (promptfoo's rule: a test passes when all of its asserts pass). The ``verdicts`` table keeps
 each evaluator's own verdict on each cell, for the per-evaluator rollups and paired
 statistics.
 
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalh_pipeline.models import VariantSummary
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, load_table
 from evalh_pipeline.stats.proportions import wilson_interval
+from evalh_pipeline.store.case_index import case_evaluator_names
 from evalh_pipeline.store.run_dir import RunDirectory
 
 if TYPE_CHECKING:
@@ -51,7 +55,8 @@ FROM {raw}
 """
 
 # Formatted with the table names ({cells}, {traces}, {verdicts}); $all_required /
-# $any_required are the run's pass_criteria.
+# $any_required are the run's pass_criteria, $case_evaluators the names of its cases' own
+# evaluators (each required for the cells of the cases that have it).
 CELLS_SQL = """
 CREATE TEMP TABLE {cells} AS
 WITH per_cell AS (
@@ -59,7 +64,8 @@ WITH per_cell AS (
            count(*) AS n_results,
            bool_and(ok) AS all_ok,
            count(*) FILTER (WHERE ok AND list_contains($all_required, evaluator)) AS required_ok,
-           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok
+           count(*) FILTER (WHERE ok AND list_contains($any_required, evaluator)) AS any_ok,
+           count(*) FILTER (WHERE NOT ok AND list_contains($case_evaluators, evaluator)) AS case_failed
     FROM {verdicts}
     GROUP BY ALL
 )
@@ -68,6 +74,7 @@ SELECT t.*,
        t.error_type IS NULL AND coalesce(v.n_results, 0) > 0 AND CASE
            WHEN len($all_required) = 0 AND len($any_required) = 0 THEN v.all_ok
            ELSE v.required_ok = len($all_required) AND (len($any_required) = 0 OR v.any_ok > 0)
+                AND v.case_failed = 0
        END AS passed
 FROM {traces} t LEFT JOIN per_cell v USING (case_id, variant_name, sample)
 """
@@ -162,10 +169,18 @@ class PassRule(Protocol):
 
 @dataclass(frozen=True)
 class SnapshotPassCriteria:
-    """A run's ``pass_criteria`` as read back from its config.yaml snapshot."""
+    """A run's ``pass_criteria`` as read back from its config.yaml snapshot, and the names of
+    its cases' own evaluators (from its cases snapshot: each required for its cases)."""
 
     all_required: list[str] = field(default_factory=list)
     any_required: list[str] = field(default_factory=list)
+    case_evaluators: list[str] = field(default_factory=list)
+
+
+def with_case_evaluators(pass_criteria: PassRule, run_dir: RunDirectory) -> SnapshotPassCriteria:
+    """``pass_criteria`` with the names of the run's case evaluators (its cases snapshot)."""
+    return SnapshotPassCriteria(list(pass_criteria.all_required), list(pass_criteria.any_required),
+                                case_evaluator_names(run_dir.cases))
 
 
 def create_cells(
@@ -179,7 +194,8 @@ def create_cells(
     """Create the ``cells`` table (one row per trace, with its ``passed`` verdict)."""
     con.execute(
         CELLS_SQL.format(cells=cells, traces=traces, verdicts=verdicts),
-        {"all_required": list(pass_criteria.all_required), "any_required": list(pass_criteria.any_required)},
+        {"all_required": list(pass_criteria.all_required), "any_required": list(pass_criteria.any_required),
+         "case_evaluators": list(getattr(pass_criteria, "case_evaluators", ()))},
     )
 
 
@@ -229,7 +245,7 @@ def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:
     from evalh_pipeline.common.yaml_files import load_yaml_text
 
     if not run_dir.config_yaml.exists():
-        return SnapshotPassCriteria()
+        return SnapshotPassCriteria(case_evaluators=case_evaluator_names(run_dir.cases))
     raw = load_yaml_text(run_dir.config_yaml.read_text(encoding="utf-8")) or {}
     criteria = raw.get("pass_criteria") or {}
     if not isinstance(criteria, dict):
@@ -240,4 +256,4 @@ def run_pass_criteria(run_dir: RunDirectory) -> SnapshotPassCriteria:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError(f"{run_dir.config_yaml}: pass_criteria.{key} must be a list of evaluator names")
         lists[key] = names
-    return SnapshotPassCriteria(**lists)
+    return SnapshotPassCriteria(**lists, case_evaluators=case_evaluator_names(run_dir.cases))

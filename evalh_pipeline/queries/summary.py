@@ -33,6 +33,7 @@ from evalh_pipeline.queries.cells import (
     PASS_FRACTIONS_SQL,
     VARIANTS_SQL,
     create_cells,
+    with_case_evaluators,
     variant_summary,
 )
 from evalh_pipeline.queries.clusters import CLUSTER_OF, load_case_clusters
@@ -227,7 +228,7 @@ def _summarize(con: Any, store: Store, run_dir: RunDirectory, *, variant_order: 
                cases_total: int | None, metadata: dict[str, Any] | None, cluster_by: str | None) -> RunSummary:
     if cases_total is None:
         cases_total = store.cases_total()
-    create_cells(con, pass_criteria)
+    create_cells(con, with_case_evaluators(pass_criteria, run_dir))
     con.execute(CASE_FRACTIONS_SQL)
     load_case_clusters(con, run_dir, cluster_by)
     rows = {r[0]: r for r in con.execute(VARIANTS_SQL.format(cells="cells")).fetchall()}

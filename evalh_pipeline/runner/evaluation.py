@@ -38,6 +38,7 @@ from typing import Any
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
 from evalh_pipeline.models import Trace
+from evalh_pipeline.runner.case_evaluators import CaseEvaluatorGroup
 from evalh_pipeline.runner.inline_results import StagedFile, discard_staged, staged_files, staged_lines
 from evalh_pipeline.runner.judge_workers import Parts, SpanPlan, judge_in_processes, judge_selected, process_count
 from evalh_pipeline.runner.judging import (
@@ -105,7 +106,8 @@ async def evaluate_traces(
     # This writer holds the run's lock: temp files of its purposes are a killed one's.
     run_dir.remove_stale_temp_files(*_TEMP_PURPOSES)
     limits = run_rate_limits(spec, max_concurrency)
-    evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits)
+    # The run's cases carry their own evaluators (runner/case_evaluators.py).
+    evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits, cases=run_dir.cases)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     stats = EvaluationStats()
     plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental)
@@ -152,7 +154,8 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
     entries = read_store(run_dir)
     plan = _Plan(traces=complete_lines_digest(run_dir.traces), every_variant=variants >= run_variants,
                  entries=entries)
-    configured = [e.name for e in spec.config.evaluators]
+    configured = [e.name for e in spec.config.evaluators] + [e.name for e in evaluators
+                                                             if isinstance(e, CaseEvaluatorGroup)]
     plan.order = configured + [name for name in (entries or {}) if name not in configured]
     staged = {s.evaluator: s for s in staged_files(run_dir)}
     any_staged = bool(run_dir.staged_inline_results())
@@ -180,6 +183,9 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
         elif (entry is not None and plan.traces and entry.evaluator_hash == evaluator.config_hash
               and entry.traces == plan.traces):
             plan.keep[evaluator.name] = entry
+        elif isinstance(evaluator, CaseEvaluatorGroup) and entry is not None:
+            # Each result records its own case's config hash: those of unchanged cases are kept.
+            plan.merge.append(evaluator)
         elif not may_be_current(entry, evaluator.config_hash):
             plan.full.append(evaluator)  # no result of it can be current
         else:
@@ -269,6 +275,8 @@ class _Merge:
         self.evaluators = plan.merge
         self.bits = {e.name: 2 << i for i, e in enumerate(self.evaluators)}
         self.hashes = {e.name: e.config_hash for e in self.evaluators}
+        # A case evaluator's results are current while their case's config hash is unchanged.
+        self.case_hashes = {e.name: e.hashes for e in self.evaluators if isinstance(e, CaseEvaluatorGroup)}
         self.variants = variants
         self.current: dict[str, int] = {}
         self.traces_judged = 0
@@ -284,7 +292,12 @@ class _Merge:
         if evaluator not in self.bits or variant not in self.variants:
             return None
         evaluator_hash, trace_hash = RESULTS.trailing(line, "evaluator_hash", "trace_hash")
-        if trace_hash is None or evaluator_hash != self.hashes[evaluator]:
+        by_case = self.case_hashes.get(evaluator)
+        if by_case is not None:
+            expected = by_case.get(str(RESULTS.read_fields(line, "case_id")[0]))
+        else:
+            expected = self.hashes[evaluator]
+        if trace_hash is None or expected is None or evaluator_hash != expected:
             return None
         return trace_hash, evaluator
 
@@ -367,13 +380,15 @@ async def _judge_async(
     concurrency knob; traces and the hashes of their lines go in order."""
     files = [run_dir.temp_file("results") for _ in evaluators]
     outs = [path.open("wb", buffering=1 << 20) for path in files]
+    positions = {e.name: i for i, e in enumerate(evaluators)}
     try:
         async def judge(item: tuple[Trace, str, list[Evaluator]]) -> None:
             trace, trace_hash, chosen = item
             artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
             judged = await judge_all(chosen, cases.get(trace.case_id), trace, artifact)
             for j, line in zip(judged, result_line_list(trace, judged, trace_hash=trace_hash)):
-                outs[evaluators.index(j.evaluator)].write(line)
+                # By name: a case evaluator's judgement names its case's member, not the group.
+                outs[positions[j.evaluator.name]].write(line)
             count_judged(stats, trace, judged)
             progress.advance("results")
 

@@ -10,12 +10,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorContext, SyncEvaluator
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import EvalCase, EvaluationResult, FilesystemArtifact, Trace
+from evalh_pipeline.runner.case_evaluators import CaseEvaluatorGroup, case_evaluator_hashes, for_case
 from evalh_pipeline.runner.hashes import evaluator_hash
 from evalh_pipeline.runner.result_lines import Judged, build_result, raised
 from evalh_pipeline.store.run_dir import runs_cache_dir
@@ -69,21 +71,26 @@ def evaluators_fingerprint(spec: EvalSpec) -> str:
 
 
 def build_evaluators(spec: EvalSpec, only: list[str] | None = None, *,
-                     rate_limits: RateLimits | None = None) -> list[Evaluator]:
+                     rate_limits: RateLimits | None = None, cases: Path | None = None) -> list[Evaluator]:
     """Instantiate the eval's evaluators (all, or the named ones); their judges meet
-    ``rate_limits`` (the stage's, shared with its systems)."""
+    ``rate_limits`` (the stage's, shared with its systems). With ``cases`` (a run's cases
+    snapshot), the case evaluators its cases carry follow, one group per name
+    (runner/case_evaluators.py)."""
     selected = [e for e in spec.config.evaluators if only is None or e.name in only]
-    missing = set(only or []) - {e.name for e in selected}
+    case_hashes = case_evaluator_hashes(cases, spec.secret_values) if cases is not None else {}
+    groups = [name for name in case_hashes if only is None or name in only]
+    missing = set(only or []) - {e.name for e in selected} - set(groups)
     if missing:
-        raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name}")
+        raise ValueError(f"no evaluator named {', '.join(sorted(missing))} in {spec.path.name} or its cases")
     context = evaluator_context(spec, rate_limits)
     hashes = evaluator_hashes(spec)
-    evaluators = []
+    evaluators: list[Evaluator] = []
     for e in selected:
         evaluator = EVALUATORS.get(e.type)(e.name, e.type, e.config, context)
         # Recorded in each result (evaluator_hash): re-evaluation re-judges only what changed.
         evaluator.config_hash = hashes[e.name]
         evaluators.append(evaluator)
+    evaluators += [CaseEvaluatorGroup(name, case_hashes[name], context) for name in groups]
     return evaluators
 
 
@@ -122,12 +129,15 @@ async def judge_trace(
 async def judge_all(
     evaluators: list[Evaluator], case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None
 ) -> list[Judged]:
-    """Every evaluator's judgement of one trace, in order (none for a cell that never ran)."""
+    """Every evaluator's judgement of one trace, in order (none for a cell that never ran);
+    a case evaluator judges with the config of ``case`` (none when the case has none)."""
     if trace.error is not None and trace.error.type in UNJUDGED_ERRORS:
         return []
+    # A case evaluator judges the cases that have it only (its case's own config).
+    chosen = [found for found in (for_case(evaluator, case) for evaluator in evaluators) if found is not None]
     # A sync evaluator is judged by a plain call: no coroutine per verdict.
     return [judge_sync(evaluator, case, trace, artifact) if isinstance(evaluator, SyncEvaluator)
-            else await judge_one(evaluator, case, trace, artifact) for evaluator in evaluators]
+            else await judge_one(evaluator, case, trace, artifact) for evaluator in chosen]
 
 
 async def judge_one(evaluator: Evaluator, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Judged:

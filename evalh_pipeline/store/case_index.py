@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic_core import from_json
 
 from evalh_pipeline.models import EvalCase
+from evalh_pipeline.store.jsonl import iter_raw_lines
 from evalh_pipeline.store.records import CASES
 
 
@@ -77,3 +79,21 @@ def _scan(path: Path) -> dict[str, int]:
                 offsets[case_id] = offset
             offset += len(line)
     return offsets
+
+
+def case_evaluator_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(case id, evaluator entry) of every case's own evaluators in a cases snapshot, in file
+    order (none when the snapshot is missing)."""
+    if not path.exists():
+        return
+    for _, line in iter_raw_lines(path):
+        if b'"evaluators"' not in line:
+            continue  # most cases have none: not parsed
+        row = from_json(line)
+        for entry in row.get("evaluators") or ():
+            yield str(row["id"]), entry
+
+
+def case_evaluator_names(path: Path) -> list[str]:
+    """The names of the cases' own evaluators in a cases snapshot, in order of first appearance."""
+    return list(dict.fromkeys(str(entry["name"]) for _, entry in case_evaluator_entries(path)))
