@@ -15,9 +15,9 @@ runs): each rule cites ``src/assertions/<file>.ts`` and the line of the publishe
 here) without promptfoo's rewrite of ``//`` comments, so an answer with commented JSON may
 differ.
 
-JavaScript regular expressions are run by Python's ``re`` (``(?<name>`` groups are renamed
-for it); the two engines agree on the patterns prompts use, not on every corner (``$`` before
-a final newline, Unicode classes), which the importer's report does not try to detect.
+JavaScript regular expressions are run by Python's ``re`` as :func:`js_regex` translates them;
+the engines agree on the patterns prompts use, not on every corner (``\\s`` and non-ASCII
+spaces, syntax only one of them accepts), which the importer's report does not try to detect.
 """
 
 from __future__ import annotations
@@ -154,8 +154,28 @@ def js_string(value: Any) -> str:
 
 
 def js_regex(pattern: str) -> re.Pattern[str]:
-    """A JavaScript ``new RegExp(pattern)`` for Python's ``re`` (named groups renamed)."""
-    return re.compile(_JS_NAMED_GROUP.sub("(?P<", pattern))
+    """JavaScript's ``new RegExp(pattern)`` (no flags) for Python's ``re``: ``$`` outside a
+    class matches only at the very end (``\\Z``; Python's also before a final newline),
+    ``(?<name>`` groups are renamed, and ``\\d``, ``\\w``, ``\\b`` are ASCII as in JavaScript
+    (``re.ASCII``; it makes ``\\s`` ASCII too, where JavaScript also matches Unicode spaces)."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        elif char == "$" and not in_class:
+            char = "\\Z"
+        elif char == "(" and not in_class and _JS_NAMED_GROUP.match(pattern, i):
+            char, i = "(?P<", i + 2
+        out.append(char)
+        i += 1
+    return re.compile("".join(out), re.ASCII)
 
 
 def _reject_constant(name: str) -> Any:

@@ -1,0 +1,56 @@
+"""An OpenAI-compatible chat-completions server on loopback that answers each request with
+its last user message after ``Say:`` (an "echo model"): a test sets the answer through the
+prompt, and two tools pointed at it see the same answers. (The prefix keeps a prompt whose
+answer is JSON from reading as JSON: promptfoo would send such a prompt as the messages.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOOPBACK = "127.0.0.1"
+PREFIX = "Say: "  # the prompt "Say: <answer>" makes the model answer <answer>
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+        length = int(self.headers.get("content-length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = {}
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        content = user[-1].get("content") if user else ""
+        text = content if isinstance(content, str) else json.dumps(content)
+        text = text.removeprefix(PREFIX)
+        payload = json.dumps({
+            "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's signature
+        pass  # keep test output clean
+
+
+@contextmanager
+def echo_chat_server() -> Iterator[str]:
+    """Serve the echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``."""
+    server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, name="echo-chat", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
