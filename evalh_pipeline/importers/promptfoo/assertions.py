@@ -94,10 +94,7 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     threshold = assertion.get("threshold")
     if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric"):
         source.note(place, f"threshold on {kind}", "not used: the assertion's pass/fail is kept", "note")
-    mapped = _map(source, base, inverse, value, assertion, place, judge)
-    if mapped is not None and assertion.get("metric"):
-        mapped[1]["description"] = f"promptfoo metric: {assertion['metric']}"
-    return mapped
+    return _map(source, base, inverse, value, assertion, place, judge)
 
 
 def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[str, Any],

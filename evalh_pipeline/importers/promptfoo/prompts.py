@@ -21,7 +21,7 @@ class Prompt:
 
     label: str
     messages: list[dict[str, str]]
-    raw: str  # the promptfoo text (``{{prompt}}`` of an http body is its text form)
+    text: str  # the prompt as one evalh template (what ``{{prompt}}`` and ``echo`` give)
 
 
 def _messages_of(text: str) -> list[dict[str, Any]] | None:
@@ -98,6 +98,7 @@ def _text_prompts(source: Source, text: str, label: str, place: tuple[str, str, 
     messages = _messages_of(text)
     if messages is None:
         messages = [{"role": "user", "content": text}]
+    text_form, _ = to_evalh(text)  # its problems are the messages' (reported below)
     converted = []
     for message in messages:
         content, problems = to_evalh(message["content"])
@@ -106,4 +107,4 @@ def _text_prompts(source: Source, text: str, label: str, place: tuple[str, str, 
                         "prompt left out (its variants are not imported)")
             return []
         converted.append({"role": message["role"], "content": content})
-    return [Prompt(label, converted, text)]
+    return [Prompt(label, converted, text_form)]

@@ -7,6 +7,7 @@
 - ``anthropic:messages:<model>``: ``anthropic_messages``, ``$ANTHROPIC_BASE_URL``, ``$ANTHROPIC_API_KEY``.
 - ``http``/``https://…``: the config's ``url``, ``method``, ``headers``, ``body`` (its
   ``{{prompt}}`` is the prompt's text) and ``transformResponse`` when it is a field path.
+- ``echo``: a ``python_function`` system whose answer is the rendered prompt.
 - Request settings of the model (``temperature``, ``max_tokens``, …) go into the body.
 """
 
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh_pipeline.importers.promptfoo.echo import TARGET as ECHO_TARGET
 from evalh_pipeline.importers.promptfoo.prompts import Prompt
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.templates import to_evalh
@@ -39,7 +41,7 @@ class Provider:
     """One mapped provider: its label and how to build a system entry for a prompt."""
 
     label: str
-    kind: str  # openai | anthropic | http
+    kind: str  # openai | anthropic | http | echo
     model: str | None
     config: dict[str, Any] = field(default_factory=dict)  # the system entry's keys, minus the request
 
@@ -54,9 +56,11 @@ class Provider:
             if system:
                 template["system"] = "\n\n".join(system)
             entry["request_template"] = template
+        elif self.kind == "echo":
+            entry["adapter"] = "python_function"
+            entry["echo_prompt"] = prompt.text
         else:
-            text = "\n\n".join(m["content"] for m in prompt.messages)
-            entry["request_template"] = _with_prompt(entry.pop("request_template"), text)
+            entry["request_template"] = _with_prompt(entry.pop("request_template"), prompt.text)
         entry["metadata"] = {"promptfoo_provider": self.label, "prompt": prompt.label,
                              **({"model": self.model} if self.model else {})}
         return entry
@@ -110,6 +114,13 @@ def _provider(source: Source, entry: dict[str, Any], place: tuple[str, str, int 
             return _openai(source, label, parts[1], config, place)
     if ident.startswith("anthropic:messages:") and len(parts) >= 3:
         return _anthropic(source, label, ":".join(parts[2:]), config, place)
+    if parts[0] == "anthropic" and len(parts) == 2 and parts[1].startswith("claude-"):
+        # promptfoo reads `anthropic:<model>` as the Messages API for the models it knows.
+        source.note(place, f"{ident}: promptfoo accepts this shorthand only for models it lists",
+                    "imported as anthropic:messages", "note")
+        return _anthropic(source, label, parts[1], config, place)
+    if ident == "echo":
+        return Provider(label, "echo", None, {"target": ECHO_TARGET})
     if ident in ("http", "https") or ident.startswith(("http://", "https://")):
         return _http(source, label, ident, config, place)
     source.note(place, f"provider {ident!r} has no evalh counterpart here",

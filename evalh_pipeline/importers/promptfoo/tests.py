@@ -9,6 +9,7 @@ assertions (and ``defaultTest``'s that use its vars) become the case's own ``eva
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +189,7 @@ def read_tests(source: Source, judge: Judge) -> Tests:
     for index, assertion, place in shared:
         mapped = map_assertion(source, assertion, None, place, judge)
         if mapped is not None:
-            evaluators.append(_evaluator(f"default-{index + 1}-{assertion['type']}", mapped))
+            evaluators.append(_evaluator("default", index, assertion, mapped))
     cases: list[dict[str, Any]] = []
     located_tests = _raw_tests(source)
     for located in located_tests:
@@ -200,11 +201,11 @@ def read_tests(source: Source, judge: Judge) -> Tests:
             for index, assertion, place in per_case:
                 mapped = map_assertion(source, assertion, variables, place, judge)
                 if mapped is not None:
-                    own.append(_evaluator(f"default-{index + 1}-{assertion['type']}", mapped))
+                    own.append(_evaluator("default", index, assertion, mapped))
             for index, (assertion, place) in enumerate(test.asserts):
                 mapped = map_assertion(source, assertion, variables, place, judge)
                 if mapped is not None:
-                    own.append(_evaluator(f"assert-{index + 1}-{assertion['type']}", mapped))
+                    own.append(_evaluator("assert", index, assertion, mapped))
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
             metadata = {**(default.get("metadata") or {}), **test.metadata}
             if test.description:
@@ -217,6 +218,10 @@ def read_tests(source: Source, judge: Judge) -> Tests:
     return Tests(cases, evaluators)
 
 
-def _evaluator(name: str, mapped: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+def _evaluator(prefix: str, index: int, assertion: dict[str, Any], mapped: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """The evaluator entry of the ``index``-th assertion: named ``<prefix>-<n>-<metric or type>``
+    (``default-`` for defaultTest's, ``assert-`` for the test's own, so they never clash)."""
     kind, config = mapped
-    return {"name": name.replace(":", "-"), "type": kind, "config": config}
+    label = str(assertion.get("metric") or assertion["type"])
+    name = re.sub(r"[\s|,\[\]/\\:]+", "-", f"{prefix}-{index + 1}-{label}")
+    return {"name": name, "type": kind, "config": config}
