@@ -52,6 +52,22 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
     ({"type": "levenshtein", "value": "Paris"}, "Pariss", True, "levenshtein.ts, index.js:2355-2356: threshold ?? 5"),
     ({"type": "levenshtein", "value": "Paris", "threshold": 0}, "Pariss", False, "levenshtein.ts, index.js:2355: 0 stays 0"),
     ({"type": "not-levenshtein", "value": "Paris"}, "Lyon", False, "levenshtein.ts, index.js:2356: distance 5 <= 5, inverted"),
+    ({"type": "python", "value": "output == 'Paris'"}, "Paris", True, "python.ts, index.js:2711-2721: one line is `return <line>`"),
+    ({"type": "python", "value": "len(output) - 5"}, "abc", False, "index.js:2657-2659: a number passes when > 0"),
+    ({"type": "python", "value": "len(output) / 10", "threshold": 0.5}, "abc", False, "index.js:2657: score >= threshold"),
+    ({"type": "python", "value": "if 'a' in output:\n  return {'pass': True, 'score': 1, 'reason': 'ok'}\nreturn False"},
+     "abc", True, "python.ts, index.js:2713-2720: several lines are the body; index.js:2672-2686: an object"),
+    ({"type": "python", "value": "'true'"}, "abc", True, "index.js:2693: the string 'true' is a pass"),
+    ({"type": "not-python", "value": "output.startswith('x')"}, "abc", True, "index.js:2640-2642: !== inverse"),
+    ({"type": "not-python", "value": "1/0"}, "abc", False, "python.ts, index.js:2731-2737: an error fails either way"),
+    ({"type": "python", "value": "file://grader.py"}, "Paris", True, "python file: get_assert(output, context)"),
+    ({"type": "python", "value": "file://grader.py:uses_vars"}, "Paris", True, "python file: a named function; context.vars"),
+    ({"type": "javascript", "value": "output.length > 2"}, "abc", True, "javascript.ts, index.js:2169-2181 and :2208-2215"),
+    ({"type": "javascript", "value": "const n = output.length; n - 5"}, "abc", False, "buildFunctionBody, index.js:2171-2177; a number > 0"),
+    ({"type": "javascript", "value": "output.length / 10", "threshold": 0.2}, "abc", True, "index.js:2217: score >= threshold"),
+    ({"type": "not-javascript", "value": "output.includes('z')"}, "abc", True, "index.js:2209: !== inverse"),
+    ({"type": "javascript", "value": "({pass: false, score: 0.2, reason: 'no'})"}, "x", False, "index.js:2226-2232: an object's pass"),
+    ({"type": "javascript", "value": "file://grader.js"}, "Paris", True, "a CommonJS module's exported function"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]
@@ -67,6 +83,11 @@ def write_config(folder: Path, base_url: str) -> Path:
         "tests": [{"description": f"row {i}", "vars": {"reply": reply}, "assert": [assertion]}
                   for i, (assertion, reply, _, _) in enumerate(ROWS)],
     }
+    (folder / "grader.py").write_text(
+        "def get_assert(output, context):\n    return output == 'Paris'\n\n\n"
+        "def uses_vars(output, context):\n"
+        "    return {'pass': output == context['vars']['reply'], 'score': 1, 'reason': 'matches its var'}\n")
+    (folder / "grader.js").write_text("module.exports = (output, context) => output === context.vars.reply;\n")
     path = folder / "promptfooconfig.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     return path

@@ -10,6 +10,7 @@ with no counterpart here is reported and left out; a type promptfoo does not kno
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +80,7 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     kind = check_type(source, assertion, place)
     inverse, base = kind.startswith("not-"), kind.removeprefix("not-")
     value = assertion.get("value")
-    if has_template(value) and base not in ("python", "javascript"):
+    if has_template(value) and not str(value).startswith("file://"):
         value, problems = render(value, variables or {})
         if problems:
             source.note(place, f"assertion value: {'; '.join(problems)} does not map", "assertion left out")
@@ -92,7 +93,7 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     if assertion.get("config"):
         source.note(place, "assertion config not mapped", "left out", "note")
     threshold = assertion.get("threshold")
-    if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric"):
+    if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric", "python", "javascript"):
         source.note(place, f"threshold on {kind}", "not used: the assertion's pass/fail is kept", "note")
     return _map(source, base, inverse, value, assertion, place, judge)
 
@@ -122,15 +123,45 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
             return None
         return ("promptfoo_assert", config)
     if base == "llm-rubric" and not inverse and isinstance(value, str):
-        source.note(place, "llm-rubric is graded by evalh's llm_judge, with its own prompt, not promptfoo's",
+        threshold = assertion.get("threshold")
+        source.note(place, "llm-rubric is graded by evalh's llm_judge, with its own prompt, not promptfoo's"
+                    + (f" (its threshold {threshold} is not used)" if threshold is not None else ""),
                     "verdicts may differ from promptfoo's", "note")
         return ("llm_judge", {"backend": "openai_compatible", "model": judge.model,
                               "nl_assertions": [value]})
-    if base == "javascript":
-        source.note(place, f"{kind} assertion (JavaScript)", "assertion left out: this test needs Node to be judged as promptfoo does")
-        return None
+    if base in ("python", "javascript"):
+        return _script(source, base, inverse, value, assertion, place)
     source.note(place, f"{kind} assertion has no evalh counterpart yet", "assertion left out")
     return None
+
+
+def _script(source: Source, language: str, inverse: bool, value: Any, assertion: dict[str, Any],
+            place: tuple[str, str, int | None]) -> tuple[str, dict[str, Any]] | None:
+    """A ``python``/``javascript`` assertion as ``promptfoo_script`` (a file's source is copied in)."""
+    kind = f"{'not-' if inverse else ''}{language}"
+    if language == "javascript" and shutil.which("node") is None:
+        source.note(place, f"{kind} assertion needs Node.js, which is not installed here",
+                    "assertion left out: install Node and import again to judge this test as promptfoo does")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        source.note(place, f"{kind} assertion without code", "assertion left out")
+        return None
+    config: dict[str, Any] = {"language": language, "inverse": inverse}
+    if assertion.get("threshold") is not None:
+        config["threshold"] = assertion["threshold"]
+    if not value.startswith("file://"):
+        return ("promptfoo_script", {**config, "code": value})
+    target, _, function = value.removeprefix("file://").partition(":")
+    allowed = (".py",) if language == "python" else (".js", ".cjs")
+    path = source.resolve(f"file://{target}", place)[0]
+    if path.suffix.lower() not in allowed:
+        source.note(place, f"{kind} assertion in {source.relative(path)}",
+                    f"assertion left out: only {', '.join(allowed)} files are imported")
+        return None
+    config.update(source=source.read_text(path), name=path.name)
+    if function:
+        config["function"] = function
+    return ("promptfoo_script", config)
 
 
 def _needles(base: str, value: Any) -> list[str] | None:
