@@ -44,8 +44,13 @@ class ImportedEval:
 
 def _judge(source: Source) -> Judge:
     """The grading model of ``defaultTest.options.provider`` when it is an OpenAI chat model."""
-    options = (source.doc.data.get("defaultTest") or {}) if isinstance(source.doc.data.get("defaultTest"), dict) else {}
-    provider = (options.get("options") or {}).get("provider")
+    default = source.doc.data.get("defaultTest")
+    options = (default.get("options") or {}) if isinstance(default, dict) else {}
+    for key in sorted(set(options) - {"provider"}):
+        source.note(source.at(("defaultTest", "options", key)), f"defaultTest option {key!r} not mapped",
+                    "left out (model-graded assertions use evalh's own grading prompt)"
+                    if key == "rubricPrompt" else "left out")
+    provider = options.get("provider")
     if provider is None:
         return Judge()
     ident = provider if isinstance(provider, str) else (provider.get("id") if isinstance(provider, dict) else None)
@@ -80,7 +85,7 @@ def import_promptfoo(config: Path, name: str) -> ImportedEval:
     tests = read_tests(source, judge)
     systems = []
     for provider in providers:
-        for prompt in prompts:
+        for prompt in [p for p in prompts if provider.runs(p)]:
             name_of = provider.label if len(prompts) == 1 else f"{provider.label}@{prompt.label}"
             systems.append(provider.system(_unique(_safe_name(name_of), {s["name"] for s in systems}), prompt))
     if not systems:

@@ -22,6 +22,7 @@ class Prompt:
     label: str
     messages: list[dict[str, str]]
     text: str  # the prompt as one evalh template (what ``{{prompt}}`` and ``echo`` give)
+    source_id: str = ""  # its ``id``/``file://`` reference in the config (providers[].prompts may name it)
 
 
 def _messages_of(text: str) -> list[dict[str, Any]] | None:
@@ -64,10 +65,11 @@ def read_prompts(source: Source) -> list[Prompt]:
         if not isinstance(text, str):
             source.note(place, "a prompt that is not text", "prompt left out")
             continue
-        if text.startswith("file://"):
-            prompts += _file_prompts(source, text, label, place)
-        else:
-            prompts += _text_prompts(source, text, label or f"prompt-{index + 1}", place)
+        found = (_file_prompts(source, text, label, place) if text.startswith("file://")
+                 else _text_prompts(source, text, label or f"prompt-{index + 1}", place))
+        for prompt in found:
+            prompt.source_id = text
+        prompts += found
     return prompts
 
 
@@ -85,6 +87,10 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
         text = source.read_text(path)
         name = label or source.relative(path)
         if suffix in (".json", ".yaml", ".yml") or _messages_of(text) is not None:
+            if _messages_of(text) is None:
+                source.note(place, f"prompt file {source.relative(path)} is not a list of chat messages with text "
+                            "content", "prompt left out")
+                continue
             out += _text_prompts(source, text, name, place)
             continue
         # A text file holds several prompts separated by a line of `---` (promptfoo's rule).

@@ -44,6 +44,11 @@ class Provider:
     kind: str  # openai | anthropic | http | echo
     model: str | None
     config: dict[str, Any] = field(default_factory=dict)  # the system entry's keys, minus the request
+    prompts: list[str] | None = None  # promptfoo's `providers[].prompts`: the prompt labels it runs
+
+    def runs(self, prompt: Prompt) -> bool:
+        """Whether this provider runs ``prompt`` (all prompts unless the provider lists some)."""
+        return self.prompts is None or prompt.label in self.prompts or prompt.source_id in self.prompts
 
     def system(self, name: str, prompt: Prompt) -> dict[str, Any]:
         """The eval.yaml ``systems[]`` entry of this provider sending ``prompt``."""
@@ -96,6 +101,8 @@ def read_providers(source: Source) -> list[Provider]:
             continue
         provider = _provider(source, entry, place)
         if provider is not None:
+            listed = entry.get("prompts")
+            provider.prompts = [listed] if isinstance(listed, str) else listed
             out.append(provider)
     return out
 
@@ -104,7 +111,7 @@ def _provider(source: Source, entry: dict[str, Any], place: tuple[str, str, int 
     ident: str = entry["id"]
     label = entry.get("label") or ident
     config = dict(entry.get("config") or {})
-    for extra in sorted(set(entry) - {"id", "label", "config"}):
+    for extra in sorted(set(entry) - {"id", "label", "config", "prompts"}):
         source.note(place, f"provider key {extra!r} not mapped", "left out", "note")
     parts = ident.split(":")
     if parts[0] == "openai":
@@ -144,6 +151,13 @@ def _openai(source: Source, label: str, model: str | None, config: dict[str, Any
     base = config.get("apiBaseUrl") or (f"https://{config['apiHost']}/v1" if config.get("apiHost") else None)
     base = base or "${OPENAI_BASE_URL:-https://api.openai.com/v1}"
     key_env = config.get("apiKeyEnvar") or "OPENAI_API_KEY"
+    response_format = config.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        source.note(place, "response_format json_schema: promptfoo hands assertions the parsed object",
+                    "evalh's assertions see the answer's JSON text (script assertions reading fields differ)")
+    if isinstance(config.get("tools"), str):
+        source.note(place, f"tools from {config['tools']}", "left out (only inline tools are sent)")
+        config = {k: v for k, v in config.items() if k != "tools"}
     system = {"provider": "openai_chat", "endpoint": f"{str(base).rstrip('/')}/chat/completions",
               "headers": {"Authorization": f"Bearer ${{{key_env}}}"}, "model": model,
               **_request_fields(source, config, _OPENAI_FIELDS, place)}

@@ -126,8 +126,10 @@ def _test(source: Source, located: Located) -> Test:
     if data.get("threshold") is not None:
         source.note(place, f"test threshold {data['threshold']}",
                     "not used: evalh passes a case when every assertion passes")
-    if data.get("options"):
-        source.note(place, "test options not mapped", "left out", "note")
+    for key in sorted(data.get("options") or {}):
+        # transform / postprocess change what every assertion sees: the verdicts would differ.
+        source.note(place, f"test option {key!r} not mapped", "left out",
+                    "error" if key in ("transform", "postprocess", "provider", "rubricPrompt") else "note")
     variables = data.get("vars") or {}
     if not isinstance(variables, dict):
         source.note(place, "vars that are not a mapping (a file of vars)", "test left out")
@@ -154,12 +156,14 @@ def _var_values(source: Source, test: Test) -> list[dict[str, Any]]:
     resolved: dict[str, Any] = {}
     for name, value in test.vars.items():
         if isinstance(value, str) and value.startswith("file://"):
-            path = source.resolve(value, test.place)[0]
-            if path.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs"):
+            paths = source.resolve(value, test.place, many=True)
+            if any(p.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs") for p in paths):
                 source.note(test.place, f"var {name!r} computed by {value}", "var left empty")
                 value = ""
             else:
-                value = source.read_text(path)
+                # A glob names several files: one test per file, as promptfoo expands it.
+                texts = [source.read_text(p) for p in paths]
+                value = texts if any(c in value for c in "*?[") else texts[0]
         resolved[name] = value
     listed = [name for name, value in resolved.items() if isinstance(value, list)]
     if not listed:
