@@ -1,5 +1,5 @@
 """An OpenAI-compatible chat-completions server on loopback that answers each request with
-its last user message after ``Say:`` (an "echo model"): a test sets the answer through the
+its last user message after ``Say:`` (an "echo model"), and embeds text as letter counts: a test sets the answer through the
 prompt, and two tools pointed at it see the same answers. (The prefix keeps a prompt whose
 answer is JSON from reading as JSON: promptfoo would send such a prompt as the messages.)"""
 
@@ -22,16 +22,29 @@ class _Echo(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
             body = {}
+        if self.path.endswith("/embeddings"):
+            return self._embeddings(body)
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         content = user[-1].get("content") if user else ""
         text = content if isinstance(content, str) else json.dumps(content)
         text = text.removeprefix(PREFIX)
-        payload = json.dumps({
+        self._send({
             "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }).encode()
+        })
+
+    def _embeddings(self, body: dict) -> None:
+        # A deterministic embedding: the counts of the letters a-z (so the cosine is known).
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts or []
+        data = [{"object": "embedding", "index": i, "embedding": letter_counts(t)} for i, t in enumerate(texts)]
+        self._send({"object": "list", "data": data, "model": body.get("model"),
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def _send(self, answer: dict) -> None:
+        payload = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
@@ -40,6 +53,13 @@ class _Echo(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's signature
         pass  # keep test output clean
+
+
+def letter_counts(text: str) -> list[float]:
+    """The echo server's embedding of ``text``: how often each letter a-z occurs (plus 1e-6 so
+    no vector is zero)."""
+    lowered = text.lower()
+    return [lowered.count(chr(ord("a") + i)) + 1e-6 for i in range(26)]
 
 
 @contextmanager

@@ -68,6 +68,10 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
     ({"type": "not-javascript", "value": "output.includes('z')"}, "abc", True, "index.js:2209: !== inverse"),
     ({"type": "javascript", "value": "({pass: false, score: 0.2, reason: 'no'})"}, "x", False, "index.js:2226-2232: an object's pass"),
     ({"type": "javascript", "value": "file://grader.js"}, "Paris", True, "a CommonJS module's exported function"),
+    ({"type": "similar", "value": "Paris is lovely"}, "lovely is Paris", True,
+     "similar.ts, index.js:713: cosine >= threshold (0.75); letter counts are equal"),
+    ({"type": "similar", "value": "aaaa"}, "zzzz", False, "index.js:713: cosine ~0 < 0.75"),
+    ({"type": "similar", "value": "abc", "threshold": 0.5}, "abd", True, "index.js:713: cosine 2/3 >= 0.5"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]

@@ -45,7 +45,7 @@ _CONTAINS = {"contains": ("all_of", True), "icontains": ("all_of", False), "cont
              "icontains-all": ("all_of", False), "contains-any": ("any_of", True), "icontains-any": ("any_of", False)}
 _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost",
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
-_THRESHOLD_TYPES = ("levenshtein", "latency", "cost")
+_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar")
 _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
 
 
@@ -116,7 +116,7 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
         config: dict[str, Any] = {"assertion": base, "inverse": inverse}
         if value is not None:
             config["value"] = value
-        if base in _THRESHOLD_TYPES and assertion.get("threshold") is not None:
+        if base in ("levenshtein", "latency", "cost") and assertion.get("threshold") is not None:
             config["threshold"] = assertion["threshold"]
         try:
             PromptfooAssertConfig.model_validate(config)
@@ -134,6 +134,11 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
                               "nl_assertions": [value]})
     if base in ("python", "javascript"):
         return _script(source, base, inverse, value, assertion, place)
+    if base == "similar" and not inverse and isinstance(value, str) and value:
+        # src/assertions/similar.ts and matchesSimilarity (index.js:698-760): cosine of the two
+        # embeddings (OpenAI text-embedding-3-large by default) >= threshold (default 0.75).
+        return ("semantic_similarity", {"reference_text": value, "threshold": assertion.get("threshold", 0.75),
+                                        "embedder": {"name": "openai_compatible", "model": "text-embedding-3-large"}})
     source.note(place, f"{kind} assertion has no evalh counterpart yet", "assertion left out")
     return None
 

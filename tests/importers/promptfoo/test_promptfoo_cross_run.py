@@ -32,6 +32,8 @@ def test_promptfoo_and_the_imported_eval_agree_on_every_row(tmp_path, monkeypatc
            "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_CONFIG_DIR": str(tmp_path / "promptfoo-home")}
     with echo_chat_server() as base_url:
         config = write_config(tmp_path / "pf", base_url)
+        env["OPENAI_BASE_URL"] = base_url  # promptfoo's embedding grader (`similar`)
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
         ran = subprocess.run([*command, "eval", "-c", str(config), "--no-cache", "--no-table", "--no-write",
                               "-o", str(tmp_path / "results.json")], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=300)

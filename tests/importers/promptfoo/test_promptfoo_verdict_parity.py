@@ -39,6 +39,7 @@ def test_every_assertion_type_gives_promptfoos_verdict(tmp_path, monkeypatch):
     if shutil.which("node") is None:
         pytest.skip("the javascript rows need Node.js (node on PATH); the image has it (Debian nodejs)")
     with echo_chat_server() as base_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)  # where `similar` embeds, as promptfoo's grader
         results = run_imported(write_config(tmp_path / "pf", base_url), tmp_path / "evalh", monkeypatch)
     verdicts = {f"test-{i + 1}": (a["type"], reply, results[f"test-{i + 1}"]["passed"], results[f"test-{i + 1}"].get("error"))
                 for i, (a, reply, _, _) in enumerate(ROWS)}
