@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh_pipeline.common.masking import is_secret_key
 from evalh_pipeline.importers.promptfoo.echo import TARGET as ECHO_TARGET
 from evalh_pipeline.importers.promptfoo.prompts import Prompt
 from evalh_pipeline.importers.promptfoo.source import Source
@@ -194,9 +195,16 @@ def _http(source: Source, label: str, ident: str, config: dict[str, Any],
         return None
     system: dict[str, Any] = {"endpoint": url, "method": str(config.get("method", "POST")).upper(),
                               "request_template": json.loads(template)}
-    headers = config.get("headers") or {}
+    headers = {k: _env_reference(str(v)) for k, v in (config.get("headers") or {}).items()}
+    for name, value in headers.items():
+        if is_secret_key(name) and "${" not in value:
+            # A credential written in the config never reaches disk: eval.yaml names a variable.
+            variable = "PROMPTFOO_HEADER_" + re.sub(r"\W", "_", name).upper()
+            headers[name] = f"${{{variable}}}"
+            source.note(place, f"http header {name!r} holds a credential", f"not copied: eval.yaml reads ${variable}; "
+                        "export it before running", "note")
     if headers:
-        system["headers"] = {k: _env_reference(str(v)) for k, v in headers.items()}
+        system["headers"] = headers
     transform = config.get("transformResponse")
     if transform is not None:
         found = _FIELD_PATH.fullmatch(transform.strip()) if isinstance(transform, str) else None

@@ -104,7 +104,12 @@ def _csv_test(source: Source, row: Located) -> Test:
         elif key == "__threshold":
             threshold = value
         elif key.startswith("__metadata:") and value.strip():
-            test.metadata[key.removeprefix("__metadata:")] = value
+            name = key.removeprefix("__metadata:")
+            if name.endswith("[]"):
+                # src/csv.ts (index.js:11557-11559): a list, split on commas not escaped as `\,`
+                test.metadata[name[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", value)]
+            else:
+                test.metadata[name] = value
         elif key.startswith("__"):
             source.note(test.place, f"CSV column {key!r} not mapped", "left out")
         else:

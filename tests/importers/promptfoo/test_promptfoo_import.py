@@ -58,14 +58,18 @@ def test_http_provider_maps_url_body_and_a_field_path_transform(tmp_path):
           - id: https://example.com/api/chat
             config:
               method: POST
-              headers: {Authorization: 'Bearer {{env.SERVICE_TOKEN}}'}
+              headers: {Authorization: 'Bearer {{env.SERVICE_TOKEN}}', X-Api-Key: sk-literal-secret-123}
               body: {input: '{{prompt}}', user: '{{user}}'}
               transformResponse: json.choices[0].message.content
         tests: [{vars: {q: why, user: ann}}]
         """)
-    (system,) = import_promptfoo(path, "demo").eval_yaml["systems"]
+    imported = import_promptfoo(path, "demo")
+    (system,) = imported.eval_yaml["systems"]
     assert system["endpoint"] == "https://example.com/api/chat"
-    assert system["headers"] == {"Authorization": "Bearer ${SERVICE_TOKEN}"}
+    # A credential written in the config is never copied: eval.yaml names a variable instead.
+    assert system["headers"] == {"Authorization": "Bearer ${SERVICE_TOKEN}", "X-Api-Key": "${PROMPTFOO_HEADER_X_API_KEY}"}
+    write_import(imported, tmp_path / "out")
+    assert not any("sk-literal-secret-123" in p.read_text() for p in (tmp_path / "out").iterdir())
     assert system["request_template"] == {"input": "Q: {{ input.vars.q }}", "user": "{{ input.vars.user }}"}
     assert system["response_mapping"] == {"final_answer": "$.choices[0].message.content"}
 
