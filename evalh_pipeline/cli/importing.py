@@ -20,17 +20,20 @@ def import_group() -> None:
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The folder to write the eval into (new or empty).")
+@click.option("--results", "results", type=click.Path(dir_okay=False, path_type=Path),
+              help="promptfoo's results.json: also write promptfoo-baseline.yaml, which replays its outputs.")
 @click.option("--strict", is_flag=True, help="Any construct that does not map is an error; nothing is written.")
-def import_promptfoo_command(config: Path, out_dir: Path, strict: bool) -> None:
+def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, strict: bool) -> None:
     """Import a promptfoo config (promptfooconfig.yaml): prompts x providers become variants,
     tests become cases with their assertions; what does not map is listed with file:line."""
     from evalh_pipeline.importers.promptfoo import PromptfooImportError, import_promptfoo, write_import
 
-    if not config.is_file():
-        error(f"{config}: no such file")
-        sys.exit(EXIT_CONFIG)
+    for given in (config, results):
+        if given is not None and not given.is_file():
+            error(f"{given}: no such file")
+            sys.exit(EXIT_CONFIG)
     try:
-        imported = import_promptfoo(config, out_dir.resolve().name)
+        imported = import_promptfoo(config, out_dir.resolve().name, results)
         findings = imported.report.findings
         for finding in findings:
             (error if strict or finding.severity == "error" else warning)(finding.text())

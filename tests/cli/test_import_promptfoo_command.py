@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import run_evalh
+from tests.conftest import REPO, run_evalh
 
 pytestmark = pytest.mark.integration
 
@@ -50,3 +53,37 @@ def test_a_file_that_is_not_a_promptfoo_config_is_one_line(tmp_path, env):
     assert ran.stderr.strip().splitlines() == [
         "error: eval.yaml: not a promptfoo config (it has none of the keys prompts, providers, targets, tests)"]
     assert not (tmp_path / "imported").exists()
+
+
+def test_results_become_a_baseline_that_drift_and_compare_use(tmp_path, env):
+    """promptfoo's results.json (tests/importers/promptfoo/results, written by promptfoo 0.121.20
+    against the echo model) replays as a run; promoted, the next run drifts and compares against it."""
+    from tests.support.openai_chat_server import echo_chat_server
+
+    fixture = REPO / "tests" / "importers" / "promptfoo" / "results"
+    env = {**env, "OPENAI_API_KEY": "sk-test"}
+    with echo_chat_server() as base_url:
+        config = tmp_path / "promptfooconfig.yaml"
+        config.write_text((fixture / "promptfooconfig.yaml").read_text().replace("${ECHO_BASE_URL}", base_url))
+        ran = run_evalh(["import", "promptfoo", str(config), "-o", "capitals", "--results",
+                         str(fixture / "results.json")], env, tmp_path)
+        assert ran.returncode == 0, ran.stderr
+        assert "3 of promptfoo's outputs in promptfoo-baseline.yaml (replayable baseline)" in ran.stdout
+        baseline = run_evalh(["run", "capitals/promptfoo-baseline.yaml"], env, tmp_path)
+        assert baseline.returncode == 0, baseline.stderr
+        (baseline_run,) = [Path(line.split(": ", 1)[1]) for line in baseline.stdout.splitlines()
+                           if line.startswith("run directory: ")]
+        traces = [json.loads(line) for line in (baseline_run / "traces.jsonl").read_text().splitlines()]
+        # promptfoo's own outputs and latencies, replayed
+        assert sorted(t["output"]["final_answer"] for t in traces) == ["Lyon", "Paris", "Rome is the capital"]
+        assert all(t["extra"]["source"] == "replay" for t in traces)
+        assert run_evalh(["promote", str(baseline_run)], env, tmp_path).returncode == 0
+        fresh = run_evalh(["run", "capitals/eval.yaml"], env, tmp_path)
+        assert fresh.returncode == 0, fresh.stderr
+        assert f"drift vs promoted baseline {baseline_run.name}: 0 regression(s), 0 improvement(s)" in fresh.stdout
+    (fresh_run,) = [Path(line.split(": ", 1)[1]) for line in fresh.stdout.splitlines()
+                    if line.startswith("run directory: ")]
+    compared = run_evalh(["compare", str(baseline_run), str(fresh_run)], env, tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert "openai:chat:gpt-4o-mini    66.7% → 66.7%" in compared.stdout
+    assert "p = 1: no case changed" in compared.stdout

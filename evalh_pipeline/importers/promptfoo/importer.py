@@ -18,6 +18,7 @@ from evalh_pipeline.importers.promptfoo.assertions import Judge
 from evalh_pipeline.importers.promptfoo.prompts import read_prompts
 from evalh_pipeline.importers.promptfoo.providers import read_providers
 from evalh_pipeline.importers.promptfoo.report import ImportReport
+from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
 from evalh_pipeline.importers.promptfoo.source import PromptfooImportError, Source
 from evalh_pipeline.importers.promptfoo.tests import read_tests
 
@@ -35,11 +36,18 @@ class ImportedEval:
     eval_yaml: dict[str, Any]
     cases: list[dict[str, Any]]
     report: ImportReport
+    #: With ``--results``: the baseline eval replaying promptfoo's outputs, and its cases.
+    baseline_yaml: dict[str, Any] | None = None
+    baseline_cases: list[dict[str, Any]] | None = None
 
     def summary(self) -> list[str]:
         per_case = sum(len(c.get("evaluators", [])) for c in self.cases)
-        return [f"- {len(self.eval_yaml['systems'])} variant(s) (prompts x providers), {len(self.cases)} case(s)",
-                f"- {len(self.eval_yaml['evaluators'])} eval-level evaluator(s), {per_case} per-case evaluator(s)"]
+        lines = [f"- {len(self.eval_yaml['systems'])} variant(s) (prompts x providers), {len(self.cases)} case(s)",
+                 f"- {len(self.eval_yaml['evaluators'])} eval-level evaluator(s), {per_case} per-case evaluator(s)"]
+        if self.baseline_cases is not None:
+            replayed = sum(len(c["embedded_traces"]) for c in self.baseline_cases)
+            lines.append(f"- {replayed} of promptfoo's outputs in {BASELINE_EVAL} (replayable baseline)")
+        return lines
 
 
 def _judge(source: Source) -> Judge:
@@ -61,7 +69,7 @@ def _judge(source: Source) -> Judge:
     return Judge()
 
 
-def import_promptfoo(config: Path, name: str) -> ImportedEval:
+def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:
     """Map the promptfoo config at ``config`` into an eval named ``name``.
 
     Raises :class:`PromptfooImportError` (one line) for input that is not a promptfoo config,
@@ -84,10 +92,12 @@ def import_promptfoo(config: Path, name: str) -> ImportedEval:
     providers = read_providers(source)
     tests = read_tests(source, judge)
     systems = []
+    variants: dict[tuple[int, str], str] = {}
     for provider in providers:
         for prompt in [p for p in prompts if provider.runs(p)]:
             name_of = provider.label if len(prompts) == 1 else f"{provider.label}@{prompt.label}"
             systems.append(provider.system(_unique(_safe_name(name_of), {s["name"] for s in systems}), prompt))
+            variants[(prompt.index, provider.ident)] = variants[(prompt.index, provider.label)] = systems[-1]["name"]
     if not systems:
         raise PromptfooImportError(f"{config.name}: no variant could be imported (no prompt x provider maps); "
                                    + "; ".join(f.text() for f in report.errors[:3]))
@@ -101,7 +111,18 @@ def import_promptfoo(config: Path, name: str) -> ImportedEval:
         "evaluators": tests.evaluators,
         "run": {"max_concurrency": 4, "baseline_variant": systems[0]["name"]},
     }
-    return ImportedEval(eval_yaml, tests.cases, report)
+    imported = ImportedEval(eval_yaml, tests.cases, report)
+    if results is not None:
+        imported.baseline_cases = attach_results(results, tests.cases, variants, report)
+        imported.baseline_yaml = {
+            **eval_yaml,
+            "eval": {**eval_yaml["eval"], "description": f"{eval_yaml['eval']['description']} "
+                                                         f"(promptfoo's results from {results.name}, replayed)"},
+            "dataset": {"type": "yaml", "path": BASELINE_CASES},
+            "systems": [{"name": s["name"], "adapter": "replay", "metadata": {**s["metadata"], "source": "promptfoo"}}
+                        for s in systems],
+        }
+    return imported
 
 
 def _safe_name(text: str) -> str:
@@ -128,6 +149,10 @@ def write_import(imported: ImportedEval, out_dir: Path) -> None:
         cases = {"schema_version": "1.0", "dataset": {"name": imported.eval_yaml["eval"]["name"]},
                  "cases": imported.cases}
         (staging / "cases.yaml").write_text(_dump(cases), encoding="utf-8")
+        if imported.baseline_yaml is not None:
+            note = "# promptfoo's own outputs, replayed: run it, promote the run, then run eval.yaml and drift/compare.\n"
+            (staging / BASELINE_EVAL).write_text(note + _dump(imported.baseline_yaml), encoding="utf-8")
+            (staging / BASELINE_CASES).write_text(_dump({**cases, "cases": imported.baseline_cases}), encoding="utf-8")
         (staging / REPORT_NAME).write_text(imported.report.markdown(imported.summary()), encoding="utf-8")
         if out_dir.exists():
             out_dir.rmdir()

@@ -23,6 +23,7 @@ class Prompt:
     messages: list[dict[str, str]]
     text: str  # the prompt as one evalh template (what ``{{prompt}}`` and ``echo`` give)
     source_id: str = ""  # its ``id``/``file://`` reference in the config (providers[].prompts may name it)
+    index: int = 0  # its place among promptfoo's prompts (a results file's ``promptIdx``)
 
 
 def _messages_of(text: str) -> list[dict[str, Any]] | None:
@@ -82,6 +83,7 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
     for path in source.resolve(ref, place, many=True):
         suffix = path.suffix.lower()
         if suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
+            source.prompt_count += 1
             source.note(place, f"prompt function {source.relative(path)}", "prompt left out (prompt functions are not imported)")
             continue
         text = source.read_text(path)
@@ -101,6 +103,8 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
 
 
 def _text_prompts(source: Source, text: str, label: str, place: tuple[str, str, int | None]) -> list[Prompt]:
+    index = source.prompt_count
+    source.prompt_count += 1
     messages = _messages_of(text)
     if messages is None:
         messages = [{"role": "user", "content": text}]
@@ -113,4 +117,4 @@ def _text_prompts(source: Source, text: str, label: str, place: tuple[str, str, 
                         "prompt left out (its variants are not imported)")
             return []
         converted.append({"role": message["role"], "content": content})
-    return [Prompt(label, converted, text_form)]
+    return [Prompt(label, converted, text_form, index=index)]

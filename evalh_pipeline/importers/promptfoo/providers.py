@@ -46,6 +46,7 @@ class Provider:
     model: str | None
     config: dict[str, Any] = field(default_factory=dict)  # the system entry's keys, minus the request
     prompts: list[str] | None = None  # promptfoo's `providers[].prompts`: the prompt labels it runs
+    ident: str = ""  # promptfoo's provider id (a results file names the provider by id or label)
 
     def runs(self, prompt: Prompt) -> bool:
         """Whether this provider runs ``prompt`` (all prompts unless the provider lists some)."""
@@ -102,6 +103,7 @@ def read_providers(source: Source) -> list[Provider]:
             continue
         provider = _provider(source, entry, place)
         if provider is not None:
+            provider.ident = entry["id"]
             listed = entry.get("prompts")
             provider.prompts = [listed] if isinstance(listed, str) else listed
             out.append(provider)

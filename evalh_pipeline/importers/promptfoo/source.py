@@ -36,6 +36,7 @@ class Source:
     doc: YamlDocument
     report: ImportReport
     files: dict[str, YamlDocument] = field(default_factory=dict)
+    prompt_count: int = 0  # promptfoo's prompts met so far, mapped or not (their indices)
 
     @property
     def folder(self) -> Path:
