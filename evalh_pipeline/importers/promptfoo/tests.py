@@ -15,7 +15,7 @@ from typing import Any
 
 from evalh_pipeline.importers.promptfoo.assertions import Judge, check_type, contains_values, map_assertion
 from evalh_pipeline.importers.promptfoo.source import Located, PromptfooImportError, Source, read_rows
-from evalh_pipeline.importers.promptfoo.templates import has_template
+from evalh_pipeline.importers.promptfoo.templates import has_template, render
 
 Place = tuple[str, str, int | None]
 _TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
@@ -171,10 +171,21 @@ def _var_values(source: Source, test: Test) -> list[dict[str, Any]]:
                 value = texts if any(c in value for c in "*?[") else texts[0]
         resolved[name] = value
     listed = [name for name, value in resolved.items() if isinstance(value, list)]
-    if not listed:
-        return [resolved]
-    return [{**resolved, **dict(zip(listed, combo))}
-            for combo in itertools.product(*(resolved[name] for name in listed))]
+    combos = [resolved] if not listed else [{**resolved, **dict(zip(listed, combo))}
+                                             for combo in itertools.product(*(resolved[name] for name in listed))]
+    return [_render_vars(source, test, combo) for combo in combos]
+
+
+def _render_vars(source: Source, test: Test, variables: dict[str, Any]) -> dict[str, Any]:
+    """Vars whose text uses other vars (``sentence: 'tweet about {{topic}}'``) rendered with
+    them, as promptfoo renders a var's value before the prompt (evalh renders once)."""
+    out = dict(variables)
+    for name, value in variables.items():
+        if has_template(value):
+            out[name], problems = render(value, {k: v for k, v in variables.items() if k != name})
+            if problems:
+                source.note(test.place, f"var {name!r}: {'; '.join(problems)} does not map", "kept as written")
+    return out
 
 
 def read_tests(source: Source, judge: Judge) -> Tests:

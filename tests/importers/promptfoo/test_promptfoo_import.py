@@ -203,3 +203,14 @@ def test_write_import_refuses_a_folder_with_files_and_leaves_no_staging(tmp_path
     write_import(import_promptfoo(path, "demo"), tmp_path / "new")
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["cases.yaml", "eval.yaml", "import-report.md"]
     assert yaml.safe_load((tmp_path / "new" / "cases.yaml").read_text())["cases"] == [{"id": "test-1", "input": {"vars": {}}}]
+
+
+def test_a_var_using_another_var_is_rendered_as_promptfoo_renders_it(tmp_path):
+    path = _config(tmp_path, """\
+        prompts: ['Write a {{sentence}}']
+        providers: [openai:gpt-4o-mini]
+        tests:
+          - vars: {sentence: 'tweet about {{topic}}', topic: bananas}
+        """)
+    (case,) = import_promptfoo(path, "demo").cases
+    assert case["input"]["vars"] == {"sentence": "tweet about bananas", "topic": "bananas"}
