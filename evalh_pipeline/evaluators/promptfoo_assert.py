@@ -38,7 +38,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 AssertionType = Literal[
     "equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
-    "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost",
+    "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
 ]
 _LIST_TYPES = ("contains-any", "icontains-any", "contains-all", "icontains-all")
 _NEEDS_VALUE = ("equals", "contains", "icontains", *_LIST_TYPES, "starts-with", "regex", "levenshtein")
@@ -73,6 +73,8 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
         if kind in ("starts-with", "regex", "levenshtein") and not (isinstance(value, str) and (value or kind == "levenshtein")):
             # startsWith.ts (index.js:3917-3918), regex.ts (:3197-3198), levenshtein.ts (:2353)
             raise ValueError(f'"{kind}" assertion type must have a string value')
+        if kind == "bleu" and not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+            raise ValueError('"bleu" assertion type must have a string or array of strings value')  # bleu.ts (index.js:1328)
         if kind in ("is-json", "contains-json") and value:
             self.value = _schema_of(value)  # json.ts (index.js:2279-2289): a truthy value is a schema
         if kind == "latency" and self.threshold is None:
@@ -200,6 +202,43 @@ def _strict_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+def bleu_score(candidate: str, references: list[str]) -> float:
+    """promptfoo's ``calculateBleuScore`` (src/assertions/bleu.ts, index.js:1239-1326): BLEU-4
+    with equal weights over lowercased whitespace tokens, the closest reference length for the
+    brevity penalty, 1e-7 for a zero precision, and orders longer than the candidate skipped."""
+    if candidate.strip() == "":
+        return 0.0
+    words = candidate.lower().strip().split()
+    refs = [r.lower().strip().split() or [""] for r in references]
+    closest = len(refs[0])
+    for ref in refs[1:]:
+        if abs(len(ref) - len(words)) < abs(closest - len(words)) or (
+                abs(len(ref) - len(words)) == abs(closest - len(words)) and len(ref) < closest):
+            closest = len(ref)
+    orders: list[float] = []
+    for n in range(1, 5):
+        grams = _ngrams(words, n)
+        if not grams:
+            continue
+        counts = _counts(grams)
+        best = max(sum(min(c, _counts(_ngrams(ref, n)).get(g, 0)) for g, c in counts.items()) for ref in refs)
+        orders.append(best / len(grams))
+    penalty = 1.0 if len(words) > closest else math.exp(1 - closest / len(words))
+    weight = 0.25 / (0.25 * len(orders))
+    return penalty * math.exp(sum(weight * math.log(p if p != 0 else 1e-7) for p in orders))
+
+
+def _ngrams(words: list[str], n: int) -> list[str]:
+    return [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)] if 0 < n <= len(words) else []
+
+
+def _counts(grams: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for gram in grams:
+        counts[gram] = counts.get(gram, 0) + 1
+    return counts
+
+
 def levenshtein(a: str, b: str) -> int:
     """Edit distance over UTF-16 code units, as ``fastest-levenshtein`` counts JavaScript strings."""
     x, y = _utf16(a), _utf16(b)
@@ -287,6 +326,15 @@ class PromptfooAssert(SyncEvaluator):
             distance = levenshtein(output, cfg.value)
             detail.update(distance=distance, threshold=limit)
             return self._threshold(float(distance), f"Levenshtein distance {distance}", "", detail, limit)
+        if kind == "bleu":
+            # bleu.ts (index.js:1327-1337): score >= (threshold ?? 0.5), flipped by not-
+            threshold = 0.5 if cfg.threshold is None else cfg.threshold
+            score = bleu_score(output, cfg.value if isinstance(cfg.value, list) else [cfg.value])
+            detail.update(bleu=score, threshold=threshold)
+            passed = (score >= threshold) != cfg.inverse
+            return Verdict(passed, "Assertion passed" if passed else
+                           f"BLEU score {score:.4f} is {'greater' if cfg.inverse else 'less'} than threshold {threshold:g}",
+                           score=1 - score if cfg.inverse else score, detail=detail)
         try:
             matched, why = self._matches(kind, output, detail)
         except _Fixed as exc:

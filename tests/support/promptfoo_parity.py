@@ -72,6 +72,12 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
      "similar.ts, index.js:713: cosine >= threshold (0.75); letter counts are equal"),
     ({"type": "similar", "value": "aaaa"}, "zzzz", False, "index.js:713: cosine ~0 < 0.75"),
     ({"type": "similar", "value": "abc", "threshold": 0.5}, "abd", True, "index.js:713: cosine 2/3 >= 0.5"),
+    ({"type": "bleu", "value": "the cat sat on the mat"}, "the cat sat on the mat", True, "bleu.ts, index.js:1327-1337: 1.0 >= 0.5"),
+    ({"type": "bleu", "value": "the cat sat on the mat"}, "a dog ran", False, "bleu.ts: no overlap, 1e-7 smoothing"),
+    ({"type": "bleu", "value": ["the cat is on the mat", "there is a cat on the mat"], "threshold": 0.3},
+     "the cat is on the mat today", True, "bleu.ts, index.js:1281-1288: the closest reference length"),
+    ({"type": "not-bleu", "value": "hello there general kenobi"}, "hello", True,
+     "bleu.ts, index.js:1239-1242: brevity penalty exp(1 - 4/1) keeps it under 0.5, inverted"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]
