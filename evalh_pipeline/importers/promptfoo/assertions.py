@@ -81,7 +81,7 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     inverse, base = kind.startswith("not-"), kind.removeprefix("not-")
     value = assertion.get("value")
     if has_template(value) and not str(value).startswith("file://"):
-        value, problems = render(value, variables or {})
+        value, problems = render(str(value), variables or {})
         if problems:
             source.note(place, f"assertion value: {'; '.join(problems)} does not map", "assertion left out")
             return None

@@ -91,7 +91,7 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
     prompts = read_prompts(source)
     providers = read_providers(source)
     tests = read_tests(source, judge)
-    systems = []
+    systems: list[dict[str, Any]] = []
     variants: dict[tuple[int, str], str] = {}
     for provider in providers:
         for prompt in [p for p in prompts if provider.runs(p)]:

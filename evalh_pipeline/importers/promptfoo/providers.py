@@ -161,6 +161,9 @@ def _openai(source: Source, label: str, model: str | None, config: dict[str, Any
     if isinstance(config.get("tools"), str):
         source.note(place, f"tools from {config['tools']}", "left out (only inline tools are sent)")
         config = {k: v for k, v in config.items() if k != "tools"}
+    if config.get("tools"):
+        source.note(place, "tools: when the model calls one, promptfoo's assertions see the tool calls as the output",
+                    "evalh's see the answer text (the calls are in the trace's tool_calls)")
     system = {"provider": "openai_chat", "endpoint": f"{str(base).rstrip('/')}/chat/completions",
               "headers": {"Authorization": f"Bearer ${{{key_env}}}"}, "model": model,
               **_request_fields(source, config, _OPENAI_FIELDS, place)}
