@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import shutil
 import sys
 from typing import Any, Literal
@@ -176,8 +177,6 @@ def read_result(result: Any, language: str, inverse: bool, threshold: float | No
 
 def _parse_float(value: Any) -> float | None:
     """JavaScript's ``Number.parseFloat(String(value))``: the longest leading number."""
-    import re
-
     found = re.match(r"\s*([+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))", str(value))
     return float(found.group(1).replace("Infinity", "inf")) if found else None
 

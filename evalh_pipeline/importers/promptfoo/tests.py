@@ -13,11 +13,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh_pipeline.importers.promptfoo.assertions import Judge, check_type, contains_values, map_assertion
+from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES, Judge, check_type, contains_values, map_assertion
 from evalh_pipeline.importers.promptfoo.source import Located, PromptfooImportError, Source, read_rows
 from evalh_pipeline.importers.promptfoo.templates import has_template, render
 
 Place = tuple[str, str, int | None]
+# The thresholds promptfoo gives a CSV `__expected` cell of these types (DEFAULT_SEMANTIC_SIMILARITY_THRESHOLD
+# is 0.8, index.js:11385; the others 0.75).
+_CSV_DEFAULT_THRESHOLD = {
+    **dict.fromkeys(("answer-relevance", "classifier", "context-faithfulness", "context-recall", "context-relevance",
+                     "cost", "latency", "levenshtein", "perplexity-score", "perplexity", "rouge-n", "starts-with"), 0.75),
+    "similar": 0.8,
+}
 _TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
 _ASSERTION_PREFIXES = (("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"),
                        ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python"))
@@ -68,8 +75,6 @@ def assertion_from_string(text: str) -> dict[str, Any]:
     for prefix, kind in _ASSERTION_PREFIXES:
         if text.startswith(prefix):
             return {"type": kind, "value": text[len(prefix):].strip() if kind != "llm-rubric" else text[len(prefix):]}
-    from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES
-
     head, sep, rest = text.partition(":")
     name, _, threshold = head.partition("(")
     base = name.removeprefix("not-")
@@ -77,6 +82,9 @@ def assertion_from_string(text: str) -> dict[str, Any]:
         out: dict[str, Any] = {"type": name}
         if threshold.endswith(")"):
             out["threshold"] = float(threshold[:-1])
+        elif base in _CSV_DEFAULT_THRESHOLD:
+            # index.js:11501-11507: these types get a threshold in a CSV cell even when none is written
+            out["threshold"] = _CSV_DEFAULT_THRESHOLD[base]
         value: Any = rest if sep else None
         if base in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
             value = contains_values(base, value) if value else value

@@ -144,6 +144,8 @@ def test_assertion_from_string_follows_promptfoos_csv_rules():
     assert assertion_from_string("not-contains: bad") == {"type": "not-contains", "value": "bad"}
     assert assertion_from_string("levenshtein(3):kitten") == {"type": "levenshtein", "threshold": 3.0, "value": "kitten"}
     assert assertion_from_string("is-json") == {"type": "is-json"}
+    assert assertion_from_string("levenshtein:kitten") == {"type": "levenshtein", "threshold": 0.75, "value": "kitten"}
+    assert assertion_from_string("similar:a cat") == {"type": "similar", "threshold": 0.8, "value": "a cat"}
     assert assertion_from_string("just text: with a colon") == {"type": "equals", "value": "just text: with a colon"}
 
 
