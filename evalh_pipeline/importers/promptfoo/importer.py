@@ -104,7 +104,7 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
     description = doc.data.get("description")
     eval_yaml: dict[str, Any] = {
         "schema_version": "1.0",
-        "eval": {"name": _safe_name(name), "description": str(description or f"Imported from {config.name}"),
+        "eval": {"name": eval_name(name), "description": str(description or f"Imported from {config.name}"),
                  "tags": ["promptfoo"]},
         "dataset": {"type": "yaml", "path": "cases.yaml"},
         "systems": systems,
@@ -123,6 +123,13 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
                         for s in systems],
         }
     return imported
+
+
+def eval_name(text: str) -> str:
+    """The eval's name from the output folder's: letters, digits and ``_`` only (Dagster names
+    the eval's assets and jobs after it and allows no ``-`` or ``.``)."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+    return name if name and name[0].isalpha() else f"eval_{name}"
 
 
 def _safe_name(text: str) -> str:

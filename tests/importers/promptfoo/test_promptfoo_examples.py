@@ -26,6 +26,8 @@ def test_example_imports_with_no_error_and_dry_runs(name, tmp_path, env):
         pytest.skip("its javascript assertion needs Node.js (node on PATH)")
     imported = import_promptfoo(EXAMPLES / name / "promptfooconfig.yaml", name)
     assert imported.report.errors == []
+    # Dagster names the eval's assets after it: letters, digits and `_` only.
+    assert imported.eval_yaml["eval"]["name"] == name.replace("-", "_").replace(".", "_")
     write_import(imported, tmp_path / name)
     dry = run_evalh(["run", str(tmp_path / name / "eval.yaml"), "--dry-run"],
                     {**env, "OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"}, tmp_path)
