@@ -90,8 +90,9 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
         name = label or source.relative(path)
         if suffix in (".json", ".yaml", ".yml") or _messages_of(text) is not None:
             if _messages_of(text) is None:
-                source.note(place, f"prompt file {source.relative(path)} is not a list of chat messages with text "
-                            "content", "prompt left out")
+                why = ("builds its messages with Nunjucks tags" if "{%" in text
+                       else "is not a list of chat messages with text content")
+                source.note(place, f"prompt file {source.relative(path)} {why}", "prompt left out")
                 continue
             out += _text_prompts(source, text, name, place)
             continue
