@@ -6,7 +6,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ class ImportedEval:
     #: With ``--results``: the baseline eval replaying promptfoo's outputs, and its cases.
     baseline_yaml: dict[str, Any] | None = None
     baseline_cases: list[dict[str, Any]] | None = None
+    #: Files copied beside eval.yaml (a Python provider's module): name -> source path.
+    copies: dict[str, Path] = field(default_factory=dict)
 
     def summary(self) -> list[str]:
         per_case = sum(len(c.get("evaluators", [])) for c in self.cases)
@@ -111,7 +113,7 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
         "evaluators": tests.evaluators,
         "run": {"max_concurrency": 4, "baseline_variant": systems[0]["name"]},
     }
-    imported = ImportedEval(eval_yaml, tests.cases, report)
+    imported = ImportedEval(eval_yaml, tests.cases, report, copies=dict(source.copies))
     if results is not None:
         imported.baseline_cases = attach_results(results, tests.cases, variants, report)
         imported.baseline_yaml = {
@@ -160,6 +162,8 @@ def write_import(imported: ImportedEval, out_dir: Path) -> None:
             note = "# promptfoo's own outputs, replayed: run it, promote the run, then run eval.yaml and drift/compare.\n"
             (staging / BASELINE_EVAL).write_text(note + _dump(imported.baseline_yaml), encoding="utf-8")
             (staging / BASELINE_CASES).write_text(_dump({**cases, "cases": imported.baseline_cases}), encoding="utf-8")
+        for name, path in imported.copies.items():
+            shutil.copyfile(path, staging / name)
         (staging / REPORT_NAME).write_text(imported.report.markdown(imported.summary()), encoding="utf-8")
         if out_dir.exists():
             out_dir.rmdir()

@@ -7,7 +7,8 @@
 - ``anthropic:messages:<model>``: ``anthropic_messages``, ``$ANTHROPIC_BASE_URL``, ``$ANTHROPIC_API_KEY``.
 - ``http``/``https://…``: the config's ``url``, ``method``, ``headers``, ``body`` (its
   ``{{prompt}}`` is the prompt's text) and ``transformResponse`` when it is a field path.
-- ``echo``: a ``python_function`` system whose answer is the rendered prompt.
+- ``echo``: a ``python_function`` system whose answer is the rendered prompt; a Python
+  provider (``python:x.py``, ``file://x.py[:fn]``) one that calls the copied file (python_provider.py).
 - Request settings of the model (``temperature``, ``max_tokens``, …) go into the body.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from evalh_pipeline.common.masking import is_secret_key
 from evalh_pipeline.importers.promptfoo.echo import TARGET as ECHO_TARGET
+from evalh_pipeline.importers.promptfoo.python_provider import TARGET as PYTHON_TARGET
 from evalh_pipeline.importers.promptfoo.prompts import Prompt
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.templates import to_evalh
@@ -42,7 +44,7 @@ class Provider:
     """One mapped provider: its label and how to build a system entry for a prompt."""
 
     label: str
-    kind: str  # openai | anthropic | http | echo
+    kind: str  # openai | anthropic | http | echo | python
     model: str | None
     config: dict[str, Any] = field(default_factory=dict)  # the system entry's keys, minus the request
     prompts: list[str] | None = None  # promptfoo's `providers[].prompts`: the prompt labels it runs
@@ -63,7 +65,7 @@ class Provider:
             if system:
                 template["system"] = "\n\n".join(system)
             entry["request_template"] = template
-        elif self.kind == "echo":
+        elif self.kind in ("echo", "python"):
             entry["adapter"] = "python_function"
             entry["echo_prompt"] = prompt.text
         else:
@@ -131,6 +133,8 @@ def _provider(source: Source, entry: dict[str, Any], place: tuple[str, str, int 
         return _anthropic(source, label, parts[1], config, place)
     if ident == "echo":
         return Provider(label, "echo", None, {"target": ECHO_TARGET})
+    if ident.startswith("python:") or (ident.startswith("file://") and (".py:" in ident or ident.endswith(".py"))):
+        return _python(source, label, ident, config, place)
     if ident in ("http", "https") or ident.startswith(("http://", "https://")):
         return _http(source, label, ident, config, place)
     source.note(place, f"provider {ident!r} has no evalh counterpart here",
@@ -221,6 +225,25 @@ def _http(source: Source, label: str, ident: str, config: dict[str, Any],
     for key in sorted(set(config) - {"url", "method", "headers", "body", "transformResponse"}):
         source.note(place, f"http provider config {key!r} not mapped", "left out", "note")
     return Provider(label, "http", None, system)
+
+
+def _python(source: Source, label: str, ident: str, config: dict[str, Any],
+            place: tuple[str, str, int | None]) -> Provider | None:
+    """A Python provider file, copied beside eval.yaml and called through python_provider.respond."""
+    target = ident.removeprefix("python:").removeprefix("file://")
+    file, _, function = target.partition(".py:")
+    file = file if file.endswith(".py") else f"{file}.py"
+    path = source.resolve(f"file://{file}", place)[0]
+    module = "promptfoo_provider_" + re.sub(r"\W", "_", path.stem)
+    source.copies[f"{module}.py"] = path
+    siblings = [p.name for p in path.parent.glob("*.py") if p != path]
+    if siblings:
+        source.note(place, f"{source.relative(path)} is copied alone (as {module}.py)",
+                    f"if it imports {', '.join(sorted(siblings)[:3])}, copy those beside eval.yaml", "note")
+    entry: dict[str, Any] = {"target": PYTHON_TARGET, "promptfoo_module": module, "promptfoo_config": config}
+    if function:
+        entry["promptfoo_function"] = function
+    return Provider(label, "python", None, entry)
 
 
 def _env_reference(value: str) -> str:

@@ -37,6 +37,7 @@ class Source:
     report: ImportReport
     files: dict[str, YamlDocument] = field(default_factory=dict)
     prompt_count: int = 0  # promptfoo's prompts met so far, mapped or not (their indices)
+    copies: dict[str, Path] = field(default_factory=dict)  # files written beside eval.yaml: name -> source
 
     @property
     def folder(self) -> Path:

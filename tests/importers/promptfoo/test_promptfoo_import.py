@@ -216,3 +216,44 @@ def test_a_var_using_another_var_is_rendered_as_promptfoo_renders_it(tmp_path):
         """)
     (case,) = import_promptfoo(path, "demo").cases
     assert case["input"]["vars"] == {"sentence": "tweet about bananas", "topic": "bananas"}
+
+
+def test_a_python_provider_is_copied_and_called_as_promptfoo_calls_it(tmp_path, monkeypatch):
+    import asyncio
+    import json as json_module
+
+    from evalh_pipeline.runner.evaluation import evaluate_traces
+    from evalh_pipeline.runner.loading import load_eval
+    from evalh_pipeline.runner.stages import prepare_cases
+    from evalh_pipeline.runner.traces import produce_traces
+    from evalh_pipeline.store.run_dir import new_run_id
+
+    path = _config(tmp_path / "src", """\
+        prompts: ['Shout {{word}}']
+        providers:
+          - id: file://shouter.py:shout
+            config: {suffix: '!'}
+        tests:
+          - vars: {word: hello}
+            assert: [{type: equals, value: SHOUT HELLO!}]
+          - vars: {word: bye}
+            assert: [{type: equals, value: nope}]
+        """, **{"shouter.py": """\
+        async def shout(prompt, options, context):
+            assert context["vars"]["word"] in prompt
+            return {"output": prompt.upper() + options["config"]["suffix"], "tokenUsage": {"prompt": 2, "completion": 3}}
+        """})
+    imported = import_promptfoo(path, "shout")
+    assert imported.report.findings == []
+    write_import(imported, tmp_path / "out")
+    assert (tmp_path / "out" / "promptfoo_provider_shouter.py").exists()
+    monkeypatch.chdir(tmp_path / "out")
+    spec = load_eval(tmp_path / "out" / "eval.yaml")
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    asyncio.run(evaluate_traces(spec, info.run_dir))
+    traces = {t["case_id"]: t for t in map(json_module.loads, info.run_dir.traces.read_text().splitlines())}
+    assert traces["test-1"]["output"]["final_answer"] == "SHOUT HELLO!"
+    assert traces["test-1"]["metrics"]["token_output"] == 3
+    results = {r["case_id"]: r["passed"] for r in map(json_module.loads, info.run_dir.results.read_text().splitlines())}
+    assert results == {"test-1": True, "test-2": False}
