@@ -99,6 +99,7 @@ def test_script_results_are_read_as_promptfoo_normalizes_them():
     assert read_result(True, "javascript", True, None).passed is False
 
 
+@pytest.mark.integration  # runs the assertion in a child Python process
 def test_python_script_sees_output_and_the_cases_vars():
     evaluator = PromptfooScript("s", "promptfoo_script", {
         "language": "python", "code": "context['vars']['want'] in output"})
