@@ -19,6 +19,8 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "latency_under": "evalh_pipeline.evaluators.latency_under:LatencyUnder",
         "llm_judge": "evalh_pipeline.evaluators.llm_judge:LlmJudge",
         "openai_model_graded": "evalh_pipeline.evaluators.openai_model_graded:OpenAIModelGraded",
+        "promptfoo_assert": "evalh_pipeline.evaluators.promptfoo_assert:PromptfooAssert",
+        "promptfoo_script": "evalh_pipeline.evaluators.promptfoo_script:PromptfooScript",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",
         "semantic_similarity": "evalh_pipeline.evaluators.semantic_similarity:SemanticSimilarity",

@@ -22,7 +22,8 @@ class ReplayConfig(SystemConfigModel):
 
 
 class ReplaySystem(SystemAdapter):
-    """Returns each case's ``embedded_trace`` as the cell's response.
+    """Returns each case's ``embedded_trace`` as the cell's response (or, when the case has
+    ``embedded_traces``, a mapping of variant name to trace, the variant's own).
 
     The recorded ``started_at``, ``finished_at``, ``latency_ms``, output, messages, tool
     calls and results, metrics and extra are kept; ``extra.source`` becomes ``replay`` and
@@ -34,10 +35,16 @@ class ReplaySystem(SystemAdapter):
     Config = ReplayConfig
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
-        raw = (case.model_extra or {}).get("embedded_trace")
+        extra_keys = case.model_extra or {}
+        by_variant = extra_keys.get("embedded_traces")
+        # `embedded_traces: {variant: trace}` (an imported tool's results: one trace per variant)
+        # wins over the one `embedded_trace` every variant replays.
+        raw = by_variant.get(self.variant.name) if isinstance(by_variant, dict) else None
+        raw = raw if raw is not None else extra_keys.get("embedded_trace")
         if raw is None:
             raise AdapterError(f"replay: case {case.id!r} has no embedded_trace (use a dataset of type fixture "
-                               "with embed_full_trace: true, whose cases carry embedded_trace)")
+                               "with embed_full_trace: true, whose cases carry embedded_trace)"
+                               + (f" nor embedded_traces[{self.variant.name!r}]" if isinstance(by_variant, dict) else ""))
         recorded = _as_trace(raw, case)
         extra: dict[str, Any] = dict(recorded.extra)
         platform = self.variant.metadata.get("source") or extra.get("source_platform")

@@ -1,0 +1,440 @@
+"""``promptfoo_assert``: promptfoo's deterministic assertions with promptfoo's own verdict rules.
+
+``evalh import promptfoo`` maps a promptfoo assertion here when no evalh evaluator gives the
+identical verdict (the ``contains`` family goes to ``contains_text``). Each rule below follows
+promptfoo's source as released in promptfoo 0.121.20 on npm (the version the parity test
+runs): each rule cites ``src/assertions/<file>.ts`` and the line of the published bundle
+``dist/src/index.js`` it was read from, so a suite keeps its verdicts when it moves:
+
+- the output is the answer text (promptfoo's ``outputString``);
+- ``inverse`` is promptfoo's ``not-`` prefix: the verdict is flipped (``not-regex`` with an
+  invalid pattern still fails, as in promptfoo);
+- the score is 1 or 0 as promptfoo's.
+
+``contains-json`` reads each ``{...}`` candidate as YAML in JSON mode (js-yaml there, PyYAML
+here) without promptfoo's rewrite of ``//`` comments, so an answer with commented JSON may
+differ.
+
+JavaScript regular expressions are run by Python's ``re`` as :func:`js_regex` translates them;
+the engines agree on the patterns prompts use, not on every corner (``\\s`` and non-ASCII
+spaces, syntax only one of them accepts), which the importer's report does not try to detect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Literal
+
+import yaml
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
+from pydantic import model_validator
+
+from evalh_pipeline.common.fields import as_text
+from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
+from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
+
+AssertionType = Literal[
+    "equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
+    "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
+]
+_LIST_TYPES = ("contains-any", "icontains-any", "contains-all", "icontains-all")
+_NEEDS_VALUE = ("equals", "contains", "icontains", *_LIST_TYPES, "starts-with", "regex", "levenshtein")
+_JS_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
+
+
+class PromptfooAssertConfig(EvaluatorConfigModel):
+    """One promptfoo assertion: its type (without ``not-``), ``inverse``, ``value``, ``threshold``."""
+
+    TRACE_FIELDS = ("output.final_answer",)
+
+    assertion: AssertionType
+    inverse: bool = False
+    value: Any = None
+    threshold: float | None = None
+    metric: str | None = None
+
+    @model_validator(mode="after")
+    def _checked(self) -> PromptfooAssertConfig:
+        # promptfoo's invariants (raised when the assertion runs) are load errors here.
+        kind, value = self.assertion, self.value
+        if kind in ("contains", "icontains") and not contains_value(value):
+            # src/assertions/contains.ts (index.js:1440-1446)
+            raise ValueError(f'"{kind}" assertion type must have a string or number value')
+        if kind in _LIST_TYPES:
+            if not value:
+                raise ValueError(f'"{kind}" assertion type must have a value')  # contains.ts (index.js:1467)
+            if isinstance(value, str):
+                self.value = split_comma_separated(value)
+            elif not isinstance(value, list):
+                raise ValueError(f'"{kind}" assertion type must have an array value')
+        if kind in ("starts-with", "regex", "levenshtein") and not (isinstance(value, str) and (value or kind == "levenshtein")):
+            # startsWith.ts (index.js:3917-3918), regex.ts (:3197-3198), levenshtein.ts (:2353)
+            raise ValueError(f'"{kind}" assertion type must have a string value')
+        if kind == "bleu" and not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+            raise ValueError('"bleu" assertion type must have a string or array of strings value')  # bleu.ts (index.js:1328)
+        if kind in ("is-json", "contains-json") and value:
+            self.value = _schema_of(value)  # json.ts (index.js:2279-2289): a truthy value is a schema
+        if kind == "latency" and self.threshold is None:
+            raise ValueError("Latency assertion must have a threshold in milliseconds")  # latency.ts (index.js:2340)
+        if kind == "cost" and self.threshold is None:
+            raise ValueError("Cost assertion must have a threshold")  # cost.ts (index.js:1597)
+        return self
+
+
+def contains_value(value: Any) -> bool:
+    """promptfoo's ``isContainsValue``: a non-empty string or a number that is not NaN."""
+    if isinstance(value, bool):
+        return False
+    return (isinstance(value, str) and value != "") or (isinstance(value, (int, float)) and not math.isnan(value))
+
+
+def _schema_of(value: Any) -> Any:
+    # json.ts (index.js:2279-2289): a string value is read as YAML (JSON is YAML) and compiled
+    # by Ajv (JSON Schema draft-07 unless the schema names its draft).
+    schema = yaml.safe_load(value) if isinstance(value, str) else value
+    if not isinstance(schema, (bool, dict)):
+        raise ValueError("is-json/contains-json value must be a JSON schema (an object or a boolean)")
+    if isinstance(schema, dict):
+        try:
+            validators.validator_for(schema, default=validators.Draft7Validator).check_schema(schema)
+        except SchemaError as exc:
+            raise ValueError(f"invalid JSON schema: {exc.message}") from None
+    return schema
+
+
+def split_comma_separated(value: str) -> list[str]:
+    """promptfoo's ``parseCommaSeparatedValues`` (src/assertions/contains.ts, index.js:1361-1438): fields split on commas, trimmed; ``"quoted, fields"`` keep commas and take ``\\"``,
+    ``\\\\`` and ``""`` escapes; repeated commas give no empty field."""
+    results: list[str] = []
+    i, n = 0, len(value)
+    while i < n:
+        while i < n and (value[i].isspace() or value[i] == ","):
+            i += 1
+        if i >= n:
+            break
+        if value[i] == '"':
+            i, field, closed = i + 1, "", False
+            while i < n:
+                if value[i] == "\\" and i + 1 < n and value[i + 1] in '"\\':
+                    field, i = field + value[i + 1], i + 2
+                elif value[i] == '"' and i + 1 < n and value[i + 1] == '"':
+                    field, i = field + '"', i + 2
+                elif value[i] == '"':
+                    i, closed = i + 1, True
+                    break
+                else:
+                    field, i = field + value[i], i + 1
+            if not closed:
+                raise ValueError("Unterminated quoted field in contains assertion value")
+            while i < n and value[i].isspace():
+                i += 1
+            if i < n and value[i] != ",":
+                raise ValueError("Expected comma after quoted field in contains assertion value")
+            results.append(field)
+        else:
+            start = i
+            while i < n and value[i] != ",":
+                i += 1
+            results.append(value[start:i].strip())
+    return results
+
+
+def js_string(value: Any) -> str:
+    """JavaScript's ``String(value)`` for JSON values (``5.0`` is ``"5"``, ``True`` is ``"true"``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def js_regex(pattern: str) -> re.Pattern[str]:
+    """JavaScript's ``new RegExp(pattern)`` (no flags) for Python's ``re``: ``$`` outside a
+    class matches only at the very end (``\\Z``; Python's also before a final newline),
+    ``(?<name>`` groups are renamed, and ``\\d``, ``\\w``, ``\\b`` are ASCII as in JavaScript
+    (``re.ASCII``; it makes ``\\s`` ASCII too, where JavaScript also matches Unicode spaces)."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        elif char == "$" and not in_class:
+            char = "\\Z"
+        elif char == "(" and not in_class and _JS_NAMED_GROUP.match(pattern, i):
+            char, i = "(?P<", i + 2
+        out.append(char)
+        i += 1
+    return re.compile("".join(out), re.ASCII)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # JSON.parse rejects NaN and Infinity; json.loads would not
+
+
+def parse_json(text: str) -> Any:
+    """JavaScript's ``JSON.parse``: raises ValueError where it throws."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
+    """``util.isDeepStrictEqual`` over JSON values (``true`` is not ``1``; ``1`` is ``1.0``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return a == b
+
+
+def bleu_score(candidate: str, references: list[str]) -> float:
+    """promptfoo's ``calculateBleuScore`` (src/assertions/bleu.ts, index.js:1239-1326): BLEU-4
+    with equal weights over lowercased whitespace tokens, the closest reference length for the
+    brevity penalty, 1e-7 for a zero precision, and orders longer than the candidate skipped."""
+    if candidate.strip() == "":
+        return 0.0
+    words = candidate.lower().strip().split()
+    refs = [r.lower().strip().split() or [""] for r in references]
+    closest = len(refs[0])
+    for ref in refs[1:]:
+        if abs(len(ref) - len(words)) < abs(closest - len(words)) or (
+                abs(len(ref) - len(words)) == abs(closest - len(words)) and len(ref) < closest):
+            closest = len(ref)
+    orders: list[float] = []
+    for n in range(1, 5):
+        grams = _ngrams(words, n)
+        if not grams:
+            continue
+        counts = _counts(grams)
+        best = max(sum(min(c, _counts(_ngrams(ref, n)).get(g, 0)) for g, c in counts.items()) for ref in refs)
+        orders.append(best / len(grams))
+    penalty = 1.0 if len(words) > closest else math.exp(1 - closest / len(words))
+    weight = 0.25 / (0.25 * len(orders))
+    return penalty * math.exp(sum(weight * math.log(p if p != 0 else 1e-7) for p in orders))
+
+
+def _ngrams(words: list[str], n: int) -> list[str]:
+    return [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)] if 0 < n <= len(words) else []
+
+
+def _counts(grams: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for gram in grams:
+        counts[gram] = counts.get(gram, 0) + 1
+    return counts
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance over UTF-16 code units, as ``fastest-levenshtein`` counts JavaScript strings."""
+    x, y = _utf16(a), _utf16(b)
+    if len(x) < len(y):
+        x, y = y, x
+    previous = list(range(len(y) + 1))
+    for i, cx in enumerate(x, 1):
+        current = [i]
+        for j, cy in enumerate(y, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (cx != cy)))
+        previous = current
+    return previous[-1]
+
+
+def _utf16(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def extract_json_objects(text: str) -> list[Any]:
+    """promptfoo's ``extractJsonObjects`` (src/util/json.ts, dist/src/logger-DZQrH7Cp.js:315-341):
+    from each ``{``, the shortest brace-balanced span (closed with ``}`` at the end of the text,
+    at most 100,000 characters) that reads as YAML in JSON mode to an object or a list; the
+    scan goes on after it."""
+    found: list[Any] = []
+    limit = 100_000
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == "{":
+            opened, closed, j = 1, 0, i + 1
+            while j < min(i + limit, n) and opened > closed:
+                opened += text[j] == "{"
+                closed += text[j] == "}"
+                j += 1
+                if opened == closed or j == n or j == i + limit:
+                    candidate = text[i:j] + "}" * max(0, opened - closed)
+                    try:
+                        parsed = yaml.safe_load(candidate)
+                    except yaml.YAMLError:
+                        if opened == closed:
+                            break
+                        continue
+                    if isinstance(parsed, (dict, list)):
+                        found.append(parsed)
+                        i = j - 1
+                        break
+        i += 1
+    return found
+
+
+class PromptfooAssert(SyncEvaluator):
+    """Judges the answer as promptfoo's assertion of the same type would (see the module doc)."""
+
+    Config = PromptfooAssertConfig
+    reads_case = False
+
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
+        cfg: PromptfooAssertConfig = self.config
+        self._schema = None
+        if cfg.assertion in ("is-json", "contains-json") and cfg.value:
+            self._schema = validators.validator_for(cfg.value, default=validators.Draft7Validator)(cfg.value) \
+                if isinstance(cfg.value, dict) else cfg.value
+        self._label = f"{'not-' if cfg.inverse else ''}{cfg.assertion}"
+
+    def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        cfg: PromptfooAssertConfig = self.config
+        output = as_text(trace.output.final_answer)
+        detail: dict[str, Any] = {"assertion": self._label}
+        if cfg.metric:
+            detail["metric"] = cfg.metric
+        kind = cfg.assertion
+        if kind == "latency":
+            # src/assertions/latency.ts (index.js:2339-2349): passes at or under the threshold
+            return self._threshold(float(trace.latency_ms), f"Latency {trace.latency_ms}ms", "ms", detail)
+        if kind == "cost":
+            cost = trace.metrics.cost_usd
+            if cost is None:
+                # src/assertions/cost.ts (index.js:1598)
+                raise ValueError("Cost assertion does not support providers that do not return cost")
+            return self._threshold(cost, f"Cost {cost:.2g}", "", detail)
+        if kind == "levenshtein":
+            # src/assertions/levenshtein.ts (index.js:2352-2363): distance <= (threshold ?? 5)
+            limit = 5.0 if cfg.threshold is None else cfg.threshold
+            distance = levenshtein(output, cfg.value)
+            detail.update(distance=distance, threshold=limit)
+            return self._threshold(float(distance), f"Levenshtein distance {distance}", "", detail, limit)
+        if kind == "bleu":
+            # bleu.ts (index.js:1327-1337): score >= (threshold ?? 0.5), flipped by not-
+            threshold = 0.5 if cfg.threshold is None else cfg.threshold
+            score = bleu_score(output, cfg.value if isinstance(cfg.value, list) else [cfg.value])
+            detail.update(bleu=score, threshold=threshold)
+            passed = (score >= threshold) != cfg.inverse
+            return Verdict(passed, "Assertion passed" if passed else
+                           f"BLEU score {score:.4f} is {'greater' if cfg.inverse else 'less'} than threshold {threshold:g}",
+                           score=1 - score if cfg.inverse else score, detail=detail)
+        try:
+            matched, why = self._matches(kind, output, detail)
+        except _Fixed as exc:
+            return _verdict(False, str(exc), detail)
+        return _verdict(matched != cfg.inverse, why, detail)
+
+    def _matches(self, kind: str, output: str, detail: dict[str, Any]) -> tuple[bool, str]:
+        """Whether the positive form holds, and the failing reason (promptfoo's words)."""
+        cfg: PromptfooAssertConfig = self.config
+        value, neg = cfg.value, "not " if cfg.inverse else ""
+        if kind == "equals":
+            # src/assertions/equals.ts (index.js:1609-1625): an object value (null and lists too)
+            # deep-equals the parsed output; output that is not JSON equals none
+            if isinstance(value, (dict, list)) or value is None:
+                try:
+                    equal = _strict_equal(value, parse_json(output))
+                except ValueError:
+                    equal = False
+                shown = json.dumps(value, separators=(",", ":"))
+            else:
+                equal, shown = js_string(value) == output, js_string(value)
+            return equal, f'Expected output "{output}" to {neg}equal "{shown}"'
+        if kind in ("contains", "icontains"):
+            # src/assertions/contains.ts (index.js:1446 and :1457)
+            needle = js_string(value)
+            hit = needle.lower() in output.lower() if kind == "icontains" else needle in output
+            return hit, f'Expected output to {neg}contain "{needle}"'
+        if kind in _LIST_TYPES:
+            fold = (lambda s: s.lower()) if kind.startswith("i") else (lambda s: s)
+            needles = [js_string(v) for v in value]
+            present = [fold(n) in fold(output) for n in needles]
+            if kind.endswith("-any"):
+                # contains.ts (index.js:1470 and :1483)
+                return any(present), f'Expected output to {neg}contain one of "{", ".join(needles)}"'
+            # contains.ts (index.js:1496-1497 and :1510-1511)
+            missing = [n for n, hit in zip(needles, present) if not hit]
+            detail["missing"] = missing
+            return not missing, (f"Expected output to {neg}contain all of [{', '.join(needles)}]. "
+                                 f"Missing: [{', '.join(missing)}]")
+        if kind == "starts-with":
+            # src/assertions/startsWith.ts (index.js:3919)
+            return output.startswith(value), f'Expected output to {neg}start with "{value}"'
+        if kind == "regex":
+            # src/assertions/regex.ts (index.js:3196-3213): an invalid pattern fails whatever the inverse
+            try:
+                pattern = js_regex(value)
+            except re.error as exc:
+                raise _Fixed(f"Invalid regex pattern: {exc}") from None
+            return pattern.search(output) is not None, f'Expected output to {neg}match regex "{value}"'
+        if kind == "is-json":
+            return self._is_json(output)
+        return self._contains_json(output)
+
+    def _is_json(self, output: str) -> tuple[bool, str]:
+        # src/assertions/json.ts (index.js:2270-2305); not-is-json of JSON that fails the schema passes
+        try:
+            parsed = parse_json(output)
+        except ValueError:
+            return False, "Expected output to be valid JSON"
+        if self._schema is None:
+            return True, "Expected output to be valid JSON"
+        errors = self._schema_errors(parsed)
+        return not errors, (f"JSON does not conform to the provided schema. Errors: {errors}"
+                            if errors else "Output is JSON that conforms to the provided schema")
+
+    def _contains_json(self, output: str) -> tuple[bool, str]:
+        # src/assertions/json.ts (index.js:2307-2337): with a schema, the first object that
+        # validates decides; when none does, the last one's verdict stands
+        values = extract_json_objects(output)
+        if not values:
+            return False, "Expected output to contain valid JSON"
+        if self._schema is None:
+            return True, "Expected output to contain valid JSON"
+        errors = ""
+        for value in values:
+            errors = self._schema_errors(value)
+            if not errors:
+                return True, "Output contains JSON conforming to the provided schema"
+        return False, f"JSON does not conform to the provided schema. Errors: {errors}"
+
+    def _schema_errors(self, value: Any) -> str:
+        if isinstance(self._schema, bool):
+            return "" if self._schema else "boolean schema is false"
+        return ", ".join(e.message for e in self._schema.iter_errors(value))
+
+    def _threshold(self, measured: float, said: str, unit: str, detail: dict[str, Any],
+                   limit: float | None = None) -> Verdict:
+        """``measured <= threshold``, flipped by ``not-`` (latency.ts, cost.ts, levenshtein.ts)."""
+        cfg: PromptfooAssertConfig = self.config
+        threshold = cfg.threshold if limit is None else limit
+        assert threshold is not None  # checked at load for latency and cost
+        detail["value"] = measured
+        passed = (measured <= threshold) != cfg.inverse
+        word = "less than or equal to" if cfg.inverse else "greater than"
+        return _verdict(passed, f"{said} is {word} threshold {threshold:g}{unit}", detail)
+
+
+class _Fixed(Exception):
+    """A failing verdict promptfoo returns before applying ``not-``."""
+
+
+def _verdict(passed: bool, reason: str, detail: dict[str, Any]) -> Verdict:
+    return Verdict(passed, "Assertion passed" if passed else reason, score=1.0 if passed else 0.0, detail=detail)

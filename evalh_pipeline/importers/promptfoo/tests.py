@@ -1,0 +1,255 @@
+"""promptfoo ``tests`` (inline or ``file://`` csv/json/jsonl/yaml) and ``defaultTest`` as cases.
+
+Each test is a case whose ``input.vars`` are the test's vars (``defaultTest.vars`` under
+them); a var whose value is a list makes one test per value, as promptfoo does. The test's
+assertions (and ``defaultTest``'s that use its vars) become the case's own ``evaluators``;
+``defaultTest``'s other assertions are the eval's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES, Judge, check_type, contains_values, map_assertion
+from evalh_pipeline.importers.promptfoo.source import Located, PromptfooImportError, Source, read_rows
+from evalh_pipeline.importers.promptfoo.templates import has_template, render
+
+Place = tuple[str, str, int | None]
+# The thresholds promptfoo gives a CSV `__expected` cell of these types (DEFAULT_SEMANTIC_SIMILARITY_THRESHOLD
+# is 0.8, index.js:11385; the others 0.75).
+_CSV_DEFAULT_THRESHOLD = {
+    **dict.fromkeys(("answer-relevance", "classifier", "context-faithfulness", "context-recall", "context-relevance",
+                     "cost", "latency", "levenshtein", "perplexity-score", "perplexity", "rouge-n", "starts-with"), 0.75),
+    "similar": 0.8,
+}
+_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
+_ASSERTION_PREFIXES = (("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"),
+                       ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python"))
+
+
+@dataclass
+class Test:
+    """One promptfoo test before it becomes a case."""
+
+    place: Place
+    vars: dict[str, Any]
+    asserts: list[tuple[dict[str, Any], Place]] = field(default_factory=list)
+    description: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tests:
+    """The cases and the eval-level evaluators."""
+
+    cases: list[dict[str, Any]]
+    evaluators: list[dict[str, Any]]
+
+
+def _raw_tests(source: Source) -> list[Located]:
+    data = source.doc.data.get("tests")
+    if data is None:
+        return [Located({}, source.name, "tests", None)]
+    entries = [data] if isinstance(data, str) else data
+    if not isinstance(entries, list):
+        raise PromptfooImportError(f"{source.name}:{source.line(('tests',))}: tests must be a list or a file:// reference")
+    out: list[Located] = []
+    for index, entry in enumerate(entries):
+        file, where, line = source.at(("tests", index) if isinstance(data, list) else ("tests",))
+        if isinstance(entry, str) and entry.startswith("file://"):
+            for path in source.resolve(entry, (file, where, line), many=True):
+                out += read_rows(source, path)
+        elif isinstance(entry, dict):
+            out.append(Located(entry, file, where, line))
+        else:
+            source.note((file, where, line), "a test that is neither a mapping nor a file:// reference", "test left out")
+    return out
+
+
+def assertion_from_string(text: str) -> dict[str, Any]:
+    """promptfoo's ``assertionFromString`` for a CSV ``__expected`` cell (src/csv.ts,
+    dist/src/index.js:11466-11517): a ``type:value`` prefix, else ``equals``."""
+    for prefix, kind in _ASSERTION_PREFIXES:
+        if text.startswith(prefix):
+            return {"type": kind, "value": text[len(prefix):].strip() if kind != "llm-rubric" else text[len(prefix):]}
+    head, sep, rest = text.partition(":")
+    name, _, threshold = head.partition("(")
+    base = name.removeprefix("not-")
+    if base in KNOWN_TYPES and (sep or not rest):
+        out: dict[str, Any] = {"type": name}
+        if threshold.endswith(")"):
+            out["threshold"] = float(threshold[:-1])
+        elif base in _CSV_DEFAULT_THRESHOLD:
+            # index.js:11501-11507: these types get a threshold in a CSV cell even when none is written
+            out["threshold"] = _CSV_DEFAULT_THRESHOLD[base]
+        value: Any = rest if sep else None
+        if base in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
+            value = contains_values(base, value) if value else value
+        elif value is not None and base not in ("contains-json", "is-json"):
+            value = value.strip()
+        if value is not None:
+            out["value"] = value
+        return out
+    return {"type": "equals", "value": text}
+
+
+def _csv_test(source: Source, row: Located) -> Test:
+    test = Test((row.file, row.where, row.line), {})
+    metric, threshold = None, None
+    for key, value in row.value.items():
+        key = (key or "").strip()
+        value = value or ""
+        if key.startswith("__expected"):
+            if value.strip():
+                test.asserts.append((assertion_from_string(value.strip()), test.place))
+        elif key == "__description":
+            test.description = value
+        elif key == "__metric":
+            metric = value
+        elif key == "__threshold":
+            threshold = value
+        elif key.startswith("__metadata:") and value.strip():
+            name = key.removeprefix("__metadata:")
+            if name.endswith("[]"):
+                # src/csv.ts (index.js:11557-11559): a list, split on commas not escaped as `\,`
+                test.metadata[name[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", value)]
+            else:
+                test.metadata[name] = value
+        elif key.startswith("__"):
+            source.note(test.place, f"CSV column {key!r} not mapped", "left out")
+        else:
+            test.vars[key] = value
+    for assertion, _ in test.asserts:
+        if metric:
+            assertion["metric"] = metric
+    if threshold:
+        source.note(test.place, f"test threshold {threshold}", "not used: evalh passes a case when every assertion passes")
+    return test
+
+
+def _test(source: Source, located: Located) -> Test:
+    data, place = located.value, (located.file, located.where, located.line)
+    if located.file.endswith(".csv"):
+        return _csv_test(source, located)
+    for key in sorted(set(data) - _TEST_KEYS):
+        source.note(place, f"test key {key!r} not mapped", "left out")
+    if data.get("threshold") is not None:
+        source.note(place, f"test threshold {data['threshold']}",
+                    "not used: evalh passes a case when every assertion passes")
+    for key in sorted(data.get("options") or {}):
+        # transform / postprocess change what every assertion sees: the verdicts would differ.
+        source.note(place, f"test option {key!r} not mapped", "left out",
+                    "error" if key in ("transform", "postprocess", "provider", "rubricPrompt") else "note")
+    variables = data.get("vars") or {}
+    if not isinstance(variables, dict):
+        source.note(place, "vars that are not a mapping (a file of vars)", "test left out")
+        variables = {}
+    asserts = data.get("assert") or []
+    where = located.where
+    return Test(place, dict(variables),
+                [(a, (located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))))
+                 for i, a in enumerate(asserts)],
+                data.get("description"), dict(data.get("metadata") or {}))
+
+
+def _line_in(source: Source, located: Located, tail: tuple[Any, ...]) -> int | None:
+    """The line of ``tail`` under a test of the config (other files: the test's line)."""
+    if located.file == source.name and located.where.startswith("tests"):
+        index = located.where.removeprefix("tests").strip("[]")
+        key: tuple[Any, ...] = ("tests", int(index)) if index.isdigit() else ("tests",)
+        return source.line((*key, *tail))
+    return located.line
+
+
+def _var_values(source: Source, test: Test) -> list[dict[str, Any]]:
+    """The test's vars, ``file://`` text files read, and one set per combination of list values."""
+    resolved: dict[str, Any] = {}
+    for name, value in test.vars.items():
+        if isinstance(value, str) and value.startswith("file://"):
+            paths = source.resolve(value, test.place, many=True)
+            if any(p.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs") for p in paths):
+                source.note(test.place, f"var {name!r} computed by {value}", "var left empty")
+                value = ""
+            else:
+                # A glob names several files: one test per file, as promptfoo expands it.
+                texts = [source.read_text(p) for p in paths]
+                value = texts if any(c in value for c in "*?[") else texts[0]
+        resolved[name] = value
+    listed = [name for name, value in resolved.items() if isinstance(value, list)]
+    combos = [resolved] if not listed else [{**resolved, **dict(zip(listed, combo))}
+                                             for combo in itertools.product(*(resolved[name] for name in listed))]
+    return [_render_vars(source, test, combo) for combo in combos]
+
+
+def _render_vars(source: Source, test: Test, variables: dict[str, Any]) -> dict[str, Any]:
+    """Vars whose text uses other vars (``sentence: 'tweet about {{topic}}'``) rendered with
+    them, as promptfoo renders a var's value before the prompt (evalh renders once)."""
+    out = dict(variables)
+    for name, value in variables.items():
+        if has_template(value):
+            out[name], problems = render(value, {k: v for k, v in variables.items() if k != name})
+            if problems:
+                source.note(test.place, f"var {name!r}: {'; '.join(problems)} does not map", "kept as written")
+    return out
+
+
+def read_tests(source: Source, judge: Judge) -> Tests:
+    """Every test of the config as a case, and ``defaultTest``'s shared assertions."""
+    default = source.doc.data.get("defaultTest") or {}
+    default_place = source.at(("defaultTest",))
+    if isinstance(default, str):
+        path = source.resolve(default, default_place)[0]
+        default = source.load_yaml(path).data or {}
+    for key in sorted(set(default) - {"vars", "assert", "options", "metadata", "threshold"}):
+        source.note(default_place, f"defaultTest key {key!r} not mapped", "left out")
+    if default.get("threshold") is not None:
+        source.note(default_place, f"defaultTest threshold {default['threshold']}",
+                    "not used: evalh passes a case when every assertion passes")
+    default_asserts = [(a, source.at(("defaultTest", "assert", i))) for i, a in enumerate(default.get("assert") or [])]
+    for assertion, place in default_asserts:
+        check_type(source, assertion, place)
+    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not has_template(a.get("value"))]
+    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if has_template(a.get("value"))]
+    evaluators = []
+    for index, assertion, place in shared:
+        mapped = map_assertion(source, assertion, None, place, judge)
+        if mapped is not None:
+            evaluators.append(_evaluator("default", index, assertion, mapped))
+    cases: list[dict[str, Any]] = []
+    located_tests = _raw_tests(source)
+    for located in located_tests:
+        test = _test(source, located)
+        for assertion, place in test.asserts:
+            check_type(source, assertion, place)
+        for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
+            own: list[dict[str, Any]] = []
+            for index, assertion, place in per_case:
+                mapped = map_assertion(source, assertion, variables, place, judge)
+                if mapped is not None:
+                    own.append(_evaluator("default", index, assertion, mapped))
+            for index, (assertion, place) in enumerate(test.asserts):
+                mapped = map_assertion(source, assertion, variables, place, judge)
+                if mapped is not None:
+                    own.append(_evaluator("assert", index, assertion, mapped))
+            case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
+            metadata = {**(default.get("metadata") or {}), **test.metadata}
+            if test.description:
+                metadata["description"] = test.description
+            if metadata:
+                case["metadata"] = metadata
+            if own:
+                case["evaluators"] = own
+            cases.append(case)
+    return Tests(cases, evaluators)
+
+
+def _evaluator(prefix: str, index: int, assertion: dict[str, Any], mapped: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """The evaluator entry of the ``index``-th assertion: named ``<prefix>-<n>-<metric or type>``
+    (``default-`` for defaultTest's, ``assert-`` for the test's own, so they never clash)."""
+    kind, config = mapped
+    label = str(assertion.get("metric") or assertion["type"])
+    name = re.sub(r"[\s|,\[\]/\\:]+", "-", f"{prefix}-{index + 1}-{label}")
+    return {"name": name, "type": kind, "config": config}

@@ -1,0 +1,76 @@
+"""An OpenAI-compatible chat-completions server on loopback that answers each request with
+its last user message after ``Say:`` (an "echo model"), and embeds text as letter counts: a test sets the answer through the
+prompt, and two tools pointed at it see the same answers. (The prefix keeps a prompt whose
+answer is JSON from reading as JSON: promptfoo would send such a prompt as the messages.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOOPBACK = "127.0.0.1"
+PREFIX = "Say: "  # the prompt "Say: <answer>" makes the model answer <answer>
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+        length = int(self.headers.get("content-length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = {}
+        if self.path.endswith("/embeddings"):
+            return self._embeddings(body)
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        content = user[-1].get("content") if user else ""
+        text = content if isinstance(content, str) else json.dumps(content)
+        text = text.removeprefix(PREFIX)
+        self._send({
+            "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        })
+
+    def _embeddings(self, body: dict) -> None:
+        # A deterministic embedding: the counts of the letters a-z (so the cosine is known).
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts or []
+        data = [{"object": "embedding", "index": i, "embedding": letter_counts(t)} for i, t in enumerate(texts)]
+        self._send({"object": "list", "data": data, "model": body.get("model"),
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def _send(self, answer: dict) -> None:
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's signature
+        pass  # keep test output clean
+
+
+def letter_counts(text: str) -> list[float]:
+    """The echo server's embedding of ``text``: how often each letter a-z occurs (plus 1e-6 so
+    no vector is zero)."""
+    lowered = text.lower()
+    return [lowered.count(chr(ord("a") + i)) + 1e-6 for i in range(26)]
+
+
+@contextmanager
+def echo_chat_server() -> Iterator[str]:
+    """Serve the echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``."""
+    server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, name="echo-chat", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

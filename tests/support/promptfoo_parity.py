@@ -1,0 +1,103 @@
+"""Verdict-parity fixtures for ``evalh import promptfoo``: one promptfoo test per row, whose
+answer (the echo model's reply) and assertion give the verdict promptfoo's own source decides.
+
+Citations are to promptfoo 0.121.20 as published on npm: ``src/assertions/<file>.ts`` and the
+line of its bundle ``dist/src/index.js`` where the rule is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.openai_chat_server import PREFIX
+
+# (assertion, reply, promptfoo's verdict, where promptfoo decides it)
+ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
+    ({"type": "equals", "value": "Paris"}, "Paris", True, "equals.ts, index.js:1618: String(value) === output"),
+    ({"type": "equals", "value": "Paris"}, "paris", False, "equals.ts, index.js:1618: case matters"),
+    ({"type": "not-equals", "value": "Paris"}, "Lyon", True, "equals.ts, index.js:1618: !== inverse"),
+    ({"type": "equals", "value": {"a": 1}}, '{"a": 1}', True, "equals.ts, index.js:1613: deep equal of parsed output"),
+    ({"type": "not-equals", "value": {"a": 1}}, "not json", True, "equals.ts, index.js:1615: JSON.parse throws -> inverse"),
+    ({"type": "equals", "value": 42}, "42", True, "equals.ts, index.js:1618: String(42)"),
+    ({"type": "contains", "value": "Par"}, "Paris", True, "contains.ts, index.js:1446"),
+    ({"type": "contains", "value": "par"}, "Paris", False, "contains.ts, index.js:1446: case-sensitive"),
+    ({"type": "icontains", "value": "PAR"}, "Paris", True, "contains.ts, index.js:1457"),
+    ({"type": "not-contains", "value": "Lyon"}, "Paris", True, "contains.ts, index.js:1446: !== inverse"),
+    ({"type": "not-icontains", "value": "PARIS"}, "paris", False, "contains.ts, index.js:1457"),
+    ({"type": "contains-any", "value": "Lyon, Paris"}, "Paris", True, "contains.ts, index.js:1468-1470: comma list, some"),
+    ({"type": "contains-any", "value": ["lyon", "nice"]}, "Paris", False, "contains.ts, index.js:1470"),
+    ({"type": "icontains-any", "value": ["PARIS"]}, "paris", True, "contains.ts, index.js:1483"),
+    ({"type": "not-contains-any", "value": ["x", "Par"]}, "Paris", False, "contains.ts, index.js:1470: !== inverse"),
+    ({"type": "contains-all", "value": ["a", "b"]}, "a only", False, "contains.ts, index.js:1496-1497: every"),
+    ({"type": "contains-all", "value": '"a, b", c'}, "a, b and c", True, "contains.ts, index.js:1426-1438: quoted field keeps its comma"),
+    ({"type": "not-contains-all", "value": ["a", "b"]}, "a only", True, "contains.ts, index.js:1497: missing -> not-all passes"),
+    ({"type": "icontains-all", "value": "A,B"}, "a b", True, "contains.ts, index.js:1510-1511"),
+    ({"type": "not-icontains-all", "value": ["A", "B"]}, "a b", False, "contains.ts, index.js:1511"),
+    ({"type": "starts-with", "value": "Hel"}, "Hello", True, "startsWith.ts, index.js:3919"),
+    ({"type": "not-starts-with", "value": "Hel"}, "Hello", False, "startsWith.ts, index.js:3919"),
+    ({"type": "regex", "value": "\\d{3}"}, "abc 123", True, "regex.ts, index.js:3207: RegExp.test searches"),
+    ({"type": "not-regex", "value": "("}, "abc", False, "regex.ts, index.js:3200-3205: invalid pattern fails either way"),
+    ({"type": "is-json"}, '{"a": 1}', True, "json.ts, index.js:2273-2275"),
+    ({"type": "is-json"}, "{a: 1}", False, "json.ts, index.js:2276-2277: JSON.parse rejects it"),
+    ({"type": "not-is-json"}, "hello", True, "json.ts, index.js:2277: pass = inverse"),
+    ({"type": "is-json", "value": {"type": "object", "required": ["a"]}}, '{"b": 1}', False,
+     "json.ts, index.js:2291-2293: Ajv validation"),
+    ({"type": "contains-json"}, 'Here: {"a": 1} done', True, "json.ts, index.js:2309-2310 and logger js:315-341"),
+    ({"type": "contains-json"}, "no json here", False, "json.ts, index.js:2310"),
+    ({"type": "contains-json", "value": {"type": "object", "required": ["b"]}}, 'x {"a": 1}', False,
+     "json.ts, index.js:2323-2328"),
+    ({"type": "levenshtein", "value": "Paris"}, "Pariss", True, "levenshtein.ts, index.js:2355-2356: threshold ?? 5"),
+    ({"type": "levenshtein", "value": "Paris", "threshold": 0}, "Pariss", False, "levenshtein.ts, index.js:2355: 0 stays 0"),
+    ({"type": "not-levenshtein", "value": "Paris"}, "Lyon", False, "levenshtein.ts, index.js:2356: distance 5 <= 5, inverted"),
+    ({"type": "python", "value": "output == 'Paris'"}, "Paris", True, "python.ts, index.js:2711-2721: one line is `return <line>`"),
+    ({"type": "python", "value": "len(output) - 5"}, "abc", False, "index.js:2657-2659: a number passes when > 0"),
+    ({"type": "python", "value": "len(output) / 10", "threshold": 0.5}, "abc", False, "index.js:2657: score >= threshold"),
+    ({"type": "python", "value": "if 'a' in output:\n  return {'pass': True, 'score': 1, 'reason': 'ok'}\nreturn False"},
+     "abc", True, "python.ts, index.js:2713-2720: several lines are the body; index.js:2672-2686: an object"),
+    ({"type": "python", "value": "'true'"}, "abc", True, "index.js:2693: the string 'true' is a pass"),
+    ({"type": "not-python", "value": "output.startswith('x')"}, "abc", True, "index.js:2640-2642: !== inverse"),
+    ({"type": "not-python", "value": "1/0"}, "abc", False, "python.ts, index.js:2731-2737: an error fails either way"),
+    ({"type": "python", "value": "file://grader.py"}, "Paris", True, "python file: get_assert(output, context)"),
+    ({"type": "python", "value": "file://grader.py:uses_vars"}, "Paris", True, "python file: a named function; context.vars"),
+    ({"type": "javascript", "value": "output.length > 2"}, "abc", True, "javascript.ts, index.js:2169-2181 and :2208-2215"),
+    ({"type": "javascript", "value": "const n = output.length; n - 5"}, "abc", False, "buildFunctionBody, index.js:2171-2177; a number > 0"),
+    ({"type": "javascript", "value": "output.length / 10", "threshold": 0.2}, "abc", True, "index.js:2217: score >= threshold"),
+    ({"type": "not-javascript", "value": "output.includes('z')"}, "abc", True, "index.js:2209: !== inverse"),
+    ({"type": "javascript", "value": "({pass: false, score: 0.2, reason: 'no'})"}, "x", False, "index.js:2226-2232: an object's pass"),
+    ({"type": "javascript", "value": "file://grader.js"}, "Paris", True, "a CommonJS module's exported function"),
+    ({"type": "similar", "value": "Paris is lovely"}, "lovely is Paris", True,
+     "similar.ts, index.js:713: cosine >= threshold (0.75); letter counts are equal"),
+    ({"type": "similar", "value": "aaaa"}, "zzzz", False, "index.js:713: cosine ~0 < 0.75"),
+    ({"type": "similar", "value": "abc", "threshold": 0.5}, "abd", True, "index.js:713: cosine 2/3 >= 0.5"),
+    ({"type": "bleu", "value": "the cat sat on the mat"}, "the cat sat on the mat", True, "bleu.ts, index.js:1327-1337: 1.0 >= 0.5"),
+    ({"type": "bleu", "value": "the cat sat on the mat"}, "a dog ran", False, "bleu.ts: no overlap, 1e-7 smoothing"),
+    ({"type": "bleu", "value": ["the cat is on the mat", "there is a cat on the mat"], "threshold": 0.3},
+     "the cat is on the mat today", True, "bleu.ts, index.js:1281-1288: the closest reference length"),
+    ({"type": "not-bleu", "value": "hello there general kenobi"}, "hello", True,
+     "bleu.ts, index.js:1239-1242: brevity penalty exp(1 - 4/1) keeps it under 0.5, inverted"),
+    ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
+    ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
+]
+
+
+def write_config(folder: Path, base_url: str) -> Path:
+    """A promptfoo config with one test per row, its model the echo server at ``base_url``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {
+        "description": "verdict parity",
+        "prompts": [PREFIX + "{{reply}}"],
+        "providers": [{"id": "openai:chat:gpt-4o-mini", "config": {"apiBaseUrl": base_url}}],
+        "tests": [{"description": f"row {i}", "vars": {"reply": reply}, "assert": [assertion]}
+                  for i, (assertion, reply, _, _) in enumerate(ROWS)],
+    }
+    (folder / "grader.py").write_text(
+        "def get_assert(output, context):\n    return output == 'Paris'\n\n\n"
+        "def uses_vars(output, context):\n"
+        "    return {'pass': output == context['vars']['reply'], 'score': 1, 'reason': 'matches its var'}\n")
+    (folder / "grader.js").write_text("module.exports = (output, context) => output === context.vars.reply;\n")
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return path
