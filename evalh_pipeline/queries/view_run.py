@@ -155,6 +155,15 @@ class MatrixPage:
     limit: int
     cases: list[str] = field(default_factory=list)
     cells: dict[tuple[str, str], MatrixCell] = field(default_factory=dict)
+    answers: dict[tuple[str, str], CellAnswer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellAnswer:
+    """The start of a cell's final answer (its first sample) and the answer's whole length in characters."""
+
+    text: str
+    length: int
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,19 @@ class VariantPair:
     by_evaluator: dict[str, PairedStats]
     regressions: list[str]
     improvements: list[str]
+
+
+@dataclass(frozen=True)
+class CaseNeighbours:
+    """A case's previous and next case in the matrix's order (by case id), and the next failed case."""
+
+    previous: str | None
+    next: str | None
+    next_failed: str | None
+
+
+# Characters of an answer the matrix carries per cell (the case page shows it whole).
+ANSWER_PREVIEW_CHARS = 2000
 
 
 def json_pointer(key: str) -> str:
@@ -263,7 +285,39 @@ class RunCells:
         for case_id, variant, samples, passed, errored in self.con.execute(
                 MATRIX_CELLS_SQL.format(cells=cells), {"cases": cases}).fetchall():
             page.cells[(case_id, variant)] = MatrixCell(samples, passed, errored, flips.get((case_id, variant), ""))
+        page.answers = self.answers(cases)
         return page
+
+    def neighbours(self, case_id: str) -> CaseNeighbours:
+        """The cases before and after ``case_id`` in the matrix's order, and the next failed one."""
+        self._cells()
+        row = self.con.execute(
+            """SELECT (SELECT max(case_id) FROM cells WHERE case_id < $id),
+                      (SELECT min(case_id) FROM cells WHERE case_id > $id),
+                      (SELECT min(case_id) FROM cells WHERE case_id > $id AND NOT coalesce(passed, false)),
+                      (SELECT min(case_id) FROM cells WHERE NOT coalesce(passed, false))""",
+            {"id": case_id}).fetchone()
+        previous, following, next_failed, first_failed = row
+        # After the last failure, the next one is the first again (as a search wraps around).
+        return CaseNeighbours(previous, following, next_failed or (first_failed if first_failed != case_id else None))
+
+    def answers(self, cases: list[str], *, chars: int = ANSWER_PREVIEW_CHARS) -> dict[tuple[str, str], CellAnswer]:
+        """The first ``chars`` characters of each cell's answer (lowest sample), for ``cases`` only.
+
+        DuckDB streams traces.jsonl for the page's cases; a whole answer never leaves it.
+        """
+        path = self.run_dir.traces
+        if not cases or not path.exists() or not path.stat().st_size:
+            return {}
+        columns = ("{'case_id': 'VARCHAR', 'variant_name': 'VARCHAR', 'sample': 'BIGINT', "
+                   "'output': 'STRUCT(final_answer VARCHAR)'}")
+        rows = self.con.execute(
+            f"""SELECT case_id, variant_name, left(answer, {int(chars)}), length(answer) FROM (
+                    SELECT case_id, variant_name, arg_min(output.final_answer, coalesce(sample, 0)) AS answer
+                    FROM {_records(path, columns)}
+                    WHERE list_contains($cases, case_id) AND output.final_answer IS NOT NULL
+                    GROUP BY case_id, variant_name)""", {"cases": cases}).fetchall()
+        return {(c, v): CellAnswer(text, length) for c, v, text, length in rows if text is not None}
 
     def _page_cells(self, cases: list[str]) -> tuple[str, str]:
         """The names of tables with the cells and pass fractions of ``cases`` (the run's own when made)."""

@@ -29,15 +29,17 @@ from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # t
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
-from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCells
 from evalh_pipeline.view.charts import level_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
-# The pages run no script at all, load nothing from elsewhere, and cannot be framed: an
-# injected <script>, inline handler, javascript: URL or remote image is refused by the browser
-# even if some markup were ever to slip through the escaping.
-CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+# The pages run one script, the viewer's own /static/keys.js (keyboard navigation), load nothing
+# from elsewhere, and cannot be framed: an injected inline <script>, inline handler,
+# javascript: URL or remote image is refused by the browser even if some markup were ever to
+# slip through the escaping.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "form-action 'self'; "
                            "base-uri 'none'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
@@ -216,8 +218,20 @@ class Viewer:
         answers = {v: _final_answer(records.trace(v, 0) or {}) for v in names}
         diffs = [(a, b) for b in ([request.query_params["b"]] if request.query_params.get("b") else names)
                  if b != a and b in answers and a in answers]
+
+        def neighbours() -> CaseNeighbours:
+            with RunCells(run) as run_cells:
+                return run_cells.neighbours(case_id)
+
+        # The links to the next cases read the run strictly, as the matrix does: records it
+        # cannot read cost the links (the run page names the problem), not this page.
+        try:
+            around: CaseNeighbours | None = answer_again(neighbours)
+        except (UnreadableRecordsError, duckdb.Error):
+            around = None
         return _page("case.html", title=f"{case_id} · {run.run_id}", run_id=run.run_id, case_id=case_id,
-                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers)
+                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers,
+                     around=around)
 
     # -- two runs -------------------------------------------------------------------------
 

@@ -1,0 +1,220 @@
+"""Reading a run in chromium as a user does: answers in the matrix, keys to move, diffs and reasons.
+
+`evalh view` runs as a process over a run written here (tests/view/support.py ``write_run``):
+three cases × two variants, one answer a script, one an attribute breakout, one huge; the
+candidate fails ``b_huge`` and ``d_last``. The keys are pressed for real; the answers are
+expanded by clicking. On a failure, the page's screenshot and text go with the error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+from tests.support.readiness import wait_until_answering
+from tests.view.support import write_run
+
+pytestmark = pytest.mark.e2e
+
+STARTUP_TIMEOUT_S = 120
+RUN = "2026-03-01T00-00-00-000000_answers"
+SCRIPT = "<script>window.__pwned = 1</script>"
+BREAKOUT = '"><img src=x onerror="window.__pwned = 2">'
+HUGE = "word " * 5_000
+DETAIL = {"judge_model": "judge-model", "pass_when": "all",
+          "assertions": [{"text": "names a suburb", "required": True, "passed": False,
+                          "reason": f"it names none {BREAKOUT}"}]}
+
+
+@dataclass
+class Served:
+    url: str
+    log: Path
+
+
+@dataclass
+class Watched:
+    """A chromium page and what it did besides: dialogs, uncaught script errors, requests."""
+
+    page: Any
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("navigation")
+    runs = root / "runs"
+    write_run(runs, RUN, {
+        "a_script": {"main": f"the answer is {SCRIPT}", "candidate": f"an answer is {BREAKOUT}"},
+        "b_huge": {"main": HUGE, "candidate": "short"},
+        "c_plain": {"main": "Carlton is near the city", "candidate": "Fitzroy is near the city"},
+        "d_last": {"main": "fine", "candidate": "wrong"},
+    }, failing=(("b_huge", "candidate"), ("d_last", "candidate")), detail=DETAIL)
+    port = _free_port()
+    log = root / "view.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],
+                                cwd=root, env={**os.environ, "EVALH_RUNS_DIR": str(runs)}, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
+        yield Served(url=url, log=log)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture
+def watched(served: Served) -> Iterator[Watched]:
+    sync_playwright = browser_or_skip()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(60_000)
+            seen = Watched(page)
+
+            def on_dialog(dialog: Any) -> None:
+                seen.dialogs.append(dialog.message)
+                dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
+            page.on("request", lambda request: seen.requests.append(request.url))
+            try:
+                yield seen
+            except Exception as exc:
+                shot = served.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
+                page.screenshot(path=str(shot), full_page=True)
+                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
+                raise
+            # Nothing injected ran, the viewer's own script raised nothing, nothing came from elsewhere.
+            assert seen.dialogs == [] and seen.errors == []
+            assert page.evaluate("() => window.__pwned") is None
+            assert all(url.startswith(served.url + "/") for url in seen.requests), seen.requests
+        finally:
+            browser.close()
+
+
+def _focused_cell(page: Any) -> tuple[str, str]:
+    """(case id, variant) of the matrix cell that has the keyboard focus."""
+    found: list[str] = page.evaluate("""() => {
+        const link = document.activeElement;
+        const cell = link.closest('td.cell');
+        const row = cell.parentElement;
+        const header = cell.closest('table').rows[0].cells[cell.cellIndex];
+        return [row.cells[0].innerText.trim(), header.innerText.trim()];
+    }""")
+    return found[0], found[1]
+
+
+def test_the_matrix_shows_each_answer_and_expands_it_on_a_click(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{RUN}")
+    cell = page.locator("table.matrix tr", has=page.get_by_role("link", name="a_script", exact=True)) \
+        .locator("td.cell").nth(1)
+    answer = cell.locator("details.answer")
+    assert answer.locator("pre").is_hidden()
+    answer.locator("summary").click()
+    assert answer.locator("pre").is_visible()
+    assert answer.locator("pre").inner_text() == f"an answer is {BREAKOUT}"
+    assert page.locator("table.matrix img").count() == 0
+    huge = page.locator("table.matrix tr", has=page.get_by_role("link", name="b_huge", exact=True)) \
+        .locator("td.cell").first
+    huge.locator("summary").click()
+    more = huge.get_by_role("link", name="more characters on the case page")
+    assert more.is_visible()
+    more.click()
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/b_huge")
+    assert page.locator("section.column pre.answer").first.inner_text() == HUGE.rstrip("\n")
+
+
+def test_keys_move_through_the_matrix_and_open_a_cell(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{RUN}")
+    page.keyboard.press("j")
+    assert _focused_cell(page) == ("a_script", "main")
+    page.keyboard.press("j")
+    assert _focused_cell(page) == ("a_script", "candidate")
+    page.keyboard.press("n")
+    assert _focused_cell(page) == ("b_huge", "candidate")
+    page.keyboard.press("k")
+    assert _focused_cell(page) == ("b_huge", "main")
+    page.keyboard.press("p")
+    assert _focused_cell(page) == ("a_script", "main")
+    page.keyboard.press("f")
+    assert _focused_cell(page) == ("b_huge", "candidate")
+    page.keyboard.press("f")
+    assert _focused_cell(page) == ("d_last", "candidate")
+    page.keyboard.press("o")
+    opened = page.locator("td.cell:focus-within details.answer pre")
+    assert opened.is_visible() and opened.inner_text() == "wrong"
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/d_last")
+
+
+def test_keys_in_a_text_box_type_text_not_move(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{RUN}")
+    page.locator("input[name=text]").click()
+    page.keyboard.type("jnf")
+    assert page.locator("input[name=text]").input_value() == "jnf"
+    assert page.evaluate("() => document.activeElement.name") == "text"
+
+
+def test_keys_and_links_walk_from_case_to_case(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{RUN}/cases/a_script")
+    assert page.get_by_text("first case").is_visible()
+    page.keyboard.press("n")
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/b_huge")
+    page.keyboard.press("f")
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/d_last")
+    page.keyboard.press("p")
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/c_plain")
+    page.get_by_role("link", name="next case →").click()
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/d_last")
+    assert page.get_by_text("last case").is_visible()
+    page.get_by_role("link", name="← previous case").click()
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/c_plain")
+    page.keyboard.press("u")
+    page.wait_for_url(f"{served.url}/runs/{RUN}")
+
+
+def test_a_case_shows_the_word_diff_and_the_judges_reasons_as_text(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{RUN}/cases/a_script")
+    diff = page.locator("pre.word-diff").first
+    removed, added = diff.locator("del").all_inner_texts(), diff.locator("ins").all_inner_texts()
+    assert removed[0] == "the" and added[0] == "an"
+    assert "<script>window.__pwned" in removed and '"><img' in " ".join(added)
+    reasons = page.locator("ul.assertions li.not-held")
+    assert reasons.count() == 2  # one per variant
+    assert " ".join(reasons.first.inner_text().split()) == f"✗ not held names a suburb it names none {BREAKOUT}"
+    assert page.locator("main img").count() == 0
+    page.goto(f"{served.url}/runs/{RUN}/cases/c_plain")
+    assert page.locator("pre.word-diff del").all_inner_texts() == ["Carlton"]
+    assert page.locator("pre.word-diff ins").all_inner_texts() == ["Fitzroy"]
