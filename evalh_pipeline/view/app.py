@@ -30,7 +30,7 @@ from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCells
-from evalh_pipeline.view.charts import level_chart
+from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
@@ -280,7 +280,11 @@ class Viewer:
         variants = [v for v in dict.fromkeys(r.name for e in shown for r in e.variants) if v in found]
         variants += sorted(found - set(variants))
         total = history.unstable_cases if unstable_only else history.total_cases
-        return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown,
+        # The chart reads left to right, oldest run first (the table lists the newest first).
+        last = len(shown) - 1
+        chart = rate_chart([e.run_id for e in reversed(shown)],
+                           {(last - i, v): counts for (i, v), counts in history.rates.items()}, variants)
+        return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown, chart=chart,
                      history=history, variants=variants, count=count, page=page, unstable_only=unstable_only,
                      pages=max(1, -(-total // PAGE_SIZE)), wilson=wilson_interval,
                      baseline=self.folder.baseline_of(eval_name))

@@ -8,6 +8,7 @@ expanded by clicking. On a failure, the page's screenshot and text go with the e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -34,6 +35,10 @@ HUGE = "word " * 5_000
 DETAIL = {"judge_model": "judge-model", "pass_when": "all",
           "assertions": [{"text": "names a suburb", "required": True, "passed": False,
                           "reason": f"it names none {BREAKOUT}"}]}
+
+
+# The trend eval's three runs, oldest first: the cells each fails (the candidate falls 100% → 0%).
+TREND = ((), (("c1", "candidate"),), (("c1", "candidate"), ("c2", "candidate"), ("c2", "main")))
 
 
 @dataclass
@@ -68,6 +73,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "c_plain": {"main": "Carlton is near the city", "candidate": "Fitzroy is near the city"},
         "d_last": {"main": "fine", "candidate": "wrong"},
     }, failing=(("b_huge", "candidate"), ("d_last", "candidate")), detail=DETAIL)
+    for day, failing in enumerate(TREND, start=1):
+        run_dir = write_run(runs, f"2026-01-0{day}T00-00-00-000000_trend",
+                            {"c1": {"main": "x", "candidate": "y"}, "c2": {"main": "x", "candidate": "y"}},
+                            eval_name="trend", failing=failing)
+        meta = json.loads((run_dir / "run.json").read_text())
+        (run_dir / "run.json").write_text(json.dumps({**meta, "created_at": f"2026-01-0{day}T00:00:00Z"}))
     port = _free_port()
     log = root / "view.log"
     with log.open("w") as out:
@@ -218,3 +229,20 @@ def test_a_case_shows_the_word_diff_and_the_judges_reasons_as_text(served, watch
     page.goto(f"{served.url}/runs/{RUN}/cases/c_plain")
     assert page.locator("pre.word-diff del").all_inner_texts() == ["Carlton"]
     assert page.locator("pre.word-diff ins").all_inner_texts() == ["Fitzroy"]
+
+
+def test_the_history_charts_each_variants_pass_rate_over_the_runs(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/")
+    page.locator("h2#eval-trend").get_by_role("link", name="history").click()
+    page.wait_for_url(f"{served.url}/evals/trend")
+    chart = page.locator("figure.rate-chart")
+    assert chart.locator("svg[role=img]").is_visible()
+    # In the history's order of variants (these runs have no summary: by name).
+    assert chart.locator("figcaption").inner_text().split() == ["candidate", "main"]
+    lines = chart.locator("g.rate-line")
+    assert lines.count() == 2
+    titles = lines.first.locator("circle title").all_text_contents()
+    assert [t.split(": ")[1] for t in titles] == ["100.0% (2/2)", "50.0% (1/2)", "0.0% (0/2)"]
+    heights = [float(c.get_attribute("cy")) for c in lines.first.locator("circle").all()]
+    assert heights == sorted(heights) and heights[0] < heights[-1]  # falling: each point lower than the last
