@@ -30,6 +30,7 @@ from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCells
+from evalh_pipeline.queries.view_search import search_runs
 from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
@@ -52,6 +53,8 @@ SECURITY_HEADERS = [
 PAGE_SIZE = 50
 RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
 HISTORY_RUNS = 10
+SEARCH_RUNS = 50  # newest runs a search reads
+SEARCH_HITS = 200
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -114,12 +117,13 @@ class Viewer:
 
     def runs(self, request: Request) -> Response:
         wanted = request.query_params.get("eval", "")
+        text = request.query_params.get("q", "").strip()
         page = _int(request.query_params.get("page"), 1)
         entries = self.folder.entries()
         evals = sorted({e.eval_name for e in entries})
         by_eval: dict[str, list[RunEntry]] = {}
         for entry in entries:
-            if not wanted or entry.eval_name == wanted:
+            if (not wanted or entry.eval_name == wanted) and _names(entry, text):
                 by_eval.setdefault(entry.eval_name, []).append(entry)
         # Each eval's newest runs (all of one eval, a page at a time, when filtered): only the
         # runs shown have their summary read.
@@ -128,9 +132,20 @@ class Viewer:
         shown = {name: [self.folder.add_figures(e) for e in runs[start:start + size]]
                  for name, runs in sorted(by_eval.items())}
         counts = {name: len(runs) for name, runs in by_eval.items()}
-        return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted,
+        return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted, text=text,
                      by_eval=shown, counts=counts, page=page, size=size,
                      baselines={name: self.folder.baseline_of(name) for name in shown})
+
+    def search(self, request: Request) -> Response:
+        text = request.query_params.get("q", "").strip()
+        wanted = request.query_params.get("eval", "")
+        entries = [e for e in self.folder.entries() if not e.problem and (not wanted or e.eval_name == wanted)]
+        entries.sort(key=lambda e: e.created, reverse=True)
+        runs = [self._run(e.run_id) for e in entries[:SEARCH_RUNS]]
+        result = search_runs(runs, text, limit=SEARCH_HITS)
+        return _page("search.html", title=f"Search {text}" if text else "Search", text=text, wanted=wanted,
+                     evals=sorted({e.eval_name for e in self.folder.entries()}), result=result,
+                     runs_total=len(entries), limit=SEARCH_HITS)
 
     # -- one run --------------------------------------------------------------------------
 
@@ -371,6 +386,12 @@ def _baseline_variant(config: dict[str, Any], names: list[str]) -> str | None:
     return names[0] if names else None
 
 
+def _names(entry: RunEntry, text: str) -> bool:
+    """Whether ``text`` (any case) is in the run's id or its eval's name (the runs list's search)."""
+    needle = text.lower()
+    return not needle or needle in entry.run_id.lower() or needle in entry.eval_name.lower()
+
+
 def _int(value: str | None, default: int) -> int:
     try:
         return max(1, int(value)) if value is not None else default
@@ -428,6 +449,7 @@ def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBA
         Route("/compare/{run_a}/{run_b}", _handler(viewer, "compare")),
         Route("/compare/{run_a}/{run_b}/case", _handler(viewer, "compare_case")),
         Route("/evals/{eval_name}", _handler(viewer, "history")),
+        Route("/search", _handler(viewer, "search")),
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app, allowed_hosts)

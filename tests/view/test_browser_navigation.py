@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -246,3 +247,25 @@ def test_the_history_charts_each_variants_pass_rate_over_the_runs(served, watche
     assert [t.split(": ")[1] for t in titles] == ["100.0% (2/2)", "50.0% (1/2)", "0.0% (0/2)"]
     heights = [float(c.get_attribute("cy")) for c in lines.first.locator("circle").all()]
     assert heights == sorted(heights) and heights[0] < heights[-1]  # falling: each point lower than the last
+
+
+def test_searching_the_runs_list_and_the_answers_across_runs(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/")
+    box = page.get_by_placeholder("part of a run id or eval name")
+    box.fill("trend")
+    box.press("Enter")
+    page.wait_for_url(re.compile(r"/\?.*q=trend"))
+    assert page.locator("h2[id^=eval-]").all_inner_texts() == ["trend history"]
+    answers = page.get_by_placeholder("text in an answer or input")
+    answers.fill("FITZROY")
+    answers.press("Enter")
+    page.wait_for_url(re.compile(r"/search\?q=FITZROY"))
+    hits = page.locator("table.search tr:has(td)")
+    assert hits.count() == 1
+    assert hits.first.locator("pre.excerpt").inner_text() == "Fitzroy is near the city"
+    hits.first.get_by_role("link", name="c_plain").click()
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/c_plain")
+    page.goto(f"{served.url}/search?q=" + "onerror")
+    assert page.locator("table.search pre.excerpt").first.inner_text() == f"an answer is {BREAKOUT}"
+    assert page.locator("main img").count() == 0
