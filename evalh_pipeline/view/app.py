@@ -30,6 +30,7 @@ from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCells
+from evalh_pipeline.queries.view_compare import unchanged_cases
 from evalh_pipeline.queries.view_search import search_runs
 from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
@@ -53,6 +54,7 @@ SECURITY_HEADERS = [
 PAGE_SIZE = 50
 RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
 HISTORY_RUNS = 10
+COMPARE_LIMIT = 200  # cases listed per variant and kind on a comparison
 SEARCH_RUNS = 50  # newest runs a search reads
 SEARCH_HITS = 200
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -256,8 +258,11 @@ class Viewer:
         result = compare_runs(run_a, run_b)
         intervals = {(side, v.variant): wilson_interval(getattr(v, side).cases_passed, getattr(v, side).cases_total)
                      for v in result.variants for side in ("a", "b")}
+        # The cases judged alike are listed only when asked for (one more read of both runs).
+        unchanged = unchanged_cases(run_a, run_b, limit=COMPARE_LIMIT) \
+            if request.query_params.get("unchanged") == "1" else None
         return _page("compare_runs.html", title=f"{run_b.run_id} against {run_a.run_id}", result=result,
-                     intervals=intervals, limit=200)
+                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged)
 
     def compare_case(self, request: Request) -> Response:
         run_a = self._run(request.path_params["run_a"])

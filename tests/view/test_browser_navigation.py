@@ -269,3 +269,22 @@ def test_searching_the_runs_list_and_the_answers_across_runs(served, watched):
     page.goto(f"{served.url}/search?q=" + "onerror")
     assert page.locator("table.search pre.excerpt").first.inner_text() == f"an answer is {BREAKOUT}"
     assert page.locator("main img").count() == 0
+
+
+def test_a_comparison_lists_the_unchanged_cases_on_a_click(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/evals/trend")
+    newest = "2026-01-03T00-00-00-000000_trend"
+    page.locator("table.rates tr", has=page.get_by_role("link", name=newest, exact=True)) \
+        .get_by_role("link", name="compare with previous").click()
+    page.wait_for_url(re.compile(r"/compare/"))
+    assert page.locator("ul.flips.unchanged").count() == 0
+    page.get_by_role("link", name="list the 1 unchanged cases").first.click()
+    page.wait_for_url(re.compile(r"unchanged=1"))
+    unchanged = page.locator("ul.flips.unchanged")
+    assert unchanged.count() == 2
+    # main, then candidate (the runs' order of variants).
+    assert [" ".join(t.split()) for t in unchanged.all_inner_texts()] == ["c1 passed in both", "c1 failed in both"]
+    unchanged.nth(1).get_by_role("link", name="c1").click()
+    page.wait_for_url(re.compile(r"/case\?id=c1&variant=candidate"))
+    assert page.locator("pre.word-diff").inner_text() == "y"  # the same answer in both runs
