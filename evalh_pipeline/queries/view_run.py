@@ -41,6 +41,7 @@ from evalh_pipeline.queries.significance import (
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
+from evalh_pipeline.queries.view_answers import CellAnswer, cell_answers
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # Variant $b against variant $a on the cases both have (queries/significance.py; unclustered).
@@ -159,14 +160,6 @@ class MatrixPage:
 
 
 @dataclass(frozen=True)
-class CellAnswer:
-    """The start of a cell's final answer (its first sample) and the answer's whole length in characters."""
-
-    text: str
-    length: int
-
-
-@dataclass(frozen=True)
 class EvaluatorFigures:
     """One evaluator's figures on one variant (the fields of models.EvaluatorVariantRollup)."""
 
@@ -194,10 +187,6 @@ class CaseNeighbours:
     previous: str | None
     next: str | None
     next_failed: str | None
-
-
-# Characters of an answer the matrix carries per cell (the case page shows it whole).
-ANSWER_PREVIEW_CHARS = 2000
 
 
 def json_pointer(key: str) -> str:
@@ -285,7 +274,7 @@ class RunCells:
         for case_id, variant, samples, passed, errored in self.con.execute(
                 MATRIX_CELLS_SQL.format(cells=cells), {"cases": cases}).fetchall():
             page.cells[(case_id, variant)] = MatrixCell(samples, passed, errored, flips.get((case_id, variant), ""))
-        page.answers = self.answers(cases)
+        page.answers = cell_answers(self.con, self.run_dir, cases)
         return page
 
     def neighbours(self, case_id: str) -> CaseNeighbours:
@@ -300,24 +289,6 @@ class RunCells:
         previous, following, next_failed, first_failed = row
         # After the last failure, the next one is the first again (as a search wraps around).
         return CaseNeighbours(previous, following, next_failed or (first_failed if first_failed != case_id else None))
-
-    def answers(self, cases: list[str], *, chars: int = ANSWER_PREVIEW_CHARS) -> dict[tuple[str, str], CellAnswer]:
-        """The first ``chars`` characters of each cell's answer (lowest sample), for ``cases`` only.
-
-        DuckDB streams traces.jsonl for the page's cases; a whole answer never leaves it.
-        """
-        path = self.run_dir.traces
-        if not cases or not path.exists() or not path.stat().st_size:
-            return {}
-        columns = ("{'case_id': 'VARCHAR', 'variant_name': 'VARCHAR', 'sample': 'BIGINT', "
-                   "'output': 'STRUCT(final_answer VARCHAR)'}")
-        rows = self.con.execute(
-            f"""SELECT case_id, variant_name, left(answer, {int(chars)}), length(answer) FROM (
-                    SELECT case_id, variant_name, arg_min(output.final_answer, coalesce(sample, 0)) AS answer
-                    FROM {_records(path, columns)}
-                    WHERE list_contains($cases, case_id) AND output.final_answer IS NOT NULL
-                    GROUP BY case_id, variant_name)""", {"cases": cases}).fetchall()
-        return {(c, v): CellAnswer(text, length) for c, v, text, length in rows if text is not None}
 
     def _page_cells(self, cases: list[str]) -> tuple[str, str]:
         """The names of tables with the cells and pass fractions of ``cases`` (the run's own when made)."""

@@ -7,6 +7,7 @@ checks it comes out as text.
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from evalh_pipeline.queries.view_run import ANSWER_PREVIEW_CHARS
+from evalh_pipeline.queries.view_answers import ANSWER_PREVIEW_CHARS
 from evalh_pipeline.view.app import create_app
 from evalh_pipeline.view.rendering import MAX_DIFF_TOKENS, word_diff
 from tests.view.support import write_run
@@ -145,3 +146,21 @@ def test_answers_that_are_not_utf8_are_named_not_shown_as_markup(client, runs):
     case = client.get(f"/runs/{RUN}/cases/a_script")
     assert case.status_code == 200 and "<b>not utf-8" not in case.text
     _no_injected_markup(case.text)
+
+
+def test_the_history_shows_each_runs_answer_as_text(runs):
+    later = write_run(runs, "2026-03-02T00-00-00-000000_answers", {
+        "a_script": {"main": f"later {BREAKOUT}", "candidate": "later"},
+        "b_huge": {"main": HUGE, "candidate": "short"}, "c_plain": {"main": "x", "candidate": "y"}})
+    meta = json.loads((later / "run.json").read_text())
+    (later / "run.json").write_text(json.dumps({**meta, "created_at": "2026-06-01T00:00:00Z"}))
+    html = TestClient(create_app(runs), base_url="http://127.0.0.1:8790").get("/evals/answers").text
+    _no_injected_markup(html)
+    row = re.search(r"<tr[^>]*><td>(?:<span[^>]*>flaky</span> )?a_script</td>(.*?)</tr>", html, re.S)
+    assert row is not None
+    previews = re.findall(r"<summary>(.*?)</summary>", row.group(1), re.S)
+    # The newer run first; per run, the variants by name (these runs have no summary).
+    assert previews == ["later", "later &#34;&gt;&lt;img src=x onerror=alert(1)&gt;",
+                        "an answer is &#34;&gt;&lt;img src=x onerror=alert(1)&gt;",
+                        "the answer is &lt;script&gt;window.__pwned = 1&lt;/script&gt;"]
+    assert html.count("more characters on the case page") == 2  # the huge answer, in each run

@@ -76,7 +76,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     }, failing=(("b_huge", "candidate"), ("d_last", "candidate")), detail=DETAIL)
     for day, failing in enumerate(TREND, start=1):
         run_dir = write_run(runs, f"2026-01-0{day}T00-00-00-000000_trend",
-                            {"c1": {"main": "x", "candidate": "y"}, "c2": {"main": "x", "candidate": "y"}},
+                            {"c1": {"main": f"Carlton, day {day}", "candidate": "y"},
+                             "c2": {"main": "x", "candidate": "y"}},
                             eval_name="trend", failing=failing)
         meta = json.loads((run_dir / "run.json").read_text())
         (run_dir / "run.json").write_text(json.dumps({**meta, "created_at": f"2026-01-0{day}T00:00:00Z"}))
@@ -288,3 +289,18 @@ def test_a_comparison_lists_the_unchanged_cases_on_a_click(served, watched):
     unchanged.nth(1).get_by_role("link", name="c1").click()
     page.wait_for_url(re.compile(r"/case\?id=c1&variant=candidate"))
     assert page.locator("pre.word-diff").inner_text() == "y"  # the same answer in both runs
+
+
+def test_the_history_shows_a_cases_answers_across_runs(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/evals/trend")
+    row = page.locator("table.history tr:has(td)").first
+    assert row.locator("td").first.inner_text().split() == ["flaky", "c1"]
+    # Newest run first; per run, the variants in the history's order (candidate, main).
+    answers = row.locator("td.cell details.answer")
+    assert answers.count() == 6
+    newest_main = answers.nth(1)
+    assert newest_main.locator("summary").inner_text() == "Carlton, day 3"
+    newest_main.locator("summary").click()
+    assert newest_main.locator("pre").is_visible() and newest_main.locator("pre").inner_text() == "Carlton, day 3"
+    assert answers.nth(5).locator("summary").inner_text() == "Carlton, day 1"
