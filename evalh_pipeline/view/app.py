@@ -9,6 +9,7 @@ work never blocks the event loop.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +55,11 @@ SECURITY_HEADERS = [
 PAGE_SIZE = 50
 RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
 HISTORY_RUNS = 10
+# A run without a complete summary whose traces or results changed this recently is taken to be
+# running: its page reloads itself every LIVE_REFRESH_S. One left behind (a killed run) stops
+# reloading once it has been still for LIVE_WINDOW_S.
+LIVE_REFRESH_S = 5
+LIVE_WINDOW_S = 600
 COMPARE_LIMIT = 200  # cases listed per variant and kind on a comparison
 SEARCH_RUNS = 50  # newest runs a search reads
 SEARCH_HITS = 200
@@ -172,13 +178,15 @@ class Viewer:
             lambda: self._run_tables(run, order, figures, summary, config, filters, page))
         names = [str(v["name"]) for v in variants]
         query = {k: v for k, v in q.items() if k != "page" and v}
+        live = _live(run, summary)
         return _page("run.html", title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
                      completeness=(summary or {}).get("completeness"),
                      is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
-                     eval_display=_display_name(config, meta),
+                     eval_display=_display_name(config, meta), live=live,
+                     refresh=LIVE_REFRESH_S if live is not None else None, still_minutes=LIVE_WINDOW_S // 60,
                      rate_limits=[c for c in map(level_chart, rate_limit_records(run)) if c is not None])
 
     @staticmethod
@@ -380,6 +388,20 @@ def _summary(run: Any) -> dict[str, Any] | None:
         return read_summary(run)
     except (OSError, ValueError):
         return None
+
+
+def _live(run: Any, summary: dict[str, Any] | None) -> float | None:
+    """Seconds since a running run's traces or results last changed; None when it is complete or still."""
+    completeness = (summary or {}).get("completeness")
+    if isinstance(completeness, dict) and completeness.get("complete") is True:
+        return None
+    if summary is not None and not isinstance(completeness, dict):
+        return None  # a summary that does not say (eval-harness, older runs): taken as finished
+    changed = [path.stat().st_mtime for path in (run.traces, run.results) if path.is_file()]
+    if not changed:
+        return None
+    since = max(time.time() - max(changed), 0.0)
+    return since if since < LIVE_WINDOW_S else None
 
 
 def _baseline_variant(config: dict[str, Any], names: list[str]) -> str | None:

@@ -167,11 +167,12 @@ def hostile_run(runs: Path, run_id: str = "2026-06-01T00-00-00-000000_hostile") 
 
 def write_run(runs: Path, run_id: str, answers: dict[str, dict[str, str]], *, eval_name: str = "answers",
               failing: tuple[tuple[str, str], ...] = (), detail: dict[str, Any] | None = None,
-              reason: str = "as judged") -> Path:
+              reason: str = "as judged", complete: bool | None = True) -> Path:
     """A run folder in this project's layout: ``answers`` is case id -> variant -> final answer.
 
     Each cell has one ``llm_judge`` result, failed on the (case, variant) pairs in ``failing``,
-    carrying ``detail`` (the judge's per-assertion reasons) and ``reason``.
+    carrying ``detail`` (the judge's per-assertion reasons) and ``reason``. ``complete``: what
+    the summary's completeness says (None: no summary yet, as while the run is running).
     """
     run_dir = runs / run_id
     run_dir.mkdir(parents=True)
@@ -193,4 +194,8 @@ def write_run(runs: Path, run_id: str, answers: dict[str, dict[str, str]], *, ev
                             "error": None})
     for name, rows in (("cases.jsonl", cases), ("traces.jsonl", traces), ("results.jsonl", results)):
         (run_dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if complete is not None:
+        (run_dir / "summary.yaml").write_text(yaml.safe_dump({
+            "schema_version": "1.0", "run_id": run_id,
+            "completeness": {"complete": complete, "expected_cells": len(traces), "present_cells": len(traces)}}))
     return run_dir

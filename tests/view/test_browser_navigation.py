@@ -42,10 +42,14 @@ DETAIL = {"judge_model": "judge-model", "pass_when": "all",
 TREND = ((), (("c1", "candidate"),), (("c1", "candidate"), ("c2", "candidate"), ("c2", "main")))
 
 
+LIVE = "2026-04-01T00-00-00-000000_live"  # a run still running: no summary, its traces growing
+
+
 @dataclass
 class Served:
     url: str
     log: Path
+    runs: Path
 
 
 @dataclass
@@ -81,6 +85,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                             eval_name="trend", failing=failing)
         meta = json.loads((run_dir / "run.json").read_text())
         (run_dir / "run.json").write_text(json.dumps({**meta, "created_at": f"2026-01-0{day}T00:00:00Z"}))
+    write_run(runs, LIVE, {"c1": {"main": "first answer"}}, eval_name="live", complete=None)
     port = _free_port()
     log = root / "view.log"
     with log.open("w") as out:
@@ -90,7 +95,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
-        yield Served(url=url, log=log)
+        yield Served(url=url, log=log, runs=runs)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -304,3 +309,29 @@ def test_the_history_shows_a_cases_answers_across_runs(served, watched):
     newest_main.locator("summary").click()
     assert newest_main.locator("pre").is_visible() and newest_main.locator("pre").inner_text() == "Carlton, day 3"
     assert answers.nth(5).locator("summary").inner_text() == "Carlton, day 1"
+
+
+def test_a_running_runs_page_follows_its_traces_until_it_is_complete(served, watched):
+    page = watched.page
+    page.goto(f"{served.url}/runs/{LIVE}")
+    assert page.locator("p.live").is_visible()
+    assert page.locator("table.matrix tr:has(td)").count() == 1
+    # The run goes on: a second cell's trace and result land, as the runner appends them.
+    run_dir = served.runs / LIVE
+    for name in ("traces.jsonl", "results.jsonl"):
+        first = json.loads((run_dir / name).read_text().splitlines()[0])
+        later = {**first, "case_id": "c2"}
+        if name == "traces.jsonl":
+            later["output"] = {"final_answer": f"second answer {BREAKOUT}"}
+        with (run_dir / name).open("a") as handle:
+            handle.write(json.dumps(later) + "\n")
+    # No key pressed, no click: the page reloads itself and shows the new cell.
+    page.locator("table.matrix tr:has(td)").nth(1).wait_for()
+    assert page.locator("table.matrix details.answer summary").all_inner_texts() == [
+        "first answer", f"second answer {BREAKOUT}"]
+    assert page.locator("main img").count() == 0
+    # The summary says the run is complete: the next reload is the last one.
+    (run_dir / "summary.yaml").write_text(json.dumps({"run_id": LIVE, "completeness": {
+        "complete": True, "expected_cells": 2, "present_cells": 2}}))
+    page.locator("p.live").wait_for(state="detached")
+    assert page.locator('meta[http-equiv="refresh"]').count() == 0
