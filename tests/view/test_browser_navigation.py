@@ -190,8 +190,17 @@ def test_keys_move_through_the_matrix_and_open_a_cell(served, watched):
     page.keyboard.press("o")
     opened = page.locator("td.cell:focus-within details.answer pre")
     assert opened.is_visible() and opened.inner_text() == "wrong"
+    page.keyboard.press("f")  # past the last failure: stays
+    assert _focused_cell(page) == ("d_last", "candidate")
+    # After a click on an answer, the keys go on from that cell.
+    page.locator("table.matrix tr", has=page.get_by_role("link", name="a_script", exact=True)) \
+        .locator("td.cell").nth(1).locator("summary").click()
+    page.keyboard.press("j")
+    assert _focused_cell(page) == ("b_huge", "main")
+    page.keyboard.press("f")
+    assert _focused_cell(page) == ("b_huge", "candidate")
     page.keyboard.press("Enter")
-    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/d_last")
+    page.wait_for_url(f"{served.url}/runs/{RUN}/cases/b_huge")
 
 
 def test_keys_in_a_text_box_type_text_not_move(served, watched):

@@ -37,7 +37,10 @@
   }
 
   function onMatrix(key, links) {
-    var current = links.indexOf(document.activeElement);
+    // The focused cell: its link, or anything inside it (an answer's summary just clicked).
+    var active = document.activeElement;
+    var holder = active && active.closest ? active.closest("td.cell") : null;
+    var current = holder ? links.indexOf(holder.querySelector("a.cell-link")) : -1;
     if (current < 0 && key !== "f") { return focusCell(links, 0); }
     if (key === "j") { return focusCell(links, current + 1) || follow('a[rel="next"]'); }
     if (key === "k") { return focusCell(links, current - 1) || follow('a[rel="prev"]'); }
