@@ -2,7 +2,8 @@
 
 Each run's cells (the shared verdict, each run judged by its own pass_criteria) are reduced
 to per (variant, case) pass fractions in one in-memory DuckDB; from there: each run's pass
-rate per variant, and one page of cases with their verdicts across the runs. A case is
+rate per variant, and one page of cases with their verdicts (and the start of each answer)
+across the runs. A case is
 unstable when some variant's verdict on it differs between runs (or is split between
 samples inside one run); those come first, so a flaky case stands out.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from evalh_pipeline.queries.cell_store import answer_again, drop_rows
 from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, load_cells, run_pass_criteria
 from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.queries.view_answers import CellAnswer, cell_answers
 from evalh_pipeline.store.run_dir import RunDirectory
 
 RATES_SQL = """
@@ -43,6 +45,7 @@ class HistoryPage:
     unstable_cases: int = 0
     cases: list[tuple[str, bool]] = field(default_factory=list)  # (case id, unstable)
     fractions: dict[tuple[str, int, str], float] = field(default_factory=dict)  # (case, run index, variant) -> fraction
+    answers: dict[tuple[str, int, str], CellAnswer] = field(default_factory=dict)  # the same keys -> answer's start
 
 
 def eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unstable_only: bool = False) -> HistoryPage:
@@ -76,6 +79,9 @@ def _eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unst
                 "SELECT case_id, run, variant_name, fraction FROM history WHERE list_contains($ids, case_id)",
                 {"ids": ids}).fetchall():
             page.fractions[(case_id, run, variant)] = fraction
+        for index, run_dir in enumerate(runs):
+            for (case_id, variant), answer in cell_answers(con, run_dir, ids).items():
+                page.answers[(case_id, index, variant)] = answer
         return page
     finally:
         con.close()

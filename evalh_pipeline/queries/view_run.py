@@ -41,6 +41,7 @@ from evalh_pipeline.queries.significance import (
     scores_by_group,
 )
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
+from evalh_pipeline.queries.view_answers import CellAnswer, cell_answers
 from evalh_pipeline.store.run_dir import RunDirectory
 
 # Variant $b against variant $a on the cases both have (queries/significance.py; unclustered).
@@ -158,6 +159,7 @@ class MatrixPage:
     limit: int
     cases: list[str] = field(default_factory=list)
     cells: dict[tuple[str, str], MatrixCell] = field(default_factory=dict)
+    answers: dict[tuple[str, str], CellAnswer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,15 @@ class VariantPair:
     by_evaluator: dict[str, PairedStats]
     regressions: list[str]
     improvements: list[str]
+
+
+@dataclass(frozen=True)
+class CaseNeighbours:
+    """A case's previous and next case in the matrix's order (by case id), and the next failed case."""
+
+    previous: str | None
+    next: str | None
+    next_failed: str | None
 
 
 def json_pointer(key: str) -> str:
@@ -266,7 +277,21 @@ class RunCells:
         for case_id, variant, samples, passed, errored in self.con.execute(
                 MATRIX_CELLS_SQL.format(cells=cells), {"cases": cases}).fetchall():
             page.cells[(case_id, variant)] = MatrixCell(samples, passed, errored, flips.get((case_id, variant), ""))
+        page.answers = cell_answers(self.con, self.run_dir, cases)
         return page
+
+    def neighbours(self, case_id: str) -> CaseNeighbours:
+        """The cases before and after ``case_id`` in the matrix's order, and the next failed one."""
+        self._cells()
+        row = self.con.execute(
+            """SELECT (SELECT max(case_id) FROM cells WHERE case_id < $id),
+                      (SELECT min(case_id) FROM cells WHERE case_id > $id),
+                      (SELECT min(case_id) FROM cells WHERE case_id > $id AND NOT coalesce(passed, false)),
+                      (SELECT min(case_id) FROM cells WHERE NOT coalesce(passed, false))""",
+            {"id": case_id}).fetchone()
+        previous, following, next_failed, first_failed = row
+        # After the last failure, the next one is the first again (as a search wraps around).
+        return CaseNeighbours(previous, following, next_failed or (first_failed if first_failed != case_id else None))
 
     def _page_cells(self, cases: list[str]) -> tuple[str, str]:
         """The names of tables with the cells and pass fractions of ``cases`` (the run's own when made)."""

@@ -9,6 +9,7 @@ work never blocks the event loop.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,16 +30,20 @@ from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # t
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records
-from evalh_pipeline.queries.view_run import MatrixFilter, RunCells
+from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCells
 from evalh_pipeline.queries.unanswered import unanswered_run
-from evalh_pipeline.view.charts import level_chart
+from evalh_pipeline.queries.view_compare import unchanged_cases
+from evalh_pipeline.queries.view_search import search_runs
+from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
-# The pages run no script at all, load nothing from elsewhere, and cannot be framed: an
-# injected <script>, inline handler, javascript: URL or remote image is refused by the browser
-# even if some markup were ever to slip through the escaping.
-CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+# The pages run one script, the viewer's own /static/keys.js (keyboard navigation), load nothing
+# from elsewhere, and cannot be framed: an injected inline <script>, inline handler,
+# javascript: URL or remote image is refused by the browser even if some markup were ever to
+# slip through the escaping.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "form-action 'self'; "
                            "base-uri 'none'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
@@ -51,6 +56,14 @@ SECURITY_HEADERS = [
 PAGE_SIZE = 50
 RUNS_PER_EVAL = 20  # on the runs list, before filtering by eval
 HISTORY_RUNS = 10
+# A run without a complete summary whose traces or results changed this recently is taken to be
+# running: its page reloads itself every LIVE_REFRESH_S. One left behind (a killed run) stops
+# reloading once it has been still for LIVE_WINDOW_S.
+LIVE_REFRESH_S = 5
+LIVE_WINDOW_S = 600
+COMPARE_LIMIT = 200  # cases listed per variant and kind on a comparison
+SEARCH_RUNS = 50  # newest runs a search reads
+SEARCH_HITS = 200
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -113,12 +126,13 @@ class Viewer:
 
     def runs(self, request: Request) -> Response:
         wanted = request.query_params.get("eval", "")
+        text = request.query_params.get("q", "").strip()
         page = _int(request.query_params.get("page"), 1)
         entries = self.folder.entries()
         evals = sorted({e.eval_name for e in entries})
         by_eval: dict[str, list[RunEntry]] = {}
         for entry in entries:
-            if not wanted or entry.eval_name == wanted:
+            if (not wanted or entry.eval_name == wanted) and _names(entry, text):
                 by_eval.setdefault(entry.eval_name, []).append(entry)
         # Each eval's newest runs (all of one eval, a page at a time, when filtered): only the
         # runs shown have their summary read.
@@ -127,9 +141,20 @@ class Viewer:
         shown = {name: [self.folder.add_figures(e) for e in runs[start:start + size]]
                  for name, runs in sorted(by_eval.items())}
         counts = {name: len(runs) for name, runs in by_eval.items()}
-        return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted,
+        return _page("runs.html", title="Runs", root=str(self.folder.root), evals=evals, wanted=wanted, text=text,
                      by_eval=shown, counts=counts, page=page, size=size,
                      baselines={name: self.folder.baseline_of(name) for name in shown})
+
+    def search(self, request: Request) -> Response:
+        text = request.query_params.get("q", "").strip()
+        wanted = request.query_params.get("eval", "")
+        entries = [e for e in self.folder.entries() if not e.problem and (not wanted or e.eval_name == wanted)]
+        entries.sort(key=lambda e: e.created, reverse=True)
+        runs = [self._run(e.run_id) for e in entries[:SEARCH_RUNS]]
+        result = search_runs(runs, text, limit=SEARCH_HITS)
+        return _page("search.html", title=f"Search {text}" if text else "Search", text=text, wanted=wanted,
+                     evals=sorted({e.eval_name for e in self.folder.entries()}), result=result,
+                     runs_total=len(entries), limit=SEARCH_HITS)
 
     # -- one run --------------------------------------------------------------------------
 
@@ -157,13 +182,16 @@ class Viewer:
         # Every cell errored: the run failed if none answered either (read from its traces only then).
         silent = (unanswered_run(run.traces) if variants and all(
             v["cases_total"] and v["cases_errored"] == v["cases_total"] for v in variants) else None)
-        return _page("run.html", failure=silent.cause() if silent is not None else None, title=run.run_id, run_id=run.run_id, meta=meta, variants=variants, names=names,
+        live = _live(run, summary)
+        return _page("run.html", failure=silent.cause() if silent is not None else None, title=run.run_id,
+                     run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
                      filters=filters, page=page, pages=max(1, -(-matrix.total // PAGE_SIZE)), query=query,
                      completeness=(summary or {}).get("completeness"),
                      is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
-                     eval_display=_display_name(config, meta),
+                     eval_display=_display_name(config, meta), live=live,
+                     refresh=LIVE_REFRESH_S if live is not None else None, still_minutes=LIVE_WINDOW_S // 60,
                      rate_limits=[c for c in map(level_chart, rate_limit_records(run)) if c is not None])
 
     @staticmethod
@@ -220,8 +248,20 @@ class Viewer:
         answers = {v: _final_answer(records.trace(v, 0) or {}) for v in names}
         diffs = [(a, b) for b in ([request.query_params["b"]] if request.query_params.get("b") else names)
                  if b != a and b in answers and a in answers]
+
+        def neighbours() -> CaseNeighbours:
+            with RunCells(run) as run_cells:
+                return run_cells.neighbours(case_id)
+
+        # The links to the next cases read the run strictly, as the matrix does: records it
+        # cannot read cost the links (the run page names the problem), not this page.
+        try:
+            around: CaseNeighbours | None = answer_again(neighbours)
+        except (UnreadableRecordsError, duckdb.Error):
+            around = None
         return _page("case.html", title=f"{case_id} · {run.run_id}", run_id=run.run_id, case_id=case_id,
-                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers)
+                     case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers,
+                     around=around)
 
     # -- two runs -------------------------------------------------------------------------
 
@@ -231,8 +271,11 @@ class Viewer:
         result = compare_runs(run_a, run_b)
         intervals = {(side, v.variant): wilson_interval(getattr(v, side).cases_passed, getattr(v, side).cases_total)
                      for v in result.variants for side in ("a", "b")}
+        # The cases judged alike are listed only when asked for (one more read of both runs).
+        unchanged = unchanged_cases(run_a, run_b, limit=COMPARE_LIMIT) \
+            if request.query_params.get("unchanged") == "1" else None
         return _page("compare_runs.html", title=f"{run_b.run_id} against {run_a.run_id}", result=result,
-                     intervals=intervals, limit=200)
+                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged)
 
     def compare_case(self, request: Request) -> Response:
         run_a = self._run(request.path_params["run_a"])
@@ -270,7 +313,11 @@ class Viewer:
         variants = [v for v in dict.fromkeys(r.name for e in shown for r in e.variants) if v in found]
         variants += sorted(found - set(variants))
         total = history.unstable_cases if unstable_only else history.total_cases
-        return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown,
+        # The chart reads left to right, oldest run first (the table lists the newest first).
+        last = len(shown) - 1
+        chart = rate_chart([e.run_id for e in reversed(shown)],
+                           {(last - i, v): counts for (i, v), counts in history.rates.items()}, variants)
+        return _page("history.html", title=f"History of {eval_name}", eval_name=eval_name, entries=shown, chart=chart,
                      history=history, variants=variants, count=count, page=page, unstable_only=unstable_only,
                      pages=max(1, -(-total // PAGE_SIZE)), wilson=wilson_interval,
                      baseline=self.folder.baseline_of(eval_name))
@@ -348,6 +395,20 @@ def _summary(run: Any) -> dict[str, Any] | None:
         return None
 
 
+def _live(run: Any, summary: dict[str, Any] | None) -> float | None:
+    """Seconds since a running run's traces or results last changed; None when it is complete or still."""
+    completeness = (summary or {}).get("completeness")
+    if isinstance(completeness, dict) and completeness.get("complete") is True:
+        return None
+    if summary is not None and not isinstance(completeness, dict):
+        return None  # a summary that does not say (eval-harness, older runs): taken as finished
+    changed = [path.stat().st_mtime for path in (run.traces, run.results) if path.is_file()]
+    if not changed:
+        return None
+    since = max(time.time() - max(changed), 0.0)
+    return since if since < LIVE_WINDOW_S else None
+
+
 def _baseline_variant(config: dict[str, Any], names: list[str]) -> str | None:
     """The run's baseline variant (run.baseline_variant), else its first variant."""
     section = config.get("run")
@@ -355,6 +416,12 @@ def _baseline_variant(config: dict[str, Any], names: list[str]) -> str | None:
     if isinstance(wanted, str) and wanted in names:
         return wanted
     return names[0] if names else None
+
+
+def _names(entry: RunEntry, text: str) -> bool:
+    """Whether ``text`` (any case) is in the run's id or its eval's name (the runs list's search)."""
+    needle = text.lower()
+    return not needle or needle in entry.run_id.lower() or needle in entry.eval_name.lower()
 
 
 def _int(value: str | None, default: int) -> int:
@@ -414,6 +481,7 @@ def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBA
         Route("/compare/{run_a}/{run_b}", _handler(viewer, "compare")),
         Route("/compare/{run_a}/{run_b}/case", _handler(viewer, "compare_case")),
         Route("/evals/{eval_name}", _handler(viewer, "history")),
+        Route("/search", _handler(viewer, "search")),
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app, allowed_hosts)

@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import ChainableUndefined, Environment, FileSystemLoader
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
 
 # Longest text a page shows in full; longer texts are cut with a note (the run keeps them whole).
 MAX_SHOWN_CHARS = 200_000
+# Words (and the spaces between them) a word diff compares per side: matching is quadratic at
+# worst, so a huge answer is compared on its start, with a note.
+MAX_DIFF_TOKENS = 6_000
+_TOKENS = re.compile(r"\s+|[^\s]+")
 
 
 def part(value: Any) -> str:
@@ -120,6 +125,26 @@ def answer_diff(before: Any, after: Any, before_name: str, after_name: str) -> M
     return highlighted_diff(text)
 
 
+def word_diff(before: Any, after: Any) -> Markup:
+    """Two answers diffed word by word: removed words in ``<del>``, added in ``<ins>``, every word escaped."""
+    old, new = _TOKENS.findall(shown(before)), _TOKENS.findall(shown(after))
+    cut = len(old) > MAX_DIFF_TOKENS or len(new) > MAX_DIFF_TOKENS
+    old, new = old[:MAX_DIFF_TOKENS], new[:MAX_DIFF_TOKENS]
+    parts = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            parts.append(escape("".join(old[i1:i2])))
+            continue
+        if i2 > i1:
+            parts.append(Markup("<del>%s</del>") % "".join(old[i1:i2]))
+        if j2 > j1:
+            parts.append(Markup("<ins>%s</ins>") % "".join(new[j1:j2]))
+    if cut:
+        parts.append(Markup('<span class="muted">\n… (compared on the first %s words and spaces of each)</span>')
+                     % f"{MAX_DIFF_TOKENS:,}")
+    return Markup('<pre class="word-diff">%s</pre>') % Markup("").join(parts)
+
+
 def highlight_css() -> str:
     """The stylesheet of the Pygments classes (served as /static/highlight.css)."""
     return str(_formatter().get_style_defs(".hl"))
@@ -144,6 +169,7 @@ def environment() -> Environment:
     env.filters.update(pct=pct, pp=pp, interval=interval, ci_pp=ci_pp, p_value=p_value, number=number,
                        money=money, shown=shown, diff=highlighted_diff, part=part)
     env.globals.update(case_href=case_href, compare_case_href=compare_case_href, answer_diff=answer_diff,
+                       word_diff=word_diff,
                        status_of=status_of)
     return env
 

@@ -163,3 +163,39 @@ def hostile_run(runs: Path, run_id: str = "2026-06-01T00-00-00-000000_hostile") 
     return run_dir
 
 
+
+
+def write_run(runs: Path, run_id: str, answers: dict[str, dict[str, str]], *, eval_name: str = "answers",
+              failing: tuple[tuple[str, str], ...] = (), detail: dict[str, Any] | None = None,
+              reason: str = "as judged", complete: bool | None = True) -> Path:
+    """A run folder in this project's layout: ``answers`` is case id -> variant -> final answer.
+
+    Each cell has one ``llm_judge`` result, failed on the (case, variant) pairs in ``failing``,
+    carrying ``detail`` (the judge's per-assertion reasons) and ``reason``. ``complete``: what
+    the summary's completeness says (None: no summary yet, as while the run is running).
+    """
+    run_dir = runs / run_id
+    run_dir.mkdir(parents=True)
+    variants = list(dict.fromkeys(v for by in answers.values() for v in by))
+    (run_dir / "run.json").write_text(json.dumps({"run_id": run_id, "eval_name": eval_name, "variants": variants,
+                                                  "created_at": STAMP}))
+    (run_dir / "config.yaml").write_text(f"eval: {{name: {eval_name}}}\nrun: {{baseline_variant: {variants[0]}}}\n")
+    cases, traces, results = [], [], []
+    for case_id, by_variant in answers.items():
+        cases.append({"id": case_id, "input": {"question": f"question {case_id}"}, "metadata": {}, "expected": {}})
+        for variant, answer in by_variant.items():
+            base = {"schema_version": "1.0", "run_id": run_id, "case_id": case_id, "variant_name": variant, "sample": 0}
+            traces.append({**base, "started_at": STAMP, "finished_at": STAMP, "latency_ms": 1,
+                           "input": {"question": f"question {case_id}"}, "output": {"final_answer": answer},
+                           "messages": [], "error": None})
+            results.append({**base, "evaluator": "judge", "evaluator_type": "llm_judge",
+                            "passed": (case_id, variant) not in failing, "score": None, "reason": reason,
+                            "detail": detail or {}, "started_at": STAMP, "finished_at": STAMP, "latency_ms": 0,
+                            "error": None})
+    for name, rows in (("cases.jsonl", cases), ("traces.jsonl", traces), ("results.jsonl", results)):
+        (run_dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if complete is not None:
+        (run_dir / "summary.yaml").write_text(yaml.safe_dump({
+            "schema_version": "1.0", "run_id": run_id,
+            "completeness": {"complete": complete, "expected_cells": len(traces), "present_cells": len(traces)}}))
+    return run_dir
