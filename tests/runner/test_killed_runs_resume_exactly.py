@@ -1,11 +1,14 @@
-"""kill -9 at random points of a real `evalh run`, then `--resume`: the crash rule of the
-buffered traces appender (README, "Crash rule"): a kill loses at most the traces not yet
-flushed, and the resume runs exactly those cells again, never one twice."""
+"""The crash rule of the buffered traces appender (README, "Crash rule"), on a real `evalh
+run`: a kill -9 loses at most the traces not yet flushed, and `--resume` runs exactly those
+cells again, never one twice; a clean stop (Ctrl-C) loses none."""
 
 from __future__ import annotations
 
 import json
 import random
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +99,29 @@ def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_pa
     calls = [tuple(json.loads(line)) for line in Path(env["EVALH_TEST_CALL_LOG"]).read_text().splitlines()]
     again = [c for c in calls[calls_before:] if c in durable]
     assert not again, f"cells called again after their trace was durable (seed {seed}): {again[:5]}"
+
+
+def test_ctrl_c_leaves_the_trace_of_every_cell_that_finished(tmp_path, env):
+    # Cases from case_4 on wait for a gate that never opens; with 4 lanes, case_4..case_7
+    # start only once case_0..case_3 have handed their traces to the appender.
+    env["EVALH_TEST_GATE"] = str(tmp_path / "gate")
+    path = write_eval(tmp_path / "toy", cases=40, systems="""
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+    hold_from: 4
+""")
+    calls = Path(env["EVALH_TEST_CALL_LOG"])
+    proc = subprocess.Popen([*EVALH, "run", str(path)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    while not (calls.exists() and calls.read_text().count("\n") >= 8):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never reached the held cases"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+
+    (traces,) = (tmp_path / "toy" / "runs").glob("*/traces.jsonl")
+    assert sorted(c for c, _, _ in _traced_cells(traces)) == [f"case_{i}" for i in range(4)]
