@@ -198,13 +198,13 @@ async def produce_traces(
                     stats.traces_digest = out.digest
                     if inline is not None:
                         inline.close(complete=completed, traces_digest=stats.traces_digest)
-                await _close_started(adapters, enrichers)
-                record_rate_limits(run_dir, limits, "traces")
-                if workspaces is not None:
-                    totals = workspaces.totals
-                    stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
-                    stats.workspace = totals.as_dict()
-                    record_accounting(run_dir.path, totals)
+                    await _close_started(adapters, enrichers)
+                    record_rate_limits(run_dir, limits, "traces")
+                    if workspaces is not None:
+                        totals = workspaces.totals
+                        stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
+                        stats.workspace = totals.as_dict()
+                        record_accounting(run_dir.path, totals)
     finally:
         await _close_started(adapters, enrichers)
     progress.finish("traces")
