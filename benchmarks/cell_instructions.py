@@ -38,8 +38,10 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 spec = load_eval(sys.argv[1], settings=Settings.from_environment())
 info = prepare_cases(spec, "cells")
-asyncio.run(produce_traces(spec, info.run_dir, spec.variant_names))
-asyncio.run(evaluate_traces(spec, info.run_dir, spec.variant_names))
+stats = asyncio.run(produce_traces(spec, info.run_dir, spec.variant_names))
+# As the assets hand it on (older code, measured with --src, has no digest to hand on).
+handed = {"traces_digest": stats.traces_digest} if hasattr(stats, "traces_digest") else {}
+asyncio.run(evaluate_traces(spec, info.run_dir, spec.variant_names, **handed))
 """
 
 

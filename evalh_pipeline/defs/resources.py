@@ -30,6 +30,10 @@ class EvalhRuntime:
     progress: Progress = field(default_factory=NoProgress)
     # The spec the CLI loaded, used instead of re-reading the eval file at the same path.
     spec: EvalSpec | None = None
+    # Run directory -> the digest of its traces.jsonl's complete lines, as this launch's traces
+    # stage wrote them (its appender kept it): the later stages of the same launch use it
+    # instead of reading the file again. A launch that did not write them reads the file.
+    traces_digests: dict[str, str] = field(default_factory=dict)
 
     def spec_for(self, eval_path: Path) -> EvalSpec | None:
         """The caller's spec of ``eval_path``, if it handed one over."""

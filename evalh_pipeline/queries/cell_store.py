@@ -269,16 +269,17 @@ class Store:
             self._changed = False
 
 
-def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory) -> Store:
+def refresh_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, traces_digest: str | None = None) -> Store:
     """Create ``cell_traces`` and ``verdicts`` for the run, from its cell store where it holds
     the same contents and from the JSONL for the rest, and save the store.
 
     Call it holding the run's lock (the summary does), so that no writer that respects the
-    lock changes the files meanwhile.
+    lock changes the files meanwhile. ``traces_digest``: the digest of traces.jsonl's
+    complete lines kept by the appender of this launch's traces stage (None: hashed here).
     """
     folder = run_dir.cells_cache
     run_dir.remove_stale_temp_files("cells")  # a killed summary's (this writer holds the lock)
-    digest = complete_lines_digest(run_dir.traces)
+    digest = traces_digest or complete_lines_digest(run_dir.traces)
     sources = _sources(run_dir)
     store = Store(run_dir, traces=digest)
     old = _read_manifest(run_dir) or {}

@@ -208,15 +208,17 @@ def summarize_run(
     cases_total: int | None = None,
     metadata: dict[str, Any] | None = None,
     cluster_by: str | None = None,
+    traces_digest: str | None = None,
 ) -> RunSummary:
     """Build the RunSummary of a run directory from its JSONL files (through its cell store,
     which this brings up to date: hold the run's lock). ``cases_total`` None: the cases of
-    the run's cases snapshot (counted once per snapshot, through the cell store)."""
+    the run's cases snapshot (counted once per snapshot, through the cell store).
+    ``traces_digest``: as :func:`refresh_store` takes it."""
     for attempt in range(2):
         con = connect()
         store = None  # refresh_store's own errors are raised as they are
         try:
-            store = refresh_store(con, run_dir)
+            store = refresh_store(con, run_dir, traces_digest)
             return _summarize(con, store, run_dir, variant_order=variant_order, pass_criteria=pass_criteria,
                               baseline_variant=baseline_variant, config_path=config_path, config_hash=config_hash,
                               cases_total=cases_total, metadata=metadata, cluster_by=cluster_by)

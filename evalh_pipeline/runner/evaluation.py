@@ -95,6 +95,7 @@ async def evaluate_traces(
     progress: Progress | None = None,
     processes: int | None = None,
     incremental: bool = True,
+    traces_digest: str | None = None,
 ) -> EvaluationStats:
     """(Re)judge the traces of ``variant_names``.
 
@@ -106,6 +107,10 @@ async def evaluate_traces(
 
     ``processes`` caps the worker processes used when every evaluator is synchronous
     (default: one per CPU, fewer for a small traces file; 1 judges in this process only).
+
+    ``traces_digest``: the digest of traces.jsonl's complete lines that the traces stage of
+    the same launch kept as it wrote them (``TraceStats.traces_digest``), so the file is not
+    read to hash it again; None (another launch, another process): hashed from the file.
     """
     progress = progress or NoProgress()
     # This writer holds the run's lock: temp files of its purposes are a killed one's.
@@ -115,7 +120,8 @@ async def evaluate_traces(
     evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits, cases=run_dir.cases)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     stats = EvaluationStats()
-    plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental)
+    plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental,
+                 traces_digest=traces_digest)
     await _evaluate(plan, spec, run_dir, variants, stats, concurrency=max_concurrency or spec.config.run.max_concurrency,
                     progress=progress, processes=processes)
     record_rate_limits(run_dir, limits, "results")
@@ -153,11 +159,11 @@ class _Plan:
 
 
 def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], variants: set[str], *,
-          explicit: bool, incremental: bool) -> _Plan:
+          explicit: bool, incremental: bool, traces_digest: str | None) -> _Plan:
     meta = run_dir.read_meta() if run_dir.exists() else {}
     run_variants = set(meta.get("variants") or []) | set(spec.variant_names)
     entries = read_store(run_dir)
-    plan = _Plan(traces=complete_lines_digest(run_dir.traces), every_variant=variants >= run_variants,
+    plan = _Plan(traces=traces_digest or complete_lines_digest(run_dir.traces), every_variant=variants >= run_variants,
                  entries=entries)
     configured = [e.name for e in spec.config.evaluators] + [e.name for e in evaluators
                                                              if isinstance(e, CaseEvaluatorGroup)]

@@ -133,8 +133,9 @@ class CellHashes:
                 "fixture_hash": self.fixture}
 
 
-def file_version(path: Path) -> str:
-    """A version of a run file, from its content only: the hash of its complete lines. For
+def file_version(path: Path, digest: str | None = None) -> str:
+    """A version of a run file, from its content only: the hash of its complete lines
+    (``digest``: their digest, kept by the appender that just wrote them; None: read). For
     results.jsonl of a run with a results store, the hash of the store's manifest, which
     names each evaluator's file by its content hash (store/results_store.py), so a 250 MB
     results file is not read to say it did not change."""
@@ -146,4 +147,4 @@ def file_version(path: Path) -> str:
         return content_hash(["store", run_dir.results_manifest.read_text(encoding="utf-8")])
     if not path.exists():
         return "missing"
-    return content_hash(complete_lines_digest(path))
+    return content_hash(digest or complete_lines_digest(path))

@@ -23,7 +23,7 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 from evalh_pipeline.runner.judging import EvaluationStats, build_evaluators, count_judged, judge_all
 from evalh_pipeline.runner.result_lines import result_line_list, secrets_of
-from evalh_pipeline.store.jsonl import FileDigest, complete_lines_digest, iter_raw_lines
+from evalh_pipeline.store.jsonl import FileDigest, iter_raw_lines
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
@@ -31,8 +31,9 @@ META = "meta.json"
 
 
 class InlineResults:
-    """Results judged right after each trace of a fresh run is persisted (the trace is
-    always on disk before its evaluators run)."""
+    """Results judged right after each trace of a fresh run is written (to the traces
+    appender, which may still buffer it: a result whose trace line a kill lost names a
+    trace_hash no trace has, so it is never kept)."""
 
     def __init__(self, spec: EvalSpec, run_dir: RunDirectory, variants: list[str], *,
                  rate_limits: RateLimits | None = None) -> None:
@@ -51,7 +52,8 @@ class InlineResults:
         self._errors = [0 for _ in self.evaluators]
 
     async def judge(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None = None) -> None:
-        """Judge one persisted trace (its ``trace_hash``: that of its line as written)."""
+        """Judge one trace handed to the traces appender (its ``trace_hash``: that of its
+        line as written)."""
         judged = await judge_all(self.evaluators, case, trace, artifact)
         trace_hash = trace.trace_hash or TRACES.content_hash(trace.model_dump_json())
         for index, (line, j) in enumerate(zip(result_line_list(trace, judged, self._secrets, trace_hash), judged)):
@@ -61,16 +63,18 @@ class InlineResults:
             self._errors[index] += j.error is not None
         count_judged(self.stats, trace, judged)
 
-    def close(self, complete: bool) -> None:
-        """Close the staged files; when the pass ``complete``d, record what they cover. An
-        incomplete pass leaves its files too: their results are still candidates."""
+    def close(self, complete: bool, traces_digest: str) -> None:
+        """Close the staged files; when the pass ``complete``d, record what they cover:
+        ``traces_digest``, the digest of traces.jsonl's complete lines its appender kept ("":
+        not known, nothing recorded). An incomplete pass leaves its files too: their results
+        are still candidates."""
         for out in self._outs:
             out.close()
-        if not complete:
+        if not complete or not traces_digest:
             return
         meta = {
             "variants": self.variants,
-            "traces": complete_lines_digest(self.run_dir.traces),
+            "traces": traces_digest,
             "judged_traces": self.stats.traces,
             # Per evaluator: its file, what the file holds, and the verdicts counted (variant ->
             # [passed, judged]) for the results stage's counts.

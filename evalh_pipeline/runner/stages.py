@@ -87,19 +87,20 @@ def completeness(run_dir: RunDirectory, summary: RunSummary, cases: int, spec: E
     )
 
 
-def write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
+def write_summary(spec: EvalSpec, run_dir: RunDirectory, traces_digest: str | None = None) -> RunSummary:
     """Aggregate traces + results into summary.yaml and report.md (atomically).
 
     A new summary makes the run's drift files stale: they are removed (the drift stage
-    writes them again)."""
+    writes them again). ``traces_digest``: the digest of traces.jsonl's complete lines the
+    traces stage of the same launch kept (``TraceStats.traces_digest``; None: read the file)."""
     with locked(run_dir.lock):  # never from a traces/results file another writer is changing
         for stale in (run_dir.drift, run_dir.drift_report):
             stale.unlink(missing_ok=True)
-        summary = _write_summary(spec, run_dir)
+        summary = _write_summary(spec, run_dir, traces_digest)
     return summary
 
 
-def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
+def _write_summary(spec: EvalSpec, run_dir: RunDirectory, traces_digest: str | None) -> RunSummary:
     variants = run_variants(run_dir, spec)
     summary = summarize_run(
         run_dir,
@@ -110,6 +111,7 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory) -> RunSummary:
         config_hash=run_dir.read_config_hash(),
         metadata=spec.config.metadata,
         cluster_by=spec.config.run.cluster_by,
+        traces_digest=traces_digest,
     )
     summary = add_calibration(summary, run_dir, Path(spec.runs_root), spec.name)
     cases = summary.cases_total

@@ -32,6 +32,7 @@ from evalh_pipeline.runner.reuse import reuse_traces
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
+from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.records import traces_appender
 from evalh_pipeline.store.fixtures import recorded_fixtures, recorded_system_versions
 from evalh_pipeline.common.masking import mask_json_line
@@ -65,6 +66,10 @@ class TraceStats:
     artifacts: int = 0
     artifact_bytes: int = 0
     workspace: dict[str, int] = field(default_factory=dict)
+    # The digest of traces.jsonl's complete lines as this pass left them (store/jsonl.py
+    # complete_lines_digest), kept by its appender: the later stages of the same launch take
+    # it instead of reading the file again. "" when not known (the pass failed to write).
+    traces_digest: str = ""
 
     def count(self, trace: Trace) -> None:
         counts = self.by_variant.setdefault(trace.variant_name, {"run": 0, "errored": 0})
@@ -176,6 +181,8 @@ async def produce_traces(
                 progress.advance("traces")
 
             completed = False
+            # The buffered lines reach the kernel at least this often while cells run.
+            flusher = asyncio.create_task(_flush_every(out, FLUSH_SECONDS))
             try:
                 # Variants behind different limits get lanes of their own, so a slow limit's
                 # queue never holds back the others; the limiters' gate keeps the run's
@@ -186,21 +193,41 @@ async def produce_traces(
                 completed = True
             finally:
                 deadlines.close()
-                if inline is not None:
-                    inline.close(complete=completed)
-                await _close_started(adapters, enrichers)
-                record_rate_limits(run_dir, limits, "traces")
-                if workspaces is not None:
-                    totals = workspaces.totals
-                    stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
-                    stats.workspace = totals.as_dict()
-                    record_accounting(run_dir.path, totals)
+                flusher.cancel()
+                try:
+                    out.close()  # flush + fsync: every trace of this pass durable, its digest known
+                finally:
+                    stats.traces_digest = out.digest
+                    if inline is not None:
+                        inline.close(complete=completed, traces_digest=stats.traces_digest)
+                    await _close_started(adapters, enrichers)
+                    record_rate_limits(run_dir, limits, "traces")
+                    if workspaces is not None:
+                        totals = workspaces.totals
+                        stats.artifacts, stats.artifact_bytes = totals.artifacts, totals.copied_bytes + totals.moved_bytes
+                        stats.workspace = totals.as_dict()
+                        record_accounting(run_dir.path, totals)
     finally:
         await _close_started(adapters, enrichers)
     progress.finish("traces")
     if workspaces is not None and (problem := workspaces.totals.mismatch()):
         raise WorkspaceAccountingError(problem)
     return stats
+
+
+# Seconds a finished cell's trace may wait in the appender's buffer (a kill -9 loses those).
+FLUSH_SECONDS = 1.0
+
+
+async def _flush_every(out: JsonlAppender, seconds: float) -> None:
+    """Flush ``out`` every ``seconds`` until cancelled. A failed write is raised by the
+    cells' next write (the appender keeps it), not lost in this task."""
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            out.flush()
+        except OSError:
+            return
 
 
 async def _close_started(adapters: dict[str, SystemAdapter | AdapterError],

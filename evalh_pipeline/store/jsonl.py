@@ -4,7 +4,8 @@ Recovery rule: a record is durable once its line ends with a newline. A final li
 without one is the torn write of a killed process (or of a full disk); readers skip it.
 The next appender moves it aside before writing, never destroying it: the torn bytes are
 appended to ``<file>.torn`` beside the file (made durable first), then cut from the file,
-and a warning says so once.
+and a warning says so once. Appenders buffer (:class:`JsonlAppender`): a killed process
+loses the lines it had not flushed yet, and at most tears the last one it was writing.
 """
 
 from __future__ import annotations
@@ -49,36 +50,99 @@ class FileDigest:
         return self._prefix + self._hash.hexdigest()
 
 
+# Bytes an appender buffers before handing them to the kernel in one write.
+BUFFER_BYTES = 1 << 16
+
+
 class CorruptRecordError(ValueError):
     """A complete line of a JSONL file is not a valid record."""
 
 
 class JsonlAppender:
-    """Appends lines with one ``write`` each, so a killed process loses at most a torn tail."""
+    """Appends lines to a JSONL file through one buffer; optionally keeps the digest of the
+    file's complete lines as it goes, so nobody reads the file again to hash it.
 
-    def __init__(self, path: Path, seal: Callable[[bytes], tuple[bytes, str]] | None = None) -> None:
+    Durability: lines reach the kernel when the buffer holds :data:`BUFFER_BYTES`, at
+    :meth:`flush` and at :meth:`close`, which also fsyncs (a clean stop: the end of a stage,
+    Ctrl-C, any exception that ends it). A process killed with ``kill -9`` loses at most the
+    lines not flushed yet; a write cut short (a full disk) leaves a torn tail, which the
+    next appender sets aside (:func:`set_aside_torn_tail`). A failed write is raised by
+    that call and by every later one, and the digest is no longer known.
+    """
+
+    def __init__(self, path: Path, seal: Callable[[bytes], tuple[bytes, str]] | None = None, *,
+                 keep_digest: bool = False, buffer_bytes: int = BUFFER_BYTES) -> None:
         """``seal``: makes each line's bytes (with its newline) and its content hash (the
-        traces codec's, store/records.py ``traces_appender``)."""
+        traces codec's, store/records.py ``traces_appender``). ``keep_digest``: keep
+        :attr:`digest` (the lines already in the file are hashed once, here)."""
         self.path = path
         self._seal = seal
+        self._limit = buffer_bytes
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._failed: BaseException | None = None
         set_aside_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._digest: FileDigest | None = None
+        if keep_digest:
+            self._digest = FileDigest()
+            # What an earlier pass left (a resume, reused traces): complete lines only, its
+            # torn tail set aside just above.
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 22):
+                    self._digest.update(chunk)
+
+    @property
+    def digest(self) -> str:
+        """The digest of the file's complete lines once the lines written are flushed (what
+        :func:`complete_lines_digest` of the file gives); "" when not kept or not known."""
+        return self._digest.hexdigest() if self._digest is not None and self._failed is None else ""
 
     def write(self, line: str | bytes) -> str | None:
         """Append ``line`` (text, or its UTF-8 bytes); its content hash when the appender seals lines."""
+        if self._failed is not None:
+            raise OSError(f"{self.path}: an earlier write failed ({self._failed})")
         digest = None
         raw = line.encode("utf-8") if isinstance(line, str) else line
         if self._seal is not None:
             data, digest = self._seal(raw)
         else:
             data = raw + b"\n"
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        self._pending.append(data)
+        self._size += len(data)
+        if self._size >= self._limit:
+            self.flush()
         return digest
 
+    def flush(self) -> None:
+        """Hand the buffered lines to the kernel (one ``write`` for all of them)."""
+        if self._failed is not None:
+            raise OSError(f"{self.path}: an earlier write failed ({self._failed})")
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._size = 0
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except BaseException as exc:
+            self._failed = exc  # the file may end in a torn line now: its digest is not known
+            raise
+        if self._digest is not None:
+            self._digest.update(data)
+
     def close(self) -> None:
-        os.close(self._fd)
+        """Flush, fsync and close: every line written is durable. Closing again does nothing."""
+        if self._fd < 0:
+            return
+        try:
+            self.flush()
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> "JsonlAppender":
         return self

@@ -351,5 +351,6 @@ RESULTS: RecordCodec[EvaluationResult] = RecordCodec(EvaluationResult, "result")
 
 
 def traces_appender(path: Path) -> JsonlAppender:
-    """An appender of trace lines that seals each with its ``trace_hash`` (:meth:`RecordCodec.seal`)."""
-    return JsonlAppender(path, seal=TRACES.seal)
+    """An appender of trace lines that seals each with its ``trace_hash`` (:meth:`RecordCodec.seal`)
+    and keeps the digest of the file's complete lines (what the later stages of the run compare)."""
+    return JsonlAppender(path, seal=TRACES.seal, keep_digest=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from pydantic import ConfigDict, Field
+from pydantic_core import from_json
 
 from evalh_pipeline.models import EvalCase
 from evalh_pipeline.systems.base import (
@@ -88,8 +89,9 @@ class PythonFunctionSystem(SystemAdapter):
         return []
 
     async def start(self) -> None:
-        # A variant JSON cannot hold fails here, at start, not in every cell.
-        self.variant.model_dump_json(exclude=_NOT_FOR_TARGET)
+        # Encoded once per run (a variant JSON cannot hold fails here, at start, not in every
+        # cell); each cell's target gets its own copy, decoded from these bytes.
+        self._variant_json = self.variant.model_dump_json(exclude=_NOT_FOR_TARGET).encode()
         self._workers: WorkerPool | None = None
         if self.config.isolation == "process":
             size = self.config.workers or max(1, min(self.context.max_concurrency, os.cpu_count() or 1))
@@ -106,9 +108,9 @@ class PythonFunctionSystem(SystemAdapter):
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
-        # Each cell gets its own copy (targets may mutate it): the same dict as parsing the
-        # variant's JSON, made by pydantic without the text in between (about half the cost).
-        variant_dict = self.variant.model_dump(mode="json", exclude=_NOT_FOR_TARGET)
+        # Each cell gets its own copy (targets may mutate it): the variant's JSON decoded,
+        # the same dict as model_dump(mode="json") in a fifth of the time.
+        variant_dict = from_json(self._variant_json)
         if workspace is not None:
             variant_dict["_workspace_path"] = str(workspace.path)
             if "sandbox" in workspace.metadata:  # docker_volume: the files are in the container

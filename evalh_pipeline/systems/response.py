@@ -64,7 +64,9 @@ def checked_response(response: SystemResponse) -> SystemResponse:
     that sets fields one by one skips pydantic's checks); raises :class:`AdapterError` with
     the message a python function's malformed answer gets."""
     try:
-        response.metrics = TraceMetrics.model_validate(response.metrics.model_dump())
+        # Its fields as they are now (an adapter may have set them one by one, unchecked):
+        # the same values and errors as validating its model_dump(), without the copy.
+        response.metrics = TraceMetrics.model_validate(response.metrics.__dict__)
     except ValidationError as exc:
         raise malformed_response(exc, ("metrics",)) from None
     return response

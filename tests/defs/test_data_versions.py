@@ -77,3 +77,33 @@ def test_traces_data_version_moves_when_a_resume_appends_traces(tmp_path, instan
 
     assert _version(instance, "toy", "traces") != first
     assert len(outcome.run_dir.traces.read_text().splitlines()) == 8
+
+
+def test_a_run_hashes_the_traces_it_wrote_only_through_their_appender(tmp_path, instance, monkeypatch):
+    from evalh_pipeline.queries import cell_store
+    from evalh_pipeline.runner import evaluation
+    from evalh_pipeline.runner.hashes import content_hash
+    from evalh_pipeline.store import jsonl
+
+    read: list[str] = []
+    digest_of = jsonl.complete_lines_digest
+
+    def reading(path):
+        read.append(path.name)
+        return digest_of(path)
+
+    for module in (jsonl, evaluation, cell_store):
+        monkeypatch.setattr(module, "complete_lines_digest", reading)
+    spec = load_eval(write_eval(tmp_path / "toy", cases=5))
+    run_id = new_run_id(spec.name)
+
+    outcome = materialize_run(spec, run_id, instance=instance)
+
+    # The traces, results and summary stages and the traces' data version took the digest
+    # the appender kept: the file was never read again to hash it, and the digest is right.
+    assert "traces.jsonl" not in read
+    traces = outcome.run_dir.traces
+    assert _version(instance, "toy", "traces").endswith(content_hash(digest_of(traces)))
+    # Another launch (here: a re-evaluation) did not write them: it hashes their content.
+    materialize_reevaluation(spec, run_id, instance=instance)
+    assert "traces.jsonl" in read

@@ -255,3 +255,32 @@ def test_adapters_started_are_closed_when_setting_up_the_pass_is_interrupted(tmp
         ENRICHERS.unregister("interrupted")
     assert sorted(closed) == ["base", "candidate"]
     assert scripted.calls == []
+
+
+def test_a_disk_full_at_the_last_flush_fails_the_pass_yet_closes_what_it_started(tmp_path, scripted, monkeypatch):
+    """The traces wait in the appender's buffer; the write at the end of the pass fails (a
+    full disk): the pass raises it, its adapters are closed, and nothing records a digest of
+    traces that are not on disk (no complete inline pass for the results stage to adopt)."""
+    from evalh_pipeline.store import jsonl
+
+    closed: list[str] = []
+
+    class Closing(ScriptedSystem):
+        async def close(self):
+            closed.append(self.variant.name)
+
+    def full_disk(fd, data):
+        raise OSError(28, "No space left on device")
+
+    SYSTEMS.unregister("scripted")
+    SYSTEMS.register("scripted", Closing)
+    path = write_eval(tmp_path / "toy", cases=3, systems="\n  - name: base\n    adapter: scripted\n")
+    spec = load_eval(path)
+    info = prepare_cases(spec, new_run_id(spec.name))
+    monkeypatch.setattr(jsonl.os, "write", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(produce_traces(spec, info.run_dir))
+    monkeypatch.undo()
+    assert closed == ["base"]
+    assert info.run_dir.traces.read_bytes() == b""
+    assert not any(folder.joinpath("meta.json").exists() for folder in info.run_dir.staged_inline_results())

@@ -168,3 +168,58 @@ def test_count_lines_counts_what_iter_lines_yields(tmp_path, monkeypatch, block)
     monkeypatch.setattr(type(path), "open", small_reads)
     assert jsonl.count_lines(path) == len(list(iter_lines(path))) == 7
     assert jsonl.count_lines(tmp_path / "missing.jsonl") == 0
+
+
+def test_appender_buffers_lines_until_flushed_then_hands_them_over_whole(tmp_path):
+    path = tmp_path / "t.jsonl"
+    with JsonlAppender(path) as out:
+        out.write('{"a": 1}')
+        assert path.read_bytes() == b""  # buffered: a kill now loses it, never tears it
+        out.flush()
+        assert path.read_bytes() == b'{"a": 1}\n'
+        out.write('{"b": 2}')
+    assert path.read_bytes() == b'{"a": 1}\n{"b": 2}\n'  # close flushes
+
+
+def test_appender_flushes_by_itself_once_its_buffer_is_full(tmp_path):
+    path = tmp_path / "t.jsonl"
+    with JsonlAppender(path, buffer_bytes=20) as out:
+        out.write('{"a": 1}')
+        assert path.read_bytes() == b""
+        out.write('{"b": 22222}')
+        assert path.read_bytes() == b'{"a": 1}\n{"b": 22222}\n'
+
+
+@pytest.mark.parametrize("before", ["", '{"old": 1}\n', '{"old": 1}\n{"torn": '])
+def test_appender_digest_is_that_of_the_files_complete_lines(tmp_path, before):
+    path = tmp_path / "t.jsonl"
+    if before:
+        path.write_text(before)
+    out = JsonlAppender(path, keep_digest=True, buffer_bytes=30)
+    for i in range(10):
+        out.write(json.dumps({"i": i, "text": "é" * i}))
+    out.close()
+    assert out.digest == complete_lines_digest(path)
+    plain = JsonlAppender(path)
+    plain.close()
+    assert plain.digest == ""  # not asked to keep one
+
+
+def test_a_failed_write_is_raised_again_and_leaves_no_digest(tmp_path, monkeypatch):
+    path = tmp_path / "t.jsonl"
+    out = JsonlAppender(path, keep_digest=True)
+    out.write('{"a": 1}')
+
+    def full_disk(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(jsonl.os, "write", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        out.flush()
+    monkeypatch.undo()
+    assert out.digest == ""
+    with pytest.raises(OSError, match="an earlier write failed"):
+        out.write('{"b": 2}')
+    with pytest.raises(OSError, match="an earlier write failed"):
+        out.close()
+    out.close()  # closed once: nothing more to do

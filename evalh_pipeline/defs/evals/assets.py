@@ -128,14 +128,21 @@ class _Stage:
                              "longer defines: restore them to finish this run, or start a new run")
         return names
 
-    def result(self, metadata: dict[str, Any], data_file: Path | None = None) -> dg.MaterializeResult:
+    @property
+    def traces_digest(self) -> str | None:
+        """The digest of the run's traces.jsonl that this launch's traces stage kept (None: not written by it)."""
+        return self.runtime.traces_digests.get(str(self.run_dir.path)) or None
+
+    def result(self, metadata: dict[str, Any], data_file: Path | None = None,
+               digest: str | None = None) -> dg.MaterializeResult:
         """The stage's materialization; its data version is the run, the spec version of the
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
-        mark everything downstream as changed upstream in the UI; an untouched file does not."""
+        mark everything downstream as changed upstream in the UI; an untouched file does not.
+        ``digest``: the file's digest kept by the appender that just wrote it."""
         _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
-        data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
+        data = f"{self.run_id}:{version}" + (f":{file_version(data_file, digest)}" if data_file is not None else "")
         return dg.MaterializeResult(
             metadata={"eval": self.live.display_name, "run_id": self.run_id, **metadata, "spec_version": version,
                       "data_version": data,
@@ -184,12 +191,14 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         variants = stage.variants()
+        stage.runtime.traces_digests.pop(str(stage.run_dir.path), None)
         stats = run_coroutine(produce_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live)))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
-        result = stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces)
+        stage.runtime.traces_digests[str(stage.run_dir.path)] = stats.traces_digest
+        result = stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces, stats.traces_digest)
         # A cell of this pass without an error answered: no need to read the traces again.
         silent = unanswered_run(stage.run_dir.traces) if stats.cells_errored == stats.cells_run else None
         if silent is not None:
@@ -211,7 +220,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         variants = stage.variants()
         stats = run_coroutine(evaluate_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context)))
+            progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context),
+            traces_digest=stage.traces_digest))
         judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
         return stage.result({
             **results_metadata(stats, stage.run_dir),
@@ -230,7 +240,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "summary")
         stage.require_run()
-        result = write_summary(stage.live, stage.run_dir)
+        result = write_summary(stage.live, stage.run_dir, stage.traces_digest)
         comp = result.comparison
         done = result.completeness
         if done is not None and not done.complete:
