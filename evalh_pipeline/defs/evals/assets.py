@@ -46,6 +46,7 @@ from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
 from evalh_pipeline.view.links import run_page_url
 
@@ -129,7 +130,11 @@ class _Stage:
         """The stage's materialization; its data version is the run, the spec version of the
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
-        mark everything downstream as changed upstream in the UI; an untouched file does not."""
+        mark everything downstream as changed upstream in the UI; an untouched file does not.
+
+        The run folder records this Dagster run as the stage's maker (stage_runs.json), so the
+        viewer's pages of the run link back to it without asking the instance."""
+        record_stage_run(self.run_dir, self.stage, self.context.run.run_id, self.context.run.job_name)
         _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file)}" if data_file is not None else "")
