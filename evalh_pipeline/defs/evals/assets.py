@@ -1,4 +1,5 @@
-"""One eval -> one asset group ``cases -> traces -> results -> summary -> drift``, partitioned by run.
+"""One eval -> one asset group: ``cases -> traces -> results -> summary -> drift``, partitioned by run,
+and ``baseline`` (so each eval is one place to go in the UI: its group, or its key prefix).
 
 Every stage asset (and every check on them) is partitioned by the eval's dynamic partitions
 ``<eval>__runs``: one partition per eval run, its key the run id (defs/evals/runs.py). A
@@ -27,7 +28,7 @@ from evalh_pipeline.defs.evals.metadata import (
     significance_metadata,
     traces_metadata,
 )
-from evalh_pipeline.defs.evals.names import BASELINES_GROUP, EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
+from evalh_pipeline.defs.evals.names import EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
 from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
@@ -271,7 +272,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         })
 
     baseline = dg.AssetSpec(
-        key=[name, "baseline"], deps=[summary], group_name=BASELINES_GROUP, kinds={"evalh"},
+        key=[name, "baseline"], deps=[summary], group_name=name, kinds={"evalh"},
         metadata=_definition_metadata(spec),
         description=(f"The promoted baseline run of {shown} that drift compares against. Not partitioned: it "
                      f"points at one run, and its metadata names that partition. Launch the {promote_job(name)} "
