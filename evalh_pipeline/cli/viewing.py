@@ -36,4 +36,4 @@ def view(ctx: click.Context, runs_dir: Path | None, port: int | None, host: str 
         warning(f"serving on {host}: anyone who can reach it can read every run in {folder}")
     shown = f"[{host}]" if ":" in host else host
     say(f"evalh view: http://{shown}:{port}/  ({folder}; Ctrl-C stops it)")
-    serve(folder, host, port)
+    serve(folder, host, port, dagster_url=ctx.obj.dagster_url)

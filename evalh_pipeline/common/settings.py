@@ -20,6 +20,9 @@ CACHE_DIR_ENV = "EVALH_CACHE_DIR"
 # Where `evalh view` answers (links from Dagster and `evalh run` to a run's page); the port `./dev ui` uses.
 VIEWER_URL_ENV = "EVALH_VIEWER_URL"
 DEFAULT_VIEWER_URL = "http://127.0.0.1:8790"
+# Where the Dagster UI answers (the viewer's links back to a run's Dagster runs); `./dev ui`'s address.
+DAGSTER_URL_ENV = "EVALH_DAGSTER_URL"
+DEFAULT_DAGSTER_URL = "http://127.0.0.1:3000"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class Settings:
     cache_dir: Path | None = None
     # $EVALH_VIEWER_URL without a trailing slash (default http://127.0.0.1:8790): links, not a liveness claim.
     viewer_url: str = DEFAULT_VIEWER_URL
+    # $EVALH_DAGSTER_URL without a trailing slash (default http://127.0.0.1:3000): links, as viewer_url.
+    dagster_url: str = DEFAULT_DAGSTER_URL
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -45,7 +50,8 @@ class Settings:
         runs_dir = env.get(RUNS_DIR_ENV)
         cache_dir = Path(env.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "evalh").expanduser().resolve()
         return cls(env=env, runs_dir=Path(runs_dir).resolve() if runs_dir else None, cache_dir=cache_dir,
-                   viewer_url=_base_url(env.get(VIEWER_URL_ENV), DEFAULT_VIEWER_URL))
+                   viewer_url=_base_url(env.get(VIEWER_URL_ENV), DEFAULT_VIEWER_URL),
+                   dagster_url=_base_url(env.get(DAGSTER_URL_ENV), DEFAULT_DAGSTER_URL))
 
     @property
     def cache(self) -> Path:

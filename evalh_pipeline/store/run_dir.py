@@ -167,6 +167,11 @@ class RunDirectory:
         return self.path / "evaluators.yaml"
 
     @property
+    def stage_runs(self) -> Path:
+        """Which Dagster run last made each stage (store/stage_runs.py): the viewer's links back to Dagster."""
+        return self.path / "stage_runs.json"
+
+    @property
     def reuse_record(self) -> Path:
         """Where the run's traces were reused from (``evalh run --reuse``, runner/reuse.py)."""
         return self.path / "reuse.json"

@@ -34,7 +34,10 @@ from evalh_pipeline.queries.view_run import CaseNeighbours, MatrixFilter, RunCel
 from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.queries.view_compare import unchanged_cases
 from evalh_pipeline.queries.view_search import search_runs
+from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
+from evalh_pipeline.store.stage_runs import recorded_stage_runs
 from evalh_pipeline.view.charts import level_chart, rate_chart
+from evalh_pipeline.view.links import DagsterLink, dagster_links
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 
@@ -120,6 +123,8 @@ class Viewer:
     """The pages over one runs folder."""
 
     folder: RunsFolder
+    # The Dagster UI every run page links back to (Settings.dagster_url).
+    dagster_url: str = DEFAULT_DAGSTER_URL
     slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(CONCURRENT_PAGES))
 
     # -- runs -----------------------------------------------------------------------------
@@ -192,6 +197,7 @@ class Viewer:
                      is_baseline=self.folder.baseline_of(str(meta.get("eval_name"))) == run.run_id,
                      eval_display=_display_name(config, meta), live=live,
                      refresh=LIVE_REFRESH_S if live is not None else None, still_minutes=LIVE_WINDOW_S // 60,
+                     dagster=self._dagster(run, meta),
                      rate_limits=[c for c in map(level_chart, rate_limit_records(run)) if c is not None])
 
     @staticmethod
@@ -226,7 +232,8 @@ class Viewer:
                 return names, cells.compare_variants(a, b, flips_limit=2000)
 
         names, pair = answer_again(pair_of)  # as the run page: this page composes the queries
-        return _page("compare_variants.html", title=f"{b} against {a}", run_id=run.run_id, pair=pair, names=names)
+        return _page("compare_variants.html", title=f"{b} against {a}", run_id=run.run_id, pair=pair, names=names,
+                     dagster=self._dagster(run, _meta(run)))
 
     # -- one cell -------------------------------------------------------------------------
 
@@ -261,7 +268,7 @@ class Viewer:
             around = None
         return _page("case.html", title=f"{case_id} · {run.run_id}", run_id=run.run_id, case_id=case_id,
                      case=records.case, first=records.traces[0], columns=columns, diffs=diffs, answers=answers,
-                     around=around)
+                     around=around, dagster=self._dagster(run, meta))
 
     # -- two runs -------------------------------------------------------------------------
 
@@ -323,6 +330,13 @@ class Viewer:
                      baseline=self.folder.baseline_of(eval_name))
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _dagster(self, run: Any, meta: dict[str, Any]) -> list[DagsterLink]:
+        """The run's links back to the Dagster UI (its Dagster runs, partition and checks)."""
+        eval_name = str(meta.get("eval_name") or "")
+        if not eval_name or meta.get("written_by") == "eval-harness":
+            return []  # an eval-harness run was never a partition
+        return dagster_links(self.dagster_url, eval_name, run.run_id, recorded_stage_runs(run))
 
     def _run(self, run_id: str) -> Any:
         run = self.folder.run(run_id)
@@ -465,9 +479,11 @@ def _highlight_css(request: Request) -> Response:
     return Response(highlight_css(), media_type="text/css")
 
 
-def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS) -> ASGIApp:
-    """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any)."""
-    viewer = Viewer(RunsFolder(runs_dir))
+def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS,
+               dagster_url: str = DEFAULT_DAGSTER_URL) -> ASGIApp:
+    """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any);
+    ``dagster_url``: the Dagster UI its run pages link back to."""
+    viewer = Viewer(RunsFolder(runs_dir), dagster_url=dagster_url)
     preload()
     routes = [
         Route("/", _handler(viewer, "runs")),

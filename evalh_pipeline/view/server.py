@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
 from evalh_pipeline.view.app import LOOPBACK_HOSTS, create_app
 
 
@@ -18,10 +19,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve(runs_dir: Path, host: str, port: int) -> None:
-    """Serve ``runs_dir`` until interrupted. On loopback, only loopback Host headers are answered."""
+def serve(runs_dir: Path, host: str, port: int, dagster_url: str = DEFAULT_DAGSTER_URL) -> None:
+    """Serve ``runs_dir`` until interrupted. On loopback, only loopback Host headers are answered.
+    Run pages link back to the Dagster UI at ``dagster_url``."""
     import uvicorn
 
     allowed = (*LOOPBACK_HOSTS, host) if is_loopback(host) else None
-    uvicorn.run(create_app(runs_dir, allowed_hosts=allowed), host=host, port=port, log_level="warning",
+    uvicorn.run(create_app(runs_dir, allowed_hosts=allowed, dagster_url=dagster_url), host=host, port=port, log_level="warning",
                 access_log=False, server_header=False)

@@ -61,3 +61,10 @@ def test_the_engine_reads_the_environment_only_where_listed():
     readers = {path.relative_to(root).as_posix() for path in root.rglob("*.py")
                if path.relative_to(root).parts[0] not in ("cli", "defs") and _reads_environment(path)}
     assert readers == set(ENVIRONMENT_READERS)
+
+
+def test_the_dagster_url_is_configured_or_the_address_of_dev_ui():
+    assert Settings.from_environment({}).dagster_url == "http://127.0.0.1:3000"
+    assert Settings.from_environment({"EVALH_DAGSTER_URL": " "}).dagster_url == "http://127.0.0.1:3000"
+    assert Settings.from_environment({"EVALH_DAGSTER_URL": "https://dagster.example/x/"}).dagster_url == (
+        "https://dagster.example/x")

@@ -54,7 +54,7 @@ def test_the_assets_and_jobs_of_a_display_named_eval_show_its_name(tmp_path):
         node = graph.get(key)
         assert node.metadata["eval"] == "agent main" and node.metadata["eval_key"] == "agent_main", key
         assert "agent main (key `agent_main`)" in (node.description or ""), key
-    assert {graph.get(k).group_name for k in keys[:-1]} == {"agent_main"}
+    assert {graph.get(k).group_name for k in keys} == {"agent_main"}  # baseline too: the eval is one group
     for job in ("agent_main__run", "agent_main__judge"):
         assert "agent main (key `agent_main`)" in (defs.resolve_job_def(job).description or "")
 

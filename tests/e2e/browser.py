@@ -33,10 +33,12 @@ def ui_page(dagster_dev: Any) -> Iterator[Any]:
             try:
                 yield page
             except Exception as exc:
-                # What the page showed when a step failed: a CI log alone cannot say.
-                shot = dagster_dev.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
-                page.screenshot(path=str(shot))
-                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
+                # What the page showed when a step failed: a CI log alone cannot say. Every tab
+                # of the browser: a link may have opened one (the viewer, from a metadata URL).
+                for index, shown in enumerate(page.context.pages):
+                    shot = dagster_dev.log.with_name(f"failure-{os.getpid()}-{id(exc)}-{index}.png")
+                    shown.screenshot(path=str(shot))
+                    exc.add_note(f"screenshot: {shot} ({shown.url})\npage text:\n{shown.inner_text('body')[:3000]}")
                 raise
         finally:
             browser.close()

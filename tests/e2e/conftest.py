@@ -139,6 +139,7 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     write_eval(evals / "versioned", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "checked", cases=2, systems=STEADY_SYSTEMS)  # the Checks list after a failed run
+    write_eval(evals / "routed", cases=2, systems=STEADY_SYSTEMS)  # the README's ways around the UI
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
     for name in ("killable", "abandoned", "reexecuted"):  # UI runs killed; `evalh run` killed; re-executed

@@ -113,12 +113,13 @@ def test_from_failure_on_a_killed_run_runs_only_the_cells_without_a_trace(dagste
 
 
 def test_materializing_traces_of_a_killed_run_runs_only_the_cells_without_a_trace(dagster_dev):
-    assert ("**Assets** → `<eval>/traces` → **Materialize…** → **Select a partition or create one** → "
+    assert ("**Catalog** → `<eval>/` → `traces` → **Materialize…** → **Select a partition or create one** → "
             "the run's id → **Launch 1 run**") in README.read_text()
     instance = dagster_dev.instance()
     _, calls_before = _killed_run(dagster_dev, "killed_then_traced")
     with ui_page(dagster_dev) as page:
-        page.goto(f"{dagster_dev.url}/assets/{EVAL}/traces")
+        page.goto(f"{dagster_dev.url}/assets/{EVAL}")  # **Catalog** → `<eval>/` (tests/e2e/test_ui_routes.py walks it)
+        page.locator(f'a[href^="/assets/{EVAL}/traces"]:visible').first.click()
         page.get_by_text("Materialize…", exact=True).first.click()
         page.get_by_text("Select a partition or create one", exact=True).first.click()
         page.get_by_text("killed_then_traced", exact=True).first.click()

@@ -1,4 +1,5 @@
-"""One eval -> one asset group ``cases -> traces -> results -> summary -> drift``, partitioned by run.
+"""One eval -> one asset group: ``cases -> traces -> results -> summary -> drift``, partitioned by run,
+and ``baseline`` (so each eval is one place to go in the UI: its group, or its key prefix).
 
 Every stage asset (and every check on them) is partitioned by the eval's dynamic partitions
 ``<eval>__runs``: one partition per eval run, its key the run id (defs/evals/runs.py). A
@@ -27,7 +28,7 @@ from evalh_pipeline.defs.evals.metadata import (
     significance_metadata,
     traces_metadata,
 )
-from evalh_pipeline.defs.evals.names import BASELINES_GROUP, EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
+from evalh_pipeline.defs.evals.names import EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
 from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
@@ -49,6 +50,7 @@ from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
+from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
 from evalh_pipeline.view.links import run_page_url
 
@@ -139,7 +141,11 @@ class _Stage:
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
         mark everything downstream as changed upstream in the UI; an untouched file does not.
-        ``digest``: the file's digest kept by the appender that just wrote it."""
+        ``digest``: the file's digest kept by the appender that just wrote it.
+
+        The run folder records this Dagster run as the stage's maker (stage_runs.json), so the
+        viewer's pages of the run link back to it without asking the instance."""
+        record_stage_run(self.run_dir, self.stage, self.context.run.run_id, self.context.run.job_name)
         _publish(self.context, self.live, self.run_dir, self.stage)
         version = stage_versions(self.live)[self.stage]
         data = f"{self.run_id}:{version}" + (f":{file_version(data_file, digest)}" if data_file is not None else "")
@@ -287,7 +293,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         })
 
     baseline = dg.AssetSpec(
-        key=[name, "baseline"], deps=[summary], group_name=BASELINES_GROUP, kinds={"evalh"},
+        key=[name, "baseline"], deps=[summary], group_name=name, kinds={"evalh"},
         metadata=_definition_metadata(spec),
         description=(f"The promoted baseline run of {shown} that drift compares against. Not partitioned: it "
                      f"points at one run, and its metadata names that partition. Launch the {promote_job(name)} "

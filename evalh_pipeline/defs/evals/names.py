@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 STAGES = ("cases", "traces", "results", "summary", "drift")
-BASELINES_GROUP = "evalh_baselines"
 
 # Tags on the Dagster runs of an eval. Which eval run a Dagster run works on is never a tag
 # of ours: it is the run's partition key (the run id), Dagster's own `dagster/partition`.
