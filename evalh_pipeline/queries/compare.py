@@ -135,9 +135,11 @@ class RunComparison:
 
     def has_significant_regression(self, alpha: float) -> bool:
         """Whether some variant regressed significantly at ``alpha`` (McNemar's test), its
-        p-value Holm-adjusted over the variants compared (the gate's family)."""
+        p-value Holm-adjusted over the variants compared (the gate's family). A variant whose
+        every regression is evaluator-config-only has no regression of the system to test."""
         tested = [d.significance for d in self.comparison.deltas
-                  if d.significance is not None and d.significance.mcnemar_p_value is not None]
+                  if d.significance is not None and d.significance.mcnemar_p_value is not None
+                  and len(d.regressions) > len(self.evaluator_only_regressions.get(d.variant, []))]
         adjusted = holm([s.mcnemar_p_value or 0.0 for s in tested])
         return any(p < alpha and s.cases_worse > s.cases_better for s, p in zip(tested, adjusted))
 

@@ -72,6 +72,12 @@ def test_an_evaluator_edit_is_reported_per_evaluator_and_not_as_a_system_regress
     command = _line(text, "re-judge the promoted baseline").split(RERUN_MARK, 1)[1]
     assert command == f"evalh re-evaluate toy/runs/{baseline.name}"
 
+    # compare says the same of its run A.
+    compare = _evalh(["compare", baseline, current], env, tmp_path)
+    assert compare.returncode == 0, compare.text
+    assert _line(compare.text, "evaluator config differs:") == differs[0]
+    assert _line(compare.text, "re-judge the baseline").endswith(RERUN_MARK + command)
+
     # The drift asset of the re-judged run says the same (Dagster metadata).
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey(["toy", "drift"]))

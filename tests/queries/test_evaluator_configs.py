@@ -62,6 +62,7 @@ def test_only_evaluator_config_regressions_do_not_fail_the_regression_gate(tmp_p
 
     assert report.comparison.regressions_count == 2 and report.evaluator_only_regressions == {"v": ["c1", "c3"]}
     assert report.system_regressions_count == 0 and not report.has_regressions
+    assert not report.has_significant_regression(0.99)  # nothing of the system's to test
 
 
 def test_a_flip_of_an_unchanged_evaluator_stays_a_regression(tmp_path):
