@@ -283,12 +283,16 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
     ])
 
 
-def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None, rejudge: str | None = None) -> str:
+def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None, rejudge: str | None = None,
+                   promote_path: str | None = None) -> str:
     """The run's drift.md: regressions against the promoted baseline first, then the per-variant moves
-    (``rejudge``: the command that re-judges the baseline, shown when evaluator configs differ)."""
+    (``rejudge``: the command that re-judges the baseline, shown when evaluator configs differ;
+    ``promote_path``: the run's folder, for the promote command shown without a baseline)."""
     title = f"# {eval_name} — drift of run `{run_id}`"
     if report is None:
-        return f"{title}\n\nNo promoted baseline: nothing to compare with (`evalh promote runs/<run_id>`).\n"
+        # The command names this run's folder when known: one to paste, not a placeholder.
+        return (f"{title}\n\nNo promoted baseline: nothing to compare with "
+                f"(`evalh promote {promote_path or 'runs/<run_id>'}`).\n")
     comp = report.comparison
     only = report.evaluator_only_regressions
     lines = [title, "", f"Against the promoted baseline `{comp.baseline_run_id or report.run_a}`: "

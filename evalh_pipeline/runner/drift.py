@@ -7,6 +7,7 @@ promoted baseline is not a failure: the files say so and there is nothing to gat
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def compute_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None 
         run_id=run_dir.run_id,
         baseline_run_id=promoted.run_id if promoted else None,
         comparison=comparison,
-        markdown=drift_markdown(eval_name, run_dir.run_id, comparison, rejudge),
+        markdown=drift_markdown(eval_name, run_dir.run_id, comparison, rejudge, shlex.quote(str(run_dir.path))),
         rejudge_baseline=rejudge,
     )
     return drift

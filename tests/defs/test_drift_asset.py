@@ -33,7 +33,8 @@ def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_
     assert outcome.failed_checks == []
     drift = load_drift(outcome.run_dir)
     assert (drift["status"], drift["baseline_run_id"], drift["comparison"]) == ("no_baseline", None, None)
-    assert "No promoted baseline" in (outcome.run_dir.path / "drift.md").read_text()
+    report = (outcome.run_dir.path / "drift.md").read_text()
+    assert f"No promoted baseline: nothing to compare with (`evalh promote {outcome.run_dir.path}`)" in report
     metadata = _drift_metadata(instance)
     assert metadata["has_baseline"].value is False and metadata["regressions_count"].value == 0
     check = _latest_check(instance)
