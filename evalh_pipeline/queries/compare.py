@@ -137,11 +137,15 @@ class RunComparison:
         """Whether some variant regressed significantly at ``alpha`` (McNemar's test), its
         p-value Holm-adjusted over the variants compared (the gate's family). A variant whose
         every regression is evaluator-config-only has no regression of the system to test."""
-        tested = [d.significance for d in self.comparison.deltas
-                  if d.significance is not None and d.significance.mcnemar_p_value is not None
-                  and len(d.regressions) > len(self.evaluator_only_regressions.get(d.variant, []))]
-        adjusted = holm([s.mcnemar_p_value or 0.0 for s in tested])
-        return any(p < alpha and s.cases_worse > s.cases_better for s, p in zip(tested, adjusted))
+        tested = [d for d in self.comparison.deltas
+                  if d.significance is not None and d.significance.mcnemar_p_value is not None]
+        adjusted = holm([d.significance.mcnemar_p_value or 0.0 for d in tested if d.significance])
+        return any(p < alpha and d.significance.cases_worse > d.significance.cases_better
+                   and self._has_system_regression(d) for d, p in zip(tested, adjusted) if d.significance)
+
+    def _has_system_regression(self, delta: VariantDelta) -> bool:
+        evaluator_only = self.evaluator_only_regressions.get(delta.variant, [])
+        return not evaluator_only or len(delta.regressions) > len(evaluator_only)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON types: the records in it as their models dump them."""
