@@ -250,4 +250,4 @@ def plural(count: int, word: str) -> str:
 
 def percentage_points(delta: float) -> str:
     """A pass-rate delta (a fraction) in percentage points: ``-42.9 pp``."""
-    return f"{delta * 100:+.1f} pp"
+    return f"{round(delta * 100, 1) + 0.0:+.1f} pp"  # as queries/report.py ``pp``: never "-0.0 pp"

@@ -66,3 +66,6 @@ def test_a_table_off_a_terminal_is_plain_and_escaped(monkeypatch, capsys):
 def test_counts_and_deltas_read_as_words():
     assert terminal.plural(1, "sample") == "1 sample" and terminal.plural(2, "sample") == "2 samples"
     assert terminal.percentage_points(-0.0425) == "-4.2 pp"
+    # Rounded as the reports and the metadata round (queries/report.py): no float noise, no "-0.0".
+    assert terminal.percentage_points(-0.19999999999999996) == "-20.0 pp"
+    assert terminal.percentage_points(-0.0001) == "+0.0 pp"

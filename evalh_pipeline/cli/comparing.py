@@ -94,8 +94,6 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     Plain text, not rich: this is the whole output of `compare` and `drift`, and rich would
     double their start-up time. Names from the runs are escaped all the same.
     """
-    from evalh_pipeline.queries.report import MAX_LISTED_CASES, rate_ci_text, reading, text_table
-
     try:
         report = build()
     except Exception as exc:  # noqa: BLE001 - unreadable run files
@@ -118,38 +116,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
     if as_json:
         click.echo(report.to_json())
     else:
-        lines = [f"{report.run_b} vs {report.run_a} ({baseline_label})", ""]
-        lines += text_table(
-            ["variant", "pass rate A → B", "95% CI of B", "Δ pass rate", "Δ latency ms", "Δ cost $",
-             "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
-            [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", rate_ci_text(v.b.pass_rate_ci),
-              percentage_points(v.pass_rate_delta),
-              _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
-              _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
-              str(v.regressions), str(v.improvements)] for v in report.variants],
-        )
-        lines.append("")
-        for label, names in (("only in A", report.variants_only_in_a), ("only in B", report.variants_only_in_b)):
-            if names:
-                lines.append(f"variants {label} (not compared): {', '.join(names)}")
-        for v in report.variants:
-            if v.cases_only_in_a or v.cases_only_in_b:
-                lines.append(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
-                             "(not compared)")
-        for v in report.variants:
-            if v.cases_not_judged:
-                lines.append(f"{v.variant}: {v.cases_not_judged} case(s) could not be judged in A or B (an evaluator's "
-                             "judge gave no verdict): not compared; judge them again with "
-                             "`evalh re-evaluate <run>` (no system call)")
-        for d in report.comparison.deltas:
-            if d.regressions:
-                shown = ", ".join(d.regressions[:MAX_LISTED_CASES])
-                more = f" … and {len(d.regressions) - MAX_LISTED_CASES} more" if len(d.regressions) > MAX_LISTED_CASES else ""
-                lines.append(f"regressions in {d.variant} ({len(d.regressions)}): {shown}{more}")
-        lines.append(f"{report.comparison.regressions_count} regression(s), "
-                     f"{report.comparison.improvements_count} improvement(s)")
-        lines += [f"{d.variant}: {reading(d.significance)}" for d in report.comparison.deltas if d.significance]
-        click.echo(escape_control("\n".join(lines)))
+        click.echo(escape_control("\n".join(_comparison_lines(report, runs, baseline_label))))
     if exit_nonzero_on_regression:
         failed = report.has_significant_regression(alpha) if alpha is not None else report.has_regressions
         not_judged = sum(v.cases_not_judged for v in report.variants)
@@ -159,6 +126,81 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
                   "`evalh re-evaluate <run>` (no system call)")
         if failed or not_judged:
             sys.exit(1)
+
+
+def _comparison_lines(report, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
+    """The text of a RunComparison: the table, the cases left out, the regressions and the
+    readings of each delta."""
+    from evalh_pipeline.queries.report import gate_and_test_line, rate_ci_text, reading, text_table
+
+    lines = [f"{report.run_b} vs {report.run_a} ({baseline_label})", ""]
+    lines += text_table(
+        ["variant", "pass rate A → B", "95% CI of B", "Δ pass rate", "Δ latency ms", "Δ cost $",
+         "Δ tokens in", "Δ tokens out", "regressions", "improvements"],
+        [[v.variant, f"{v.a.pass_rate:.1%} → {v.b.pass_rate:.1%}", rate_ci_text(v.b.pass_rate_ci),
+          percentage_points(v.pass_rate_delta),
+          _num(v.avg_latency_delta_ms, ".1f", True), _num(v.avg_cost_delta_usd, ".6f", True),
+          _num(v.avg_tokens_input_delta, ".1f", True), _num(v.avg_tokens_output_delta, ".1f", True),
+          str(v.regressions), str(v.improvements)] for v in report.variants],
+    )
+    lines.append("")
+    for label, names in (("only in A", report.variants_only_in_a), ("only in B", report.variants_only_in_b)):
+        if names:
+            lines.append(f"variants {label} (not compared): {', '.join(names)}")
+    for v in report.variants:
+        if v.cases_only_in_a or v.cases_only_in_b:
+            lines.append(f"{v.variant}: {v.cases_only_in_a} case(s) only in A, {v.cases_only_in_b} only in B "
+                         "(not compared)")
+    for v in report.variants:
+        if v.cases_not_judged:
+            lines.append(f"{v.variant}: {v.cases_not_judged} case(s) could not be judged in A or B (an evaluator's "
+                         "judge gave no verdict): not compared; judge them again with "
+                         "`evalh re-evaluate <run>` (no system call)")
+    for d in report.comparison.deltas:
+        evaluator_only = report.evaluator_only_regressions.get(d.variant, [])
+        system = [c for c in d.regressions if c not in set(evaluator_only)]
+        if system:
+            lines.append(f"regressions in {d.variant} ({len(system)}): {_listed(system)}")
+        if evaluator_only:
+            lines.append(f"evaluator-config-only regressions in {d.variant} ({len(evaluator_only)}; same answers, "
+                         f"only an evaluator's config changed: not a regression of the system): "
+                         f"{_listed(evaluator_only)}")
+    only = sum(len(c) for c in report.evaluator_only_regressions.values())
+    lines.append(f"{report.system_regressions_count} regression(s)"
+                 + (f" (and {only} evaluator-config-only)" if only else "")
+                 + f", {report.comparison.improvements_count} improvement(s)")
+    for d in report.comparison.deltas:
+        if d.significance:
+            lines.append(f"{d.variant}: {reading(d.significance)}")
+        system = len(d.regressions) - len(report.evaluator_only_regressions.get(d.variant, []))
+        if (both := gate_and_test_line(system, d.significance)) is not None:
+            lines.append(f"{d.variant}: {both}")
+    lines += _evaluator_config_lines(report, runs, baseline_label)
+    return lines
+
+
+def _listed(cases: list[str]) -> str:
+    from evalh_pipeline.queries.report import MAX_LISTED_CASES
+
+    more = f" … and {len(cases) - MAX_LISTED_CASES} more" if len(cases) > MAX_LISTED_CASES else ""
+    return ", ".join(cases[:MAX_LISTED_CASES]) + more
+
+
+def _evaluator_config_lines(report, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
+    """One line per evaluator judged with different configs on the two sides, and the command
+    that re-judges A (the baseline) with B's evaluators (no system call)."""
+    if not report.evaluator_changes:
+        return []
+    lines = [f"evaluator config differs: {change.describe('A', 'B')}: its verdicts in the two runs are not "
+             "comparable" for change in report.evaluator_changes]
+    if runs is not None:
+        from evalh_pipeline.cli.running import _shown_path
+        from evalh_pipeline.queries.evaluator_configs import rejudge_command
+
+        baseline, current = runs
+        lines.append(f"re-judge the {baseline_label} {baseline.run_id} with today's evaluators (no system call): "
+                     f"{rejudge_command(baseline, current, _shown_path(baseline.path))}")
+    return lines
 
 
 def _num(value: float | None, fmt: str, signed: bool = False) -> str:

@@ -421,8 +421,16 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
 
         drift = load_drift(outcome.run_dir)
         if drift["baseline_run_id"]:
-            say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count']} "
-                f"regression(s), {drift['improvements_count']} improvement(s)")
+            comparison = drift.get("comparison") or {}
+            only = sum(len(ids) for ids in (comparison.get("evaluator_only_regressions") or {}).values())
+            say(f"drift vs promoted baseline {drift['baseline_run_id']}: {drift['regressions_count'] - only} "
+                f"regression(s){f' (and {only} evaluator-config-only)' if only else ''}, "
+                f"{drift['improvements_count']} improvement(s)")
+            for change in comparison.get("evaluator_changes") or []:
+                say(f"  evaluator config differs: {change['evaluator']}: judged with config {change['hash_a']} in "
+                    f"the baseline, {change['hash_b']} in this run: its verdicts are not comparable")
+            if drift.get("rejudge_baseline"):
+                say(f"  re-judge the baseline with today's evaluators (no system call): {drift['rejudge_baseline']}")
         else:
             # The run id is known: print the command to paste, not a placeholder.
             say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
@@ -464,8 +472,14 @@ def _shown_path(path: Path) -> str:
 
 def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
     """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
-    from evalh_pipeline.queries.report import (calibration_line, corrected_delta_text, corrected_text,
-                                              rate_ci_text, reading)
+    from evalh_pipeline.queries.report import (
+        calibration_line,
+        corrected_delta_text,
+        corrected_text,
+        gate_and_test_line,
+        rate_ci_text,
+        reading,
+    )
 
     table(["variant", "cases", "passed", "errored", "pass rate", "95% CI", "avg latency ms", "avg cost $"],
           [[v.name, str(v.cases_total), str(v.cases_passed),
@@ -481,6 +495,8 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
                 f"{len(d.regressions)} regression(s), {len(d.improvements)} improvement(s)")
             if d.significance is not None:
                 say(f"  {reading(d.significance)}")
+            if (both := gate_and_test_line(len(d.regressions), d.significance)) is not None:
+                say(f"  {both}")
     for rollup in summary.by_evaluator:
         line = calibration_line(rollup)
         if line is None:

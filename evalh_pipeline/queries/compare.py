@@ -31,6 +31,7 @@ from evalh_pipeline.queries.cells import (
     variant_summary,
 )
 from evalh_pipeline.queries.clusters import load_case_clusters, snapshot_cluster_by
+from evalh_pipeline.queries.evaluator_configs import EvaluatorConfigChange, config_changes, evaluator_only_regressions
 from evalh_pipeline.queries.significance import (
     DIFFERENCE,
     adjust_table,
@@ -127,10 +128,20 @@ class RunComparison:
     variants_only_in_b: list[str] = field(default_factory=list)
     # Cells (traces) run B has: 0 for an empty run (no case selected), which no gate passes.
     cells_b: int = 0
+    # Evaluators judged with different configs in A and B (queries/evaluator_configs.py), and
+    # per variant the regressions they alone explain (same answers): not regressions of the system.
+    evaluator_changes: list[EvaluatorConfigChange] = field(default_factory=list)
+    evaluator_only_regressions: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def system_regressions_count(self) -> int:
+        """Regressed cases, less those whose only change is an evaluator's config."""
+        return (self.comparison.regressions_count or 0) - sum(len(c) for c in self.evaluator_only_regressions.values())
 
     @property
     def has_regressions(self) -> bool:
-        return bool(self.comparison.regressions_count)
+        """Whether a case regressed with something other than an evaluator's config changed."""
+        return self.system_regressions_count > 0
 
     @property
     def run_b_empty(self) -> bool:
@@ -139,11 +150,17 @@ class RunComparison:
 
     def has_significant_regression(self, alpha: float) -> bool:
         """Whether some variant regressed significantly at ``alpha`` (McNemar's test), its
-        p-value Holm-adjusted over the variants compared (the gate's family)."""
-        tested = [d.significance for d in self.comparison.deltas
+        p-value Holm-adjusted over the variants compared (the gate's family). A variant whose
+        every regression is evaluator-config-only has no regression of the system to test."""
+        tested = [d for d in self.comparison.deltas
                   if d.significance is not None and d.significance.mcnemar_p_value is not None]
-        adjusted = holm([s.mcnemar_p_value or 0.0 for s in tested])
-        return any(p < alpha and s.cases_worse > s.cases_better for s, p in zip(tested, adjusted))
+        adjusted = holm([d.significance.mcnemar_p_value or 0.0 for d in tested if d.significance])
+        return any(p < alpha and d.significance.cases_worse > d.significance.cases_better
+                   and self._has_system_regression(d) for d, p in zip(tested, adjusted) if d.significance)
+
+    def _has_system_regression(self, delta: VariantDelta) -> bool:
+        evaluator_only = self.evaluator_only_regressions.get(delta.variant, [])
+        return not evaluator_only or len(delta.regressions) > len(evaluator_only)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON types: the records in it as their models dump them."""
@@ -204,6 +221,9 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
             per_evaluator.setdefault(variant, {})[evaluator] = paired.model_copy(
                 update=scores.get((variant, evaluator), {}))
         per_evaluator = adjust_table(per_evaluator)
+        changes = config_changes(run_a, run_b)
+        evaluator_only = (evaluator_only_regressions(con, run_a, run_b, [c.evaluator for c in changes])
+                          if changes and any(row[4] for row in flips.values()) else {})
     finally:
         con.close()
 
@@ -256,4 +276,6 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         variants_only_in_a=only_a,
         variants_only_in_b=only_b,
         cells_b=cells_b,
+        evaluator_changes=changes,
+        evaluator_only_regressions=evaluator_only,
     )

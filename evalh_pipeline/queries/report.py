@@ -112,9 +112,14 @@ def calibration_line(rollup: Any) -> str | None:
     return f"{rollup.evaluator}: " + ", ".join(parts) + f"; {verdict}"
 
 
+def points(delta: float) -> float:
+    """A pass-rate delta (a fraction) in percentage points, rounded to one decimal: -0.19999999999999996 -> -20.0."""
+    return round(delta * 100, 1) + 0.0  # + 0.0: never -0.0
+
+
 def pp(delta: float) -> str:
     """A pass-rate delta in percentage points: ``-4.0 pp``."""
-    return f"{round(delta * 100, 1) + 0.0:+.1f} pp"
+    return f"{points(delta):+.1f} pp"
 
 
 def ci_text(stats: Any) -> str:
@@ -151,6 +156,16 @@ def reading(stats: Any) -> str:
     if stats.clusters is not None and stats.design_effect is not None:
         text += f" ({stats.clusters} clusters, {design_effect_text(stats.design_effect)})"
     return text
+
+
+def gate_and_test_line(regressed: int, stats: Any) -> str | None:
+    """Why a count of regressed cases and a "noise" verdict can both hold, in one line; None
+    when they do not disagree (no regressed case, or the regression is significant)."""
+    if not regressed or stats is None or stats.mcnemar_p_value is None or stats.regression_at(stats.alpha):
+        return None
+    return (f"both hold: the regression gates count cases that went from pass to fail ({regressed} here; any one "
+            f"fails them), the significance test asks whether {stats.cases_compared} cases are enough to rule out "
+            f"chance ({format_p_value(stats.mcnemar_p_value)}: they are not)")
 
 
 def significance_lines(deltas: list[Any], baseline: str) -> list[str]:
@@ -279,20 +294,38 @@ def render_report(summary: RunSummary, eval_name: str, baseline_variant: str | N
     ])
 
 
-def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None) -> str:
-    """The run's drift.md: regressions against the promoted baseline first, then the per-variant moves."""
+def drift_markdown(eval_name: str, run_id: str, report: RunComparison | None, rejudge: str | None = None,
+                   promote_path: str | None = None) -> str:
+    """The run's drift.md: regressions against the promoted baseline first, then the per-variant moves
+    (``rejudge``: the command that re-judges the baseline, shown when evaluator configs differ;
+    ``promote_path``: the run's folder, for the promote command shown without a baseline)."""
     title = f"# {eval_name} — drift of run `{run_id}`"
     if report is None:
-        return f"{title}\n\nNo promoted baseline: nothing to compare with (`evalh promote runs/<run_id>`).\n"
+        # The command names this run's folder when known: one to paste, not a placeholder.
+        return (f"{title}\n\nNo promoted baseline: nothing to compare with "
+                f"(`evalh promote {promote_path or 'runs/<run_id>'}`).\n")
     comp = report.comparison
+    only = report.evaluator_only_regressions
     lines = [title, "", f"Against the promoted baseline `{comp.baseline_run_id or report.run_a}`: "
-             f"**{comp.regressions_count} regression(s)**, {comp.improvements_count} improvement(s).", ""]
+             f"**{report.system_regressions_count} regression(s)**"
+             + (f" (and {sum(len(c) for c in only.values())} evaluator-config-only)" if only else "")
+             + f", {comp.improvements_count} improvement(s).", ""]
     if (not_judged := sum(v.cases_not_judged for v in report.variants)):
         lines += [f"{not_judged} case(s) could not be judged in the baseline or this run (a judge gave no "
                   "verdict): not compared.", ""]
     lines += ["## Regressions", ""]
-    regressed = [d for d in comp.deltas if d.regressions]
-    lines += [_listed(d.variant, d.regressions) for d in regressed] or ["None."]
+    regressed = [(d.variant, [c for c in d.regressions if c not in set(only.get(d.variant, []))]) for d in comp.deltas]
+    lines += [_listed(variant, ids) for variant, ids in regressed if ids] or ["None."]
+    if report.evaluator_changes:
+        lines += ["", "## Evaluator configs differ", "",
+                  "The baseline and this run were judged with different configs of these evaluators: their "
+                  "verdicts are not comparable.", "",
+                  *(f"- {change.describe('the baseline', 'this run')}" for change in report.evaluator_changes)]
+        if only:
+            lines += ["", "Regressions with the same answers in both runs, where only an evaluator's config changed "
+                      "(not regressions of the system):", "", *(_listed(v, ids) for v, ids in only.items())]
+        if rejudge:
+            lines += ["", f"Re-judge the baseline with today's evaluators (no system call): `{rejudge}`"]
     significance = significance_lines(comp.deltas, comp.baseline_run_id or report.run_a)
     if significance:
         lines += ["", "## Significance", "", *significance]

@@ -7,12 +7,14 @@ promoted baseline is not a failure: the files say so and there is nothing to gat
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.queries.compare import RunComparison
 from evalh_pipeline.queries.drift import drift_report
+from evalh_pipeline.queries.evaluator_configs import rejudge_command
 from evalh_pipeline.queries.report import drift_markdown
 from evalh_pipeline.store.baselines import current_baseline
 from evalh_pipeline.store.locking import locked
@@ -31,6 +33,8 @@ class RunDrift:
     baseline_run_id: str | None
     comparison: RunComparison | None  # None: no promoted baseline
     markdown: str
+    # When evaluator configs differ: the command that re-judges the baseline with today's evaluators.
+    rejudge_baseline: str | None = None
 
     @property
     def status(self) -> str:
@@ -65,6 +69,7 @@ def _write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None) 
         "baseline_run_id": drift.baseline_run_id,
         "regressions_count": drift.regressions_count,
         "improvements_count": drift.improvements_count,
+        "rejudge_baseline": drift.rejudge_baseline,
         "comparison": drift.comparison.to_dict() if drift.comparison else None,
     }
     write_atomic(run_dir.drift, dump_yaml(record))
@@ -85,11 +90,14 @@ def compute_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None 
                 f"{baseline_dir.path}; promote another run (`evalh promote runs/<run_id>`)"
             )
         comparison = drift_report(run_dir, baseline_dir)
+    rejudge = (rejudge_command(baseline_dir, run_dir)
+               if comparison is not None and comparison.evaluator_changes else None)
     drift = RunDrift(
         run_id=run_dir.run_id,
         baseline_run_id=promoted.run_id if promoted else None,
         comparison=comparison,
-        markdown=drift_markdown(eval_name, run_dir.run_id, comparison),
+        markdown=drift_markdown(eval_name, run_dir.run_id, comparison, rejudge, shlex.quote(str(run_dir.path))),
+        rejudge_baseline=rejudge,
     )
     return drift
 

@@ -358,8 +358,18 @@ def _no_drift_regressions(live: EvalSpec, run: RunFiles) -> GateVerdict:
     if isinstance(record, GateVerdict):
         return record
     baseline, deltas = record
-    return _regressions_verdict(_regressed_cases(deltas), f"against the promoted baseline {baseline}",
-                                {"baseline_run_id": baseline})
+    # A case whose answers are the same and that only an edited evaluator stopped passing is
+    # not a regression of the system (queries/evaluator_configs.py): left out, and said.
+    evaluator_only = (run.drift.get("comparison") or {}).get("evaluator_only_regressions") or {}
+    regressed = {v: kept for v, ids in _regressed_cases(deltas).items()
+                 if (kept := [c for c in ids if c not in set(evaluator_only.get(v, []))])}
+    against, extra = f"against the promoted baseline {baseline}", {"baseline_run_id": baseline}
+    if evaluator_only:
+        left_out = sum(len(ids) for ids in evaluator_only.values())
+        against += (f" ({left_out} evaluator-config-only left out: same answers, an evaluator's config changed; "
+                    f"{run.drift.get('rejudge_baseline') or 'evalh re-evaluate'} re-judges the baseline)")
+        extra["evaluator_config_only_regressions"] = left_out
+    return _regressions_verdict(regressed, against, extra)
 
 
 def _no_significant_drift(live: EvalSpec, run: RunFiles) -> GateVerdict:

@@ -68,6 +68,21 @@ def test_run_draws_bars_prints_the_whole_table_and_shows_the_cursor_again(worksp
     assert " pp," in session.text and "%," not in session.text
 
 
+def test_run_says_why_a_caught_regression_and_a_noise_verdict_both_hold(workspace):
+    lines = [line.strip() for line in workspace["first"].text.splitlines()]
+    verdict = next(i for i, line in enumerate(lines) if "p = 0.5: not distinguishable from noise" in line)
+    # One line, right under the verdict: the count-based gate and the test answer different questions.
+    assert lines[verdict + 1] == (
+        "both hold: the regression gates count cases that went from pass to fail (2 here; any one fails them), "
+        "the significance test asks whether 6 cases are enough to rule out chance (p = 0.5: they are not)")
+    assert "gate failed: toy/summary: no_regressions_vs_baseline_variant" in lines
+
+
+def test_run_without_a_baseline_prints_the_promote_command_for_this_run(workspace):
+    line = next(x.strip() for x in workspace["first"].text.splitlines() if x.strip().startswith("drift: no promoted"))
+    assert line == f"drift: no promoted baseline (evalh promote toy/runs/{workspace['run'].name})"
+
+
 def test_dry_run_on_a_terminal(workspace):
     session = _evalh(["run", workspace["eval"], "--dry-run"], workspace["env"], workspace["root"])
     assert session.returncode == 0, session.text

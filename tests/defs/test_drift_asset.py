@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dagster as dg
-import pytest
 
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
@@ -34,7 +33,8 @@ def test_without_a_promoted_baseline_drift_materializes_and_the_gate_passes(tmp_
     assert outcome.failed_checks == []
     drift = load_drift(outcome.run_dir)
     assert (drift["status"], drift["baseline_run_id"], drift["comparison"]) == ("no_baseline", None, None)
-    assert "No promoted baseline" in (outcome.run_dir.path / "drift.md").read_text()
+    report = (outcome.run_dir.path / "drift.md").read_text()
+    assert f"No promoted baseline: nothing to compare with (`evalh promote {outcome.run_dir.path}`)" in report
     metadata = _drift_metadata(instance)
     assert metadata["has_baseline"].value is False and metadata["regressions_count"].value == 0
     check = _latest_check(instance)
@@ -64,7 +64,7 @@ def test_a_known_regression_against_the_promoted_baseline_is_a_red_check_with_th
     metadata = _drift_metadata(instance)
     assert metadata["baseline_run_id"].value == first.run_dir.run_id
     assert metadata["regressions_count"].value == 2
-    assert metadata["pass_rate_delta/candidate"].value == pytest.approx(-2 / 6)
+    assert metadata["pass_rate_delta_pp/candidate"].value == -33.3  # points, rounded as everywhere shown
     assert "## Regressions" in metadata["report"].value
     check = _latest_check(instance)
     assert not check.passed and check.metadata["regressions"].value == 2

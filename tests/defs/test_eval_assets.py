@@ -86,7 +86,9 @@ def test_run_materializes_all_stages_with_metadata(tmp_path, instance, monkeypat
     assert meta["pass_rate/candidate"].value == 4 / 6  # a number, for the UI's plots
     # Beside it, the rate as people read it, with Wilson's interval (statsmodels: 0.3000 to 0.9032).
     assert meta["pass_rate_text/candidate"].value == "66.7% (95% CI 30.0–90.3%)"
-    assert 0 < meta["mde/candidate"].value <= 1
+    # In percentage points, rounded to one decimal as the terminal shows it (not 0.6931…).
+    mde = meta["mde_pp/candidate"].value
+    assert 0 < mde <= 100 and mde == round(mde, 1)
     assert "this eval can see drops of" in meta["reading/candidate"].value
     assert meta["regressions"].value == 2
     assert meta["run_dir"].value == str(outcome.run_dir.path)

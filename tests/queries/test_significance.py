@@ -10,7 +10,7 @@ import pytest
 
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.queries.compare import compare_runs
-from evalh_pipeline.queries.report import drift_markdown, render_report
+from evalh_pipeline.queries.report import drift_markdown, points, pp, render_report
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -245,3 +245,9 @@ def test_compare_gate_adjusts_its_variants_with_holm_and_clusters_by_run_b(tmp_p
                                    for i in range(60)))
     clustered = compare_runs(run_a, run_b).comparison.deltas[0].significance
     assert clustered.clusters == 10 and clustered.test == "mcnemar_clustered"
+
+
+def test_deltas_read_in_points_rounded_to_one_decimal_without_float_noise():
+    assert points(-0.19999999999999996) == -20.0 and pp(-0.19999999999999996) == "-20.0 pp"
+    assert points(-0.0001) == 0.0 and str(points(-0.0001)) == "0.0"  # never -0.0
+    assert points(2 / 3) == 66.7 and pp(2 / 3) == "+66.7 pp"

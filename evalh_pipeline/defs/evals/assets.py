@@ -39,10 +39,11 @@ from evalh_pipeline.queries.report import (
     comparison_section,
     completeness_line,
     evaluators_table,
+    points,
     rate_with_ci,
     variants_table,
 )
-from evalh_pipeline.runner.drift import write_drift
+from evalh_pipeline.runner.drift import RunDrift, write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
@@ -287,8 +288,11 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "has_baseline": result.comparison is not None,
             "regressions_count": result.regressions_count,
             "improvements_count": result.improvements_count,
-            **{f"pass_rate_delta/{v}": dg.MetadataValue.float(d) for v, d in result.pass_rate_deltas().items()},
+            # In percentage points, as every delta is shown (drift.yaml keeps the raw fractions).
+            **{f"pass_rate_delta_pp/{v}": dg.MetadataValue.float(points(d))
+               for v, d in result.pass_rate_deltas().items()},
             **significance_metadata(result.comparison.comparison.deltas if result.comparison else []),
+            **_evaluator_config_metadata(result),
             "report": dg.MetadataValue.md(result.markdown),
         })
 
@@ -347,6 +351,21 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     ]
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
                       checks=checks, sensors=build_eval_sensors(spec))
+
+
+def _evaluator_config_metadata(result: RunDrift) -> dict[str, Any]:
+    """When the baseline and the run were judged with different evaluator configs: which, the
+    regressions only that explains, and the command that re-judges the baseline (no system call)."""
+    comparison = result.comparison
+    if comparison is None or not comparison.evaluator_changes:
+        return {}
+    return {
+        "evaluator_configs_differ": dg.MetadataValue.json(
+            [{"evaluator": c.evaluator, "baseline": c.hash_a, "run": c.hash_b} for c in comparison.evaluator_changes]),
+        "evaluator_config_only_regressions": sum(len(c) for c in comparison.evaluator_only_regressions.values()),
+        "system_regressions_count": comparison.system_regressions_count,
+        "rejudge_baseline": result.rejudge_baseline or "",
+    }
 
 
 def _shown_name(spec: EvalSpec) -> str:

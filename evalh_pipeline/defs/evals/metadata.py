@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.models import RunSummary
-from evalh_pipeline.queries.report import ci_text, reading, repeats_section
+from evalh_pipeline.queries.report import ci_text, points, reading, repeats_section
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.reuse import recorded_reuse
 from evalh_pipeline.runner.traces import TraceStats
@@ -99,8 +99,8 @@ def results_metadata(stats: EvaluationStats, run_dir: RunDirectory) -> dict[str,
 
 
 def significance_metadata(deltas: list[Any]) -> dict[str, Any]:
-    """Per variant: McNemar p-value (a number the UI plots), the delta's 95% CI and the verdict
-    in words. ``deltas`` are VariantDelta models or compare's Flips (same attribute names)."""
+    """Per variant: McNemar p-value (a number the UI plots), the smallest detectable drop in
+    percentage points (as the terminal says it), the delta's 95% CI and the verdict in words. ``deltas`` are VariantDelta models or compare's Flips (same attribute names)."""
     metadata: dict[str, Any] = {}
     for d in deltas:
         stats = d.significance
@@ -111,7 +111,7 @@ def significance_metadata(deltas: list[Any]) -> dict[str, Any]:
         if stats.delta_ci95 is not None:
             metadata[f"delta_ci95/{d.variant}"] = ci_text(stats)
         if stats.mde is not None:
-            metadata[f"mde/{d.variant}"] = dg.MetadataValue.float(stats.mde)
+            metadata[f"mde_pp/{d.variant}"] = dg.MetadataValue.float(points(stats.mde))
         metadata[f"verdict/{d.variant}"] = stats.verdict
         metadata[f"reading/{d.variant}"] = reading(stats)
     return metadata
