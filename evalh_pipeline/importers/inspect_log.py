@@ -8,7 +8,8 @@ Read by the log format's documented structure (inspect_ai ``src/inspect_ai/log/_
 Each sample becomes a case carrying the trace Inspect recorded (``embedded_trace``: the
 model's completion and messages) for the ``replay`` system, so ``evalh run`` reproduces the
 log without calling any model. Each scorer becomes an evaluator (``exact_match`` on the
-trace's ``extra.inspect_scores.<scorer>.passed``). The pass rule follows Inspect's own
+trace's ``extra.inspect_scores.<scorer>.passed``, the name with ``_`` for
+other characters than letters, digits and ``_``). The pass rule follows Inspect's own
 ``value_to_float``: ``C``/``correct``/``yes``/``true`` are 1, ``P`` (partial) 0.5,
 ``I``/``N`` and other text 0, booleans and numbers as they are; a score passes when that
 value is at least the pass threshold (default 1.0: only a full score passes).
@@ -66,32 +67,38 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
         report.add(path.name, None, "status", f"the log's status is {header.get('status')!r}, not 'success': "
                                               "its samples are imported as they are")
     cases: list[dict[str, Any]] = []
-    scorers: list[str] = []
+    scorers: dict[str, str] = {}  # key in extra.inspect_scores -> the scorer's name
     for sample in samples:
         case = _case(sample, model, report)
         if case is None:
             continue
-        for scorer in case["embedded_trace"]["extra"]["inspect_scores"]:
-            if scorer not in scorers:
-                scorers.append(scorer)
+        for key, score in case["embedded_trace"]["extra"]["inspect_scores"].items():
+            scorers.setdefault(key, score["scorer"])
         cases.append(case)
     if not cases:
         raise BadSource(path.name, None, "samples", "no sample could be imported (see the reasons above)")
     for case in cases:
         # A pass flag per scorer; a case the scorer did not score fails it (reported).
         scores = case["embedded_trace"]["extra"]["inspect_scores"]
-        for scorer in scorers:
+        for scorer, scorer_name in scorers.items():
             if scorer not in scores:
-                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer}",
+                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}",
                            "the sample has no score from this scorer: it fails that evaluator")
                 continue
             passed = _passed(scores[scorer].get("value"), pass_threshold)
             if passed is None:
-                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer}.value",
+                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}.value",
                            f"{_short(scores[scorer].get('value'))} is not a single value (C/I/P/N, a number or a "
                            "boolean): the sample fails that evaluator")
                 passed = False
             scores[scorer]["passed"] = passed
+    for key, scorer_name in scorers.items():
+        allowed = re.sub(r"[|,\[\]/\\\x00-\x1f]", "_", scorer_name).strip()
+        if allowed != scorer_name:
+            # Evaluator names allow no | , [ ] / \ (they appear in keys and filters).
+            report.add(path.name, None, f"scores.{scorer_name}", f"evaluator named {allowed!r} (evaluator names "
+                                                                 "allow no | , [ ] / \\)")
+            scorers[key] = allowed
     name = eval_name(spec["task"].split("/")[-1])
     eval_config = {
         "schema_version": "1.0",
@@ -103,9 +110,9 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
                      "pass_threshold": pass_threshold},
         "dataset": {"type": "fixture", "path": "cases.yaml", "embed_full_trace": True},
         "systems": [{"name": variant, "adapter": "replay", "metadata": {"source": "inspect", "model": model}}],
-        "evaluators": [{"name": scorer, "type": "exact_match",
-                        "config": {"field": f"extra.inspect_scores.{scorer}.passed", "expected": True}}
-                       for scorer in scorers],
+        "evaluators": [{"name": scorer_name, "type": "exact_match",
+                        "config": {"field": f"extra.inspect_scores.{key}.passed", "expected": True}}
+                       for key, scorer_name in scorers.items()],
     }
     dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": cases}
     files = {
@@ -189,7 +196,10 @@ def _case(sample: _Sample, model: str | None, report: ImportReport) -> dict[str,
         if not isinstance(score, dict) or "value" not in score:
             report.add(sample.where, None, f"scores.{scorer}", "not a Score (value, answer, explanation): skipped")
             continue
-        scores[str(scorer)] = {key: score.get(key) for key in ("value", "answer", "explanation")}
+        # Keyed by the name with other characters than letters, digits and _ as _ (a package
+        # scorer is `pkg/name`), so the evaluator's dotted field path can address it.
+        scores[re.sub(r"[^A-Za-z0-9_]", "_", str(scorer))] = {
+            "scorer": str(scorer), **{key: score.get(key) for key in ("value", "answer", "explanation")}}
     trace_messages = [*messages] + _messages_out(raw.get("messages"), len(messages))
     trace: dict[str, Any] = {
         "schema_version": "1.0", "run_id": "inspect", "case_id": case_id, "variant_name": "inspect",

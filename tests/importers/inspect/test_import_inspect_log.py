@@ -86,6 +86,23 @@ def test_the_pass_threshold_lets_partial_float_scores_pass(tmp_path):
     assert (q5["match"]["passed"], q5["closeness"]["passed"]) == (False, True)
 
 
+def test_a_package_scorer_name_is_an_evaluator_name_and_a_field_path_key(tmp_path):
+    def edit(log):
+        for sample in log["samples"]:
+            sample["scores"]["mypkg/exact-match"] = sample["scores"].pop("match")
+
+    code, output = _import(str(_edited_log(tmp_path, edit)), "-o", str(tmp_path / "out"))
+    assert code == 0, output
+    config = yaml.safe_load((tmp_path / "out" / "eval.yaml").read_text())
+    assert [(e["name"], e["config"]["field"]) for e in config["evaluators"]] == [
+        ("closeness", "extra.inspect_scores.closeness.passed"),
+        ("mypkg_exact-match", "extra.inspect_scores.mypkg_exact_match.passed")]
+    assert "- `edited.json` `scores.mypkg/exact-match`: evaluator named 'mypkg_exact-match'" in (
+        tmp_path / "out" / "import-report.md").read_text()
+    score = _cases(tmp_path / "out")[0]["embedded_trace"]["extra"]["inspect_scores"]["mypkg_exact_match"]
+    assert score == {"scorer": "mypkg/exact-match", "value": "C", "answer": "4", "explanation": "4", "passed": True}
+
+
 def _edited_log(tmp_path: Path, edit) -> Path:
     log = json.loads((LOGS / "arithmetic-model-a.json").read_text())
     edit(log)
