@@ -31,6 +31,7 @@ from evalh_pipeline.importers.openai_evals.importer import eval_name
 from evalh_pipeline.importers.report import BadSource, ImportReport
 
 DEFAULT_PASS_THRESHOLD = 1.0
+_ZIP_ZSTANDARD = 93  # the zip compression method of zstd (APPNOTE 4.4.5)
 _TRUE_TEXT = {"c", "correct", "yes", "true"}
 _PARTIAL_TEXT = {"p", "partial"}
 
@@ -152,7 +153,8 @@ def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[_Sample]]:
             header = _json_member(archive, path, "header.json")
             samples = [_Sample(f"{path.name}!{name}", _json_member(archive, path, name))
                        for name in sorted(names, key=_sample_order) if re.fullmatch(r"samples/[^/]+\.json", name)]
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:
+        # NotImplementedError: a compression method neither zipfile nor zstandard reads.
         raise BadSource(path.name, None, "", f"not a readable Inspect .eval log (a zip archive): {exc}") from None
     return header, samples
 
@@ -163,9 +165,32 @@ def _sample_order(name: str) -> tuple[int, str]:
     return (int(found.group(2)), found.group(1)) if found else (0, name)
 
 
+def _member_bytes(archive: zipfile.ZipFile, name: str) -> bytes:
+    """A member's content; zstd members (Inspect's default, zip method 93) are decompressed here
+    as zipfile reads them only from Python 3.14."""
+    info = archive.getinfo(name)
+    if info.compress_type != _ZIP_ZSTANDARD:
+        return archive.read(name)
+    import zstandard  # imported here: only .eval logs need it
+
+    handle = archive.fp
+    if handle is None:
+        raise zipfile.BadZipFile("the archive is closed")
+    handle.seek(info.header_offset)
+    local = handle.read(30)  # the local file header: its name and extra lengths end it
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"{name}: bad local file header")
+    handle.seek(int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little"), 1)
+    data = handle.read(info.compress_size)
+    try:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except zstandard.ZstdError as exc:
+        raise zipfile.BadZipFile(f"{name}: {exc}") from None
+
+
 def _json_member(archive: zipfile.ZipFile, path: Path, name: str) -> dict[str, Any]:
     try:
-        value = json.loads(archive.read(name).decode("utf-8"))
+        value = json.loads(_member_bytes(archive, name).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadSource(f"{path.name}!{name}", getattr(exc, "lineno", None), "", f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):

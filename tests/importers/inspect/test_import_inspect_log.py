@@ -79,6 +79,24 @@ def test_the_eval_zip_and_the_json_form_of_one_log_import_the_same_cases(tmp_pat
     assert _cases(tmp_path / "zip")[0]["metadata"]["inspect_source"] == "arithmetic-model-b.eval!samples/q1_epoch_1.json"
 
 
+def test_a_log_written_by_inspect_ai_with_zstd_members_imports_and_reports_its_errors(tmp_path):
+    out = tmp_path / "echo"
+    code, output = _import(str(LOGS / "echo-mockllm-inspect-0.3.285.eval"), "-o", str(out))
+    assert code == 0, output
+    assert "imported echo: 2 case(s), 3 construct(s) not mapped" in output
+    cases = _cases(out)
+    # samples/ in epoch order, then by id as written: `2` before `s1`.
+    assert [(c["id"], c["input"]) for c in cases] == [
+        ("2", {"messages": [{"role": "user", "content": "What is 2+2?"}]}),
+        ("s1", {"messages": [{"role": "user", "content": "Say Default output from mockllm/model"}]})]
+    assert cases[0]["metadata"]["kind"] == "math"
+    assert cases[0]["expected"] == {"facts": {"target": "4"}}
+    report = (out / "import-report.md").read_text()
+    assert "`status`: the log's status is 'error'" in report
+    assert report.count("`error`: the sample errored in Inspect") == 2
+    assert yaml.safe_load((out / "eval.yaml").read_text())["metadata"]["model"] == "mockllm/model"
+
+
 def test_the_pass_threshold_lets_partial_float_scores_pass(tmp_path):
     code, output = _import(str(LOGS / "arithmetic-model-a.json"), "-o", str(tmp_path / "a"), "--pass-threshold", "0.5")
     assert code == 0, output

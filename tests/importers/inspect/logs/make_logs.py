@@ -2,7 +2,13 @@
 
 Hand-written after inspect_ai's documented log schema (src/inspect_ai/log/_log.py: EvalLog,
 EvalSample, ModelOutput, Score); the .eval form is the zip Inspect writes: _journal/start.json,
-samples/<id>_epoch_<n>.json and header.json (the log without its samples)."""
+samples/<id>_epoch_<n>.json and header.json (the log without its samples).
+
+echo-mockllm-inspect-0.3.285.eval is not made here: inspect_ai 0.3.285 wrote it, offline, with
+`eval(Task(dataset=[Sample(id="s1", ...), Sample(id=2, ...)], solver=generate(),
+scorer=[match(), includes()]), model="mockllm/model", log_format="eval")`. Its members are
+zstd-compressed (Inspect's default) and both samples errored (mockllm could not fetch its
+tokenizer without network), so the log's status is `error` and no sample has a score."""
 
 import json
 import zipfile
