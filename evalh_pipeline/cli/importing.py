@@ -107,3 +107,43 @@ def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, 
     errors = len(imported.report.errors)
     say(f"wrote {out_dir / 'eval.yaml'} ({errors} error(s), {len(findings) - errors} note(s) in "
         f"{out_dir / 'import-report.md'})")
+
+
+@import_group.command("inspect")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True,
+              help="The folder to create (absent or empty).")
+@click.option("--variant", default="inspect", show_default=True,
+              help="The replay system's name: give two logs of one task the same name so `evalh compare` "
+                   "pairs their cases.")
+@click.option("--pass-threshold", type=float, default=1.0, show_default=True,
+              help="A score passes when its value (C=1, P=0.5, I/N=0, numbers and booleans as they are) "
+                   "is at least this.")
+@click.option("--strict", is_flag=True, help="Any construct that does not map is an error (nothing is written).")
+def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, strict: bool) -> None:
+    """Import LOG, an Inspect AI log (.eval or .json): samples become cases carrying the recorded
+    output, replayed offline by the `replay` system; each scorer an evaluator that passes as the
+    log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model."""
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.importers.inspect_log import import_inspect_log
+    from evalh_pipeline.importers.report import BadSource
+    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+
+    try:
+        check_target(out)
+        imported = import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)
+    except BadSource as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    for line in imported.report.unmapped:
+        (error if strict else warning)(f"{line} (not mapped)")
+    if strict and imported.report.unmapped:
+        error(f"{len(imported.report.unmapped)} construct(s) do not map (--strict); nothing written")
+        sys.exit(EXIT_CONFIG)
+    try:
+        write_tree(out, imported.files, lambda folder: check_loads(folder, {}))
+    except (BadSource, ConfigError) as exc:
+        error(f"the imported eval does not load, nothing written: {exc}")
+        sys.exit(EXIT_CONFIG)
+    say(f"imported {imported.name}: {imported.cases} case(s), {len(imported.report.unmapped)} construct(s) not "
+        f"mapped -> {out / 'eval.yaml'} (report: {out / 'import-report.md'})")

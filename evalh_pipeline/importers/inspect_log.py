@@ -1,0 +1,329 @@
+"""Import an Inspect AI log (``.json``, or ``.eval``: a zip of ``header.json`` and
+``samples/*.json``) as an eval that replays it offline.
+
+Read by the log format's documented structure (inspect_ai ``src/inspect_ai/log/_log.py``:
+``EvalLog`` with ``eval``, ``samples``; ``EvalSample`` with ``id``, ``epoch``, ``input``,
+``target``, ``output``, ``scores``, ``metadata``); inspect_ai itself is not needed.
+
+Each sample becomes a case carrying the trace Inspect recorded (``embedded_trace``: the
+model's completion and messages) for the ``replay`` system, so ``evalh run`` reproduces the
+log without calling any model. Each scorer becomes an evaluator (``exact_match`` on the
+trace's ``extra.inspect_scores.<scorer>.passed``, the name with ``_`` for
+other characters than letters, digits and ``_``). The pass rule follows Inspect's own
+``value_to_float``: ``C``/``correct``/``yes``/``true`` are 1, ``P`` (partial) 0.5,
+``I``/``N`` and other text 0, booleans and numbers as they are; a score passes when that
+value is at least the pass threshold (default 1.0: only a full score passes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalh_pipeline.importers.openai_evals.importer import eval_name
+from evalh_pipeline.importers.report import BadSource, ImportReport
+
+DEFAULT_PASS_THRESHOLD = 1.0
+_ZIP_ZSTANDARD = 93  # the zip compression method of zstd (APPNOTE 4.4.5)
+_TRUE_TEXT = {"c", "correct", "yes", "true"}
+_PARTIAL_TEXT = {"p", "partial"}
+
+
+@dataclass
+class ImportedInspectLog:
+    """An imported log: its files (relative path -> text), case count and report."""
+
+    name: str
+    files: dict[str, str]
+    cases: int
+    report: ImportReport
+
+
+@dataclass(frozen=True)
+class _Sample:
+    where: str  # file (and key) the sample came from, for the report
+    raw: dict[str, Any]
+
+
+def import_inspect_log(path: Path, *, variant: str = "inspect",
+                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedInspectLog:
+    """Read the Inspect log at ``path`` and return the eval that replays it; raise
+    :class:`BadSource` when it is not a readable Inspect log or holds no sample."""
+    header, samples = _read_log(path)
+    report = ImportReport("Inspect AI", str(path))
+    spec = header.get("eval")
+    if not isinstance(spec, dict) or not isinstance(spec.get("task"), str):
+        raise BadSource(path.name, None, "eval.task", "missing: not an Inspect log (an EvalLog has eval.task)")
+    if not samples:
+        raise BadSource(path.name, None, "samples", "the log holds no sample (nothing to import)")
+    model = spec.get("model") if isinstance(spec.get("model"), str) else None
+    if header.get("status") not in (None, "success"):
+        report.add(path.name, None, "status", f"the log's status is {header.get('status')!r}, not 'success': "
+                                              "its samples are imported as they are")
+    cases: list[dict[str, Any]] = []
+    scorers: dict[str, str] = {}  # key in extra.inspect_scores -> the scorer's name
+    for sample in samples:
+        case = _case(sample, model, report)
+        if case is None:
+            continue
+        for key, score in case["embedded_trace"]["extra"]["inspect_scores"].items():
+            scorers.setdefault(key, score["scorer"])
+        cases.append(case)
+    if not cases:
+        raise BadSource(path.name, None, "samples", "no sample could be imported (see the reasons above)")
+    for case in cases:
+        # A pass flag per scorer; a case the scorer did not score fails it (reported).
+        scores = case["embedded_trace"]["extra"]["inspect_scores"]
+        for scorer, scorer_name in scorers.items():
+            if scorer not in scores:
+                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}",
+                           "the sample has no score from this scorer: it fails that evaluator")
+                continue
+            passed = _passed(scores[scorer].get("value"), pass_threshold)
+            if passed is None:
+                report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}.value",
+                           f"{_short(scores[scorer].get('value'))} is not a single value (C/I/P/N, a number or a "
+                           "boolean): the sample fails that evaluator")
+                passed = False
+            scores[scorer]["passed"] = passed
+    for key, scorer_name in scorers.items():
+        allowed = re.sub(r"[|,\[\]/\\\x00-\x1f]", "_", scorer_name).strip()
+        if allowed != scorer_name:
+            # Evaluator names allow no | , [ ] / \ (they appear in keys and filters).
+            report.add(path.name, None, f"scores.{scorer_name}", f"evaluator named {allowed!r} (evaluator names "
+                                                                 "allow no | , [ ] / \\)")
+            scorers[key] = allowed
+    name = eval_name(spec["task"].split("/")[-1])
+    eval_config = {
+        "schema_version": "1.0",
+        "eval": {"name": name, "description": f"Imported from the Inspect AI log {path.name} (task "
+                                              f"{spec['task']}, model {model}): replays its outputs and scores.",
+                 "tags": ["inspect"]},
+        "metadata": {"imported_from": "Inspect AI log", "log": path.name, "task": spec["task"],
+                     "task_id": spec.get("task_id"), "model": model, "created": spec.get("created"),
+                     "pass_threshold": pass_threshold},
+        "dataset": {"type": "fixture", "path": "cases.yaml", "embed_full_trace": True},
+        "systems": [{"name": variant, "adapter": "replay", "metadata": {"source": "inspect", "model": model}}],
+        "evaluators": [{"name": scorer_name, "type": "exact_match",
+                        "config": {"field": f"extra.inspect_scores.{key}.passed", "expected": True}}
+                       for key, scorer_name in scorers.items()],
+    }
+    dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": cases}
+    files = {
+        "eval.yaml": yaml.safe_dump(eval_config, sort_keys=False, allow_unicode=True),
+        "cases.yaml": yaml.safe_dump(json.loads(json.dumps(dataset)), sort_keys=False, allow_unicode=True),
+        "import-report.md": report.markdown(name, len(cases)),
+    }
+    return ImportedInspectLog(name, files, len(cases), report)
+
+
+def _read_log(path: Path) -> tuple[dict[str, Any], list[_Sample]]:
+    """The log's header (EvalLog without samples) and its samples, from either format."""
+    if not path.is_file():
+        raise BadSource(str(path), None, "", "no such file")
+    if path.suffix == ".eval" or zipfile.is_zipfile(path):
+        return _read_eval_zip(path)
+    try:
+        log = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadSource(path.name, getattr(exc, "lineno", None), "",
+                        f"not a readable Inspect log (JSON expected): {exc}") from None
+    if not isinstance(log, dict):
+        raise BadSource(path.name, 1, "", "not an Inspect log (an EvalLog is a JSON object)")
+    raw = log.get("samples") or []
+    if not isinstance(raw, list):
+        raise BadSource(path.name, None, "samples", "must be a list of samples")
+    return log, [_Sample(f"{path.name} samples[{i}]", s) for i, s in enumerate(raw)]
+
+
+def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[_Sample]]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "header.json" not in names:
+                # A log still being written has only _journal/; the header is written at the end.
+                raise BadSource(path.name, None, "header.json", "missing: not a finished Inspect .eval log")
+            header = _json_member(archive, path, "header.json")
+            samples = [_Sample(f"{path.name}!{name}", _json_member(archive, path, name))
+                       for name in sorted(names, key=_sample_order) if re.fullmatch(r"samples/[^/]+\.json", name)]
+    except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:
+        # NotImplementedError: a compression method neither zipfile nor zstandard reads.
+        raise BadSource(path.name, None, "", f"not a readable Inspect .eval log (a zip archive): {exc}") from None
+    return header, samples
+
+
+def _sample_order(name: str) -> tuple[int, str]:
+    # samples/<id>_epoch_<n>.json: epochs in numeric order, ids as written.
+    found = re.fullmatch(r"samples/(.+)_epoch_(\d+)\.json", name)
+    return (int(found.group(2)), found.group(1)) if found else (0, name)
+
+
+def _member_bytes(archive: zipfile.ZipFile, name: str) -> bytes:
+    """A member's content; zstd members (Inspect's default, zip method 93) are decompressed here
+    as zipfile reads them only from Python 3.14."""
+    info = archive.getinfo(name)
+    if info.compress_type != _ZIP_ZSTANDARD:
+        return archive.read(name)
+    import zstandard  # imported here: only .eval logs need it
+
+    handle = archive.fp
+    if handle is None:
+        raise zipfile.BadZipFile("the archive is closed")
+    handle.seek(info.header_offset)
+    local = handle.read(30)  # the local file header: its name and extra lengths end it
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"{name}: bad local file header")
+    handle.seek(int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little"), 1)
+    data = handle.read(info.compress_size)
+    try:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except zstandard.ZstdError as exc:
+        raise zipfile.BadZipFile(f"{name}: {exc}") from None
+
+
+def _json_member(archive: zipfile.ZipFile, path: Path, name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(_member_bytes(archive, name).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadSource(f"{path.name}!{name}", getattr(exc, "lineno", None), "", f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadSource(f"{path.name}!{name}", 1, "", "must be a JSON object")
+    return value
+
+
+def _case(sample: _Sample, model: str | None, report: ImportReport) -> dict[str, Any] | None:
+    raw = sample.raw
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), (str, int)):
+        report.add(sample.where, None, "id", "missing (a sample's id is a string or an integer): sample skipped")
+        return None
+    epoch = raw.get("epoch", 1)
+    case_id = str(raw["id"]) if epoch == 1 else f"{raw['id']}-epoch-{epoch}"
+    messages = _messages(raw.get("input"))
+    if messages is None:
+        report.add(sample.where, None, "input", "neither text nor a list of chat messages: sample skipped")
+        return None
+    target = raw.get("target")
+    recorded = raw.get("output")
+    output: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    answer, thinking = _completion(output)
+    if raw.get("error") is not None:
+        report.add(sample.where, None, "error", "the sample errored in Inspect: its recorded output and "
+                                                "scores are replayed as they are")
+    scores: dict[str, Any] = {}
+    for scorer, score in (raw.get("scores") or {}).items():
+        if not isinstance(score, dict) or "value" not in score:
+            report.add(sample.where, None, f"scores.{scorer}", "not a Score (value, answer, explanation): skipped")
+            continue
+        # Keyed by the name with other characters than letters, digits and _ as _ (a package
+        # scorer is `pkg/name`), so the evaluator's dotted field path can address it.
+        scores[re.sub(r"[^A-Za-z0-9_]", "_", str(scorer))] = {
+            "scorer": str(scorer), **{key: score.get(key) for key in ("value", "answer", "explanation")}}
+    trace_messages = [*messages] + _messages_out(raw.get("messages"), len(messages))
+    trace: dict[str, Any] = {
+        "schema_version": "1.0", "run_id": "inspect", "case_id": case_id, "variant_name": "inspect",
+        **_timing(raw),
+        "input": {"messages": messages},
+        "output": {"final_answer": answer, **({"thinking": thinking} if thinking else {})},
+        "messages": trace_messages,
+        "metrics": _usage(output.get("usage")),
+        "extra": {"source_platform": "inspect", "model": output.get("model") or model, "inspect_scores": scores},
+    }
+    metadata = dict(raw.get("metadata") or {}) if isinstance(raw.get("metadata"), dict) else {}
+    metadata.update({"inspect_source": sample.where, "inspect_id": raw["id"], "epoch": epoch})
+    if raw.get("choices"):
+        metadata["choices"] = raw["choices"]
+    return {"id": case_id, "input": {"messages": messages}, "metadata": metadata,
+            "expected": {"facts": {"target": target}}, "embedded_trace": trace}
+
+
+def _text(content: Any) -> str | None:
+    """A message's content as text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        return "".join(p for p in parts if isinstance(p, str))
+    return None
+
+
+def _messages(value: Any) -> list[dict[str, Any]] | None:
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value):
+        found = [{"role": m["role"], "content": _text(m.get("content"))} for m in value]
+        return found if all(m["content"] is not None for m in found) else None
+    return None
+
+
+def _messages_out(value: Any, already: int) -> list[dict[str, Any]]:
+    """The conversation after the input (the model's and tools' turns), as trace messages."""
+    if not isinstance(value, list):
+        return []
+    turns = [m for m in value[already:] if isinstance(m, dict) and isinstance(m.get("role"), str)]
+    return [{"role": m["role"], "content": _text(m.get("content"))} for m in turns]
+
+
+def _completion(output: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The model's answer (ModelOutput.completion, else the first choice's text) and reasoning."""
+    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    thinking = None
+    if isinstance(content, list):
+        reasoning = [p.get("reasoning") for p in content if isinstance(p, dict) and p.get("type") == "reasoning"]
+        thinking = "".join(r for r in reasoning if isinstance(r, str)) or None
+    completion = output.get("completion")
+    return (completion if isinstance(completion, str) else _text(content)), thinking
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    if not isinstance(usage, dict):
+        return {}
+    figures = {"token_input": usage.get("input_tokens"), "token_output": usage.get("output_tokens"),
+               "token_thinking": usage.get("reasoning_tokens")}
+    return {key: value for key, value in figures.items() if isinstance(value, int) and value >= 0}
+
+
+def _timing(raw: dict[str, Any]) -> dict[str, Any]:
+    """started_at/finished_at/latency_ms from the sample's own times (Inspect >= 0.3.80 records
+    ``started_at`` and ``total_time``), else the epoch (the replay keeps what is given)."""
+    start = raw.get("started_at") if isinstance(raw.get("started_at"), str) else None
+    total = raw.get("total_time") if isinstance(raw.get("total_time"), (int, float)) else None
+    if start is None:
+        start = datetime.fromtimestamp(0, timezone.utc).isoformat()
+    began = datetime.fromisoformat(start)
+    latency = int(round((total or 0) * 1000))
+    finished = began.timestamp() + latency / 1000
+    return {"started_at": start, "finished_at": datetime.fromtimestamp(finished, began.tzinfo or timezone.utc)
+            .isoformat(), "latency_ms": latency}
+
+
+def _passed(value: Any, threshold: float) -> bool | None:
+    """The pass rule on a Score.value (Inspect's value_to_float); None: not a single value."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value) >= threshold
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE_TEXT:
+            return 1.0 >= threshold
+        if text in _PARTIAL_TEXT:
+            return 0.5 >= threshold
+        try:
+            return float(text) >= threshold
+        except ValueError:
+            return False  # I, N and other text score 0 in value_to_float
+    return None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
