@@ -31,17 +31,19 @@ class _Strict(BaseModel):
 MAX_EVAL_NAME = 128
 
 
-# What an eval's key (run ids, run folders, Dagster asset keys and partitions) may hold; a name
-# eval-harness allows outside it (`agent main`) is kept for display and keyed by `eval_key`.
-EVAL_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# What an eval's key (run ids, run folders, Dagster asset keys, groups, jobs and partitions) may
+# hold: Dagster's names allow letters, digits and `_` only. A name eval-harness allows outside
+# it (`agent main`, `born-first`) is kept for display and keyed by `eval_key`.
+EVAL_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_]*$"
 
 
 def eval_key(name: str) -> str:
     """The key of an eval named ``name``: the name itself when it is one, else every run of other
-    characters as ``_`` (`agent main` -> `agent_main`), starting with a letter or digit, no `..`."""
-    if re.fullmatch(EVAL_KEY_PATTERN, name) and ".." not in name:
+    characters as ``_`` (`agent main` -> `agent_main`, `born-first` -> `born_first`), starting
+    with a letter or digit."""
+    if re.fullmatch(EVAL_KEY_PATTERN, name):
         return name
-    key = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", name)).strip("_.-")
+    key = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
     return key if key and key[0].isalnum() else f"eval_{key}".rstrip("_")
 
 

@@ -3,6 +3,8 @@ for display, a derived key names its runs, assets and partitions, and loading sa
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 
 from evalh_pipeline.config.schema import eval_key
@@ -92,4 +94,23 @@ def test_derived_keys_are_valid_run_id_parts():
         key = eval_key(name)
         assert run_id_problem(f"2026-01-01T00-00-00-000000_{key}") == "", (name, key)
         assert run_id_problem(key) == "", (name, key)
-    assert eval_key("already_fine.v2") == "already_fine.v2"
+        assert re.fullmatch(r"[A-Za-z0-9_]+", key), (name, key)  # a Dagster group and job name part
+    assert eval_key("already_fine_v2") == "already_fine_v2"
+
+
+def test_an_eval_named_with_a_hyphen_runs_through_the_cli_under_an_underscored_key(tmp_path, env):
+    # Dagster's group and job names allow letters, digits and `_` only: `pc-demo` used to fail
+    # every `evalh run` after its run folder was made.
+    import subprocess
+
+    from tests.conftest import EVALH
+
+    path = write_eval(tmp_path / "toy", cases=2)
+    path.write_text(path.read_text().replace("name: toy", "name: pc-demo.v2"))
+    assert eval_key("pc-demo.v2") == "pc_demo_v2"
+    done = subprocess.run([*EVALH, "run", str(path)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode in (0, 1), done.stderr  # 1: the toy's own regression gate
+    assert "cannot be used" not in done.stderr and "not a valid" not in done.stderr, done.stderr
+    (run,) = [p for p in (tmp_path / "toy" / "runs").iterdir() if (p / "summary.yaml").exists()]
+    assert run.name.endswith("_pc_demo_v2")
