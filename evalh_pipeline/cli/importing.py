@@ -3,12 +3,42 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, main
 from evalh_pipeline.terminal import error, say, warning
+
+if TYPE_CHECKING:
+    from evalh_pipeline.importers.report import ImportReport
+
+
+def _write_import(source: Path, out: Path, files: dict[str, str | bytes], written: list[tuple[str, int, ImportReport, Path]],
+                  strict: bool, check: Callable[[Path], None] | None = None) -> None:
+    """Print every finding of the imports in ``written`` ((name, cases, report, folder) each),
+    refuse with ``--strict`` if there is any, write ``files`` into ``out`` (all or nothing,
+    ``check`` seeing the folder first) and say what was written where."""
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.importers.report import REPORT_NAME, BadSource
+    from evalh_pipeline.importers.writing import write_tree
+
+    findings = [finding for _, _, report, _ in written for finding in report.findings]
+    for finding in findings:
+        (error if strict or finding.severity == "error" else warning)(finding.text())
+    if strict and findings:
+        error(f"{source}: {len(findings)} construct(s) do not map (--strict); nothing written")
+        sys.exit(EXIT_CONFIG)
+    try:
+        write_tree(out, files, check)
+    except (BadSource, ConfigError) as exc:
+        error(f"the imported eval does not load, nothing written: {exc}")
+        sys.exit(EXIT_CONFIG)
+    for name, cases, report, folder in written:
+        say(f"imported {name}: {cases} case(s), {report.counts()} -> {folder / 'eval.yaml'} "
+            f"(report: {folder / REPORT_NAME})")
 
 
 @main.group("import")
@@ -36,10 +66,9 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
     FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
     OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
-    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
     from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+    from evalh_pipeline.importers.writing import check_loads, check_target
 
     try:
         check_target(out)
@@ -48,30 +77,16 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
-    unmapped = [line for found in imported for line in found.report.unmapped]
-    for line in unmapped:
-        (error if strict else warning)(f"{line} (not mapped)")
-    if strict and unmapped:
-        error(f"{len(unmapped)} construct(s) do not map (--strict); nothing written")
-        sys.exit(EXIT_CONFIG)
     several = len(imported) > 1
-    files = {(f"{found.name}/{name}" if several else name): text for found in imported
-             for name, text in found.files.items()}
+    files: dict[str, str | bytes] = {(f"{found.name}/{name}" if several else name): text for found in imported
+                                     for name, text in found.files.items()}
 
     def check(folder: Path) -> None:
         for found in imported:
             check_loads(folder / found.name if several else folder, {"OPENAI_API_KEY": "placeholder-key"})
 
-    try:
-        write_tree(out, files, check)
-    except (BadSource, ConfigError) as exc:
-        error(f"the imported eval does not load, nothing written: {exc}")
-        sys.exit(EXIT_CONFIG)
-    for found in imported:
-        where = out / found.name if several else out
-        say(f"imported {found.name}: {found.cases} case(s), {len(found.report.unmapped)} construct(s) not mapped "
-            f"-> {where / 'eval.yaml'} (report: {where / 'import-report.md'})")
-
+    _write_import(path, out, files, [(found.name, found.cases, found.report, out / found.name if several else out)
+                                     for found in imported], strict, check)
 
 
 @import_group.command("promptfoo")
@@ -84,29 +99,24 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
 def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, strict: bool) -> None:
     """Import a promptfoo config (promptfooconfig.yaml): prompts x providers become variants,
     tests become cases with their assertions; what does not map is listed with file:line."""
-    from evalh_pipeline.importers.promptfoo import PromptfooImportError, import_promptfoo, write_import
+    from evalh_pipeline.importers.promptfoo import import_promptfoo
+    from evalh_pipeline.importers.report import BadSource
+    from evalh_pipeline.importers.writing import check_target
 
     for given in (config, results):
         if given is not None and not given.is_file():
             error(f"{given}: no such file")
             sys.exit(EXIT_CONFIG)
     try:
+        check_target(out_dir)
         imported = import_promptfoo(config, out_dir.resolve().name, results)
-        findings = imported.report.findings
-        for finding in findings:
-            (error if strict or finding.severity == "error" else warning)(finding.text())
-        if strict and findings:
-            error(f"{config}: {len(findings)} construct(s) do not map (--strict); nothing written")
-            sys.exit(EXIT_CONFIG)
-        write_import(imported, out_dir)
-    except PromptfooImportError as exc:
+    except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
+    _write_import(config, out_dir, imported.files(), [(imported.name, len(imported.cases), imported.report, out_dir)],
+                  strict)
     for line in imported.summary():
         say(line)
-    errors = len(imported.report.errors)
-    say(f"wrote {out_dir / 'eval.yaml'} ({errors} error(s), {len(findings) - errors} note(s) in "
-        f"{out_dir / 'import-report.md'})")
 
 
 @import_group.command("inspect")
@@ -124,10 +134,9 @@ def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, st
     """Import LOG, an Inspect AI log (.eval or .json): samples become cases carrying the recorded
     output, replayed offline by the `replay` system; each scorer an evaluator that passes as the
     log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model."""
-    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.inspect_log import import_inspect_log
     from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+    from evalh_pipeline.importers.writing import check_loads, check_target
 
     try:
         check_target(out)
@@ -135,15 +144,5 @@ def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, st
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
-    for line in imported.report.unmapped:
-        (error if strict else warning)(f"{line} (not mapped)")
-    if strict and imported.report.unmapped:
-        error(f"{len(imported.report.unmapped)} construct(s) do not map (--strict); nothing written")
-        sys.exit(EXIT_CONFIG)
-    try:
-        write_tree(out, imported.files, lambda folder: check_loads(folder, {}))
-    except (BadSource, ConfigError) as exc:
-        error(f"the imported eval does not load, nothing written: {exc}")
-        sys.exit(EXIT_CONFIG)
-    say(f"imported {imported.name}: {imported.cases} case(s), {len(imported.report.unmapped)} construct(s) not "
-        f"mapped -> {out / 'eval.yaml'} (report: {out / 'import-report.md'})")
+    _write_import(log, out, dict(imported.files), [(imported.name, imported.cases, imported.report, out)], strict,
+                  lambda folder: check_loads(folder, {}))

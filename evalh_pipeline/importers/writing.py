@@ -20,18 +20,22 @@ def check_target(out: Path) -> None:
         raise BadSource(str(out), None, "", "the output folder exists and is not empty (choose another -o)")
 
 
-def write_tree(out: Path, files: dict[str, str], check: Callable[[Path], None] | None = None) -> None:
-    """Create ``out`` holding ``files`` (relative path -> text), or nothing if anything fails;
-    ``check`` sees the complete folder before it is renamed into place and may raise."""
+def write_tree(out: Path, files: dict[str, str | bytes], check: Callable[[Path], None] | None = None) -> None:
+    """Create ``out`` holding ``files`` (relative path -> text, or bytes of a copied file), or
+    nothing if anything fails; ``check`` sees the complete folder before it is renamed into
+    place and may raise."""
     check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=out.parent))
     try:
         staging.chmod(0o755)  # mkdtemp's folder is private; the eval is an ordinary folder
-        for relative, text in files.items():
+        for relative, content in files.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
         if check is not None:
             check(staging)
         if out.exists():
