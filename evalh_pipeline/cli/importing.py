@@ -13,31 +13,31 @@ from evalh_pipeline.cli.group import EXIT_CONFIG, main
 from evalh_pipeline.terminal import error, say, warning
 
 if TYPE_CHECKING:
-    from evalh_pipeline.importers.report import ImportReport
+    from evalh_pipeline.importers.writing import ImportedFiles
 
 
-def _write_import(source: Path, out: Path, files: dict[str, str | bytes], written: list[tuple[str, int, ImportReport, Path]],
-                  strict: bool, check: Callable[[Path], None] | None = None) -> None:
-    """Print every finding of the imports in ``written`` ((name, cases, report, folder) each),
-    refuse with ``--strict`` if there is any, write ``files`` into ``out`` (all or nothing,
-    ``check`` seeing the folder first) and say what was written where."""
+def _write_import(source: Path, out: Path, imported: list[ImportedFiles], strict: bool,
+                  check: Callable[[Path], None] | None = None) -> None:
+    """Print every finding of the ``imported`` evals (read from ``source``), refuse with
+    ``--strict`` if there is any, write them into ``out`` (all or nothing, ``check`` seeing
+    each eval's folder first) and say what was written where."""
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.report import REPORT_NAME, BadSource
-    from evalh_pipeline.importers.writing import write_tree
+    from evalh_pipeline.importers.writing import write_imports
 
-    findings = [finding for _, _, report, _ in written for finding in report.findings]
+    findings = [finding for found in imported for finding in found.report.findings]
     for finding in findings:
         (error if strict or finding.severity == "error" else warning)(finding.text())
     if strict and findings:
         error(f"{source}: {len(findings)} construct(s) do not map (--strict); nothing written")
         sys.exit(EXIT_CONFIG)
     try:
-        write_tree(out, files, check)
+        folders = write_imports(out, imported, check)
     except (BadSource, ConfigError) as exc:
         error(f"the imported eval does not load, nothing written: {exc}")
         sys.exit(EXIT_CONFIG)
-    for name, cases, report, folder in written:
-        say(f"imported {name}: {cases} case(s), {report.counts()} -> {folder / 'eval.yaml'} "
+    for found, folder in zip(imported, folders):
+        say(f"imported {found.name}: {found.cases} case(s), {found.report.counts()} -> {folder / 'eval.yaml'} "
             f"(report: {folder / REPORT_NAME})")
 
 
@@ -77,16 +77,7 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
-    several = len(imported) > 1
-    files: dict[str, str | bytes] = {(f"{found.name}/{name}" if several else name): text for found in imported
-                                     for name, text in found.files.items()}
-
-    def check(folder: Path) -> None:
-        for found in imported:
-            check_loads(folder / found.name if several else folder, {"OPENAI_API_KEY": "placeholder-key"})
-
-    _write_import(path, out, files, [(found.name, found.cases, found.report, out / found.name if several else out)
-                                     for found in imported], strict, check)
+    _write_import(path, out, imported, strict, lambda folder: check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}))
 
 
 @import_group.command("promptfoo")
@@ -101,7 +92,7 @@ def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, 
     tests become cases with their assertions; what does not map is listed with file:line."""
     from evalh_pipeline.importers.promptfoo import import_promptfoo
     from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_target
+    from evalh_pipeline.importers.writing import ImportedFiles, check_target
 
     for given in (config, results):
         if given is not None and not given.is_file():
@@ -113,7 +104,7 @@ def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, 
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
-    _write_import(config, out_dir, imported.files(), [(imported.name, len(imported.cases), imported.report, out_dir)],
+    _write_import(config, out_dir, [ImportedFiles(imported.name, imported.files(), len(imported.cases), imported.report)],
                   strict)
     for line in imported.summary():
         say(line)
@@ -144,5 +135,4 @@ def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, st
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
-    _write_import(log, out, dict(imported.files), [(imported.name, imported.cases, imported.report, out)], strict,
-                  lambda folder: check_loads(folder, {}))
+    _write_import(log, out, [imported], strict, lambda folder: check_loads(folder, {}))

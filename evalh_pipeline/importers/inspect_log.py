@@ -29,21 +29,12 @@ import yaml
 
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
+from evalh_pipeline.importers.writing import ImportedFiles
 
 DEFAULT_PASS_THRESHOLD = 1.0
 _ZIP_ZSTANDARD = 93  # the zip compression method of zstd (APPNOTE 4.4.5)
 _TRUE_TEXT = {"c", "correct", "yes", "true"}
 _PARTIAL_TEXT = {"p", "partial"}
-
-
-@dataclass
-class ImportedInspectLog:
-    """An imported log: its files (relative path -> text), case count and report."""
-
-    name: str
-    files: dict[str, str]
-    cases: int
-    report: ImportReport
 
 
 @dataclass(frozen=True)
@@ -53,7 +44,7 @@ class _Sample:
 
 
 def import_inspect_log(path: Path, *, variant: str = "inspect",
-                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedInspectLog:
+                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedFiles:
     """Read the Inspect log at ``path`` and return the eval that replays it; raise
     :class:`BadSource` when it is not a readable Inspect log or holds no sample."""
     header, samples = _read_log(path)
@@ -116,12 +107,12 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
                        for key, scorer_name in scorers.items()],
     }
     dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": cases}
-    files = {
+    files: dict[str, str | bytes] = {
         "eval.yaml": yaml.safe_dump(eval_config, sort_keys=False, allow_unicode=True),
         "cases.yaml": yaml.safe_dump(json.loads(json.dumps(dataset)), sort_keys=False, allow_unicode=True),
         REPORT_NAME: report.markdown(name, [f"- {len(cases)} case(s)"]),
     }
-    return ImportedInspectLog(name, files, len(cases), report)
+    return ImportedFiles(name, files, len(cases), report)
 
 
 def _read_log(path: Path) -> tuple[dict[str, Any], list[_Sample]]:

@@ -11,7 +11,6 @@ and its key ``${OPENAI_API_KEY}``: expanded when the eval loads, never written.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from evalh_pipeline.importers.openai_evals.graders import GRADERS, Grader
 from evalh_pipeline.importers.openai_evals.registry import RegistryEval, read_registry, registry_root
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
+from evalh_pipeline.importers.writing import ImportedFiles
 
 DEFAULT_MODEL = "gpt-4o-mini"
 ENDPOINT = "${OPENAI_BASE_URL:-https://api.openai.com/v1}/chat/completions"
@@ -31,18 +31,8 @@ _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 _SKIPPED = "sample skipped"
 
 
-@dataclass
-class ImportedEval:
-    """One imported eval: its files (relative path -> text) and its report."""
-
-    name: str
-    files: dict[str, str]
-    report: ImportReport
-    cases: int
-
-
 def import_registry_file(path: Path, *, data: Path | None = None, models: list[str] | None = None,
-                         only: str | None = None, grader_model: str | None = None) -> list[ImportedEval]:
+                         only: str | None = None, grader_model: str | None = None) -> list[ImportedFiles]:
     """The evals of registry file ``path`` (only the one named ``only``), with samples read from
     ``data`` (default: the registry's ``data/`` folder). Raises :class:`BadSource` when one
     cannot be imported (an unsupported grader, a missing or unreadable samples file)."""
@@ -59,7 +49,7 @@ def import_registry_file(path: Path, *, data: Path | None = None, models: list[s
 
 
 def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, models: list[str],
-                 grader_model: str) -> ImportedEval:
+                 grader_model: str) -> ImportedFiles:
     file = str(found.file)
     report = ImportReport(f"openai/evals registry {file} ({found.name})")
     if found.grader == model_graded.CLASS:
@@ -85,12 +75,12 @@ def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, 
     config = _eval_config(found, request, models)
     header = (f"# Imported by `evalh import openai-evals` from {file}: eval {found.name!r}\n"
               f"# ({found.entry_key}, {found.grader}). See import-report.md for what does not map.\n")
-    files = {
+    files: dict[str, str | bytes] = {
         "eval.yaml": header + dump_yaml(config),
         "cases.jsonl": "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases),
         REPORT_NAME: report.markdown(found.name, [f"- {len(cases)} case(s)"]),
     }
-    return ImportedEval(found.name, files, report, len(cases))
+    return ImportedFiles(found.name, files, len(cases), report)
 
 
 def _report_keys(found: RegistryEval, known_args: frozenset[str], metrics: tuple[str, ...],
