@@ -16,15 +16,22 @@ if TYPE_CHECKING:
     from evalh_pipeline.importers.writing import ImportedFiles
 
 
-def _write_import(source: Path, out: Path, imported: list[ImportedFiles], strict: bool,
-                  check: Callable[[Path], None] | None = None) -> None:
-    """Print every finding of the ``imported`` evals (read from ``source``), refuse with
-    ``--strict`` if there is any, write them into ``out`` (all or nothing, ``check`` seeing
-    each eval's folder first) and say what was written where."""
+def _import(source: Path, out: Path, strict: bool, read: Callable[[], list[ImportedFiles]],
+            check: Callable[[Path], None] | None = None) -> list[ImportedFiles]:
+    """Import ``source`` into ``out`` as every ``evalh import`` does: refuse a non-empty ``out``,
+    ``read`` the source (a :class:`BadSource` is one line), print every finding, refuse with
+    ``--strict`` if there is any, write the evals (all or nothing, ``check`` seeing each eval's
+    folder first) and say what was written where. Returns the evals written."""
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.report import REPORT_NAME, BadSource
-    from evalh_pipeline.importers.writing import write_imports
+    from evalh_pipeline.importers.writing import check_target, write_imports
 
+    try:
+        check_target(out)
+        imported = read()
+    except BadSource as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
     findings = [finding for found in imported for finding in found.report.findings]
     for finding in findings:
         (error if strict or finding.severity == "error" else warning)(finding.text())
@@ -39,6 +46,7 @@ def _write_import(source: Path, out: Path, imported: list[ImportedFiles], strict
     for found, folder in zip(imported, folders):
         say(f"imported {found.name}: {found.cases} case(s), {found.report.counts()} -> {folder / 'eval.yaml'} "
             f"(report: {folder / REPORT_NAME})")
+    return imported
 
 
 @main.group("import")
@@ -67,17 +75,11 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
     OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
-    from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target
+    from evalh_pipeline.importers.writing import check_loads
 
-    try:
-        check_target(out)
-        imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
-                                        grader_model=grader_model)
-    except BadSource as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    _write_import(path, out, imported, strict, lambda folder: check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}))
+    _import(path, out, strict, lambda: import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                                            grader_model=grader_model),
+            lambda folder: check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}))
 
 
 @import_group.command("promptfoo")
@@ -90,23 +92,21 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
 def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, strict: bool) -> None:
     """Import a promptfoo config (promptfooconfig.yaml): prompts x providers become variants,
     tests become cases with their assertions; what does not map is listed with file:line."""
-    from evalh_pipeline.importers.promptfoo import import_promptfoo
-    from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import ImportedFiles, check_target
+    from evalh_pipeline.importers.promptfoo import ImportedEval, import_promptfoo
+    from evalh_pipeline.importers.writing import ImportedFiles
 
     for given in (config, results):
         if given is not None and not given.is_file():
             error(f"{given}: no such file")
             sys.exit(EXIT_CONFIG)
-    try:
-        check_target(out_dir)
-        imported = import_promptfoo(config, out_dir.resolve().name, results)
-    except BadSource as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    _write_import(config, out_dir, [ImportedFiles(imported.name, imported.files(), len(imported.cases), imported.report)],
-                  strict)
-    for line in imported.summary():
+    mapped: list[ImportedEval] = []
+
+    def read() -> list[ImportedFiles]:
+        mapped.append(import_promptfoo(config, out_dir.resolve().name, results))
+        return [ImportedFiles(mapped[0].name, mapped[0].files(), len(mapped[0].cases), mapped[0].report)]
+
+    _import(config, out_dir, strict, read)
+    for line in mapped[0].summary():
         say(line)
 
 
@@ -126,13 +126,7 @@ def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, st
     output, replayed offline by the `replay` system; each scorer an evaluator that passes as the
     log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model."""
     from evalh_pipeline.importers.inspect_log import import_inspect_log
-    from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target
+    from evalh_pipeline.importers.writing import check_loads
 
-    try:
-        check_target(out)
-        imported = import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)
-    except BadSource as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    _write_import(log, out, [imported], strict, lambda folder: check_loads(folder, {}))
+    _import(log, out, strict, lambda: [import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)],
+            lambda folder: check_loads(folder, {}))
