@@ -3,12 +3,50 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, main
 from evalh_pipeline.terminal import error, say, warning
+
+if TYPE_CHECKING:
+    from evalh_pipeline.importers.writing import ImportedFiles
+
+
+def _import(source: Path, out: Path, strict: bool, read: Callable[[], list[ImportedFiles]],
+            check: Callable[[Path], None] | None = None) -> list[ImportedFiles]:
+    """Import ``source`` into ``out`` as every ``evalh import`` does: refuse a non-empty ``out``,
+    ``read`` the source (a :class:`BadSource` is one line), print every finding, refuse with
+    ``--strict`` if there is any, write the evals (all or nothing, ``check`` seeing each eval's
+    folder first) and say what was written where. Returns the evals written."""
+    from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.importers.report import REPORT_NAME, BadSource
+    from evalh_pipeline.importers.writing import check_target, write_imports
+
+    try:
+        check_target(out)
+        imported = read()
+    except BadSource as exc:
+        error(str(exc))
+        sys.exit(EXIT_CONFIG)
+    findings = [finding for found in imported for finding in found.report.findings]
+    for finding in findings:
+        (error if strict or finding.severity == "error" else warning)(finding.text())
+    if strict and findings:
+        error(f"{source}: {len(findings)} construct(s) do not map (--strict); nothing written")
+        sys.exit(EXIT_CONFIG)
+    try:
+        folders = write_imports(out, imported, check)
+    except (BadSource, ConfigError) as exc:
+        error(f"the imported eval does not load, nothing written: {exc}")
+        sys.exit(EXIT_CONFIG)
+    for found, folder in zip(imported, folders):
+        say(f"imported {found.name}: {found.cases} case(s), {found.report.counts()} -> {folder / 'eval.yaml'} "
+            f"(report: {folder / REPORT_NAME})")
+    return imported
 
 
 @main.group("import")
@@ -36,42 +74,12 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
     FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
     OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
-    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
-    from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+    from evalh_pipeline.importers.writing import check_loads
 
-    try:
-        check_target(out)
-        imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
-                                        grader_model=grader_model)
-    except BadSource as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    unmapped = [line for found in imported for line in found.report.unmapped]
-    for line in unmapped:
-        (error if strict else warning)(f"{line} (not mapped)")
-    if strict and unmapped:
-        error(f"{len(unmapped)} construct(s) do not map (--strict); nothing written")
-        sys.exit(EXIT_CONFIG)
-    several = len(imported) > 1
-    files = {(f"{found.name}/{name}" if several else name): text for found in imported
-             for name, text in found.files.items()}
-
-    def check(folder: Path) -> None:
-        for found in imported:
-            check_loads(folder / found.name if several else folder, {"OPENAI_API_KEY": "placeholder-key"})
-
-    try:
-        write_tree(out, files, check)
-    except (BadSource, ConfigError) as exc:
-        error(f"the imported eval does not load, nothing written: {exc}")
-        sys.exit(EXIT_CONFIG)
-    for found in imported:
-        where = out / found.name if several else out
-        say(f"imported {found.name}: {found.cases} case(s), {len(found.report.unmapped)} construct(s) not mapped "
-            f"-> {where / 'eval.yaml'} (report: {where / 'import-report.md'})")
-
+    _import(path, out, strict, lambda: import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                                            grader_model=grader_model),
+            lambda folder: check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}))
 
 
 @import_group.command("promptfoo")
@@ -84,29 +92,22 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
 def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, strict: bool) -> None:
     """Import a promptfoo config (promptfooconfig.yaml): prompts x providers become variants,
     tests become cases with their assertions; what does not map is listed with file:line."""
-    from evalh_pipeline.importers.promptfoo import PromptfooImportError, import_promptfoo, write_import
+    from evalh_pipeline.importers.promptfoo import ImportedEval, import_promptfoo
+    from evalh_pipeline.importers.writing import ImportedFiles
 
     for given in (config, results):
         if given is not None and not given.is_file():
             error(f"{given}: no such file")
             sys.exit(EXIT_CONFIG)
-    try:
-        imported = import_promptfoo(config, out_dir.resolve().name, results)
-        findings = imported.report.findings
-        for finding in findings:
-            (error if strict or finding.severity == "error" else warning)(finding.text())
-        if strict and findings:
-            error(f"{config}: {len(findings)} construct(s) do not map (--strict); nothing written")
-            sys.exit(EXIT_CONFIG)
-        write_import(imported, out_dir)
-    except PromptfooImportError as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    for line in imported.summary():
+    mapped: list[ImportedEval] = []
+
+    def read() -> list[ImportedFiles]:
+        mapped.append(import_promptfoo(config, out_dir.resolve().name, results))
+        return [ImportedFiles(mapped[0].name, mapped[0].files(), len(mapped[0].cases), mapped[0].report)]
+
+    _import(config, out_dir, strict, read)
+    for line in mapped[0].summary():
         say(line)
-    errors = len(imported.report.errors)
-    say(f"wrote {out_dir / 'eval.yaml'} ({errors} error(s), {len(findings) - errors} note(s) in "
-        f"{out_dir / 'import-report.md'})")
 
 
 @import_group.command("inspect")
@@ -124,26 +125,8 @@ def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, st
     """Import LOG, an Inspect AI log (.eval or .json): samples become cases carrying the recorded
     output, replayed offline by the `replay` system; each scorer an evaluator that passes as the
     log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model."""
-    from evalh_pipeline.config import ConfigError
     from evalh_pipeline.importers.inspect_log import import_inspect_log
-    from evalh_pipeline.importers.report import BadSource
-    from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
+    from evalh_pipeline.importers.writing import check_loads
 
-    try:
-        check_target(out)
-        imported = import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)
-    except BadSource as exc:
-        error(str(exc))
-        sys.exit(EXIT_CONFIG)
-    for line in imported.report.unmapped:
-        (error if strict else warning)(f"{line} (not mapped)")
-    if strict and imported.report.unmapped:
-        error(f"{len(imported.report.unmapped)} construct(s) do not map (--strict); nothing written")
-        sys.exit(EXIT_CONFIG)
-    try:
-        write_tree(out, imported.files, lambda folder: check_loads(folder, {}))
-    except (BadSource, ConfigError) as exc:
-        error(f"the imported eval does not load, nothing written: {exc}")
-        sys.exit(EXIT_CONFIG)
-    say(f"imported {imported.name}: {imported.cases} case(s), {len(imported.report.unmapped)} construct(s) not "
-        f"mapped -> {out / 'eval.yaml'} (report: {out / 'import-report.md'})")
+    _import(log, out, strict, lambda: [import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)],
+            lambda folder: check_loads(folder, {}))

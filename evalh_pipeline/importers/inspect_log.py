@@ -27,23 +27,14 @@ from typing import Any
 
 import yaml
 
-from evalh_pipeline.importers.openai_evals.importer import eval_name
-from evalh_pipeline.importers.report import BadSource, ImportReport
+from evalh_pipeline.config.schema import eval_key
+from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
+from evalh_pipeline.importers.writing import ImportedFiles
 
 DEFAULT_PASS_THRESHOLD = 1.0
 _ZIP_ZSTANDARD = 93  # the zip compression method of zstd (APPNOTE 4.4.5)
 _TRUE_TEXT = {"c", "correct", "yes", "true"}
 _PARTIAL_TEXT = {"p", "partial"}
-
-
-@dataclass
-class ImportedInspectLog:
-    """An imported log: its files (relative path -> text), case count and report."""
-
-    name: str
-    files: dict[str, str]
-    cases: int
-    report: ImportReport
 
 
 @dataclass(frozen=True)
@@ -53,11 +44,11 @@ class _Sample:
 
 
 def import_inspect_log(path: Path, *, variant: str = "inspect",
-                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedInspectLog:
+                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedFiles:
     """Read the Inspect log at ``path`` and return the eval that replays it; raise
     :class:`BadSource` when it is not a readable Inspect log or holds no sample."""
     header, samples = _read_log(path)
-    report = ImportReport("Inspect AI", str(path))
+    report = ImportReport(f"Inspect AI log {path}")
     spec = header.get("eval")
     if not isinstance(spec, dict) or not isinstance(spec.get("task"), str):
         raise BadSource(path.name, None, "eval.task", "missing: not an Inspect log (an EvalLog has eval.task)")
@@ -65,8 +56,8 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
         raise BadSource(path.name, None, "samples", "the log holds no sample (nothing to import)")
     model = spec.get("model") if isinstance(spec.get("model"), str) else None
     if header.get("status") not in (None, "success"):
-        report.add(path.name, None, "status", f"the log's status is {header.get('status')!r}, not 'success': "
-                                              "its samples are imported as they are")
+        report.add(path.name, None, "status", f"the log's status is {header.get('status')!r}, not 'success'",
+                   "its samples are imported as they are", "note")
     cases: list[dict[str, Any]] = []
     scorers: dict[str, str] = {}  # key in extra.inspect_scores -> the scorer's name
     for sample in samples:
@@ -84,23 +75,23 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
         for scorer, scorer_name in scorers.items():
             if scorer not in scores:
                 report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}",
-                           "the sample has no score from this scorer: it fails that evaluator")
+                           "the sample has no score from this scorer", "it fails that evaluator")
                 continue
             passed = _passed(scores[scorer].get("value"), pass_threshold)
             if passed is None:
                 report.add(case["metadata"]["inspect_source"], None, f"scores.{scorer_name}.value",
                            f"{_short(scores[scorer].get('value'))} is not a single value (C/I/P/N, a number or a "
-                           "boolean): the sample fails that evaluator")
+                           "boolean)", "the sample fails that evaluator")
                 passed = False
             scores[scorer]["passed"] = passed
     for key, scorer_name in scorers.items():
         allowed = re.sub(r"[|,\[\]/\\\x00-\x1f]", "_", scorer_name).strip()
         if allowed != scorer_name:
             # Evaluator names allow no | , [ ] / \ (they appear in keys and filters).
-            report.add(path.name, None, f"scores.{scorer_name}", f"evaluator named {allowed!r} (evaluator names "
-                                                                 "allow no | , [ ] / \\)")
+            report.add(path.name, None, f"scores.{scorer_name}", "evaluator names allow no | , [ ] / \\",
+                       f"evaluator named {allowed!r}", "note")
             scorers[key] = allowed
-    name = eval_name(spec["task"].split("/")[-1])
+    name = eval_key(spec["task"].split("/")[-1])
     eval_config = {
         "schema_version": "1.0",
         "eval": {"name": name, "description": f"Imported from the Inspect AI log {path.name} (task "
@@ -116,12 +107,12 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
                        for key, scorer_name in scorers.items()],
     }
     dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": cases}
-    files = {
+    files: dict[str, str | bytes] = {
         "eval.yaml": yaml.safe_dump(eval_config, sort_keys=False, allow_unicode=True),
         "cases.yaml": yaml.safe_dump(json.loads(json.dumps(dataset)), sort_keys=False, allow_unicode=True),
-        "import-report.md": report.markdown(name, len(cases)),
+        REPORT_NAME: report.markdown(name, [f"- {len(cases)} case(s)"]),
     }
-    return ImportedInspectLog(name, files, len(cases), report)
+    return ImportedFiles(name, files, len(cases), report)
 
 
 def _read_log(path: Path) -> tuple[dict[str, Any], list[_Sample]]:
@@ -201,25 +192,26 @@ def _json_member(archive: zipfile.ZipFile, path: Path, name: str) -> dict[str, A
 def _case(sample: _Sample, model: str | None, report: ImportReport) -> dict[str, Any] | None:
     raw = sample.raw
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), (str, int)):
-        report.add(sample.where, None, "id", "missing (a sample's id is a string or an integer): sample skipped")
+        report.add(sample.where, None, "id", "missing (a sample's id is a string or an integer)", "sample skipped")
         return None
     epoch = raw.get("epoch", 1)
     case_id = str(raw["id"]) if epoch == 1 else f"{raw['id']}-epoch-{epoch}"
     messages = _messages(raw.get("input"))
     if messages is None:
-        report.add(sample.where, None, "input", "neither text nor a list of chat messages: sample skipped")
+        report.add(sample.where, None, "input", "neither text nor a list of chat messages", "sample skipped")
         return None
     target = raw.get("target")
     recorded = raw.get("output")
     output: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     answer, thinking = _completion(output)
     if raw.get("error") is not None:
-        report.add(sample.where, None, "error", "the sample errored in Inspect: its recorded output and "
-                                                "scores are replayed as they are")
+        report.add(sample.where, None, "error", "the sample errored in Inspect",
+                   "its recorded output and scores are replayed as they are", "note")
     scores: dict[str, Any] = {}
     for scorer, score in (raw.get("scores") or {}).items():
         if not isinstance(score, dict) or "value" not in score:
-            report.add(sample.where, None, f"scores.{scorer}", "not a Score (value, answer, explanation): skipped")
+            report.add(sample.where, None, f"scores.{scorer}", "not a Score (value, answer, explanation)",
+                       "score skipped")
             continue
         # Keyed by the name with other characters than letters, digits and _ as _ (a package
         # scorer is `pkg/name`), so the evaluator's dotted field path can address it.

@@ -16,7 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evalh_pipeline.importers.promptfoo import PromptfooImportError, import_promptfoo, write_import
+from evalh_pipeline.importers.promptfoo import import_promptfoo
+from evalh_pipeline.importers.report import BadSource
+from evalh_pipeline.importers.writing import write_tree
 
 EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
 
@@ -25,8 +27,8 @@ def check(config: Path, out: Path) -> tuple[bool, str]:
     """(clean, one line): clean when the report has no error and the dry run passes."""
     try:
         imported = import_promptfoo(config, config.parent.name)
-        write_import(imported, out)
-    except PromptfooImportError as exc:
+        write_tree(out, imported.files())
+    except BadSource as exc:
         return False, f"bad input: {exc}"
     errors = imported.report.errors
     env = {**os.environ, "OPENAI_API_KEY": "sk-dry-run", "ANTHROPIC_API_KEY": "sk-dry-run"}

@@ -11,8 +11,6 @@ and its key ``${OPENAI_API_KEY}``: expanded when the eval loads, never written.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,9 @@ from evalh_pipeline.common.yaml_files import dump_yaml
 from evalh_pipeline.importers.openai_evals import model_graded
 from evalh_pipeline.importers.openai_evals.graders import GRADERS, Grader
 from evalh_pipeline.importers.openai_evals.registry import RegistryEval, read_registry, registry_root
-from evalh_pipeline.importers.report import BadSource, ImportReport
+from evalh_pipeline.config.schema import eval_key
+from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
+from evalh_pipeline.importers.writing import ImportedFiles
 
 DEFAULT_MODEL = "gpt-4o-mini"
 ENDPOINT = "${OPENAI_BASE_URL:-https://api.openai.com/v1}/chat/completions"
@@ -28,20 +28,11 @@ ENDPOINT = "${OPENAI_BASE_URL:-https://api.openai.com/v1}/chat/completions"
 _ALIAS_KEYS = {"id", "description", "metrics", "disclaimer"}
 _ENTRY_KEYS = {"class", "args"}
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
-
-
-@dataclass
-class ImportedEval:
-    """One imported eval: its files (relative path -> text) and its report."""
-
-    name: str
-    files: dict[str, str]
-    report: ImportReport
-    cases: int
+_SKIPPED = "sample skipped"
 
 
 def import_registry_file(path: Path, *, data: Path | None = None, models: list[str] | None = None,
-                         only: str | None = None, grader_model: str | None = None) -> list[ImportedEval]:
+                         only: str | None = None, grader_model: str | None = None) -> list[ImportedFiles]:
     """The evals of registry file ``path`` (only the one named ``only``), with samples read from
     ``data`` (default: the registry's ``data/`` folder). Raises :class:`BadSource` when one
     cannot be imported (an unsupported grader, a missing or unreadable samples file)."""
@@ -58,9 +49,9 @@ def import_registry_file(path: Path, *, data: Path | None = None, models: list[s
 
 
 def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, models: list[str],
-                 grader_model: str) -> ImportedEval:
+                 grader_model: str) -> ImportedFiles:
     file = str(found.file)
-    report = ImportReport("openai/evals registry", f"{file} ({found.name})")
+    report = ImportReport(f"openai/evals registry {file} ({found.name})")
     if found.grader == model_graded.CLASS:
         _report_keys(found, model_graded.ARGS, (), report)
         mapping = model_graded.model_graded(found, root, grader_model, report)
@@ -77,19 +68,19 @@ def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, 
         few_shot = _few_shot(found, data_dir, report)
         cases = _cases(found, grader, _samples_path(found, data_dir), few_shot, report)
     if not cases:
-        skipped = [item for item in report.unmapped if "skipped" in item.message]
+        skipped = [item for item in report.findings if item.instead == _SKIPPED]
         raise BadSource(str(_samples_path(found, data_dir)), None, "",
-                        f"no sample could be imported ({len(skipped)} skipped; the first: {skipped[0]})" if skipped
+                        f"no sample could be imported ({len(skipped)} skipped; the first: {skipped[0].text()})" if skipped
                         else "the samples file holds no sample")
     config = _eval_config(found, request, models)
     header = (f"# Imported by `evalh import openai-evals` from {file}: eval {found.name!r}\n"
               f"# ({found.entry_key}, {found.grader}). See import-report.md for what does not map.\n")
-    files = {
+    files: dict[str, str | bytes] = {
         "eval.yaml": header + dump_yaml(config),
         "cases.jsonl": "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases),
-        "import-report.md": report.markdown(found.name, len(cases)),
+        REPORT_NAME: report.markdown(found.name, [f"- {len(cases)} case(s)"]),
     }
-    return ImportedEval(found.name, files, report, len(cases))
+    return ImportedFiles(found.name, files, len(cases), report)
 
 
 def _report_keys(found: RegistryEval, known_args: frozenset[str], metrics: tuple[str, ...],
@@ -97,23 +88,24 @@ def _report_keys(found: RegistryEval, known_args: frozenset[str], metrics: tuple
     file = str(found.file)
     for key in found.alias:
         if key not in _ALIAS_KEYS:
-            report.add(file, found.line(key, in_entry=False), f"{found.name}.{key}", "not read by the import: ignored")
+            report.add(file, found.line(key, in_entry=False), f"{found.name}.{key}", "not read by the import", "ignored",
+                       "note")
     for metric in found.alias.get("metrics") or []:
         if metric != "accuracy":
             report.add(file, found.line("metrics", in_entry=False), f"{found.name}.metrics",
-                       f"{metric!r} is not computed: the summary's pass rate is openai/evals' accuracy")
+                       f"{metric!r} is not computed", "the summary's pass rate is openai/evals' accuracy", "note")
     for key in found.entry:
         if key not in _ENTRY_KEYS:
-            report.add(file, found.line(key), f"{found.entry_key}.{key}", "not read by the import: ignored")
+            report.add(file, found.line(key), f"{found.entry_key}.{key}", "not read by the import", "ignored", "note")
     for key in found.args:
         if key not in known_args:
             report.add(file, found.arg_line(key), f"{found.entry_key}.args.{key}",
-                       f"not read by the mapping of {found.grader}: ignored")
+                       f"not read by the mapping of {found.grader}", "ignored")
     for metric in metrics:
         instead = ("the summary gives the pass rate's 95% Wilson interval instead" if metric == "boostrap_std"
                    else "only accuracy (the pass rate) is computed")
         report.add(file, found.line("class"), f"{found.entry_key}.class",
-                   f"{found.grader} also reports {metric!r}, which is not computed: {instead}")
+                   f"{found.grader} also reports {metric!r}, which is not computed", instead, "note")
 
 
 def _resolve(found: RegistryEval, data_dir: Path | None, key: str) -> Path:
@@ -195,16 +187,16 @@ def _model_graded_cases(found: RegistryEval, mapping: model_graded.ModelGraded, 
     spec_args = found.args.get("modelgraded_spec_args") or {}
     for index, (file, number, row) in enumerate(_read_jsonl(samples)):
         if not isinstance(row, dict):
-            report.add(file, number, "", "a sample must be a JSON object: skipped")
+            report.add(file, number, "", "a sample must be a JSON object", _SKIPPED)
             continue
         messages = _messages(row.get(mapping.prompt_key))
         if messages is None:
-            report.add(file, number, mapping.prompt_key, "neither a text prompt nor a list of chat messages: "
-                                                         "sample skipped")
+            report.add(file, number, mapping.prompt_key, "neither a text prompt nor a list of chat messages",
+                       _SKIPPED)
             continue
         if mapping.completion_key in row:
             report.add(file, number, mapping.completion_key, "the sample brings its own completion, which openai/evals "
-                                                             "grades without asking the model: sample skipped")
+                                                             "grades without asking the model", _SKIPPED)
             continue
         metadata = {key: value for key, value in row.items() if key not in (mapping.prompt_key, "ideal")}
         case: dict[str, Any] = {"id": f"sample-{index}", "input": {"messages": messages},
@@ -221,12 +213,12 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
     cases: list[dict[str, Any]] = []
     for index, (file, number, row) in enumerate(_read_jsonl(samples)):
         if not isinstance(row, dict):
-            report.add(file, number, "", "a sample must be a JSON object: skipped")
+            report.add(file, number, "", "a sample must be a JSON object", _SKIPPED)
             continue
         messages = _messages(row.get("input"))
         if messages is None:
             report.add(file, number, "input", "neither a text prompt nor a list of chat messages "
-                                              "(token lists are not sent by the chat preset): sample skipped")
+                                              "(token lists are not sent by the chat preset)", _SKIPPED)
             continue
         if few_shot:
             # match.py:40-44: the few-shot messages go before the sample's last message.
@@ -234,11 +226,11 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
         ideal = row.get("ideal")
         ideals = [ideal] if isinstance(ideal, str) else ideal
         if not isinstance(ideals, list) or not all(isinstance(i, str) for i in ideals):
-            report.add(file, number, "ideal", "must be a string or a list of strings (openai/evals asserts it): "
-                                              "sample skipped")
+            report.add(file, number, "ideal", "must be a string or a list of strings (openai/evals asserts it)",
+                       _SKIPPED)
             continue
         if not ideals and grader.empty_ideal is not None:
-            report.add(file, number, "ideal", f"empty: {grader.empty_ideal}; sample skipped")
+            report.add(file, number, "ideal", f"empty: {grader.empty_ideal}", _SKIPPED)
             continue
         evaluator = {"name": grader.evaluator_name, **grader.evaluator(ideals, found.args)}
         metadata = {key: value for key, value in row.items() if key not in ("input", "ideal")}
@@ -248,16 +240,8 @@ def _cases(found: RegistryEval, grader: Grader, samples: Path, few_shot: list[An
     return cases
 
 
-def eval_name(registry_name: str) -> str:
-    """The eval's name: the registry's with every run of other characters than letters, digits
-    and ``_`` as ``_`` (``born-first`` -> ``born_first``), as Dagster names an eval's assets,
-    jobs and group after it and allows no ``-`` or ``.`` there."""
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", registry_name).strip("_")
-    return name if name and name[0].isalnum() else f"eval_{name}"
-
-
 def _eval_config(found: RegistryEval, request: dict[str, Any], models: list[str]) -> dict[str, Any]:
-    eval_info: dict[str, Any] = {"name": eval_name(found.name)}
+    eval_info: dict[str, Any] = {"name": eval_key(found.name)}
     if isinstance(found.alias.get("description"), str):
         eval_info["description"] = found.alias["description"]
     eval_info["tags"] = ["openai-evals"]

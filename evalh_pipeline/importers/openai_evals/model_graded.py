@@ -87,14 +87,14 @@ def model_graded(found: RegistryEval, root: Path | None, grader_model: str, repo
         raise bad("match_fn", f"unknown match_fn {match_fn!r} (known: {', '.join(_MATCH_FNS)})")
     if args.get("metaeval"):
         report.add(file, found.arg_line("metaeval"), f"{found.entry_key}.args.metaeval",
-                   "the metascore (agreement with each sample's `choice`) is not computed: the samples' "
-                   "`choice` is kept in their metadata")
+                   "the metascore (agreement with each sample's `choice`) is not computed",
+                   "the samples' `choice` is kept in their metadata", "note")
     eval_kwargs = {"max_tokens": 1024, **(args.get("eval_kwargs") or {})}
     sample_kwargs = {"max_tokens": 1024, **(args.get("sample_kwargs") or {})}
     report.add(file, found.line("class"), f"{found.entry_key}.class",
-               "openai/evals reports the mean score and the count of each choice: here a case passes when its "
-               "choice has the highest score (a spec without choice_scores: when a choice was parsed); "
-               f"graded by {grader_model} (openai/evals: the last completion function)")
+               "openai/evals reports the mean score and the count of each choice",
+               "here a case passes when its choice has the highest score (a spec without choice_scores: when a "
+               f"choice was parsed); graded by {grader_model} (openai/evals: the last completion function)", "note")
     config = {"prompt": spec.get("prompt"), "choice_strings": choices, "choice_scores": scores,
               "eval_type": eval_type, "parse_type": parse_type, "match_fn": match_fn,
               "completion_key": completion_key, "model": grader_model,

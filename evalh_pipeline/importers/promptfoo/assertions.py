@@ -22,7 +22,8 @@ from evalh_pipeline.evaluators.promptfoo_assert import (
     js_string,
     split_comma_separated,
 )
-from evalh_pipeline.importers.promptfoo.source import PromptfooImportError, Source
+from evalh_pipeline.importers.promptfoo.source import Source
+from evalh_pipeline.importers.report import BadSource
 from evalh_pipeline.importers.promptfoo.templates import has_template, render
 
 #: promptfoo 0.121.20's assertion types (BaseAssertionTypesSchema in src/types/index.ts),
@@ -60,16 +61,16 @@ def check_type(source: Source, assertion: Any, place: tuple[str, str, int | None
     """The assertion's type; one that promptfoo does not know is bad input."""
     kind = assertion.get("type") if isinstance(assertion, dict) else None
     if not isinstance(kind, str):
-        raise PromptfooImportError(_line(place, "an assertion needs a type"))
+        raise BadSource(*_at(place), "an assertion needs a type")
     base = kind.removeprefix("not-")
     if base not in KNOWN_TYPES and kind not in SPECIAL_TYPES:
-        raise PromptfooImportError(_line(place, f"unknown assertion type {kind!r}"))
+        raise BadSource(*_at(place), f"unknown assertion type {kind!r}")
     return kind
 
 
-def _line(place: tuple[str, str, int | None], text: str) -> str:
+def _at(place: tuple[str, str, int | None]) -> tuple[str, int | None, str]:
     file, where, line = place
-    return f"{file}:{line}: {where}: {text}" if line else f"{file}: {where}: {text}"
+    return file, line, where
 
 
 def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str, Any] | None,

@@ -1,11 +1,8 @@
-"""``evalh import promptfoo``: read a promptfoo config, map it, write the eval (all or nothing)."""
+"""``evalh import promptfoo``: read a promptfoo config and map it to an eval's files."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,19 +10,17 @@ from typing import Any
 import yaml
 
 from evalh_pipeline.config.errors import ConfigError
+from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.config.yaml_source import load_yaml
 from evalh_pipeline.importers.promptfoo.assertions import Judge
 from evalh_pipeline.importers.promptfoo.prompts import read_prompts
 from evalh_pipeline.importers.promptfoo.providers import read_providers
-from evalh_pipeline.importers.promptfoo.report import ImportReport
 from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
-from evalh_pipeline.importers.promptfoo.source import PromptfooImportError, Source
+from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.tests import read_tests
-
-__all__ = ["ImportedEval", "PromptfooImportError", "import_promptfoo", "write_import"]
+from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 
 _CONFIG_KEYS = ("prompts", "providers", "targets", "tests")
-REPORT_NAME = "import-report.md"
 _UNSAFE_NAME = re.compile(r"[\s|,\[\]/\\\x00-\x1f]+")
 
 
@@ -41,6 +36,24 @@ class ImportedEval:
     baseline_cases: list[dict[str, Any]] | None = None
     #: Files copied beside eval.yaml (a Python provider's module): name -> source path.
     copies: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.eval_yaml["eval"]["name"])
+
+    def files(self) -> dict[str, str | bytes]:
+        """What the import writes: relative path -> text (or the bytes of a copied file)."""
+        header = "# Imported by `evalh import promptfoo`; see import-report.md for what did not map.\n"
+        cases = {"schema_version": "1.0", "dataset": {"name": self.name}, "cases": self.cases}
+        files: dict[str, str | bytes] = {"eval.yaml": header + _dump(self.eval_yaml), "cases.yaml": _dump(cases)}
+        if self.baseline_yaml is not None:
+            note = "# promptfoo's own outputs, replayed: run it, promote the run, then run eval.yaml and drift/compare.\n"
+            files[BASELINE_EVAL] = note + _dump(self.baseline_yaml)
+            files[BASELINE_CASES] = _dump({**cases, "cases": self.baseline_cases})
+        for name, path in self.copies.items():
+            files[name] = path.read_bytes()
+        files[REPORT_NAME] = self.report.markdown(self.name, self.summary())
+        return files
 
     def summary(self) -> list[str]:
         per_case = sum(len(c.get("evaluators", [])) for c in self.cases)
@@ -74,17 +87,17 @@ def _judge(source: Source) -> Judge:
 def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:
     """Map the promptfoo config at ``config`` into an eval named ``name``.
 
-    Raises :class:`PromptfooImportError` (one line) for input that is not a promptfoo config,
+    Raises :class:`BadSource` (one line) for input that is not a promptfoo config,
     a ``file://`` reference that does not exist, or an assertion type promptfoo does not know.
     """
     try:
         doc = load_yaml(config)
     except ConfigError as exc:
-        raise PromptfooImportError(str(exc).splitlines()[0]) from None
+        raise BadSource.of(exc.issues[0]) from None
     if not isinstance(doc.data, dict) or not any(key in doc.data for key in _CONFIG_KEYS):
-        raise PromptfooImportError(f"{config.name}: not a promptfoo config (it has none of the keys "
-                                   f"{', '.join(_CONFIG_KEYS)})")
-    report = ImportReport(str(config))
+        raise BadSource(config.name, None, "", f"not a promptfoo config (it has none of the keys "
+                                               f"{', '.join(_CONFIG_KEYS)})")
+    report = ImportReport(f"promptfoo config {config}")
     source = Source(doc, report)
     for key in sorted(set(doc.data) - {*_CONFIG_KEYS, "description", "defaultTest", "$schema"}):
         source.note(source.at((key,)), f"config key {key!r} not mapped", "left out",
@@ -101,12 +114,12 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
             systems.append(provider.system(_unique(_safe_name(name_of), {s["name"] for s in systems}), prompt))
             variants[(prompt.index, provider.ident)] = variants[(prompt.index, provider.label)] = systems[-1]["name"]
     if not systems:
-        raise PromptfooImportError(f"{config.name}: no variant could be imported (no prompt x provider maps); "
-                                   + "; ".join(f.text() for f in report.errors[:3]))
+        raise BadSource(config.name, None, "", "no variant could be imported (no prompt x provider maps); "
+                                               + "; ".join(f.text() for f in report.errors[:3]))
     description = doc.data.get("description")
     eval_yaml: dict[str, Any] = {
         "schema_version": "1.0",
-        "eval": {"name": eval_name(name), "description": str(description or f"Imported from {config.name}"),
+        "eval": {"name": eval_key(name), "description": str(description or f"Imported from {config.name}"),
                  "tags": ["promptfoo"]},
         "dataset": {"type": "yaml", "path": "cases.yaml"},
         "systems": systems,
@@ -127,13 +140,6 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
     return imported
 
 
-def eval_name(text: str) -> str:
-    """The eval's name from the output folder's: letters, digits and ``_`` only (Dagster names
-    the eval's assets and jobs after it and allows no ``-`` or ``.``)."""
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
-    return name if name and name[0].isalpha() else f"eval_{name}"
-
-
 def _safe_name(text: str) -> str:
     return _UNSAFE_NAME.sub("-", text).strip("-")[:120] or "imported"
 
@@ -143,34 +149,6 @@ def _unique(name: str, taken: set[str]) -> str:
     while candidate in taken:
         candidate, number = f"{name}-{number}", number + 1
     return candidate
-
-
-def write_import(imported: ImportedEval, out_dir: Path) -> None:
-    """Write eval.yaml, cases.yaml and import-report.md into ``out_dir`` (new or empty): into a
-    temporary folder beside it first, then renamed, so a failure leaves nothing half-written."""
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise PromptfooImportError(f"{out_dir}: exists and is not an empty folder (choose a new one)")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        header = "# Imported by `evalh import promptfoo`; see import-report.md for what did not map.\n"
-        (staging / "eval.yaml").write_text(header + _dump(imported.eval_yaml), encoding="utf-8")
-        cases = {"schema_version": "1.0", "dataset": {"name": imported.eval_yaml["eval"]["name"]},
-                 "cases": imported.cases}
-        (staging / "cases.yaml").write_text(_dump(cases), encoding="utf-8")
-        if imported.baseline_yaml is not None:
-            note = "# promptfoo's own outputs, replayed: run it, promote the run, then run eval.yaml and drift/compare.\n"
-            (staging / BASELINE_EVAL).write_text(note + _dump(imported.baseline_yaml), encoding="utf-8")
-            (staging / BASELINE_CASES).write_text(_dump({**cases, "cases": imported.baseline_cases}), encoding="utf-8")
-        for name, path in imported.copies.items():
-            shutil.copyfile(path, staging / name)
-        (staging / REPORT_NAME).write_text(imported.report.markdown(imported.summary()), encoding="utf-8")
-        if out_dir.exists():
-            out_dir.rmdir()
-        os.replace(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 class _Dumper(yaml.SafeDumper):

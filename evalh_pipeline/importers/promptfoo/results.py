@@ -13,8 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.importers.promptfoo.report import Finding, ImportReport
-from evalh_pipeline.importers.promptfoo.source import PromptfooImportError
+from evalh_pipeline.importers.report import BadSource, ImportReport
 
 BASELINE_EVAL = "promptfoo-baseline.yaml"
 BASELINE_CASES = "promptfoo-baseline-cases.yaml"
@@ -25,13 +24,13 @@ def read_results(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise PromptfooImportError(f"{path.name}: cannot read: {exc}") from None
+        raise BadSource(path.name, None, "", f"cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise PromptfooImportError(f"{path.name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise BadSource(path.name, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
     results = data.get("results") if isinstance(data, dict) else None
     rows = results.get("results") if isinstance(results, dict) else None
     if not isinstance(rows, list):
-        raise PromptfooImportError(f"{path.name}: not a promptfoo results file (no results.results list; "
+        raise BadSource(path.name, None, "", "not a promptfoo results file (no results.results list; "
                                    "write one with `promptfoo eval -o results.json`)")
     return data.get("evalId"), rows
 
@@ -71,11 +70,11 @@ def attach_results(path: Path, cases: list[dict[str, Any]], variants: dict[tuple
         case = _case_of(row, cases)
         if name is None or case is None:
             what = "its prompt × provider is not an imported variant" if name is None else "its test is not an imported case"
-            report.add(Finding(path.name, None, where, what, "left out of the baseline"))
+            report.add(path.name, None, where, what, "left out of the baseline")
             continue
         if row.get("error") and not (row.get("response") or {}).get("output"):
-            report.add(Finding(path.name, None, where, f"promptfoo's cell errored: {str(row['error'])[:120]}",
-                               "replayed as an errored cell", "note"))
+            report.add(path.name, None, where, f"promptfoo's cell errored: {str(row['error'])[:120]}",
+                       "replayed as an errored cell", "note")
             continue
         by_id[case["id"]]["embedded_traces"][name] = _trace(row, eval_id)
     return list(by_id.values())

@@ -12,11 +12,7 @@ from typing import Any
 
 from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, format_key_path, load_yaml
-from evalh_pipeline.importers.promptfoo.report import Finding, ImportReport, Severity
-
-
-class PromptfooImportError(Exception):
-    """Input that is not a promptfoo config we can read: one line, nothing is written."""
+from evalh_pipeline.importers.report import BadSource, ImportReport, Severity
 
 
 @dataclass
@@ -63,7 +59,7 @@ class Source:
 
     def note(self, place: tuple[str, str, int | None], what: str, instead: str, severity: Severity = "error") -> None:
         file, where, line = place
-        self.report.add(Finding(file, line, where, what, instead, severity))
+        self.report.add(file, line, where, what, instead, severity)
 
     def resolve(self, ref: str, place: tuple[str, str, int | None], *, many: bool = False) -> list[Path]:
         """The files a ``file://`` reference names (a glob when ``many``); missing is bad input."""
@@ -73,15 +69,14 @@ class Source:
         missing = [p for p in paths if not p.is_file()]
         if missing or not paths:
             file, where, line = place
-            at = f"{file}:{line}" if line else file
-            raise PromptfooImportError(f"{at}: {where}: {ref} does not exist ({self.relative(missing[0]) if missing else 'no match'})")
+            raise BadSource(file, line, where, f"{ref} does not exist ({self.relative(missing[0]) if missing else 'no match'})")
         return paths
 
     def read_text(self, path: Path) -> str:
         try:
             return path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise PromptfooImportError(f"{self.relative(path)}: cannot read: {exc}") from None
+            raise BadSource(self.relative(path), None, "", f"cannot read: {exc}") from None
 
     def load_yaml(self, path: Path) -> YamlDocument:
         if str(path) not in self.files:
@@ -89,7 +84,7 @@ class Source:
                 # promptfoo reads YAML with js-yaml: YAML 1.2 booleans (true/false), as evalh's loader
                 self.files[str(path)] = load_yaml(path)
             except ConfigError as exc:
-                raise PromptfooImportError(str(exc).splitlines()[0]) from None
+                raise BadSource.of(exc.issues[0]) from None
         return self.files[str(path)]
 
 
@@ -112,17 +107,17 @@ def read_rows(source: Source, path: Path) -> list[Located]:
                 try:
                     rows.append(Located(json.loads(line), name, f"line {number}", number))
                 except json.JSONDecodeError as exc:
-                    raise PromptfooImportError(f"{name}:{number}: invalid JSON: {exc.msg}") from None
+                    raise BadSource(name, number, "", f"invalid JSON: {exc.msg}") from None
         return rows
     if suffix == ".json":
         try:
             data = json.loads(source.read_text(path))
         except json.JSONDecodeError as exc:
-            raise PromptfooImportError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+            raise BadSource(name, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
         data = data if isinstance(data, list) else [data]
         return [Located(item, name, f"[{i}]", None) for i, item in enumerate(data)]
     if suffix in (".yaml", ".yml"):
         doc = source.load_yaml(path)
         data = doc.data if isinstance(doc.data, list) else [doc.data]
         return [Located(item, name, f"[{i}]", doc.line_of((i,))) for i, item in enumerate(data)]
-    raise PromptfooImportError(f"{name}: tests file of an unsupported kind {suffix!r} (csv, json, jsonl, yaml)")
+    raise BadSource(name, None, "", f"tests file of an unsupported kind {suffix!r} (csv, json, jsonl, yaml)")

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES, Judge, check_type, contains_values, map_assertion
-from evalh_pipeline.importers.promptfoo.source import Located, PromptfooImportError, Source, read_rows
+from evalh_pipeline.importers.promptfoo.source import Located, Source, read_rows
 from evalh_pipeline.importers.promptfoo.templates import has_template, render
+from evalh_pipeline.importers.report import BadSource
 
 Place = tuple[str, str, int | None]
 # The thresholds promptfoo gives a CSV `__expected` cell of these types (DEFAULT_SEMANTIC_SIMILARITY_THRESHOLD
@@ -55,7 +56,7 @@ def _raw_tests(source: Source) -> list[Located]:
         return [Located({}, source.name, "tests", None)]
     entries = [data] if isinstance(data, str) else data
     if not isinstance(entries, list):
-        raise PromptfooImportError(f"{source.name}:{source.line(('tests',))}: tests must be a list or a file:// reference")
+        raise BadSource(source.name, source.line(("tests",)), "tests", "must be a list or a file:// reference")
     out: list[Located] = []
     for index, entry in enumerate(entries):
         file, where, line = source.at(("tests", index) if isinstance(data, list) else ("tests",))

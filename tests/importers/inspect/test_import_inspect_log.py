@@ -36,7 +36,7 @@ def test_a_json_log_imports_as_cases_replayed_and_scored_per_scorer(tmp_path):
     out = tmp_path / "a"
     code, output = _import(str(LOGS / "arithmetic-model-a.json"), "-o", str(out))
     assert code == 0, output
-    assert "imported arithmetic: 6 case(s), 0 construct(s) not mapped" in output
+    assert "imported arithmetic: 6 case(s), 0 error(s), 0 note(s)" in output
     config = yaml.safe_load((out / "eval.yaml").read_text())
     assert config["systems"] == [{"name": "inspect", "adapter": "replay",
                                   "metadata": {"source": "inspect", "model": "openai/model-a"}}]
@@ -83,7 +83,7 @@ def test_a_log_written_by_inspect_ai_with_zstd_members_imports_and_reports_its_e
     out = tmp_path / "echo"
     code, output = _import(str(LOGS / "echo-mockllm-inspect-0.3.285.eval"), "-o", str(out))
     assert code == 0, output
-    assert "imported echo: 2 case(s), 3 construct(s) not mapped" in output
+    assert "imported echo: 2 case(s), 0 error(s), 3 note(s)" in output
     cases = _cases(out)
     # samples/ in epoch order, then by id as written: `2` before `s1`.
     assert [(c["id"], c["input"]) for c in cases] == [
@@ -92,8 +92,8 @@ def test_a_log_written_by_inspect_ai_with_zstd_members_imports_and_reports_its_e
     assert cases[0]["metadata"]["kind"] == "math"
     assert cases[0]["expected"] == {"facts": {"target": "4"}}
     report = (out / "import-report.md").read_text()
-    assert "`status`: the log's status is 'error'" in report
-    assert report.count("`error`: the sample errored in Inspect") == 2
+    assert "note: status: the log's status is 'error'" in report
+    assert report.count("note: error: the sample errored in Inspect") == 2
     assert yaml.safe_load((out / "eval.yaml").read_text())["metadata"]["model"] == "mockllm/model"
 
 
@@ -115,7 +115,7 @@ def test_a_package_scorer_name_is_an_evaluator_name_and_a_field_path_key(tmp_pat
     assert [(e["name"], e["config"]["field"]) for e in config["evaluators"]] == [
         ("closeness", "extra.inspect_scores.closeness.passed"),
         ("mypkg_exact-match", "extra.inspect_scores.mypkg_exact_match.passed")]
-    assert "- `edited.json` `scores.mypkg/exact-match`: evaluator named 'mypkg_exact-match'" in (
+    assert "- edited.json: note: scores.mypkg/exact-match: evaluator names allow no | , [ ] / \\; evaluator named 'mypkg_exact-match'" in (
         tmp_path / "out" / "import-report.md").read_text()
     score = _cases(tmp_path / "out")[0]["embedded_trace"]["extra"]["inspect_scores"]["mypkg_exact_match"]
     assert score == {"scorer": "mypkg/exact-match", "value": "C", "answer": "4", "explanation": "4", "passed": True}
@@ -144,10 +144,10 @@ def test_unmapped_constructs_are_reported_and_strict_makes_them_errors(tmp_path)
     code, output = _import(str(path), "-o", str(tmp_path / "out"))
     assert code == 0, output
     report = (tmp_path / "out" / "import-report.md").read_text()
-    assert "- `edited.json` `status`: the log's status is 'error'" in report
-    assert "- `edited.json samples[1]` `scores.match.value`: {\"a\": 1} is not a single value" in report
-    assert "- `edited.json samples[2]` `scores.closeness`: the sample has no score from this scorer" in report
-    assert "- `edited.json samples[3]` `input`: neither text nor a list of chat messages: sample skipped" in report
+    assert "- edited.json: note: status: the log's status is 'error'" in report
+    assert "- edited.json samples[1]: error: scores.match.value: {\"a\": 1} is not a single value" in report
+    assert "- edited.json samples[2]: error: scores.closeness: the sample has no score from this scorer" in report
+    assert "- edited.json samples[3]: error: input: neither text nor a list of chat messages; sample skipped" in report
     assert [c["id"] for c in _cases(tmp_path / "out")] == ["q1", "q2", "q3", "q5", "q6"]
 
 

@@ -51,7 +51,7 @@ def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp
     assert [c.evaluators[0].name for c in select_cases(spec, "r")] == ["match"] * 3
     # What does not map is in the report beside the eval, with its file and line.
     report = (out / "import-report.md").read_text()
-    assert f"`{REGISTRY / 'evals' / 'born-first.yaml'}:6` `born-first.dev.v0.class`" in report
+    assert f"- {REGISTRY / 'evals' / 'born-first.yaml'}:6: note: born-first.dev.v0.class: " in report
     assert "'boostrap_std', which is not computed" in report
 
 
@@ -153,14 +153,14 @@ def test_unmapped_samples_and_keys_are_reported_and_strict_refuses_them(tmp_path
     out = tmp_path / "out"
     code, output = _import(str(path), "-o", str(out), "--strict")
     assert code == 1 and not out.exists()
-    assert f"error: {path}:6 e.dev.v0.args.seed: not read by the mapping of evals.elsuite.basic.match:Match: ignored (not mapped)" in output
-    assert "samples.jsonl:2 input: neither a text prompt nor a list of chat messages" in output
-    assert "samples.jsonl:3 ideal: must be a string or a list of strings" in output
+    assert f"error: {path}:6: error: e.dev.v0.args.seed: not read by the mapping of evals.elsuite.basic.match:Match; ignored" in output
+    assert "samples.jsonl:2: error: input: neither a text prompt nor a list of chat messages" in output
+    assert "samples.jsonl:3: error: ideal: must be a string or a list of strings" in output
     code, output = _import(str(path), "-o", str(out))
     assert code == 0, output
     assert len(_cases(out)) == 1
     report = (out / "import-report.md").read_text()
-    assert "samples.jsonl:2` `input`" in report and "samples.jsonl:3` `ideal`" in report
+    assert "samples.jsonl:2: error: input:" in report and "samples.jsonl:3: error: ideal:" in report
 
 
 def test_an_output_folder_with_files_is_refused(tmp_path):
@@ -178,14 +178,14 @@ def test_a_fuzzy_match_sample_without_an_ideal_is_reported_not_imported(tmp_path
     code, output = _import(str(path), "-o", str(tmp_path / "out"))
     assert code == 0, output
     assert [c["id"] for c in _cases(tmp_path / "out")] == ["sample-0"]
-    assert "samples.jsonl:2 ideal: empty: openai/evals raises on it (utils.py:88" in output
+    assert "samples.jsonl:2: error: ideal: empty: openai/evals raises on it (utils.py:88" in output
 
 
 def test_samples_none_of_which_import_are_one_line_saying_why(tmp_path):
     line = _bad(tmp_path, _registry(tmp_path, MATCH, samples=b'{"input": "q", "ideal": 7}\n\n'))
     assert line.endswith("samples.jsonl: no sample could be imported (1 skipped; the first: "
-                         f"{tmp_path / 'reg' / 'data' / 's' / 'samples.jsonl'}:1 ideal: must be a string or a list "
-                         "of strings (openai/evals asserts it): sample skipped)")
+                         f"{tmp_path / 'reg' / 'data' / 's' / 'samples.jsonl'}:1: error: ideal: must be a string or a list "
+                         "of strings (openai/evals asserts it); sample skipped)")
     shutil.rmtree(tmp_path / "reg")
     assert _bad(tmp_path, _registry(tmp_path, MATCH, samples=b"\n")).endswith(
         "samples.jsonl: the samples file holds no sample")

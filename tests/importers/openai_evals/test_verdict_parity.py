@@ -36,7 +36,7 @@ import pytest
 
 from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.importers.openai_evals.importer import import_registry_file
-from evalh_pipeline.importers.writing import check_loads, write_tree
+from evalh_pipeline.importers.writing import check_loads, write_imports
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
@@ -99,10 +99,9 @@ def _graded_answer(prompt: str) -> str | None:
 def _import(out: Path) -> None:
     imported = import_registry_file(REGISTRY / "evals" / "parity.yaml")
     assert [found.name for found in imported] == EVALS + GRADED
-    assert all(all("not computed" in str(u) for u in found.report.unmapped)
+    assert all(all("not computed" in u.text() for u in found.report.findings)
                for found in imported if found.name in EVALS)
-    write_tree(out, {f"{found.name}/{name}": text for found in imported for name, text in found.files.items()},
-               lambda folder: [check_loads(folder / name, {"OPENAI_API_KEY": "x"}) for name in EVALS + GRADED])
+    write_imports(out, imported, lambda folder: check_loads(folder, {"OPENAI_API_KEY": "x"}))
 
 
 def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.importers.promptfoo import import_promptfoo, write_import
+from evalh_pipeline.importers.promptfoo import import_promptfoo
+from evalh_pipeline.importers.writing import write_tree
 from tests.conftest import run_evalh
 
 pytestmark = pytest.mark.integration
@@ -28,7 +29,7 @@ def test_example_imports_with_no_error_and_dry_runs(name, tmp_path, env):
     assert imported.report.errors == []
     # Dagster names the eval's assets after it: letters, digits and `_` only.
     assert imported.eval_yaml["eval"]["name"] == name.replace("-", "_").replace(".", "_")
-    write_import(imported, tmp_path / name)
+    write_tree(tmp_path / name, imported.files())
     dry = run_evalh(["run", str(tmp_path / name / "eval.yaml"), "--dry-run"],
                     {**env, "OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"}, tmp_path)
     assert dry.returncode == 0, dry.stderr

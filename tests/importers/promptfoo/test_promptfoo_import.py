@@ -7,7 +7,9 @@ import textwrap
 import pytest
 import yaml
 
-from evalh_pipeline.importers.promptfoo import PromptfooImportError, import_promptfoo, write_import
+from evalh_pipeline.importers.promptfoo import import_promptfoo
+from evalh_pipeline.importers.report import BadSource
+from evalh_pipeline.importers.writing import write_tree
 from evalh_pipeline.importers.promptfoo.tests import assertion_from_string
 
 
@@ -68,7 +70,7 @@ def test_http_provider_maps_url_body_and_a_field_path_transform(tmp_path):
     assert system["endpoint"] == "https://example.com/api/chat"
     # A credential written in the config is never copied: eval.yaml names a variable instead.
     assert system["headers"] == {"Authorization": "Bearer ${SERVICE_TOKEN}", "X-Api-Key": "${PROMPTFOO_HEADER_X_API_KEY}"}
-    write_import(imported, tmp_path / "out")
+    write_tree(tmp_path / "out", imported.files())
     assert not any("sk-literal-secret-123" in p.read_text() for p in (tmp_path / "out").iterdir())
     assert system["request_template"] == {"input": "Q: {{ input.vars.q }}", "user": "{{ input.vars.user }}"}
     assert system["response_mapping"] == {"final_answer": "$.choices[0].message.content"}
@@ -174,7 +176,7 @@ def test_every_unmapped_construct_has_a_file_line_in_the_report(tmp_path):
     assert lines[3].startswith("promptfooconfig.yaml:11: error: tests[0].assert[0]: moderation assertion has no evalh counterpart")
     assert lines[4].startswith("promptfooconfig.yaml:12: note: tests[0].assert[1]: assertion weight 2; not used")
     assert [s["name"] for s in imported.eval_yaml["systems"]] == ["openai:gpt-4o-mini"]  # the one prompt left
-    write_import(imported, tmp_path / "out")
+    write_tree(tmp_path / "out", imported.files())
     report = (tmp_path / "out" / "import-report.md").read_text()
     assert all(f"- {line}" in report for line in lines)
     assert "4 error(s), 1 note(s)" in report
@@ -183,26 +185,26 @@ def test_every_unmapped_construct_has_a_file_line_in_the_report(tmp_path):
 @pytest.mark.parametrize(("text", "files", "message"), [
     ("name: x\nsystems: []\n", {}, "promptfooconfig.yaml: not a promptfoo config (it has none of the keys prompts, providers, targets, tests)"),
     ("prompts: [file://missing.txt]\nproviders: [openai:gpt-4o]\n", {},
-     "promptfooconfig.yaml:1: prompts[0]: file://missing.txt does not exist (missing.txt)"),
+     "promptfooconfig.yaml:1 prompts[0]: file://missing.txt does not exist (missing.txt)"),
     ("prompts: [hi]\nproviders: [openai:gpt-4o]\ntests:\n  - assert:\n      - type: containz\n        value: x\n", {},
-     "promptfooconfig.yaml:5: tests[0].assert[0]: unknown assertion type 'containz'"),
+     "promptfooconfig.yaml:5 tests[0].assert[0]: unknown assertion type 'containz'"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, text, files, message):
     path = _config(tmp_path / "src", text, **files)
-    with pytest.raises(PromptfooImportError) as raised:
-        write_import(import_promptfoo(path, "demo"), tmp_path / "out")
+    with pytest.raises(BadSource) as raised:
+        write_tree(tmp_path / "out", import_promptfoo(path, "demo").files())
     assert str(raised.value) == message
     assert not (tmp_path / "out").exists()
 
 
-def test_write_import_refuses_a_folder_with_files_and_leaves_no_staging(tmp_path):
+def test_writing_refuses_a_folder_with_files_and_leaves_no_staging(tmp_path):
     path = _config(tmp_path / "src", "prompts: [hi]\nproviders: [openai:gpt-4o]\n")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("mine")
-    with pytest.raises(PromptfooImportError, match="exists and is not an empty folder"):
-        write_import(import_promptfoo(path, "demo"), tmp_path / "out")
+    with pytest.raises(BadSource, match="exists and is not empty"):
+        write_tree(tmp_path / "out", import_promptfoo(path, "demo").files())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"]
-    write_import(import_promptfoo(path, "demo"), tmp_path / "new")
+    write_tree(tmp_path / "new", import_promptfoo(path, "demo").files())
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["cases.yaml", "eval.yaml", "import-report.md"]
     assert yaml.safe_load((tmp_path / "new" / "cases.yaml").read_text())["cases"] == [{"id": "test-1", "input": {"vars": {}}}]
 
@@ -245,7 +247,7 @@ def test_a_python_provider_is_copied_and_called_as_promptfoo_calls_it(tmp_path, 
         """})
     imported = import_promptfoo(path, "shout")
     assert imported.report.findings == []
-    write_import(imported, tmp_path / "out")
+    write_tree(tmp_path / "out", imported.files())
     assert (tmp_path / "out" / "promptfoo_provider_shouter.py").exists()
     monkeypatch.chdir(tmp_path / "out")
     spec = load_eval(tmp_path / "out" / "eval.yaml")

@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from evalh_pipeline.importers.promptfoo import import_promptfoo, write_import
+from evalh_pipeline.importers.promptfoo import import_promptfoo
+from evalh_pipeline.importers.writing import write_tree
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
@@ -25,7 +26,7 @@ def run_imported(config, out, monkeypatch) -> dict[str, dict]:
     """Import ``config`` into ``out``, run it in-process; the result of each case's own evaluator."""
     imported = import_promptfoo(config, "parity")
     assert imported.report.findings == []
-    write_import(imported, out)
+    write_tree(out, imported.files())
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     spec = load_eval(out / "eval.yaml")
     info = prepare_cases(spec, new_run_id(spec.name))
