@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, main
-from evalh_pipeline.terminal import error, say, warning
+from evalh_pipeline.terminal import err, error, escape_control, say
 
 if TYPE_CHECKING:
     from evalh_pipeline.importers.writing import ImportedFiles
@@ -34,7 +34,8 @@ def _import(source: Path, out: Path, strict: bool, read: Callable[[], list[Impor
         sys.exit(EXIT_CONFIG)
     findings = [finding for found in imported for finding in found.report.findings]
     for finding in findings:
-        (error if strict or finding.severity == "error" else warning)(finding.text())
+        # Each line names its own severity (`file:line: error|note: ...`): no second prefix.
+        err.line(escape_control(finding.text()))
     if strict and findings:
         error(f"{source}: {len(findings)} construct(s) do not map (--strict); nothing written")
         sys.exit(EXIT_CONFIG)

@@ -153,7 +153,7 @@ def test_unmapped_samples_and_keys_are_reported_and_strict_refuses_them(tmp_path
     out = tmp_path / "out"
     code, output = _import(str(path), "-o", str(out), "--strict")
     assert code == 1 and not out.exists()
-    assert f"error: {path}:6: error: e.dev.v0.args.seed: not read by the mapping of evals.elsuite.basic.match:Match; ignored" in output
+    assert f"{path}:6: error: e.dev.v0.args.seed: not read by the mapping of evals.elsuite.basic.match:Match; ignored" in output
     assert "samples.jsonl:2: error: input: neither a text prompt nor a list of chat messages" in output
     assert "samples.jsonl:3: error: ideal: must be a string or a list of strings" in output
     code, output = _import(str(path), "-o", str(out))
