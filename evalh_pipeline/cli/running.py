@@ -228,12 +228,25 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--all", "rejudge_all", is_flag=True,
               help="Re-judge every result, not only those of evaluators whose config changed and of new traces.")
-def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool) -> None:
+@click.option("--repeat-judging", "repeats", type=int, metavar="K",
+              help="Measure the judges instead: judge each trace K times (K >= 2) with every evaluator that "
+                   "calls a model, write the flip rates to judge_consistency.jsonl; results are not changed.")
+def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None, rejudge_all: bool,
+                repeats: int | None) -> None:
     """Re-judge the persisted traces of RUN_DIR with the current evaluators (never calls the system).
 
     Only results whose evaluator config changed (or whose trace is new) are judged again;
     the others are kept as they are. --all re-judges everything. It is one Dagster run of
-    the eval's judge job on the run's partition: results, summary and drift."""
+    the eval's judge job on the run's partition: results, summary and drift.
+
+    --repeat-judging K judges every trace K times with each judge and reports how often its
+    verdicts on a cell disagree (the flip rate); it writes judge_consistency.jsonl only."""
+    if repeats is not None and repeats < 2:
+        error(f"--repeat-judging {repeats}: K must be 2 or more (a verdict per cell cannot disagree with itself)")
+        sys.exit(EXIT_CONFIG)
+    if repeats is not None and rejudge_all:
+        error("--repeat-judging measures the judges and leaves the results as they are: it does not take --all")
+        sys.exit(EXIT_CONFIG)
     if "://" in run_dir:
         error("re-evaluate works on a local run directory (or a run id in ./runs)")
         sys.exit(EXIT_CONFIG)
@@ -243,6 +256,9 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     directory = _run_directory(run_dir)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
+    if repeats is not None:
+        _repeat_judging(spec, directory, repeats, max_concurrency)
+        return
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
     with _holding(directory.path, "evalh re-evaluate"):
@@ -256,6 +272,30 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         changed = ", ".join(counts["evaluators_rejudged"]) or "none"
         say(f"re-judged {counts['results']} result(s) (changed evaluators: {changed}; "
             f"{counts['traces_appended']} new trace(s)); kept {counts['results_kept']} unchanged")
+
+
+def _repeat_judging(spec: EvalSpec, directory: RunDirectory, repeats: int, max_concurrency: int | None) -> None:
+    """`re-evaluate --repeat-judging K`: measure each judge's flip rate, one line per evaluator."""
+    import asyncio
+
+    from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
+
+    err.line(f"judging every trace of run {directory.run_id} {repeats} times with each judge "
+             "(no system call; results are not changed)")
+    with _holding(directory.path, "evalh re-evaluate --repeat-judging"):
+        measured = asyncio.run(measure_judge_consistency(spec, directory, repeats, max_concurrency=max_concurrency))
+    for line in measured:
+        name = escape_control(line.evaluator)
+        if line.skipped is not None:
+            say(f"{name}: skipped, {line.skipped}")
+        elif line.flip_rate is None or line.ci_low is None or line.ci_high is None:
+            say(f"{name}: no cell judged {repeats} times with a verdict each time"
+                + (f" ({plural(line.errored, 'cell')} errored)" if line.errored else ""))
+        else:
+            say(f"{name}: flip rate {line.flip_rate:.1%} (95% CI {line.ci_low * 100:.1f}–{line.ci_high * 100:.1f}%) "
+                f"over {plural(line.cells, 'cell')}, K={line.repeats}"
+                + (f"; {plural(line.errored, 'cell')} left out (a repeat errored)" if line.errored else ""))
+    say(f"wrote {directory.judge_consistency}")
 
 
 @main.command("retry-failed")

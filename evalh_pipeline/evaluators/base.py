@@ -73,6 +73,9 @@ class Evaluator(ABC):
     #: False when :meth:`evaluate` never reads the case: re-evaluation then skips looking it up
     #: and passes an empty one.
     reads_case: bool = True
+    #: True when judging calls a model (a judge): the same trace may get another verdict on
+    #: another call. ``evalh re-evaluate --repeat-judging`` measures these only.
+    calls_model: bool = False
 
     def __init__(
         self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None
@@ -85,6 +88,10 @@ class Evaluator(ABC):
     @abstractmethod
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         ...
+
+    def bypass_cache(self) -> None:
+        """Ask the model on every call from now on, never a cached answer (repeated judging:
+        a cached answer would repeat the first verdict). Without a cache, nothing to do."""
 
 
 class SyncEvaluator(Evaluator):

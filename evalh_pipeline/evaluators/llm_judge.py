@@ -199,12 +199,16 @@ class LlmJudge(Evaluator):
     """
 
     Config = LlmJudgeConfig
+    calls_model = True
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self.judge = Judge(self.config, self.context)
         self._assertions = self.config.assertions
         self._rubric = self.config.rubric.spec() if self.config.rubric else None
+
+    def bypass_cache(self) -> None:
+        self.judge.bypass_cache()
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         if trace.error is not None:

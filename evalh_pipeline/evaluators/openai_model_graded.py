@@ -116,6 +116,7 @@ class OpenAIModelGraded(Evaluator):
 
     Config = ModelGradedConfig
     reads_case = False
+    calls_model = True  # its grading call is not cached: nothing to bypass
 
     def grading_prompt(self, answer: str) -> list[dict[str, Any]]:
         """The messages of the grading call for ``answer`` (classify_utils.py:57-72, utils.py:164-176)."""

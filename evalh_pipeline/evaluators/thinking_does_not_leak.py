@@ -105,6 +105,11 @@ class ThinkingDoesNotLeak(Evaluator):
                 **settings, "nl_assertions": [a if isinstance(a, str) else a.model_dump() for a in self.config.judge.assertions],
                 "pass_when": self.config.judge.pass_when, "include_in_prompt": ["thinking"],
             }, self.context)
+        self.calls_model = self._judge is not None  # patterns only: deterministic
+
+    def bypass_cache(self) -> None:
+        if self._judge is not None:
+            self._judge.bypass_cache()
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         thinking = thinking_text(trace)

@@ -91,6 +91,10 @@ class Judge:
         self._cache = (VerdictCache(context.cache_dir / "judge")
                        if settings.cache and context.cache_dir is not None else None)
 
+    def bypass_cache(self) -> None:
+        """Call the judge every time from now on: no answer read from (or written to) the cache."""
+        self._cache = None
+
     def cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """USD for these tokens by the price table (the same rule as system costs), or None if unpriced."""
         if self._prices is None:

@@ -2,6 +2,7 @@
 
 from evalh_pipeline.models.artifact import FileDiff, FileEntry, FileManifest, FilesystemArtifact
 from evalh_pipeline.models.case import CaseEvaluator, EvalCase, ExpectedBehavior
+from evalh_pipeline.models.judge_consistency import FlippingCell, JudgeConsistency
 from evalh_pipeline.models.label import HumanLabel, judged_content_hash
 from evalh_pipeline.models.result import NOT_JUDGED_ERRORS, EvaluationResult
 from evalh_pipeline.models.summary import (
@@ -38,6 +39,8 @@ __all__ = [
     "ComparisonReport",
     "Completeness",
     "EvalCase",
+    "FlippingCell",
+    "JudgeConsistency",
     "EvaluationResult",
     "EvaluatorRollup",
     "EvaluatorVariantRollup",

@@ -138,6 +138,12 @@ class RunDirectory:
         return self.path / "rate_limits.jsonl"
 
     @property
+    def judge_consistency(self) -> Path:
+        """One line per evaluator: its flip rate over K repeated judgements of each cell
+        (``evalh re-evaluate --repeat-judging K``); never part of the results."""
+        return self.path / "judge_consistency.jsonl"
+
+    @property
     def summary(self) -> Path:
         return self.path / "summary.yaml"
 
