@@ -35,16 +35,24 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     """Import the evals of PATH, a file of openai/evals' legacy registry (evals/registry/evals/*.yaml):
     samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
     FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
-    OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
+    OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written.
+
+    PATH may also be a JSON export of OpenAI's hosted Evals (an object with "object": "eval",
+    with its runs and output items): items become cases, string_check criteria their evaluators,
+    the output items baseline.yaml, which replays them."""
     from evalh_pipeline.config import ConfigError
+    from evalh_pipeline.importers.openai_evals.hosted import BASELINE_EVAL, import_hosted_export, is_hosted_export
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
     from evalh_pipeline.importers.report import BadSource
     from evalh_pipeline.importers.writing import check_loads, check_target, write_tree
 
     try:
         check_target(out)
-        imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
-                                        grader_model=grader_model)
+        if is_hosted_export(path):
+            imported = [import_hosted_export(path, models=list(models) or None)]
+        else:
+            imported = import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                            grader_model=grader_model)
     except BadSource as exc:
         error(str(exc))
         sys.exit(EXIT_CONFIG)
@@ -61,6 +69,8 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     def check(folder: Path) -> None:
         for found in imported:
             check_loads(folder / found.name if several else folder, {"OPENAI_API_KEY": "placeholder-key"})
+            if BASELINE_EVAL in found.files:  # a hosted export's replayable baseline
+                check_loads(folder, {}, BASELINE_EVAL)
 
     try:
         write_tree(out, files, check)
