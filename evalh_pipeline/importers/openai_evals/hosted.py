@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.common.yaml_files import dump_yaml
@@ -117,8 +118,7 @@ def import_hosted_export(path: Path, *, models: list[str] | None = None) -> Impo
             case["input"]["messages"] = messages
         evaluators = []
         for criterion in criteria:
-            reference = _render(criterion["reference"], item)
-            evaluators.append({"name": criterion["evaluator"], **criterion["mapping"](reference)})
+            evaluators.append({"name": criterion["evaluator"], **criterion["mapping"](item)})
         if evaluators:
             case["evaluators"] = evaluators
         cases.append(case)
@@ -217,8 +217,9 @@ def _render_messages(template: list[dict[str, Any]], item: dict[str, Any]) -> li
 
 
 def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any]]:
-    """The criteria that map to case evaluators: ``evaluator`` name, ``reference`` template and
-    ``mapping`` (reference -> evaluator). The others are reported (and kept in the baseline)."""
+    """The criteria that map to case evaluators: ``evaluator`` name, ``mapping`` (item ->
+    evaluator) and ``replayed`` (judged again in the baseline: no model call). The others are
+    reported (and passed in the baseline as OpenAI recorded them)."""
     mapped: list[dict[str, Any]] = []
     for number, criterion in enumerate(value if isinstance(value, list) else []):
         key = f"testing_criteria[{number}]"
@@ -240,15 +241,20 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                 report.add(file, None, f"{key}.reference", f"{reference!r} uses more than {{{{item.<field>}}}}: "
                                                            "criterion not imported")
             else:
-                mapped.append({"evaluator": _evaluator_name(criterion, number), "reference": reference,
-                               "name": criterion.get("name"),
-                               "mapping": lambda ref, op=str(operation): string_check(op, ref)})
+                mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": True,
+                               "mapping": lambda item, op=str(operation), ref=reference: string_check(
+                                   op, _render(ref, item))})
             continue
+        if kind == "label_model":
+            mapping = _label_model(criterion, key, file, report)
+            if mapping is not None:
+                mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": False,
+                               "mapping": mapping})
+                continue
         why = {
             "text_similarity": "its metrics (fuzzy_match is rapidfuzz's ratio, bleu, rouge_*, cosine on embeddings) "
                                "against pass_threshold have no identical evaluator here (evalh's fuzzy_match is "
                                "openai/evals' normalized containment)",
-            "label_model": "a model-graded label; not translated to llm_judge (its verdicts would differ)",
             "score_model": "a model-graded score; not translated to llm_judge (its verdicts would differ)",
             "python": "a Python grader is not run by the import",
             "multi": "a grader combining others is not translated",
@@ -256,6 +262,73 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
         report.add(file, None, f"{key} ({criterion.get('name')!r}, {kind})",
                    f"{why}: not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
     return mapped
+
+
+def _label_model(criterion: dict[str, Any], key: str, file: str,
+                 report: ImportReport) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """A ``label_model`` as the ``openai_model_graded`` evaluator (an approximation, reported):
+    the grader's messages with the item rendered in and the answer as ``{completion}``, its
+    labels as the choices, a passing label scoring 1 and the others 0 (a pass: the top score).
+    OpenAI constrains the grader's reply to the labels; here the reply is asked for in text
+    (openai/evals' ``classify`` instructions) and parsed."""
+    labels, passing = criterion.get("labels"), criterion.get("passing_labels")
+    messages, model = criterion.get("input"), criterion.get("model")
+    problem = None
+    if not (isinstance(labels, list) and labels and all(isinstance(x, str) and x for x in labels)):
+        problem = "labels must be a list of texts"
+    elif not (isinstance(passing, list) and passing and set(passing) <= set(labels) and set(passing) != set(labels)):
+        problem = "passing_labels must be some, not all, of the labels"
+    elif not (isinstance(model, str) and model):
+        problem = "model is missing"
+    elif not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        problem = "input must be a list of messages"
+    else:
+        texts = [_content_text(m.get("content")) for m in messages]
+        refs = [m.group(1) for t in texts for m in _TEMPLATE.finditer(t or "")]
+        if any(t is None for t in texts):
+            problem = "a message's content is neither text nor an input_text part"
+        elif any(r != "sample.output_text" and r.split(".")[0] != "item" for r in refs):
+            problem = "its messages use templates other than {{item.<field>}} and {{sample.output_text}}"
+    if problem is not None:
+        report.add(file, None, f"{key} ({criterion.get('name')!r}, label_model)",
+                   f"{problem}: not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
+        return None
+    report.add(file, None, f"{key} ({criterion.get('name')!r}, label_model)",
+               "approximated by openai_model_graded: OpenAI constrains the grader's reply to the labels, here "
+               "it is asked to print one and the reply is parsed, so verdicts may differ; baseline.yaml passes "
+               "it as OpenAI recorded it")
+    labels, passing, messages = cast(list[str], labels), cast(list[str], passing), cast(list[dict[str, Any]], messages)
+    scores = {label: 1.0 if label in passing else 0.0 for label in labels}
+
+    def evaluator(item: dict[str, Any]) -> dict[str, Any]:
+        prompt = [{"role": str(m.get("role", "user")), "content": _format_prompt(_content_text(m.get("content")) or "", item)}
+                  for m in messages]
+        return {"type": "openai_model_graded",
+                "config": {"prompt": prompt, "choice_strings": labels, "choice_scores": scores,
+                           "eval_type": "classify", "parse_type": "classify", "match_fn": "exact", "model": model}}
+    return evaluator
+
+
+def _content_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict) and content.get("type") in ("input_text", "output_text"):
+        return str(content.get("text", ""))
+    return None
+
+
+def _format_prompt(text: str, item: dict[str, Any]) -> str:
+    """``text`` as a ``str.format`` template (openai_model_graded fills it): the item rendered
+    in with its braces doubled, ``{{sample.output_text}}`` as ``{completion}``."""
+    parts, last = [], 0
+    for found in _TEMPLATE.finditer(text):
+        parts.append(text[last:found.start()].replace("{", "{{").replace("}", "}}"))
+        value = "{completion}" if found.group(1) == "sample.output_text" else \
+            _render(found.group(0), item).replace("{", "{{").replace("}", "}}")
+        parts.append(value)
+        last = found.end()
+    parts.append(text[last:].replace("{", "{{").replace("}", "}}"))
+    return "".join(parts)
 
 
 def _evaluator_name(criterion: dict[str, Any], number: int) -> str:
@@ -300,10 +373,12 @@ def _baseline(cases: list[dict[str, Any]], output_items: list[dict[str, Any]], r
               report: ImportReport) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     if not output_items:
         return None
-    by_id = {c["metadata"]["datasource_item_id"]: {**c, "embedded_traces": {}} for c in cases}
+    replayed = {c["evaluator"] for c in mapped if c["replayed"]}
+    by_id = {c["metadata"]["datasource_item_id"]: {
+        **c, "evaluators": [e for e in c.get("evaluators", []) if e["name"] in replayed], "embedded_traces": {}}
+        for c in cases}
     all_criteria = [c for c in (the_eval.get("testing_criteria") or []) if isinstance(c, dict)]
     recorded = {_evaluator_name(c, n): str(c.get("name") or "") for n, c in enumerate(all_criteria)}
-    mapped_names = {c["evaluator"] for c in mapped}
     for number, output in enumerate(output_items):
         where = f"output_items[{number}]"
         model = run_models.get(str(output.get("run_id")))
@@ -328,7 +403,7 @@ def _baseline(cases: list[dict[str, Any]], output_items: list[dict[str, Any]], r
     systems = list(dict.fromkeys(m for c in baseline_cases for m in c["embedded_traces"]))
     evaluators = [{"name": evaluator, "type": "exact_match",
                    "config": {"field": f"extra.openai_results.{_key(evaluator)}.passed", "expected": True}}
-                  for evaluator in recorded if evaluator not in mapped_names]
+                  for evaluator in recorded if evaluator not in replayed]
     return ({"dataset": {"type": "yaml", "path": BASELINE_CASES},
              "systems": [{"name": m, "adapter": "replay", "metadata": {"source": "openai-evals", "model": m}}
                          for m in systems],

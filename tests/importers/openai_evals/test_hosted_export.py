@@ -82,8 +82,15 @@ def test_items_become_cases_with_rendered_messages_and_string_checks(tmp_path):
                                           {"role": "user", "content": "Capital of France?"}]
     assert [(e["name"], e["type"]) for e in first["evaluators"]] == [
         ("exact", "regex_match"), ("not the question", "regex_match"), ("mentions", "contains_text"),
-        ("mentions any case", "contains_text")]
+        ("mentions any case", "contains_text"), ("grader", "openai_model_graded")]
     assert first["evaluators"][2]["config"]["any_of"] == ["Paris"]
+    # The label_model: its messages with the item rendered in and the answer as {completion},
+    # a passing label the top score.
+    grader = first["evaluators"][4]["config"]
+    assert grader["prompt"] == [{"role": "developer",
+                                 "content": "Is {completion} the capital asked in Capital of France??"}]
+    assert (grader["choice_strings"], grader["choice_scores"], grader["model"]) == (
+        ["yes", "no"], {"yes": 1.0, "no": 0.0}, "gpt-4o-mini")
     config = yaml.safe_load(imported.files["eval.yaml"])
     assert config["eval"]["name"] == "capitals"
     (system,) = config["systems"]
@@ -101,6 +108,7 @@ def test_every_criterion_that_does_not_map_is_one_report_line():
     assert kinds == ["testing_criteria[4] ('close', text_similarity)", "testing_criteria[5] ('grader', label_model)",
                      "testing_criteria[6] ('score', score_model)", "testing_criteria[7] ('py', python)"]
     assert all("baseline.yaml passes it as OpenAI recorded it" in item.message for item in report.unmapped)
+    assert report.unmapped[1].message.startswith("approximated by openai_model_graded")
 
 
 def test_the_baseline_replays_each_output_with_openais_recorded_verdicts():
@@ -108,9 +116,12 @@ def test_the_baseline_replays_each_output_with_openais_recorded_verdicts():
     baseline = yaml.safe_load(imported.files["baseline.yaml"])
     assert baseline["systems"] == [{"name": "gpt-4o-mini", "adapter": "replay",
                                     "metadata": {"source": "openai-evals", "model": "gpt-4o-mini"}}]
-    # The unmapped criteria pass as OpenAI recorded them; the string checks are judged again.
+    # The criteria other than string checks pass as OpenAI recorded them (no model is called);
+    # the string checks are judged again.
     assert [e["name"] for e in baseline["evaluators"]] == ["close", "grader", "score", "py"]
     cases = yaml.safe_load(imported.files["baseline-cases.yaml"])["cases"]
+    assert [e["name"] for e in cases[0]["evaluators"]] == ["exact", "not the question", "mentions",
+                                                            "mentions any case"]
     trace = cases[1]["embedded_traces"]["gpt-4o-mini"]
     assert trace["output"]["final_answer"] == "The capital is tokyo."
     assert trace["metrics"] == {"token_input": 12, "token_output": 3}
@@ -130,6 +141,16 @@ def test_string_checks_on_other_fields_are_reported_and_strict_input_is_refused(
     assert [item.key for item in imported.report.unmapped] == ["testing_criteria[4].input",
                                                                "testing_criteria[5].operation"]
     assert "baseline.yaml" not in imported.files  # no output items: nothing to replay
+
+
+def test_a_label_model_that_cannot_be_approximated_is_reported(tmp_path):
+    export = json.loads((HOSTED / "export.json").read_text())
+    export["testing_criteria"][5]["passing_labels"] = ["yes", "no"]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    line = import_hosted_export(path).report.unmapped[1]
+    assert line.key == "testing_criteria[5] ('grader', label_model)"
+    assert line.message.startswith("passing_labels must be some, not all, of the labels: not in eval.yaml")
 
 
 def test_an_export_without_items_or_not_an_eval_is_one_line(tmp_path):

@@ -47,16 +47,27 @@ def test_an_export_imports_dry_runs_and_its_baseline_replays_openais_verdicts(tm
     judged = {(r["case_id"], r["evaluator"]): r["passed"] for r in results}
     assert judged == recorded and len(judged) == 3 * 8
 
-    # A fresh run of the imported eval: the model now answers item-1 exactly.
+    # A fresh run of the imported eval: the model now answers item-1 exactly, and the label
+    # grader (label_model, approximated) says yes.
     answers = {"Capital of France?": "Paris", "Capital of Japan?": "Tokyo", "Capital of Peru?": "Lima"}
-    with ScriptedChatServer(answers) as server:
+
+    def script(prompt: str) -> str | None:
+        grading = prompt.startswith("Is ") and "Answer the question by printing only" in prompt
+        return "yes" if grading else answers.get(prompt)
+
+    with ScriptedChatServer(script) as server:
         proc = run_evalh(["run", str(out / "eval.yaml")],
                          {**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}, tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fresh_run = _run_dir(runs, {baseline_run})
     fresh = {(r["case_id"], r["evaluator"]): r["passed"]
              for r in map(json.loads, (fresh_run / "results.jsonl").read_text().splitlines())}
-    assert all(fresh.values()) and len(fresh) == 3 * 4  # the string checks only
+    assert all(fresh.values()) and len(fresh) == 3 * 5  # the string checks and the label grader
+    graded = [r.body["messages"][0]["content"] for r in server.requests if r.body["model"] == "gpt-4o-mini"
+              and r.body["messages"][0]["content"].startswith("Is ")]
+    assert sorted(g.split("\n")[0] for g in graded) == ["Is Lima the capital asked in Capital of Peru??",
+                                                        "Is Paris the capital asked in Capital of France??",
+                                                        "Is Tokyo the capital asked in Capital of Japan??"]
     proc = run_evalh(["compare", str(baseline_run), str(fresh_run), "--json"], env, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (variant,) = json.loads(proc.stdout)["variants"]
