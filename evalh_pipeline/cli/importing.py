@@ -49,6 +49,11 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     try:
         check_target(out)
         if is_hosted_export(path):
+            given = [flag for flag, value in (("--data", data), ("--eval", only), ("--grader-model", grader_model))
+                     if value is not None]
+            if given:
+                raise BadSource(str(path), None, "", f"{', '.join(given)}: for registry files only, not for a "
+                                                     "hosted Evals export (its graders name their models)")
             imported = [import_hosted_export(path, models=list(models) or None)]
         else:
             imported = import_registry_file(path, data=data, models=list(models) or None, only=only,

@@ -183,14 +183,21 @@ def _items(runs: list[dict[str, Any]], output_items: list[dict[str, Any]]) -> di
 
 
 def _template(runs: list[dict[str, Any]], file: str, report: ImportReport) -> list[dict[str, Any]] | None:
+    """The first run's message template (the cases carry one; a run with another is reported)."""
+    found: list[dict[str, Any]] | None = None
     for number, run in enumerate(runs):
         source = (run.get("data_source") or {}).get("input_messages") or {}
         if source.get("type") == "template" and isinstance(source.get("template"), list):
-            return [m for m in source["template"] if isinstance(m, dict)]
-        if source:
+            template = [m for m in source["template"] if isinstance(m, dict)]
+            if found is None:
+                found = template
+            elif template != found:
+                report.add(file, None, f"runs[{number}].data_source.input_messages",
+                           "another template than the first run's: the cases carry the first run's messages")
+        elif source:
             report.add(file, None, f"runs[{number}].data_source.input_messages",
                        f"type {source.get('type')!r} is not a message template: not used")
-    return None
+    return found
 
 
 def _render(text: str, item: dict[str, Any]) -> str:
@@ -349,14 +356,22 @@ def _models(runs: list[dict[str, Any]], report: ImportReport, file: str) -> dict
 
 
 def _sampling(runs: list[dict[str, Any]], file: str, report: ImportReport) -> dict[str, Any]:
+    """The first run's sampling parameters as request fields (a run with others is reported)."""
+    found: dict[str, Any] | None = None
     for number, run in enumerate(runs):
         params = (run.get("data_source") or {}).get("sampling_params")
-        if isinstance(params, dict):
-            for key in params:
-                if key not in _SAMPLING:
-                    report.add(file, None, f"runs[{number}].data_source.sampling_params.{key}", "not sent: ignored")
-            return {_SAMPLING[k]: v for k, v in params.items() if k in _SAMPLING and v is not None}
-    return {}
+        if not isinstance(params, dict):
+            continue
+        for key in params:
+            if key not in _SAMPLING:
+                report.add(file, None, f"runs[{number}].data_source.sampling_params.{key}", "not sent: ignored")
+        fields = {_SAMPLING[k]: v for k, v in params.items() if k in _SAMPLING and v is not None}
+        if found is None:
+            found = fields
+        elif fields != found:
+            report.add(file, None, f"runs[{number}].data_source.sampling_params",
+                       "other values than the first run's: every system sends the first run's")
+    return found or {}
 
 
 def _result_of(results: list[Any], criterion_name: str) -> dict[str, Any] | None:
@@ -394,6 +409,8 @@ def _baseline(cases: list[dict[str, Any]], output_items: list[dict[str, Any]], r
         scores = {}
         for evaluator, criterion_name in recorded.items():
             result = _result_of(results, criterion_name)
+            if result is None and evaluator not in replayed:
+                report.add(file, None, f"{where}.results", f"no result of {criterion_name!r}: it fails in the baseline")
             scores[evaluator] = {"passed": bool(result and result.get("passed") is True),
                                  "score": (result or {}).get("score")}
         case["embedded_traces"][model] = _trace(output, case, model, scores)

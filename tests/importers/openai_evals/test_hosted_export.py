@@ -162,3 +162,22 @@ def test_an_export_without_items_or_not_an_eval_is_one_line(tmp_path):
     other.write_text(json.dumps({"eval": {"object": "eval.run"}}))
     with pytest.raises(BadSource, match=r'^other.json object: must be "eval"'):
         import_hosted_export(other)
+
+
+def test_a_second_run_with_another_template_or_a_missing_result_is_reported(tmp_path):
+    export = json.loads((HOSTED / "export.json").read_text())
+    second = json.loads(json.dumps(export["runs"][0]))
+    second.update(id="evalrun_2", model="gpt-4o")
+    second["data_source"]["input_messages"]["template"][0]["content"] = "Be brief."
+    second["data_source"]["sampling_params"]["temperature"] = 0.7
+    second["output_items"] = {"data": []}
+    export["runs"].append(second)
+    del export["runs"][0]["output_items"]["data"][0]["results"][5]  # the label grader's result
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    imported = import_hosted_export(path)
+    keys = [item.key for item in imported.report.unmapped]
+    assert "runs[1].data_source.input_messages" in keys and "runs[1].data_source.sampling_params" in keys
+    assert "output_items[0].results" in keys
+    config = yaml.safe_load(imported.files["eval.yaml"])
+    assert [(s["name"], s["temperature"]) for s in config["systems"]] == [("gpt-4o-mini", 0.0), ("gpt-4o", 0.0)]

@@ -94,3 +94,14 @@ def test_an_export_of_only_string_checks_imports_under_strict(tmp_path: Path, en
                      env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Every construct maps" in (out / "import-report.md").read_text()
+
+
+def test_registry_only_options_on_an_export_are_one_line_and_nothing_is_written(tmp_path: Path, env):
+    out = tmp_path / "capitals"
+    proc = run_evalh(["import", "openai-evals", str(HOSTED / "export.json"), "-o", str(out), "--eval", "x"],
+                     env, tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {HOSTED / 'export.json'}: --eval: for registry files only, not for a hosted Evals export "
+        "(its graders name their models)"]
+    assert not out.exists()
