@@ -259,9 +259,9 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                                "mapping": mapping})
                 continue
         why = {
-            "text_similarity": "its metrics (fuzzy_match is rapidfuzz's ratio, bleu, rouge_*, cosine on embeddings) "
-                               "against pass_threshold have no identical evaluator here (evalh's fuzzy_match is "
-                               "openai/evals' normalized containment)",
+            "text_similarity": "a similarity score (fuzzy_match, bleu, gleu, meteor, rouge_*, cosine) against "
+                               "pass_threshold has no identical evaluator here (evalh's fuzzy_match is openai/evals' "
+                               "normalized containment, a yes/no, not a score)",
             "score_model": "a model-graded score; not translated to llm_judge (its verdicts would differ)",
             "python": "a Python grader is not run by the import",
             "multi": "a grader combining others is not translated",
