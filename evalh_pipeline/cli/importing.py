@@ -74,13 +74,33 @@ def import_openai_evals(path: Path, out: Path, data: Path | None, models: tuple[
     """Import the evals of PATH, a file of openai/evals' legacy registry (evals/registry/evals/*.yaml):
     samples become cases (chat input; ideal as each case's own evaluator: Match, Includes,
     FuzzyMatch, ModelBasedClassify with the registry's modelgraded specs); each model an http system whose endpoint is ${OPENAI_BASE_URL} (default
-    OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written."""
+    OpenAI's) and key ${OPENAI_API_KEY}, read when the eval runs, never written.
+
+    PATH may also be a JSON export of OpenAI's hosted Evals (an object with "object": "eval",
+    with its runs and output items): items become cases, string_check criteria their evaluators,
+    the output items baseline.yaml, which replays them."""
+    from evalh_pipeline.importers.openai_evals.hosted import BASELINE_EVAL, import_hosted_export, is_hosted_export
     from evalh_pipeline.importers.openai_evals.importer import import_registry_file
+    from evalh_pipeline.importers.report import BadSource
     from evalh_pipeline.importers.writing import check_loads
 
-    _import(path, out, strict, lambda: import_registry_file(path, data=data, models=list(models) or None, only=only,
-                                                            grader_model=grader_model),
-            lambda folder: check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}))
+    def read() -> list[ImportedFiles]:
+        if is_hosted_export(path):
+            given = [flag for flag, value in (("--data", data), ("--eval", only), ("--grader-model", grader_model))
+                     if value is not None]
+            if given:
+                raise BadSource(str(path), None, "", f"{', '.join(given)}: for registry files only, not for a "
+                                                     "hosted Evals export (its graders name their models)")
+            return [import_hosted_export(path, models=list(models) or None)]
+        return import_registry_file(path, data=data, models=list(models) or None, only=only,
+                                    grader_model=grader_model)
+
+    def check(folder: Path) -> None:
+        check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"})
+        if (folder / BASELINE_EVAL).exists():  # a hosted export's replayable baseline
+            check_loads(folder, {}, BASELINE_EVAL)
+
+    _import(path, out, strict, read, check)
 
 
 @import_group.command("promptfoo")

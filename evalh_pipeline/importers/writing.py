@@ -76,11 +76,11 @@ def write_tree(out: Path, files: dict[str, str | bytes], check: Callable[[Path],
         raise
 
 
-def check_loads(folder: Path, env: dict[str, str]) -> None:
-    """Load ``folder``'s eval.yaml with ``env`` (placeholders for the variables it names) and
-    read every case as ``evalh run --dry-run`` does, warnings as errors: an import writes only
-    evals that load."""
-    eval_path = folder / "eval.yaml"
+def check_loads(folder: Path, env: dict[str, str], name: str = "eval.yaml") -> None:
+    """Load ``folder``'s eval file ``name`` with ``env`` (placeholders for the variables it names)
+    and read every case as ``evalh run --dry-run`` does, warnings as errors: an import writes
+    only evals that load."""
+    eval_path = folder / name
     spec = load_eval(eval_path, env, strict=True)
     for _ in select_cases(spec, "import-check"):
         pass
