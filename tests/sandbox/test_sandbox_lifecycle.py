@@ -57,7 +57,8 @@ def test_the_timeout_freezes_the_sandbox_and_keeps_what_was_written_before(docke
     assert traces["flaky"]["error"] is not None and "exit code 1" in traces["flaky"]["error"]["message"]
     assert traces["flaky"]["metrics"]["custom"]["attempts"] == 2
     assert leftover_sandboxes(docker_engine) == []
-    assert {r["variant_name"] for r in records(run_dir, "results.jsonl")} == {"slow", "flaky"}
+    # Neither system answered (a timeout, an exit code): the run fails after its traces, the cause first.
+    assert done.returncode == 2 and "no system answered" in done.stderr, done.stderr[-2000:]
 
 
 def test_sandboxes_of_a_killed_run_are_removed_by_the_next_run(docker_engine, tmp_path):
