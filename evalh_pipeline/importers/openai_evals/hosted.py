@@ -38,7 +38,7 @@ from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.common.yaml_files import dump_yaml
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.importers.openai_evals.importer import DEFAULT_MODEL, ENDPOINT
-from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport, Severity
+from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 from evalh_pipeline.importers.writing import ImportedFiles
 
 BASELINE_EVAL = "baseline.yaml"
@@ -125,8 +125,8 @@ def import_hosted_export(path: Path, *, models: list[str] | None = None) -> Impo
             case["evaluators"] = evaluators
         cases.append(case)
     if template is None:
-        _add(report, file, "runs[].data_source.input_messages",
-                   "no message template: cases carry their item only, and the systems need a template to send")
+        report.add(file, None, "runs[].data_source.input_messages", "no message template",
+                   "cases carry their item only, and the systems need a template to send")
 
     run_models = _models(runs, report, file)
     systems_models = list(dict.fromkeys([*(models or []), *run_models.values()])) or [DEFAULT_MODEL]
@@ -194,11 +194,11 @@ def _template(runs: list[dict[str, Any]], file: str, report: ImportReport) -> li
             if found is None:
                 found = template
             elif template != found:
-                _add(report, file, f"runs[{number}].data_source.input_messages",
-                           "another template than the first run's: the cases carry the first run's messages")
+                report.add(file, None, f"runs[{number}].data_source.input_messages",
+                           "another template than the first run's", "the cases carry the first run's messages")
         elif source:
-            _add(report, file, f"runs[{number}].data_source.input_messages",
-                       f"type {source.get('type')!r} is not a message template: not used")
+            report.add(file, None, f"runs[{number}].data_source.input_messages",
+                       f"type {source.get('type')!r} is not a message template", "not used")
     return found
 
 
@@ -233,7 +233,7 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
     for number, criterion in enumerate(value if isinstance(value, list) else []):
         key = f"testing_criteria[{number}]"
         if not isinstance(criterion, dict):
-            _add(report, file, key, "not an object: ignored")
+            report.add(file, None, key, "not an object", "ignored")
             continue
         kind = criterion.get("type")
         if kind == "string_check":
@@ -241,14 +241,14 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
             source = str(criterion.get("input", ""))
             reference = str(criterion.get("reference", ""))
             if string_check(str(operation), "") is None:
-                _add(report, file, f"{key}.operation", f"{operation!r} is not eq, ne, like or ilike: not imported")
+                report.add(file, None, f"{key}.operation", f"{operation!r} is not eq, ne, like or ilike", "not imported")
             elif not _OUTPUT_TEXT.fullmatch(source):
-                _add(report, file, f"{key}.input", f"{source!r} is not {{{{sample.output_text}}}}: only the "
-                                                       "model's answer is checked here; criterion not imported")
+                report.add(file, None, f"{key}.input", f"{source!r} is not {{{{sample.output_text}}}}",
+                           "only the model's answer is checked here; criterion not imported")
             elif "{{" in _TEMPLATE.sub("", reference) or any(
                     m.group(1).split(".")[0] != "item" for m in _TEMPLATE.finditer(reference)):
-                _add(report, file, f"{key}.reference", f"{reference!r} uses more than {{{{item.<field>}}}}: "
-                                                           "criterion not imported")
+                report.add(file, None, f"{key}.reference", f"{reference!r} uses more than {{{{item.<field>}}}}",
+                           "criterion not imported")
             else:
                 mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": True,
                                "mapping": lambda item, op=str(operation), ref=reference: string_check(
@@ -268,8 +268,8 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
             "python": "a Python grader is not run by the import",
             "multi": "a grader combining others is not translated",
         }.get(str(kind), f"grader type {kind!r} is not known to the import")
-        _add(report, file, f"{key} ({criterion.get('name')!r}, {kind})",
-                   f"{why}: not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
+        report.add(file, None, f"{key} ({criterion.get('name')!r}, {kind})", why,
+                   "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
     return mapped
 
 
@@ -299,13 +299,12 @@ def _label_model(criterion: dict[str, Any], key: str, file: str,
         elif any(r != "sample.output_text" and r.split(".")[0] != "item" for r in refs):
             problem = "its messages use templates other than {{item.<field>}} and {{sample.output_text}}"
     if problem is not None:
-        _add(report, file, f"{key} ({criterion.get('name')!r}, label_model)",
-                   f"{problem}: not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
+        report.add(file, None, f"{key} ({criterion.get('name')!r}, label_model)", problem,
+                   "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
         return None
-    _add(report, file, f"{key} ({criterion.get('name')!r}, label_model)", severity="note", message=
-               "approximated by openai_model_graded: OpenAI constrains the grader's reply to the labels, here "
-               "it is asked to print one and the reply is parsed, so verdicts may differ; baseline.yaml passes "
-               "it as OpenAI recorded it")
+    report.add(file, None, f"{key} ({criterion.get('name')!r}, label_model)", "approximated by openai_model_graded",
+               "OpenAI constrains the grader's reply to the labels, here it is asked to print one and the reply "
+               "is parsed, so verdicts may differ; baseline.yaml passes it as OpenAI recorded it", "note")
     labels, passing, messages = cast(list[str], labels), cast(list[str], passing), cast(list[dict[str, Any]], messages)
     scores = {label: 1.0 if label in passing else 0.0 for label in labels}
 
@@ -353,7 +352,7 @@ def _models(runs: list[dict[str, Any]], report: ImportReport, file: str) -> dict
         if isinstance(model, str) and model:
             found[str(run.get("id"))] = model
         else:
-            _add(report, file, f"runs[{number}].model", "missing: the run's outputs are left out of the baseline")
+            report.add(file, None, f"runs[{number}].model", "missing", "the run's outputs are left out of the baseline")
     return found
 
 
@@ -366,13 +365,13 @@ def _sampling(runs: list[dict[str, Any]], file: str, report: ImportReport) -> di
             continue
         for key in params:
             if key not in _SAMPLING:
-                _add(report, file, f"runs[{number}].data_source.sampling_params.{key}", "not sent: ignored", "note")
+                report.add(file, None, f"runs[{number}].data_source.sampling_params.{key}", "not sent", "ignored", "note")
         fields = {_SAMPLING[k]: v for k, v in params.items() if k in _SAMPLING and v is not None}
         if found is None:
             found = fields
         elif fields != found:
-            _add(report, file, f"runs[{number}].data_source.sampling_params",
-                       "other values than the first run's: every system sends the first run's")
+            report.add(file, None, f"runs[{number}].data_source.sampling_params",
+                       "other values than the first run's", "every system sends the first run's")
     return found or {}
 
 
@@ -401,18 +400,18 @@ def _baseline(cases: list[dict[str, Any]], output_items: list[dict[str, Any]], r
         model = run_models.get(str(output.get("run_id")))
         case = by_id.get(output.get("datasource_item_id"))
         if model is None or case is None:
-            _add(report, file, where, "its run or item is not imported: left out of the baseline")
+            report.add(file, None, where, "its run or item is not imported", "left out of the baseline")
             continue
         if model in case["embedded_traces"]:
-            _add(report, file, where, f"a second output of {model!r} for this item (another run of the model): "
-                                          "left out of the baseline")
+            report.add(file, None, where, f"a second output of {model!r} for this item (another run of the model)",
+                       "left out of the baseline")
             continue
         results = _list(output.get("results"))
         scores = {}
         for evaluator, criterion_name in recorded.items():
             result = _result_of(results, criterion_name)
             if result is None and evaluator not in replayed:
-                _add(report, file, f"{where}.results", f"no result of {criterion_name!r}: it fails in the baseline")
+                report.add(file, None, f"{where}.results", f"no result of {criterion_name!r}", "it fails in the baseline")
             scores[evaluator] = {"passed": bool(result and result.get("passed") is True),
                                  "score": (result or {}).get("score")}
         case["embedded_traces"][model] = _trace(output, case, model, scores)
@@ -460,8 +459,3 @@ def _trace(output: dict[str, Any], case: dict[str, Any], model: str, scores: dic
         trace["error"] = {"type": str(error.get("code") or "error"), "message": str(error.get("message") or "")}
     return trace
 
-
-def _add(report: ImportReport, file: str, key: str, message: str, severity: Severity = "error") -> None:
-    """One finding from ``what: what was done instead`` (the last `: ` divides them)."""
-    what, _, instead = message.rpartition(": ")
-    report.add(file, None, key, what or instead, instead if what else "reported", severity)
