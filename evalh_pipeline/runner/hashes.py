@@ -106,6 +106,8 @@ class CellHashes:
 
     variants: dict[str, str]
     fixture: str
+    # What each git_branch / docker variant is to run, as run.json recorded it (store/fixtures.py).
+    versions: dict[str, str] = field(default_factory=dict)
     _recent_cases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -118,7 +120,7 @@ class CellHashes:
         versions = recorded_system_versions(fixtures)
         return cls(variants={v.name: versioned_variant_hash(variant_hash(v, spec.secret_values), versions.get(v.name))
                              for v in variants},
-                   fixture=fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)))
+                   fixture=fixture_hash(fixtures, covered_fixture_paths(spec, fixtures)), versions=versions)
 
     def of(self, cell: Cell) -> dict[str, str | None]:
         """The cell's ``case_hash``, ``variant_hash`` and ``fixture_hash``, as Trace fields."""

@@ -34,7 +34,6 @@ from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.records import traces_appender
-from evalh_pipeline.store.fixtures import recorded_fixtures, recorded_system_versions
 from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import under_run_lock
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -112,9 +111,9 @@ async def produce_traces(
     progress.start("traces", stats.cells_total)
     progress.advance("traces", len(done))
 
+    hashes = CellHashes.for_run(spec, run_dir, variants)
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
-                            env=spec.settings.env, versions=recorded_system_versions(
-                                recorded_fixtures(run_dir.read_meta() if run_dir.exists() else {})))
+                            env=spec.settings.env, versions=hashes.versions)
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
     # One limiter per rate limit, shared by the variants and the inline judges that meet it.
@@ -142,7 +141,6 @@ async def produce_traces(
         stores = build_stores(spec)  # only annotate() here: the stores take the run after the stage
         capture = spec.config.trace.capture if spec.config.trace is not None else []
 
-        hashes = CellHashes.for_run(spec, run_dir, variants)
         deadlines = Deadlines()  # the cells' timeouts, on one timer
 
         async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
