@@ -61,7 +61,8 @@ def test_failures_come_first_the_verdict_shows_after_the_answer_and_each_answer_
     # The system's answer is shown, its control characters as escapes, never sent to the terminal.
     assert b"\x1b]0;pwned" not in done.raw and b"\x1b[2J" not in done.raw
 
-    again = run_on_terminal([*EVALH, "label", "review", str(run_dir), "--eval", str(eval_path),
+    # The same reviewer again (her own disagreements with the judge are not asked back).
+    again = run_on_terminal([*EVALH, "label", "review", str(run_dir), "--eval", str(eval_path), "--by", "ana",
                              "--evaluator", "mentions_paris", "--limit", "50"], env=dict(os.environ), cwd=REPO,
                             timeout=300, replies=[(prompt, b"q\r")])
     assert again.returncode == 0, again.text
