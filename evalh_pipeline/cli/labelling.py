@@ -100,7 +100,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         if answer == "skip":
             continue
         passed, note = answer
-        append_labels(runs_root, spec.name, [label_of(item, passed, note, labeller=who,
+        append_labels(runs_root, spec.name, [label_of(item.cell, passed, note, labeller=who,
                                                       now=datetime.now(timezone.utc))])
         written += 1
         agreed += passed == cell.passed

@@ -229,9 +229,8 @@ def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], Human
     return items
 
 
-def label_of(item: ReviewItem, passed: bool, note: str | None, *, labeller: str, now: datetime) -> HumanLabel:
-    """The label a reviewer's answer on ``item`` makes."""
-    cell = item.cell
+def label_of(cell: JudgedCell, passed: bool, note: str | None, *, labeller: str, now: datetime) -> HumanLabel:
+    """The label a reviewer's answer on ``cell`` (a review item's) makes."""
     return HumanLabel(content_hash=cell.content_hash, evaluator=cell.evaluator, evaluator_hash=cell.evaluator_hash,
                       passed=passed, labeller=labeller, labelled_at=now, note=note, case_id=cell.case_id,
                       variant_name=cell.variant_name, sample=cell.sample, run_id=cell.run_id)
