@@ -100,6 +100,12 @@ def test_the_viewers_own_form_stores_one_label_and_reveals_the_judges_verdict(se
                                headers={"Origin": served.url, "Sec-Fetch-Site": "same-origin"})
         assert answered.status_code == 303, answered.text
         after = client.get(f"{served.url}{answered.headers['location']}").text
+        run_page = client.get(f"{served.url}/runs/first").text
+        variants_page = client.get(f"{served.url}/runs/first/variants?a=base&b=candidate").text
     assert len(labels.read_text().splitlines()) == count + 1
     assert f"Case {form['case_id']}" in after and "you said <strong>pass</strong>" in after
     assert _run_files(served.run) == run_before
+    # A label or two calibrate nothing: the run and compare pages say so, and correct nothing.
+    for page in (run_page, variants_page):
+        assert "Judge calibration (human labels)" in page and "too few labels to correct" in page
+        assert "not corrected" in page
