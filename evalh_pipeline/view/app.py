@@ -324,8 +324,14 @@ class Viewer:
         # The cases judged alike are listed only when asked for (one more read of both runs).
         unchanged = unchanged_cases(run_a, run_b, limit=COMPARE_LIMIT) \
             if request.query_params.get("unchanged") == "1" else None
+        calibrations = {}
+        for side, run in (("A", run_a), ("B", run_b)):
+            names = [v.variant for v in result.variants]
+            baseline = _baseline_variant(_config(run), names)
+            calibrations[side] = {"by_evaluator": self._calibrations(run, baseline), "variants": names,
+                                  "baseline": baseline}
         return _page("compare_runs.html", title=f"{run_b.run_id} against {run_a.run_id}", result=result,
-                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged)
+                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged, calibrations=calibrations)
 
     def compare_case(self, request: Request) -> Response:
         run_a = self._run(request.path_params["run_a"])

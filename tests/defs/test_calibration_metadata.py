@@ -4,33 +4,20 @@ one decimal and its interval, beside the raw rate; nothing of it without labels.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import dagster as dg
 
 from evalh_pipeline.defs.evals.metadata import calibration_metadata
-from evalh_pipeline.models.label import HumanLabel
-from evalh_pipeline.queries.labelled_cells import judged_cells
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import write_summary
-from evalh_pipeline.store.labels import append_labels
-from tests.support.judged_run import judged_run
-
-NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
+from tests.support.judged_run import judged_run, label_every_cell
 
 
 def test_a_labelled_judge_adds_its_calibration_and_corrected_rates(tmp_path):
     eval_path, run = judged_run(tmp_path / "toy", "first", cases=12)
     spec = load_eval(eval_path)
     assert calibration_metadata(write_summary(spec, run)) == {}
-    cells = {c.key: c for c in judged_cells(run) if c.evaluator == "mentions_paris"}
     # A human agrees with the judge's 4 failures and fails 2 of its passes too: 6 fails, 10 passes.
-    passes = [c for c in cells.values() if c.passed]
-    failed_too = {c.key for c in passes[:2]}
-    append_labels(run.path.parent, "toy", [
-        HumanLabel(content_hash=c.content_hash, evaluator=c.evaluator, evaluator_hash=c.evaluator_hash,
-                   passed=c.passed and c.key not in failed_too, labeller="ana", labelled_at=NOW, case_id=c.case_id,
-                   variant_name=c.variant_name, sample=c.sample, run_id=c.run_id) for c in cells.values()])
+    assert label_every_cell(run, "toy", "mentions_paris", failed_too=2) == 16
     summary = write_summary(spec, run)
     meta = calibration_metadata(summary)
     (rollup,) = [r for r in summary.by_evaluator if r.evaluator == "mentions_paris"]
