@@ -6,7 +6,6 @@ terminal escapes, a bidi override) is shown as inert text."""
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from evalh_pipeline.queries.calibration import run_calibration
 from evalh_pipeline.store.labels import read_labels
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+from tests.support.http_server import free_port
 from tests.support.judged_run import judged_run
 from tests.support.viewer_process import running_viewer
 
@@ -37,12 +37,6 @@ class Served:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("review_browser")
@@ -50,7 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     eval_path, run = judged_run(root / "toy", "first", cases=24, answers={"case_1": HOSTILE})
     runs = eval_path.parent / "runs"
     log = root / "view.log"
-    with running_viewer(runs, _free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
+    with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
         yield Served(url, runs, run, log)
 
 

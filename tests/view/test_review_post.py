@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from evalh_pipeline.store.labels import labels_path
+from tests.support.http_server import free_port
 from tests.support.judged_run import judged_run
 from tests.support.viewer_process import running_viewer
 
@@ -29,18 +29,12 @@ class Served:
     run: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("review_post")
     eval_path, run = judged_run(root / "toy", "first", cases=6)
     runs = eval_path.parent / "runs"
-    with running_viewer(runs, _free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, root / "view.log") as url:
+    with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, root / "view.log") as url:
         yield Served(url, runs, run.path)
 
 
