@@ -44,7 +44,7 @@ from evalh_pipeline.view.links import DagsterLink, dagster_links
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
 from evalh_pipeline.view.review import LabelGuard, LabelRefused, LabelRejected, QueueView, eval_of, parse_form, \
-    record_label, review_context
+    read_form_body, record_label, review_context
 
 # The pages run one script, the viewer's own /static/keys.js (keyboard navigation), load nothing
 # from elsewhere, and cannot be framed: an injected inline <script>, inline handler,
@@ -259,7 +259,7 @@ class Viewer:
         guard lets it through; else stored as a label, and the review page shown again."""
         try:
             self.guard.check_origin(request)
-            form = parse_form(await request.body())
+            form = parse_form(await read_form_body(request))
             self.guard.check_token(form.get("token", ""))
             run = self.folder.run(request.path_params["run_id"])
             if run is None:
@@ -269,6 +269,8 @@ class Viewer:
             return PlainTextResponse(f"refused: {exc}", status_code=403)
         except LabelRejected as exc:
             return PlainTextResponse(f"not stored: {exc}", status_code=exc.status)
+        except (UnreadableRecordsError, OSError, ValueError) as exc:
+            return PlainTextResponse(f"not stored: could not read the run: {exc}", status_code=422)
         return RedirectResponse(target, status_code=303)
 
     def _calibrations(self, run: Any, baseline: str | None) -> dict[str, EvaluatorCalibration]:

@@ -129,10 +129,18 @@ def review_context(run: RunDirectory, view: QueueView, *, labeller: str, guard: 
             "keys": KEYS, "reasons": REASONS, "last": last, "labelled": len(labels)}
 
 
+async def read_form_body(request: Request) -> bytes:
+    """The request's body, refused past :data:`MAX_FORM_BYTES` (never read whole into memory)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise LabelRejected(f"a label form of more than {MAX_FORM_BYTES} bytes", 413)
+    return bytes(body)
+
+
 def parse_form(body: bytes) -> dict[str, str]:
     """A urlencoded form's values (the last of a repeated name wins)."""
-    if len(body) > MAX_FORM_BYTES:
-        raise LabelRejected(f"a label form of more than {MAX_FORM_BYTES} bytes")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

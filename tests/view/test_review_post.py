@@ -103,3 +103,22 @@ def test_the_viewers_own_form_stores_one_label_and_reveals_the_judges_verdict(se
     for page in (run_page, variants_page):
         assert "Judge calibration (human labels)" in page and "too few labels to correct" in page
         assert "not corrected" in page
+
+
+def test_a_form_naming_no_judged_cell_or_too_large_stores_nothing(served):
+    review = f"{served.url}/runs/first/review"
+    labels = labels_path(served.runs, "toy")
+    own = {"Origin": served.url, "Sec-Fetch-Site": "same-origin"}
+    with httpx.Client(follow_redirects=False, timeout=60) as client:
+        form = _form(client.get(review).text)
+        before = _digest(labels)
+        answers = [
+            client.post(review, data={**form, "case_id": "no_such_case", "passed": "true"}, headers=own),
+            client.post(review, data={**form, "content_hash": "0" * 16, "passed": "true"}, headers=own),
+            client.post(review, data={**form, "passed": "maybe"}, headers=own),
+            client.post(review, data={**form, "passed": "true", "padding": "x" * 100_000}, headers=own),
+        ]
+    assert [r.status_code for r in answers] == [409, 409, 400, 413], [r.text for r in answers]
+    assert "has no verdict of" in answers[0].text and "case 'no_such_case'" in answers[0].text
+    assert "since the page was shown" in answers[1].text
+    assert _digest(labels) == before
