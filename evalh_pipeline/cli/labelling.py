@@ -64,7 +64,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
     """Label a run's judged cells one by one on the terminal: the judge's failures first,
     then flaky cells, then content someone else labelled against the judge, then a random
     sample of its passes. Blind: the judge's verdict is shown
-    only after you answer. Each answer is stored at once (Ctrl-C keeps what you labelled)."""
+    only after you answer (and so is why a cell was asked). Each answer is stored at once (Ctrl-C keeps what you labelled)."""
     from evalh_pipeline.cli.shared import _run_directory
     from evalh_pipeline.runner.labelling import label_of, review_queue
     from evalh_pipeline.store.labels import append_labels, labels_path, read_labels
@@ -91,7 +91,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         cell = item.cell
         say("")
         say(f"[{number}/{len(queue)}] case {escape_control(cell.case_id)} · variant {escape_control(cell.variant_name)}"
-            f" · evaluator {cell.evaluator} · sample {cell.sample} ({item.reason})")
+            f" · evaluator {cell.evaluator} · sample {cell.sample}")
         say(f"input: {_shown(json.dumps(item.input, ensure_ascii=False))}")
         say(f"answer: {_shown(item.answer) if item.answer is not None else '(none)'}")
         answer = _ask()
@@ -105,7 +105,8 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         written += 1
         agreed += passed == cell.passed
         verdict = "passed" if cell.passed else "failed"
-        say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'}")
+        # Why the cell was asked (a failure, flaky...) tells its verdict: shown only after the answer too.
+        say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'} ({item.reason})")
     say("")
     say(f"{written} label(s) stored in {labels_path(runs_root, spec.name)}; "
         f"you agreed with the judge on {agreed} of {written}")

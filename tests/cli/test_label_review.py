@@ -52,6 +52,7 @@ def test_failures_come_first_the_verdict_shows_after_the_answer_and_each_answer_
     # Blind: nothing of the verdict before the first answer.
     first = text.split("[1/4]")[1]
     assert first.index("pass? [y/n/s/q]") < first.index("judge: failed")
+    assert first.index("pass? [y/n/s/q]") < first.index("(failed)")  # why it was asked tells the verdict too
     assert "judge: failed — you agree" in first
     assert "y: it passes" in text.split("[2/4]")[1]  # an answer it cannot read: the keys again
     assert "3 label(s) stored" in text  # n, y, (skip), y
