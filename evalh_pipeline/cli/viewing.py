@@ -41,7 +41,8 @@ def view(ctx: click.Context, runs_dir: Path | None, port: int | None, host: str 
     host = host or DEFAULT_HOST
     port = DEFAULT_PORT if port is None else port
     if not is_loopback(host):
-        warning(f"serving on {host}: anyone who can reach it can read every run in {folder}")
+        warning(f"serving on {host}: anyone who can reach it can read every run in {folder}"
+                + (" and add labels to its evals" if accept_remote_labels else ""))
     shown = f"[{host}]" if ":" in host else host
     say(f"evalh view: http://{shown}:{port}/  ({folder}; Ctrl-C stops it)")
     serve(folder, host, port, dagster_url=ctx.obj.dagster_url, labeller=labeller or getpass.getuser(),

@@ -3,7 +3,7 @@
 Read-only but for labels: every page reads the run folders through the queries (DuckDB over
 the JSONL files, or the run's cell store), never writing; the one POST route, the review
 queue's answer, appends a human label to the eval's label file and nothing else (view/review.py
-says who may).  Handlers are plain functions, which Starlette runs in its thread pool: DuckDB's
+says who may). Handlers are plain functions, which Starlette runs in its thread pool: DuckDB's
 work never blocks the event loop.
 """
 
@@ -196,7 +196,8 @@ class Viewer:
         silent = (unanswered_run(run.traces) if variants and all(
             v["cases_total"] and v["cases_errored"] == v["cases_total"] for v in variants) else None)
         live = _live(run, summary)
-        return _page("run.html", calibrations=self._calibrations(run, baseline), failure=silent.cause() if silent is not None else None, title=run.run_id,
+        return _page("run.html", failure=silent.cause() if silent is not None else None, title=run.run_id,
+                     calibrations=self._calibrations(run, baseline),
                      run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
@@ -255,8 +256,9 @@ class Viewer:
         return _page("review.html", title=f"Review · {run.run_id}", **context)
 
     async def answer(self, request: Request) -> Response:
-        """A reviewer's answer (POST): refused (403, before the body is read) unless the
-        guard lets it through; else stored as a label, and the review page shown again."""
+        """A reviewer's answer (POST): refused (403) from a client elsewhere or another site
+        before its body is read, and without the viewer's token after; else stored as a label
+        and the review page shown again (303)."""
         try:
             self.guard.check_origin(request)
             form = parse_form(await read_form_body(request))
@@ -327,8 +329,8 @@ class Viewer:
         unchanged = unchanged_cases(run_a, run_b, limit=COMPARE_LIMIT) \
             if request.query_params.get("unchanged") == "1" else None
         calibrations = {}
+        names = [v.variant for v in result.variants]
         for side, run in (("A", run_a), ("B", run_b)):
-            names = [v.variant for v in result.variants]
             baseline = _baseline_variant(_config(run), names)
             calibrations[side] = {"by_evaluator": self._calibrations(run, baseline), "variants": names,
                                   "baseline": baseline}

@@ -13,7 +13,8 @@ A label is written only by a POST that
   makes a browser send, together with ``Sec-Fetch-Site: same-origin``);
 - carries the viewer's token (random, made when the viewer starts, written into the review
   page's form), which a page elsewhere cannot read.
-Anything else is refused with 403 before the request's body is read, and nothing is written.
+Anything else is refused with 403 (a client elsewhere or a cross-site request before its body
+is read) and nothing is written.
 """
 
 from __future__ import annotations
