@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from evalh_pipeline.store.labels import labels_path
 from tests.support.http_server import free_port
 from tests.support.judged_run import judged_run
+from tests.support.review_page import review_form
 from tests.support.viewer_process import running_viewer
 
 pytestmark = pytest.mark.integration
@@ -38,13 +38,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield Served(url, runs, run.path)
 
 
-def _form(page: str) -> dict[str, str]:
-    """The hidden fields of the review page's answer form, as the browser would send them."""
-    form = page[page.index('<form class="review"'):]
-    form = form[:form.index("</form>")]
-    return {name: value for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form)}
-
-
 def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
@@ -56,7 +49,7 @@ def _run_files(run: Path) -> dict[str, str]:
 def test_a_label_from_another_origin_or_without_the_token_is_refused_and_writes_nothing(served):
     review = f"{served.url}/runs/first/review"
     with httpx.Client(follow_redirects=False, timeout=60) as client:
-        form = _form(client.get(review).text)
+        form = review_form(client.get(review).text)
         own = {"Origin": served.url, "Sec-Fetch-Site": "same-origin"}
         # One label from the viewer's own page first, so the file exists and must stay as it is.
         stored = client.post(review, data={**form, "passed": "false"}, headers=own)
@@ -64,7 +57,7 @@ def test_a_label_from_another_origin_or_without_the_token_is_refused_and_writes_
         labels = labels_path(served.runs, "toy")
         before, run_before = _digest(labels), _run_files(served.run)
         assert before is not None and len(labels.read_text().splitlines()) == 1
-        form = _form(client.get(review).text)
+        form = review_form(client.get(review).text)
         refused = [
             client.post(review, data={**form, "passed": "true"},
                         headers={"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}),
@@ -87,7 +80,7 @@ def test_the_viewers_own_form_stores_one_label_and_reveals_the_judges_verdict(se
     with httpx.Client(follow_redirects=False, timeout=60) as client:
         page = client.get(review).text
         assert "judge-verdict" not in page  # blind: the verdict is not on the page before the answer
-        form = _form(page)
+        form = review_form(page)
         count = len(labels.read_text().splitlines()) if labels.exists() else 0
         run_before = _run_files(served.run)
         answered = client.post(review, data={**form, "passed": "true"},
@@ -110,7 +103,7 @@ def test_a_form_naming_no_judged_cell_or_too_large_stores_nothing(served):
     labels = labels_path(served.runs, "toy")
     own = {"Origin": served.url, "Sec-Fetch-Site": "same-origin"}
     with httpx.Client(follow_redirects=False, timeout=60) as client:
-        form = _form(client.get(review).text)
+        form = review_form(client.get(review).text)
         before = _digest(labels)
         answers = [
             client.post(review, data={**form, "case_id": "no_such_case", "passed": "true"}, headers=own),
