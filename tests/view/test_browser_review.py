@@ -27,6 +27,8 @@ pytestmark = pytest.mark.e2e
 HOSTILE = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
            "\x1b]0;pwned\x07\x1b[2J\u202eevil")
 QUEUE = "/runs/first/review?evaluator=mentions_paris"
+# With EVALH_UPDATE_SCREENSHOTS=1 the README's screenshots of the queue are written (as test_browser.py does).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 @dataclass
@@ -102,6 +104,8 @@ def test_twenty_cells_labelled_with_the_keyboard_show_in_the_run_pages_calibrati
         verdicts.append(last.locator(".judge-said").inner_text())
         assert page.locator(".judge-verdict").count() == 0  # still blind for the next one
     assert verdicts == ["fail"] * 9 + ["pass"] * 11
+    shots = SCREENSHOTS if os.environ.get("EVALH_UPDATE_SCREENSHOTS") == "1" else served.log.parent
+    page.screenshot(path=str(shots / "review.png"), full_page=False)
     labels = read_labels(served.runs, "toy")
     assert len(labels) == 20 and {x.evaluator for x in labels.values()} == {"mentions_paris"}
 
@@ -118,3 +122,7 @@ def test_twenty_cells_labelled_with_the_keyboard_show_in_the_run_pages_calibrati
     cell = page.locator("table.corrected tr", has=page.locator("td", has_text="candidate")).locator(".corrected-rate")
     assert cell.inner_text().startswith(f"{corrected.estimate * 100:.1f}%")
     assert f"[{corrected.ci_low * 100:.1f}%, {corrected.ci_high * 100:.1f}%]" in cell.inner_text()
+    top, bottom = page.locator("#calibration").bounding_box(), page.locator("table.corrected").bounding_box()
+    assert top is not None and bottom is not None
+    page.screenshot(path=str(shots / "calibration.png"), full_page=True,
+                    clip={"x": 0, "y": top["y"] - 10, "width": 1400, "height": bottom["y"] + bottom["height"] - top["y"] + 20})
