@@ -62,8 +62,9 @@ SHOWN_CHARS = 2000  # of an answer; the rest is counted, not shown
 @click.option("--by", "labeller", help="Who labels (default: the current user).")
 def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: int, labeller: str | None) -> None:
     """Label a run's judged cells one by one on the terminal: the judge's failures first,
-    then flaky cells, then a random sample of its passes. Blind: the judge's verdict is shown
-    only after you answer. Each answer is stored at once (Ctrl-C keeps what you labelled)."""
+    then flaky cells, then content someone else labelled against the judge, then a random
+    sample of its passes. Blind: the judge's verdict is shown
+    only after you answer (and so is why a cell was asked). Each answer is stored at once (Ctrl-C keeps what you labelled)."""
     from evalh_pipeline.cli.shared import _run_directory
     from evalh_pipeline.runner.labelling import label_of, review_queue
     from evalh_pipeline.store.labels import append_labels, labels_path, read_labels
@@ -78,18 +79,19 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         error(f"{run_dir.path}: not a run of {spec.name} (run.json eval_name: {run_dir.read_meta().get('eval_name')!r})")
         sys.exit(EXIT_CONFIG)
     runs_root = Path(spec.runs_root)
-    queue = review_queue(run_dir, read_labels(runs_root, spec.name), evaluator=evaluator, limit=limit, seed=seed)
+    who = labeller or getpass.getuser()
+    queue = review_queue(run_dir, read_labels(runs_root, spec.name), evaluator=evaluator, labeller=who, limit=limit,
+                         seed=seed)
     if not queue:
         say(f"nothing to label in {run_dir.run_id}: every judged cell's content has a label")
         return
     say(f"{len(queue)} cell(s) of {run_dir.run_id} to label. {ANSWER_HELP}")
-    who = labeller or getpass.getuser()
     written = agreed = 0
     for number, item in enumerate(queue, start=1):
         cell = item.cell
         say("")
         say(f"[{number}/{len(queue)}] case {escape_control(cell.case_id)} · variant {escape_control(cell.variant_name)}"
-            f" · evaluator {cell.evaluator} · sample {cell.sample} ({item.reason})")
+            f" · evaluator {cell.evaluator} · sample {cell.sample}")
         say(f"input: {_shown(json.dumps(item.input, ensure_ascii=False))}")
         say(f"answer: {_shown(item.answer) if item.answer is not None else '(none)'}")
         answer = _ask()
@@ -98,12 +100,13 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         if answer == "skip":
             continue
         passed, note = answer
-        append_labels(runs_root, spec.name, [label_of(item, passed, note, labeller=who,
+        append_labels(runs_root, spec.name, [label_of(item.cell, passed, note, labeller=who,
                                                       now=datetime.now(timezone.utc))])
         written += 1
         agreed += passed == cell.passed
         verdict = "passed" if cell.passed else "failed"
-        say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'}")
+        # Why the cell was asked (a failure, flaky...) tells its verdict: shown only after the answer too.
+        say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'} ({item.reason})")
     say("")
     say(f"{written} label(s) stored in {labels_path(runs_root, spec.name)}; "
         f"you agreed with the judge on {agreed} of {written}")

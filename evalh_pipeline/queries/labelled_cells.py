@@ -57,14 +57,18 @@ def eval_runs(runs_root: Path, eval_name: str) -> list[RunDirectory]:
     return [run for *_, run in sorted(runs, key=lambda r: (r[0], r[1]))]
 
 
-def _result_lines(run_dir: RunDirectory) -> Iterator[bytes]:
+def _result_lines(run_dir: RunDirectory, evaluators: set[str] | None = None) -> Iterator[bytes]:
+    """The run's result lines: of ``evaluators`` only when the run has a results store (one
+    file per evaluator), else every line of results.jsonl."""
     entries = read_store(run_dir)
     if entries is None:
-        for _, line in iter_raw_lines(run_dir.results):
-            yield line
+        if run_dir.results.exists():
+            for _, line in iter_raw_lines(run_dir.results):
+                yield line
         return
-    for entry in entries.values():
-        yield from entry_lines(run_dir, entry)
+    for name, entry in entries.items():
+        if evaluators is None or name in evaluators:
+            yield from entry_lines(run_dir, entry)
 
 
 def judged_cells(run_dir: RunDirectory) -> list[JudgedCell]:
@@ -85,6 +89,37 @@ def judged_cells(run_dir: RunDirectory) -> list[JudgedCell]:
         cells.append(JudgedCell(run_dir.run_id, case_id, variant, sample, evaluator, result.evaluator_hash,
                                 result.passed, content))
     return cells
+
+
+def label_verdicts(runs_root: Path, labels: dict[tuple[str, str, str], HumanLabel],
+                   known: set[tuple[str, str, str]]) -> list[JudgedCell]:
+    """The judge's verdict on each labelled content not in ``known``, read from the results of
+    the run the label was given on (the cell it names, with the evaluator's config hash).
+
+    Only those runs' results are read, never their traces: the label already holds the
+    content's hash, so no run's traces are hashed again to find it. A label whose cell has no
+    verdict there any more (a deleted run, an evaluator that errored) is left out."""
+    wanted: dict[str, dict[tuple[str, str, int, str], HumanLabel]] = {}
+    for label in labels.values():
+        if label.key not in known:
+            cell = (label.case_id, label.variant_name, label.sample, label.evaluator)
+            wanted.setdefault(label.run_id, {})[cell] = label
+    cells: dict[tuple[str, str, str], JudgedCell] = {}
+    for run_id, by_cell in wanted.items():
+        run_dir = RunDirectory(runs_root / run_id)
+        if not run_id or run_id in (".", "..") or "/" in run_id or not run_dir.path.is_dir():
+            continue
+        for line in _result_lines(run_dir, {evaluator for *_, evaluator in by_cell}):
+            result = EvaluationResult.model_validate_json(line)
+            label = by_cell.get((result.case_id, result.variant_name, result.sample, result.evaluator))
+            if label is None or result.evaluator_hash != label.evaluator_hash:
+                continue
+            if result.error is not None:
+                cells.pop(label.key, None)  # the last result of a cell wins: an error is no verdict
+                continue
+            cells[label.key] = JudgedCell(run_id, result.case_id, result.variant_name, result.sample, result.evaluator,
+                                          label.evaluator_hash, result.passed, label.content_hash)
+    return list(cells.values())
 
 
 def confusion_by_evaluator(cells: list[JudgedCell],

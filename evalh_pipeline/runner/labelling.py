@@ -1,7 +1,8 @@
 """`evalh label import` and `evalh label review`: human labels of judged cells.
 
-`import` reads a file of labels and resolves each row to a judged cell; `review` picks the
-cells of one run a person should label next (:func:`review_queue`).
+`import` reads a file of labels and resolves each row to a judged cell; `review` (on the
+terminal, and the viewer's review queue) picks the cells of one run a person should label
+next (:func:`review_queue`).
 
 A row names a cell of the eval's existing runs (``case_id``, ``variant_name``, ``sample``)
 and an evaluator; it is resolved to that cell's judged content in the latest run that has
@@ -12,8 +13,8 @@ key (models/label.py), so it applies to every run with the same trace content.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
-import random
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -162,35 +163,58 @@ class ReviewItem:
     why it is in the queue, and what the reviewer reads (the case's input and the answer)."""
 
     cell: JudgedCell
-    reason: str  # "failed", "flaky" or "sampled"
+    reason: str  # one of REASONS
     input: Any
     answer: str | None
 
 
-REASONS = ("failed", "flaky", "sampled")
+# In the order they are asked: the judge's failures, flaky cells (passed, while another sample
+# of the same case, variant and evaluator failed), content someone else labelled against the
+# judge's verdict (a second opinion), then a seeded random sample of the passes.
+REASONS = ("failed", "flaky", "disagreed", "sampled")
 
 
-def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], HumanLabel], *,
-                 evaluator: str | None = None, limit: int = 20, seed: int = 0) -> list[ReviewItem]:
-    """The cells of ``run_dir`` a person should label next, at most ``limit``: those the judge
-    failed, then flaky ones (passed, while another sample of the same case, variant and
-    evaluator failed), then a random sample (``seed``) of the rest, so the labels cover
-    both verdicts. Cells whose judged content already has a label are left out."""
-    cells = [c for c in judged_cells(run_dir) if (evaluator is None or c.evaluator == evaluator)
-             and c.key not in labels]
-    failed_groups = {(c.case_id, c.variant_name, c.evaluator) for c in cells if not c.passed}
+def _sample_rank(seed: int, cell: JudgedCell) -> str:
+    """A cell's place in the random sample: a hash of the seed and its key, so labelling one
+    cell never reshuffles the others (the queue a reviewer sees stays put as it shrinks)."""
+    return hashlib.sha256(f"{seed}\0{chr(0).join(cell.key)}".encode()).hexdigest()
+
+
+def queue_order(cells: list[JudgedCell], labels: dict[tuple[str, str, str], HumanLabel], *,
+                labeller: str | None = None, limit: int = 20, seed: int = 0) -> list[tuple[JudgedCell, str]]:
+    """The cells to label next and why (one of :data:`REASONS`), at most ``limit``, one per
+    judged content, in :data:`REASONS` order (within a reason: by case, variant, evaluator and
+    sample; the sample by ``seed``). Labelled content is left out, except content whose
+    latest label disagrees with the judge and was given by someone other than ``labeller``."""
+    def disagreed(cell: JudgedCell) -> bool:
+        label = labels.get(cell.key)
+        return label is not None and label.passed != cell.passed and label.labeller != labeller
+
     order = sorted(cells, key=lambda c: (c.case_id, c.variant_name, c.evaluator, c.sample))
-    failed = [c for c in order if not c.passed]
-    flaky = [c for c in order if c.passed and (c.case_id, c.variant_name, c.evaluator) in failed_groups]
-    rest = [c for c in order if c.passed and (c.case_id, c.variant_name, c.evaluator) not in failed_groups]
-    random.Random(seed).shuffle(rest)
+    open_ = [c for c in order if c.key not in labels]
+    failed_groups = {(c.case_id, c.variant_name, c.evaluator) for c in open_ if not c.passed}
+    failed = [c for c in open_ if not c.passed]
+    flaky = [c for c in open_ if c.passed and (c.case_id, c.variant_name, c.evaluator) in failed_groups]
+    second = [c for c in order if disagreed(c)]
+    rest = sorted((c for c in open_ if c.passed and (c.case_id, c.variant_name, c.evaluator) not in failed_groups),
+                  key=lambda c: _sample_rank(seed, c))
     chosen: list[tuple[JudgedCell, str]] = []
     seen: set[tuple[str, str, str]] = set()  # one question per judged content
-    for reason, group in zip(REASONS, (failed, flaky, rest)):
+    for reason, group in zip(REASONS, (failed, flaky, second, rest)):
         for cell in group:
             if len(chosen) < limit and cell.key not in seen:
                 seen.add(cell.key)
                 chosen.append((cell, reason))
+    return chosen
+
+
+def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], HumanLabel], *,
+                 evaluator: str | None = None, labeller: str | None = None, limit: int = 20,
+                 seed: int = 0) -> list[ReviewItem]:
+    """The cells of ``run_dir`` a person (``labeller``) should label next, at most ``limit``,
+    in :func:`queue_order`, with the case's input and the answer each shows."""
+    cells = [c for c in judged_cells(run_dir) if evaluator is None or c.evaluator == evaluator]
+    chosen = queue_order(cells, labels, labeller=labeller, limit=limit, seed=seed)
     wanted = {(c.case_id, c.variant_name, c.sample) for c, _ in chosen}
     shown: dict[tuple[str, str, int], Trace] = {}
     for trace in iter_records(run_dir.traces, Trace, "trace"):  # streamed; the last trace of a cell wins
@@ -205,9 +229,8 @@ def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], Human
     return items
 
 
-def label_of(item: ReviewItem, passed: bool, note: str | None, *, labeller: str, now: datetime) -> HumanLabel:
-    """The label a reviewer's answer on ``item`` makes."""
-    cell = item.cell
+def label_of(cell: JudgedCell, passed: bool, note: str | None, *, labeller: str, now: datetime) -> HumanLabel:
+    """The label a reviewer's answer on ``cell`` (a review item's) makes."""
     return HumanLabel(content_hash=cell.content_hash, evaluator=cell.evaluator, evaluator_hash=cell.evaluator_hash,
                       passed=passed, labeller=labeller, labelled_at=now, note=note, case_id=cell.case_id,
                       variant_name=cell.variant_name, sample=cell.sample, run_id=cell.run_id)

@@ -1,8 +1,9 @@
 """The viewer's web application: its routes, each page's data, and the headers every answer carries.
 
-Read-only by construction: only GET (and HEAD) routes exist, and every page reads the run
-folders through the queries (DuckDB over the JSONL files, or the run's cell store), never
-writing. Handlers are plain functions, which Starlette runs in its thread pool: DuckDB's
+Read-only but for labels: every page reads the run folders through the queries (DuckDB over
+the JSONL files, or the run's cell store), never writing; the one POST route, the review
+queue's answer, appends a human label to the eval's label file and nothing else (view/review.py
+says who may). Handlers are plain functions, which Starlette runs in its thread pool: DuckDB's
 work never blocks the event loop.
 """
 
@@ -17,12 +18,14 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalh_pipeline.common.yaml_files import load_yaml_text
+from evalh_pipeline.queries.calibration import EvaluatorCalibration, run_calibration
 from evalh_pipeline.queries.cell_store import answer_again
 from evalh_pipeline.queries.compare import compare_runs
 from evalh_pipeline.queries.sql import UnreadableRecordsError
@@ -40,6 +43,8 @@ from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.links import DagsterLink, dagster_links
 from evalh_pipeline.view.catalog import RunEntry, RunsFolder, read_summary, safe_name, summary_comparisons, summary_figures, wilson_interval
 from evalh_pipeline.view.rendering import STATIC, highlight_css, preload, render
+from evalh_pipeline.view.review import LabelGuard, LabelRefused, LabelRejected, QueueView, eval_of, parse_form, \
+    read_form_body, record_label, review_context
 
 # The pages run one script, the viewer's own /static/keys.js (keyboard navigation), load nothing
 # from elsewhere, and cannot be framed: an injected inline <script>, inline handler,
@@ -125,6 +130,9 @@ class Viewer:
     folder: RunsFolder
     # The Dagster UI every run page links back to (Settings.dagster_url).
     dagster_url: str = DEFAULT_DAGSTER_URL
+    # Who the review queue's labels are by, and who may write them (view/review.py).
+    labeller: str = "viewer"
+    guard: LabelGuard = field(default_factory=LabelGuard)
     slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(CONCURRENT_PAGES))
 
     # -- runs -----------------------------------------------------------------------------
@@ -189,6 +197,7 @@ class Viewer:
             v["cases_total"] and v["cases_errored"] == v["cases_total"] for v in variants) else None)
         live = _live(run, summary)
         return _page("run.html", failure=silent.cause() if silent is not None else None, title=run.run_id,
+                     calibrations=self._calibrations(run, baseline),
                      run_id=run.run_id, meta=meta, variants=variants, names=names,
                      intervals={v["name"]: wilson_interval(v["cases_passed"], v["cases_total"]) for v in variants},
                      evaluators=evaluators, baseline=baseline, comparisons=comparisons, matrix=matrix,
@@ -233,7 +242,45 @@ class Viewer:
 
         names, pair = answer_again(pair_of)  # as the run page: this page composes the queries
         return _page("compare_variants.html", title=f"{b} against {a}", run_id=run.run_id, pair=pair, names=names,
+                     calibrations=self._calibrations(run, a), shown_variants=[a, b],
                      dagster=self._dagster(run, _meta(run)))
+
+    # -- the review queue -----------------------------------------------------------------
+
+    def review(self, request: Request) -> Response:
+        run = self._run(request.path_params["run_id"])
+        q = request.query_params
+        context = review_context(run, QueueView.of(dict(q)), labeller=self.labeller, guard=self.guard,
+                                 last={k: q[k] for k in ("last_case", "last_variant", "last_sample", "last_evaluator",
+                                                         "you", "judge") if k in q})
+        return _page("review.html", title=f"Review · {run.run_id}", **context)
+
+    async def answer(self, request: Request) -> Response:
+        """A reviewer's answer (POST): refused (403) from a client elsewhere or another site
+        before its body is read, and without the viewer's token after; else stored as a label
+        and the review page shown again (303)."""
+        try:
+            self.guard.check_origin(request)
+            form = parse_form(await read_form_body(request))
+            self.guard.check_token(form.get("token", ""))
+            run = self.folder.run(request.path_params["run_id"])
+            if run is None:
+                raise LabelRejected(f"no run {request.path_params['run_id']!r} in the runs folder", 404)
+            target = await run_in_threadpool(record_label, run, form, labeller=self.labeller)
+        except LabelRefused as exc:
+            return PlainTextResponse(f"refused: {exc}", status_code=403)
+        except LabelRejected as exc:
+            return PlainTextResponse(f"not stored: {exc}", status_code=exc.status)
+        except (UnreadableRecordsError, OSError, ValueError) as exc:
+            return PlainTextResponse(f"not stored: could not read the run: {exc}", status_code=422)
+        return RedirectResponse(target, status_code=303)
+
+    def _calibrations(self, run: Any, baseline: str | None) -> dict[str, EvaluatorCalibration]:
+        """The judge calibration and corrected rates of the run's labelled evaluators, from the
+        labels as they are now (a label just made shows at once; summary.yaml has them as they
+        were when it was written)."""
+        eval_name = eval_of(run)
+        return run_calibration(run, self.folder.root, eval_name, baseline) if eval_name else {}
 
     # -- one cell -------------------------------------------------------------------------
 
@@ -281,8 +328,14 @@ class Viewer:
         # The cases judged alike are listed only when asked for (one more read of both runs).
         unchanged = unchanged_cases(run_a, run_b, limit=COMPARE_LIMIT) \
             if request.query_params.get("unchanged") == "1" else None
+        calibrations = {}
+        names = [v.variant for v in result.variants]
+        for side, run in (("A", run_a), ("B", run_b)):
+            baseline = _baseline_variant(_config(run), names)
+            calibrations[side] = {"by_evaluator": self._calibrations(run, baseline), "variants": names,
+                                  "baseline": baseline}
         return _page("compare_runs.html", title=f"{run_b.run_id} against {run_a.run_id}", result=result,
-                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged)
+                     intervals=intervals, limit=COMPARE_LIMIT, unchanged=unchanged, calibrations=calibrations)
 
     def compare_case(self, request: Request) -> Response:
         run_a = self._run(request.path_params["run_a"])
@@ -480,10 +533,12 @@ def _highlight_css(request: Request) -> Response:
 
 
 def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS,
-               dagster_url: str = DEFAULT_DAGSTER_URL) -> ASGIApp:
+               dagster_url: str = DEFAULT_DAGSTER_URL, labeller: str = "viewer", remote_labels: bool = False) -> ASGIApp:
     """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any);
-    ``dagster_url``: the Dagster UI its run pages link back to."""
-    viewer = Viewer(RunsFolder(runs_dir), dagster_url=dagster_url)
+    ``dagster_url``: the Dagster UI its run pages link back to; ``labeller``: who the review
+    queue's labels are by; ``remote_labels``: accept labels from clients off this machine."""
+    viewer = Viewer(RunsFolder(runs_dir), dagster_url=dagster_url, labeller=labeller,
+                    guard=LabelGuard(remote=remote_labels))
     preload()
     routes = [
         Route("/", _handler(viewer, "runs")),
@@ -492,6 +547,8 @@ def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBA
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
         Route("/runs/{run_id}", _handler(viewer, "run")),
         Route("/runs/{run_id}/variants", _handler(viewer, "variants")),
+        Route("/runs/{run_id}/review", _handler(viewer, "review")),
+        Route("/runs/{run_id}/review", viewer.answer, methods=["POST"]),
         Route("/runs/{run_id}/case", _handler(viewer, "case")),
         Route("/runs/{run_id}/cases/{case_id:path}", _handler(viewer, "case")),
         Route("/compare/{run_a}/{run_b}", _handler(viewer, "compare")),

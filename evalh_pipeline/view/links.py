@@ -10,17 +10,28 @@ Dagster run made each stage is in the run folder (store/stage_runs.py).
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from evalh_pipeline.common.settings import VIEWER_URL_ENV
 from evalh_pipeline.models.stage_runs import StageRuns
 
-__all__ = ["VIEWER_URL_ENV", "DagsterLink", "dagster_links", "run_page_url", "running_viewer_run_url",
+__all__ = ["VIEWER_URL_ENV", "DagsterLink", "dagster_links", "is_loopback", "run_page_url", "running_viewer_run_url",
            "viewer_base_url", "viewer_is_running"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def viewer_base_url(configured: str | None = None, port: int = DEFAULT_PORT) -> str:

@@ -102,6 +102,14 @@ def shown(value: Any) -> str:
     return text
 
 
+def visible(value: Any) -> str:
+    """:func:`shown`, with every control character (terminal escapes, bidi overrides, zero-width
+    marks) written as a visible ``\\xNN`` escape: what a reviewer judges is the text as it is."""
+    from evalh_pipeline.terminal import escape_control
+
+    return escape_control(shown(value))
+
+
 @lru_cache(maxsize=1)
 def _formatter() -> Any:
     from pygments.formatters import HtmlFormatter
@@ -167,7 +175,7 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=ChainableUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=pct, pp=pp, interval=interval, ci_pp=ci_pp, p_value=p_value, number=number,
-                       money=money, shown=shown, diff=highlighted_diff, part=part)
+                       money=money, shown=shown, visible=visible, diff=highlighted_diff, part=part)
     env.globals.update(case_href=case_href, compare_case_href=compare_case_href, answer_diff=answer_diff,
                        word_diff=word_diff,
                        status_of=status_of)

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
 from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
 from evalh_pipeline.view.app import LOOPBACK_HOSTS, create_app
+from evalh_pipeline.view.links import is_loopback
+
+__all__ = ["is_loopback", "serve"]
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or ``localhost``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def serve(runs_dir: Path, host: str, port: int, dagster_url: str = DEFAULT_DAGSTER_URL) -> None:
+def serve(runs_dir: Path, host: str, port: int, dagster_url: str = DEFAULT_DAGSTER_URL, *, labeller: str = "viewer",
+          remote_labels: bool = False) -> None:
     """Serve ``runs_dir`` until interrupted. On loopback, only loopback Host headers are answered.
-    Run pages link back to the Dagster UI at ``dagster_url``."""
+    Run pages link back to the Dagster UI at ``dagster_url``; the review queue's labels are by
+    ``labeller``, and accepted from other machines only with ``remote_labels``."""
     import uvicorn
 
     allowed = (*LOOPBACK_HOSTS, host) if is_loopback(host) else None
-    uvicorn.run(create_app(runs_dir, allowed_hosts=allowed, dagster_url=dagster_url), host=host, port=port, log_level="warning",
+    app = create_app(runs_dir, allowed_hosts=allowed, dagster_url=dagster_url, labeller=labeller,
+                     remote_labels=remote_labels)
+    uvicorn.run(app, host=host, port=port, log_level="warning",
                 access_log=False, server_header=False)

@@ -52,6 +52,7 @@ def test_failures_come_first_the_verdict_shows_after_the_answer_and_each_answer_
     # Blind: nothing of the verdict before the first answer.
     first = text.split("[1/4]")[1]
     assert first.index("pass? [y/n/s/q]") < first.index("judge: failed")
+    assert first.index("pass? [y/n/s/q]") < first.index("(failed)")  # why it was asked tells the verdict too
     assert "judge: failed — you agree" in first
     assert "y: it passes" in text.split("[2/4]")[1]  # an answer it cannot read: the keys again
     assert "3 label(s) stored" in text  # n, y, (skip), y
@@ -61,7 +62,8 @@ def test_failures_come_first_the_verdict_shows_after_the_answer_and_each_answer_
     # The system's answer is shown, its control characters as escapes, never sent to the terminal.
     assert b"\x1b]0;pwned" not in done.raw and b"\x1b[2J" not in done.raw
 
-    again = run_on_terminal([*EVALH, "label", "review", str(run_dir), "--eval", str(eval_path),
+    # The same reviewer again (her own disagreements with the judge are not asked back).
+    again = run_on_terminal([*EVALH, "label", "review", str(run_dir), "--eval", str(eval_path), "--by", "ana",
                              "--evaluator", "mentions_paris", "--limit", "50"], env=dict(os.environ), cwd=REPO,
                             timeout=300, replies=[(prompt, b"q\r")])
     assert again.returncode == 0, again.text

@@ -22,6 +22,7 @@ from evalh_pipeline.common.event_loop import run_coroutine
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import (
+    calibration_metadata,
     repeats_metadata,
     results_metadata,
     run_dir_metadata,
@@ -268,6 +269,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "comparison": dg.MetadataValue.md(comparison_section(result, stage.live.config.run.baseline_variant)),
             **significance_metadata(comp.deltas if comp else []),
             **repeats_metadata(result),
+            **calibration_metadata(result),
             **_viewer_metadata(stage),
         })
 

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from evalh_pipeline.models import RunSummary
-from evalh_pipeline.queries.report import ci_text, points, reading, repeats_section
+from evalh_pipeline.queries.report import calibration_line, ci_text, points, rate_with_ci, reading, repeats_section
 from evalh_pipeline.runner.evaluation import EvaluationStats
 from evalh_pipeline.runner.reuse import recorded_reuse
 from evalh_pipeline.runner.traces import TraceStats
@@ -114,6 +114,30 @@ def significance_metadata(deltas: list[Any]) -> dict[str, Any]:
             metadata[f"mde_pp/{d.variant}"] = dg.MetadataValue.float(points(stats.mde))
         metadata[f"verdict/{d.variant}"] = stats.verdict
         metadata[f"reading/{d.variant}"] = reading(stats)
+    return metadata
+
+
+def calibration_metadata(summary: RunSummary) -> dict[str, Any]:
+    """For each evaluator with human labels: its calibration in one line, and per variant the
+    pass rate corrected for the judge's error, as a number (a fraction, like ``pass_rate/``,
+    for the UI's plots) and as text with its interval (``61.2% (95% CI 44.0–78.4%)``), and the
+    corrected delta against the baseline variant in percentage points."""
+    metadata: dict[str, Any] = {}
+    for rollup in summary.by_evaluator:
+        line = calibration_line(rollup)
+        if line is None:
+            continue
+        metadata[f"judge_calibration/{rollup.evaluator}"] = line
+        for variant, figures in rollup.by_variant.items():
+            corrected, delta = figures.pass_rate_corrected, figures.pass_rate_delta_corrected
+            if corrected is not None:
+                key = f"{rollup.evaluator}/{variant}"
+                metadata[f"pass_rate_corrected/{key}"] = dg.MetadataValue.float(corrected.estimate)
+                metadata[f"pass_rate_corrected_text/{key}"] = rate_with_ci(corrected.estimate,
+                                                                           [corrected.ci_low, corrected.ci_high])
+            if delta is not None:
+                metadata[f"pass_rate_delta_corrected_pp/{rollup.evaluator}/{variant}"] = (
+                    dg.MetadataValue.float(points(delta.estimate)))
     return metadata
 
 

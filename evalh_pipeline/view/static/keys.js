@@ -1,6 +1,8 @@
 // evalh view's keyboard navigation: the only script the pages run (served by the viewer itself).
 // On a run's matrix: j/k next/previous cell, n/p next/previous case (row), f next failure,
 // o shows or hides the focused cell's answer, Enter opens it (the cell's own link).
+// On a review queue: y/n answer the cell (it passes / it fails), s skips it, j/k go to the
+// next/previous cell of the queue; one answer per page (a second key press is ignored).
 // Elsewhere: n/p/f/u follow the page's rel="next" / rel="prev" / next-failure / rel="up" links.
 // It reads the page and moves focus; it never builds markup from page text.
 (function () {
@@ -63,6 +65,26 @@
     return true;
   }
 
+  var answered = false;
+
+  function onReview(key, form) {
+    var buttons = {y: "button.answer-pass", n: "button.answer-fail"};
+    if (buttons[key]) {
+      var button = form.querySelector(buttons[key]);
+      if (button && !answered) {
+        answered = true;
+        button.click();
+      }
+      return true;
+    }
+    var links = {s: "a.skip", j: 'a[rel="next"]', k: 'a[rel="prev"]'};
+    if (links[key]) {
+      follow(links[key]);
+      return true;
+    }
+    return false;
+  }
+
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) { return; }
     var target = event.target;
@@ -70,6 +92,11 @@
       return;
     }
     var key = event.key;
+    var review = document.querySelector("form.review");
+    if (review && onReview(key, review)) {
+      event.preventDefault();
+      return;
+    }
     var links = cells();
     if (links.length && ["j", "k", "n", "p", "f", "o"].indexOf(key) >= 0) {
       onMatrix(key, links);
