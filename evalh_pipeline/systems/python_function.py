@@ -1,11 +1,12 @@
 """``python_function``: call ``module:callable`` once per cell, in-process or in worker processes.
 
-``isolation: thread`` (the default) calls the target in this process: async targets on an
-event loop of their own on a daemon thread (:mod:`evalh_pipeline.systems.system_loop`), so a
-target that blocks its loop (``time.sleep`` in an ``async def``) stalls only its own calls,
-which the runner still times out (the cell's timeout cuts it); later calls get a fresh loop.
-Sync targets run on daemon threads. A call that never returns is abandoned when its cell
-times out: its thread cannot be stopped, but it never keeps the process alive.
+``isolation: thread`` (the default) calls the target in this process: sync targets on
+daemon threads, so a target that blocks never stalls the other cells; async targets on the
+runner's own event loop, as any coroutine of the run (no hand-over to another thread per
+call), where the cell's timeout cancels them. An async target must therefore not block
+(``time.sleep`` in an ``async def`` stalls the whole run): ``isolation: process`` is the
+choice for one that may. A sync call that never returns is abandoned when its cell times
+out: its thread cannot be stopped, but it never keeps the process alive.
 ``isolation: process`` calls it in worker processes
 (:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
 (its whole session), so nothing the target started survives its cell, and an async target
@@ -44,7 +45,6 @@ from evalh_pipeline.systems.base import (
     WorkspaceKind,
 )
 from evalh_pipeline.systems.response import response_from_dict
-from evalh_pipeline.systems.system_loop import SystemLoop
 
 
 # Variant fields the target is not given.
@@ -101,10 +101,8 @@ class PythonFunctionSystem(SystemAdapter):
         self._fn = resolve_target(self.config.target, self.context.eval_dir, self.config.init_kwargs)
         self._is_async = is_async_callable(self._fn)
         # Sync targets must not block the event loop, nor keep the process alive when stuck.
+        # Async targets run on the runner's loop: a coroutine is the runner's to await and cancel.
         self._threads = None if self._is_async else DaemonThreads(f"evalh-{self.variant.name}")
-        # Async targets run on a loop of their own (a daemon thread), whose blocking stalls only
-        # their own calls, which the runner still times out.
-        self._loop: SystemLoop | None = None
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
@@ -119,16 +117,7 @@ class PythonFunctionSystem(SystemAdapter):
             return await self._workers.call(case_dict, variant_dict)
         try:
             if self._is_async:
-                if self._loop is None:
-                    self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
-                loop = self._loop
-                try:
-                    value = await loop.call(self._fn(case_dict, variant_dict))
-                except asyncio.CancelledError:
-                    if loop is self._loop and await asyncio.shield(loop.blocked()):
-                        # Timed out on a loop the target blocked: later calls get a fresh loop.
-                        self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
-                    raise
+                value = await self._fn(case_dict, variant_dict)
             else:
                 value = await asyncio.wrap_future(self._threads.submit(functools.partial(self._fn, case_dict, variant_dict)))
             if not isinstance(value, dict) and inspect.isawaitable(value):  # a dict, the usual answer, is not
@@ -143,14 +132,9 @@ class PythonFunctionSystem(SystemAdapter):
         if self._workers is not None:
             await self._workers.close()
             return
-        # Idle threads end now; a thread or loop stuck in a call is left to end with the process.
+        # Idle threads end now; a thread stuck in a call is left to end with the process.
         if self._threads is not None:
             self._threads.shutdown()
-        if self._loop is not None:
-            # Cancels what the target left running there and closes the loop (bounded: a
-            # loop the target blocks is left to its daemon thread). A loop retired earlier
-            # because its target blocked it finishes itself once it unblocks, if ever.
-            await self._loop.close()
 
 
 def is_async_callable(fn: Any) -> bool:
