@@ -4,7 +4,8 @@
 daemon threads, so a target that blocks never stalls the other cells; async targets on the
 runner's own event loop, as any coroutine of the run (no hand-over to another thread per
 call), where the cell's timeout cancels them. An async target must therefore not block
-(``time.sleep`` in an ``async def`` stalls the whole run): ``isolation: process`` is the
+(``time.sleep`` in an ``async def`` stalls the whole run, as does one that swallows its
+cancellation): ``isolation: process`` is the
 choice for one that may. A sync call that never returns is abandoned when its cell times
 out: its thread cannot be stopped, but it never keeps the process alive.
 ``isolation: process`` calls it in worker processes
