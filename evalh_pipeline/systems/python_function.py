@@ -5,8 +5,7 @@ daemon threads, so a target that blocks never stalls the other cells; async targ
 runner's own event loop, as any coroutine of the run (no hand-over to another thread per
 call), where the cell's timeout cancels them. An async target must therefore not block
 (``time.sleep`` in an ``async def`` stalls the whole run, as does one that swallows its
-cancellation): ``isolation: process`` is the
-choice for one that may. A sync call that never returns is abandoned when its cell times
+cancellation): ``isolation: process`` is the choice for one that may. A sync call that never returns is abandoned when its cell times
 out: its thread cannot be stopped, but it never keeps the process alive.
 ``isolation: process`` calls it in worker processes
 (:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
