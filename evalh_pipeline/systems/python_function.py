@@ -167,11 +167,19 @@ def _run_on_own_loop(call: Callable[[], Any],
     """On a daemon thread: ``call()`` (a coroutine) run on a new event loop, which is closed
     after it (what the target left running there cancelled and finalized); ``running`` is
     set to the loop and the call's task once it runs."""
-    async def main() -> Any:
+    async def main() -> tuple[Any, BaseException | None]:
         running.set_result((asyncio.get_running_loop(), asyncio.current_task()))  # type: ignore[arg-type]
-        return await call()
+        try:
+            return await call(), None
+        except BaseException as exc:  # noqa: BLE001 - raised below, outside the loop's machinery
+            return None, exc
 
-    return asyncio.run(main())
+    # What the target raised is raised here, not through asyncio.run: its traceback then
+    # shows the target's frames and ours, not the event loop's internals.
+    value, raised = asyncio.run(main())
+    if raised is not None:
+        raise raised
+    return value
 
 
 def is_async_callable(fn: Any) -> bool:
