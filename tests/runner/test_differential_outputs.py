@@ -1,10 +1,11 @@
 """The lines a run writes, pinned: on fixtures covering each kind of cell (python_function
-sync and async, http streaming with thinking, cli, a workspace eval, an errored and a
-timed-out cell), traces.jsonl and results.jsonl are byte-identical to the golden files
+sync and async, in this process, with thread isolation and in a worker process; http
+streaming with thinking; cli; a workspace eval; an errored and a timed-out cell), traces.jsonl and results.jsonl are byte-identical to the golden files
 captured from the code before the lean cell path, except timestamps, latencies and the
 hashes that cover them (tests/support/differential.py says exactly what is normalised).
 
-``EVALH_UPDATE_GOLDEN=1`` captures the golden files again from the code as it is."""
+``EVALH_UPDATE_GOLDEN=1`` captures the golden files again from the code as it is; to capture
+them from older code, run this test with that code's ``evalh_pipeline`` first on the path."""
 
 from __future__ import annotations
 

@@ -134,6 +134,17 @@ def write_fixtures(root: Path, server_url: str) -> dict[str, Path]:
     adapter: python_function
     target: agent:async_run
     timeout_seconds: 2
+  - name: async_thread
+    adapter: python_function
+    target: agent:async_run
+    isolation: thread
+    timeout_seconds: 2
+  - name: sync_process
+    adapter: python_function
+    target: agent:sync_run
+    isolation: process
+    workers: 1
+    timeout_seconds: 60
   - name: http_stream
     adapter: http
     endpoint: {server_url}/chat/completions
