@@ -1,9 +1,10 @@
-"""python_function isolation on the standard run fixture: ``thread`` (default) vs ``process``.
+"""python_function isolation on the standard run fixture: the default (the async stub on the
+runner's own loop) vs ``thread`` vs ``process``.
 
     python benchmarks/isolation_bench.py [--n 10000] [--lat 0.02] [--repeat 1] [--baseline-code DIR]
 
 Each pass writes a fresh fixture (benchmarks/make_fixture.py: N cases x 2 variants of a
-stub agent that sleeps LAT s, concurrency 64), sets ``isolation`` on both variants and times
+stub agent that sleeps LAT s, concurrency 64), sets ``isolation`` (or not) on both variants and times
 ``evalh run`` as a whole process (fresh DAGSTER_HOME), polling the peak RSS of its process
 tree every 50 ms, as benchmarks/run.py does. ``--baseline-code DIR`` also times another
 checkout (PYTHONPATH=DIR, no isolation key) in the same invocation, for an A/B.
@@ -64,7 +65,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--baseline-code", type=Path, help="another checkout to time too (A/B)")
     args = parser.parse_args()
-    configs = [("thread", REPO, "thread"), ("process", REPO, "process")]
+    configs = [("default", REPO, None), ("thread", REPO, "thread"), ("process", REPO, "process")]
     if args.baseline_code:
         configs.insert(0, (f"baseline {args.baseline_code}", args.baseline_code, None))
     results = []

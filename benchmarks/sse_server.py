@@ -2,6 +2,7 @@
 
     python benchmarks/sse_server.py [--port 0]     # prints the port it listens on, then serves
     python benchmarks/sse_server.py --rate 40 --key-rate "Bearer k2=60"   # a rate limit per API key
+    python benchmarks/sse_server.py --latency 0    # every stream at once (cell_instructions.py)
 
 ``POST /v1/chat/completions`` answers every request with a ``text/event-stream`` of
 ``chat.completion.chunk`` events (chunked transfer encoding, keep-alive): the role chunk at
@@ -104,6 +105,7 @@ class Bucket:
 
 LIMITS: dict[str, float] = {}  # key -> rate (--key-rate); other keys get DEFAULT_RATE
 DEFAULT_RATE: float | None = None
+FIXED_LATENCY: float | None = None  # --latency: every request waits this long instead
 BURST = 2.0
 
 
@@ -251,7 +253,7 @@ class ChatProtocol(asyncio.Protocol):
         if wait > 0:
             self.refuse(wait)
             return
-        latency = latency_for(message)
+        latency = latency_for(message) if FIXED_LATENCY is None else FIXED_LATENCY
         first, rest = stream_events(message, model)
         STATS.requests += 1
         STATS.open += 1
@@ -303,9 +305,11 @@ def main() -> None:
     parser.add_argument("--burst", type=float, default=2.0, help="requests a key may send at once (default 2)")
     parser.add_argument("--key-rate", action="append", default=[], metavar="KEY=R",
                         help="a rate of its own for the key (its whole Authorization header)")
+    parser.add_argument("--latency", type=float, default=None,
+                        help="seconds every request waits before its stream (default: latency_for the message)")
     args = parser.parse_args()
-    global DEFAULT_RATE, BURST
-    DEFAULT_RATE, BURST = args.rate, args.burst
+    global DEFAULT_RATE, BURST, FIXED_LATENCY
+    DEFAULT_RATE, BURST, FIXED_LATENCY = args.rate, args.burst, args.latency
     for item in args.key_rate:
         key, _, rate = item.rpartition("=")
         LIMITS[key] = float(rate)

@@ -525,8 +525,8 @@ async def _call(cell: Cell, adapter: SystemAdapter, workspace: Workspace | None,
     except Exception as exc:  # noqa: BLE001 - the system under test may raise anything
         return SystemResponse(), _raised(exc), None
     # Any other BaseException (KeyboardInterrupt, Dagster's interrupt) arrived unwrapped, so it
-    # was raised on this thread, not by the system (whose code runs on other threads or in
-    # other processes, and whose BaseExceptions arrive as RaisedBySystem): the run is stopping.
+    # was not raised by the system (whose BaseExceptions its adapter wraps as RaisedBySystem,
+    # on whatever thread or process its code ran): the run is stopping.
 
 
 def _raised(exc: BaseException) -> TraceError:

@@ -1,17 +1,23 @@
 """``python_function``: call ``module:callable`` once per cell, in-process or in worker processes.
 
-``isolation: thread`` (the default) calls the target in this process: async targets on an
-event loop of their own on a daemon thread (:mod:`evalh_pipeline.systems.system_loop`), so a
-target that blocks its loop (``time.sleep`` in an ``async def``) stalls only its own calls,
-which the runner still times out (the cell's timeout cuts it); later calls get a fresh loop.
-Sync targets run on daemon threads. A call that never returns is abandoned when its cell
-times out: its thread cannot be stopped, but it never keeps the process alive.
+By default the target runs in this process: a sync target on daemon threads, so one that
+blocks never stalls the other cells; an async target on the runner's own event loop, as
+any coroutine of the run (no hand-over to another thread per call), where the cell's
+timeout cancels it. Such a target must not block its loop (``time.sleep`` in an ``async
+def``) nor swallow its cancellation: either stalls the whole run. A sync call that never
+returns is abandoned when its cell times out: its thread cannot be stopped, but it never
+keeps the process alive.
+
+``isolation: thread`` also runs an async target on daemon threads, each call on an event
+loop of its own (what it leaves running there is cancelled when the call ends), so a target
+that blocks stalls only its own call, which the runner still times out (and cancels there,
+if the target ever lets its loop run again).
 ``isolation: process`` calls it in worker processes
 (:mod:`evalh_pipeline.systems.python_worker`): a cell that times out has its worker killed
 (its whole session), so nothing the target started survives its cell, and an async target
 that blocks its event loop (``time.sleep``) cannot stall the run; a target that calls
 ``os._exit`` or crashes the interpreter ends only its worker: the choice for untrusted targets.
-Figures for both in benchmarks/README.md.
+Figures in benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -44,7 +50,6 @@ from evalh_pipeline.systems.base import (
     WorkspaceKind,
 )
 from evalh_pipeline.systems.response import response_from_dict
-from evalh_pipeline.systems.system_loop import SystemLoop
 
 
 # Variant fields the target is not given.
@@ -57,8 +62,9 @@ class PythonFunctionConfig(SystemConfigModel):
 
     target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     init_kwargs: dict[str, Any] | None = None
-    # thread: in this process (fast); process: in worker processes, killed when a cell times out.
-    isolation: Literal["thread", "process"] = "thread"
+    # None: sync targets on threads, async ones on the runner's loop; thread: async ones on
+    # threads too; process: in worker processes, killed when a cell times out.
+    isolation: Literal["thread", "process"] | None = None
     # Worker processes with isolation: process (default: the run's concurrency, at most the CPUs).
     workers: int | None = Field(default=None, ge=1)
 
@@ -99,12 +105,10 @@ class PythonFunctionSystem(SystemAdapter):
             await self._workers.start()
             return
         self._fn = resolve_target(self.config.target, self.context.eval_dir, self.config.init_kwargs)
-        self._is_async = is_async_callable(self._fn)
-        # Sync targets must not block the event loop, nor keep the process alive when stuck.
-        self._threads = None if self._is_async else DaemonThreads(f"evalh-{self.variant.name}")
-        # Async targets run on a loop of their own (a daemon thread), whose blocking stalls only
-        # their own calls, which the runner still times out.
-        self._loop: SystemLoop | None = None
+        # Async targets run on the runner's loop (a coroutine is the runner's to await and
+        # cancel) unless thread isolation is asked for; sync ones must not block the loop.
+        self._on_loop = is_async_callable(self._fn) and self.config.isolation is None
+        self._threads = None if self._on_loop else DaemonThreads(f"evalh-{self.variant.name}")
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         case_dict = case.model_dump(mode="json")
@@ -118,19 +122,10 @@ class PythonFunctionSystem(SystemAdapter):
         if self._workers is not None:
             return await self._workers.call(case_dict, variant_dict)
         try:
-            if self._is_async:
-                if self._loop is None:
-                    self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
-                loop = self._loop
-                try:
-                    value = await loop.call(self._fn(case_dict, variant_dict))
-                except asyncio.CancelledError:
-                    if loop is self._loop and await asyncio.shield(loop.blocked()):
-                        # Timed out on a loop the target blocked: later calls get a fresh loop.
-                        self._loop = SystemLoop(f"evalh-{self.variant.name}-loop")
-                    raise
+            if self._on_loop:
+                value = await self._fn(case_dict, variant_dict)
             else:
-                value = await asyncio.wrap_future(self._threads.submit(functools.partial(self._fn, case_dict, variant_dict)))
+                value = await self._on_thread(case_dict, variant_dict)
             if not isinstance(value, dict) and inspect.isawaitable(value):  # a dict, the usual answer, is not
                 value = await value
         except (Exception, asyncio.CancelledError):
@@ -139,18 +134,52 @@ class PythonFunctionSystem(SystemAdapter):
             raise RaisedBySystem(exc) from None
         return response_from_dict(value)
 
+    async def _on_thread(self, case: dict[str, Any], variant: dict[str, Any]) -> Any:
+        """The target called on one of the daemon threads; an async one run to its end on an
+        event loop of that call's own, cancelled there when the cell stops waiting for it."""
+        assert self._threads is not None  # noqa: S101 - not on the loop: started with threads
+        call = functools.partial(self._fn, case, variant)
+        if not is_async_callable(self._fn):
+            return await asyncio.wrap_future(self._threads.submit(call))
+        running: Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = Future()
+        try:
+            return await asyncio.wrap_future(self._threads.submit(functools.partial(_run_on_own_loop, call, running)))
+        except asyncio.CancelledError:
+            if running.done():  # the call started: cancel it on its loop (a target blocking it sees this once it lets go)
+                loop, task = running.result()
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:
+                    pass  # that loop is closed: the call is over
+            raise
+
     async def close(self) -> None:
         if self._workers is not None:
             await self._workers.close()
             return
-        # Idle threads end now; a thread or loop stuck in a call is left to end with the process.
+        # Idle threads end now; a thread stuck in a call is left to end with the process.
         if self._threads is not None:
             self._threads.shutdown()
-        if self._loop is not None:
-            # Cancels what the target left running there and closes the loop (bounded: a
-            # loop the target blocks is left to its daemon thread). A loop retired earlier
-            # because its target blocked it finishes itself once it unblocks, if ever.
-            await self._loop.close()
+
+
+def _run_on_own_loop(call: Callable[[], Any],
+                     running: Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]]) -> Any:
+    """On a daemon thread: ``call()`` (a coroutine) run on a new event loop, which is closed
+    after it (what the target left running there cancelled and finalized); ``running`` is
+    set to the loop and the call's task once it runs."""
+    async def main() -> tuple[Any, BaseException | None]:
+        running.set_result((asyncio.get_running_loop(), asyncio.current_task()))  # type: ignore[arg-type]
+        try:
+            return await call(), None
+        except BaseException as exc:  # noqa: BLE001 - raised below, outside the loop's machinery
+            return None, exc
+
+    # What the target raised is raised here, not through asyncio.run: its traceback then
+    # shows the target's frames and ours, not the event loop's internals.
+    value, raised = asyncio.run(main())
+    if raised is not None:
+        raise raised
+    return value
 
 
 def is_async_callable(fn: Any) -> bool:

@@ -172,9 +172,10 @@ def test_a_system_that_cannot_start_fails_its_cells_not_the_run(tmp_path):
 
 
 @pytest.mark.parametrize("ending", ["completes", "is_cancelled"])
-def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path, monkeypatch, ending):
-    """What an async target leaves running on its loop is cancelled when the run ends, even
-    when the run is cancelled (Ctrl-C) mid-cell; the loop's thread ends."""
+def test_an_async_target_runs_on_the_runners_loop_and_its_tasks_end_with_it(tmp_path, monkeypatch, ending):
+    """An async target's calls run on the run's own event loop (no thread of their own);
+    what it leaves running there is cancelled when that loop ends, also when the run is
+    cancelled (Ctrl-C) mid-cell."""
     import concurrent.futures
     import sys
     import threading
@@ -182,6 +183,8 @@ def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path
 
     started: concurrent.futures.Future[None] = concurrent.futures.Future()
     seen: list[str] = []
+    loops: set[asyncio.AbstractEventLoop] = set()
+    threads: set[threading.Thread] = set()
 
     async def background() -> None:
         try:
@@ -193,6 +196,8 @@ def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path
     tasks = []
 
     async def run(case, variant):
+        loops.add(asyncio.get_running_loop())
+        threads.add(threading.current_thread())
         tasks.append(asyncio.get_running_loop().create_task(background()))
         if not started.done():
             started.set_result(None)
@@ -206,13 +211,10 @@ def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path
     system = "\n  - name: base\n    adapter: python_function\n    target: evalh_test_loop_probe:run\n"
     spec = load_eval(write_eval(tmp_path / "toy", cases=2, systems=system))
     info = prepare_cases(spec, new_run_id(spec.name))
-
-    def loop_threads() -> set[threading.Thread]:
-        return {t for t in threading.enumerate() if t.name == "evalh-base-loop"}
-
-    before = loop_threads()  # another test's loop that its target blocks for good, if any
+    runner_loops = []
 
     async def main() -> None:
+        runner_loops.append(asyncio.get_running_loop())
         run_task = asyncio.create_task(produce_traces(spec, info.run_dir))
         await asyncio.wait_for(asyncio.wrap_future(started), 60)
         if ending == "is_cancelled":
@@ -223,8 +225,8 @@ def test_the_system_loop_of_an_async_target_is_closed_when_the_run_ends(tmp_path
             assert (await run_task).cells_run == 2
 
     asyncio.run(main())
+    assert loops == set(runner_loops) and threads == {threading.main_thread()}
     assert seen and set(seen) == {"background cancelled"} and len(seen) == len(tasks)
-    assert loop_threads() <= before
 
 
 def test_adapters_started_are_closed_when_setting_up_the_pass_is_interrupted(tmp_path, scripted):

@@ -94,6 +94,63 @@ def test_async_target_is_awaited(tmp_path):
     assert response.output.final_answer == "async c1"
 
 
+def test_async_target_runs_on_the_runners_thread_by_default(tmp_path):
+    response = run_one(tmp_path, """
+        import asyncio, threading
+        async def run(case, variant):
+            await asyncio.sleep(0)
+            return {"final_answer": threading.current_thread().name}
+    """)
+    assert response.output.final_answer == "MainThread"
+
+
+def test_async_target_with_thread_isolation_runs_on_a_loop_of_its_own_call(tmp_path):
+    """On a daemon thread, on an event loop that ends with the call: what the target left
+    running there is cancelled then, not left for a later call."""
+    name = module(tmp_path, """
+        import asyncio, threading
+        SEEN = []
+        async def linger():
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                SEEN.append("cancelled")
+                raise
+        async def run(case, variant):
+            asyncio.get_running_loop().create_task(linger())
+            await asyncio.sleep(0)
+            return {"final_answer": threading.current_thread().name, "extra": {"loop": id(asyncio.get_running_loop())}}
+    """)
+    first, second = run_cases(adapter(tmp_path, f"{name}:run", isolation="thread"), EvalCase(id="a"), EvalCase(id="b"))
+    assert first.output.final_answer.startswith("evalh-v1") and second.output.final_answer.startswith("evalh-v1")
+    assert sys.modules[name].SEEN == ["cancelled", "cancelled"]
+
+
+def test_a_timed_out_async_call_with_thread_isolation_is_cancelled_on_its_loop(tmp_path):
+    name = module(tmp_path, """
+        import asyncio, threading
+        ENDED = threading.Event()
+        async def run(case, variant):
+            try:
+                await asyncio.Event().wait()
+            finally:
+                ENDED.set()
+    """)
+    the_adapter = adapter(tmp_path, f"{name}:run", isolation="thread")
+
+    async def go():
+        await the_adapter.start()
+        try:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await the_adapter.run(EvalCase(id="a"), None)
+        finally:
+            await the_adapter.close()
+
+    asyncio.run(go())
+    assert sys.modules[name].ENDED.wait(30)
+
+
 def test_callable_class_with_init_kwargs_and_async_call(tmp_path):
     response = run_one(tmp_path, """
         class Agent:
