@@ -88,7 +88,7 @@ def produce_main(eval_yaml: str) -> None:
 
     spec = load_eval(eval_yaml)
     info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir, judge_inline=False))
+    asyncio.run(produce_traces(spec, info.run_dir))
     print(info.run_dir.path)
 
 
