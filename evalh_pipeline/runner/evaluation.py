@@ -95,7 +95,6 @@ async def evaluate_traces(
     run_dir: RunDirectory,
     variant_names: list[str] | None = None,
     *,
-    evaluator_names: list[str] | None = None,
     max_concurrency: int | None = None,
     progress: Progress | None = None,
     incremental: bool = True,
@@ -107,8 +106,7 @@ async def evaluate_traces(
     By default only the (trace, evaluator) pairs without a current result are judged, and
     results of evaluators no longer configured are dropped; every other result line is kept
     byte for byte (``stats.results_kept``). With ``incremental=False`` every result of the
-    variants is judged again; ``evaluator_names`` re-judges exactly those evaluators on
-    every trace and keeps the others' results.
+    variants is judged again.
 
     ``shard``: judge only the trace lines it holds (0-based positions in traces.jsonl);
     the current results of the other lines are kept. None: every line.
@@ -122,11 +120,11 @@ async def evaluate_traces(
     run_dir.remove_stale_temp_files(*_TEMP_PURPOSES)
     limits = run_rate_limits(spec, max_concurrency)
     # The run's cases carry their own evaluators (runner/case_evaluators.py).
-    evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits, cases=run_dir.cases)
+    evaluators = build_evaluators(spec, rate_limits=limits, cases=run_dir.cases)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     stats = EvaluationStats()
-    plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental,
-                 traces_digest=traces_digest, shard=shard if shard is not None and not shard.whole else None)
+    plan = _plan(spec, run_dir, evaluators, variants, incremental=incremental, traces_digest=traces_digest,
+                 shard=shard if shard is not None and not shard.whole else None)
     await _evaluate(plan, spec, run_dir, variants, stats, concurrency=max_concurrency or spec.config.run.max_concurrency,
                     progress=progress)
     record_rate_limits(run_dir, limits, "results")
@@ -156,7 +154,6 @@ class _Plan:
     fresh: set[str] = field(default_factory=set)  # of judge: none of their results can be current
     order: list[str] = field(default_factory=list)  # the store's evaluators, in results.jsonl order
     dropped: bool = False  # an evaluator of the store is no longer configured
-    carried: set[str] = field(default_factory=set)  # judged: a run from before the store keeps the others
 
     @property
     def whole(self) -> bool:
@@ -168,7 +165,7 @@ class _Plan:
 
 
 def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], variants: set[str], *,
-          explicit: bool, incremental: bool, traces_digest: str | None, shard: TraceShard | None) -> _Plan:
+          incremental: bool, traces_digest: str | None, shard: TraceShard | None) -> _Plan:
     meta = run_dir.read_meta() if run_dir.exists() else {}
     run_variants = set(meta.get("variants") or []) | set(spec.variant_names)
     entries = read_store(run_dir)
@@ -188,7 +185,7 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
 
     for evaluator in evaluators:
         entry = (entries or {}).get(evaluator.name)
-        if explicit or not incremental:
+        if not incremental:
             plan.judge.append(evaluator)
             plan.fresh.add(evaluator.name)
         elif (entry is not None and plan.traces and entry.evaluator_hash == evaluator.config_hash
@@ -202,13 +199,11 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
                     entry, evaluator.config_hash):
                 plan.fresh.add(evaluator.name)
     judged = {e.name for e in evaluators}
-    if entries is None and explicit:
-        plan.carried = judged
     for name, entry in (entries or {}).items():
         if name in judged:
             continue
-        if explicit or name in configured:
-            plan.keep[name] = entry  # not asked about (or not built): left as it is
+        if name in configured:
+            plan.keep[name] = entry  # not built: left as it is
         else:
             plan.dropped = True  # no longer configured: its results go
     return plan
@@ -226,8 +221,6 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
     if plan.nothing_to_do(run_dir):
         return
     entries: dict[str, EvaluatorEntry] = dict(plan.keep)
-    if plan.carried:
-        entries.update(_carry_legacy(run_dir, plan.carried))
     if plan.judge:
         cases = CaseIndex(run_dir.cases)
         parts: dict[str, Path] = {}
@@ -369,24 +362,6 @@ def _has_not_judged(run_dir: RunDirectory, evaluator: Evaluator, entry: Evaluato
     if isinstance(evaluator, SyncEvaluator):
         return False
     return any(_not_judged(line) for line in entry_lines(run_dir, entry))
-
-
-def _carry_legacy(run_dir: RunDirectory, judged: set[str]) -> dict[str, EvaluatorEntry]:
-    """Store files for the results of a run from before the store that this evaluation does
-    not judge (it was asked about some evaluators only), as they are."""
-    outs: dict[str, NewResults] = {}
-    try:
-        for line in legacy_results(run_dir):
-            name = _variant_and_evaluator(line)[1]
-            if name not in judged:
-                if name not in outs:
-                    outs[name] = NewResults(run_dir)
-                outs[name].write(line)
-        return {name: EvaluatorEntry(out.finish(name), None, "", out.count) for name, out in outs.items()}
-    except BaseException:
-        for out in outs.values():
-            out.discard()
-        raise
 
 
 def _variant_and_evaluator(line: bytes) -> tuple[str, str]:

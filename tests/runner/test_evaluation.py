@@ -73,14 +73,6 @@ def test_reevaluating_one_variant_replaces_only_that_slice(tmp_path):
     assert all(after[k] != before[k] for k in after if k[1] == "candidate")
 
 
-def test_reevaluating_one_evaluator_keeps_the_others(tmp_path):
-    spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
-    asyncio.run(evaluate_traces(spec, run_dir, evaluator_names=["mentions_paris"], incremental=False))
-    keys = [(r["case_id"], r["variant_name"], r["evaluator"]) for r in _results(run_dir)]
-    assert len(keys) == len(set(keys)) == 12
-
-
 def test_cost_limited_cells_are_not_judged(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     lines = run_dir.traces.read_text().splitlines()
