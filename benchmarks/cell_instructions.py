@@ -4,7 +4,7 @@
 
 On this shared 2-core machine CPU seconds of one run move by +-25% with the other sessions'
 load (hyperthreads and caches are shared), which hides any single per-cell saving. This
-counts the instructions instead: the cases, traces (with inline judging) and results stages
+counts the instructions instead: the cases, traces and results (judging) stages
 run in process, without Dagster, on make_fixture.py fixtures of ``--small`` and ``--large``
 cases x 2 variants (LAT=0), each under ``valgrind --tool=callgrind``; the difference over
 the difference in cells is the cost of one cell, start-up and imports cancelled out. Takes a

@@ -100,9 +100,9 @@ def timed(kind: str, mode: str, cmd: list[str], fixture: Path, env: dict, timeou
                           bench.load(), "" if code == 0 else f"exit {code}")
     if code == 0 and kind in ("engine", "other"):
         m.extra = json.loads(log.read_text().strip().splitlines()[-1])
-    # CPU seconds of the process and the processes it waited for (the judging workers): unlike
-    # the wall time, barely moved by other work on a shared machine. Informative only: the
-    # target is on wall time.
+    # CPU seconds of the process and the processes it waited for (an older checkout's
+    # judging workers, with --compare-src): unlike the wall time, barely moved by other work
+    # on a shared machine. Informative only: the target is on wall time.
     m.extra["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     line = (f"  [{mode:<11}] {kind:<6} wall {wall:6.2f} s  cpu {m.extra['cpu_s']:6.2f} s  peak PSS {rss:5.0f} MB  "
             f"{'ok' if m.ok else 'FAILED ' + str(log)}")

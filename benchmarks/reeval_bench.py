@@ -77,7 +77,7 @@ def produce(fixture: Path, timeout_s: float) -> Path:
 
 
 def produce_main(eval_yaml: str) -> None:
-    """Child entry point: prepare a run and produce its traces with no inline judging."""
+    """Child entry point: prepare a run and produce its traces (the traces stage judges nothing)."""
     import asyncio
 
     sys.path.insert(0, str(Path(eval_yaml).resolve().parent))
@@ -88,7 +88,7 @@ def produce_main(eval_yaml: str) -> None:
 
     spec = load_eval(eval_yaml)
     info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir, judge_inline=False))
+    asyncio.run(produce_traces(spec, info.run_dir))
     print(info.run_dir.path)
 
 

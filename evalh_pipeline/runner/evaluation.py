@@ -1,7 +1,9 @@
 """Judge persisted traces: exactly the (trace, evaluator) pairs that have no current result.
 
-Reads only the run directory (cases snapshot + traces), never the system under test, so
-re-evaluation is cheap and repeatable. An evaluator that raises fails its own result only.
+The one way a trace is judged: ``evalh run``'s results stage, ``re-evaluate`` and
+``retry-failed`` all call :func:`evaluate_traces`, which reads only the run directory
+(cases snapshot + traces), never the system under test, so judging is cheap and
+repeatable. An evaluator that raises fails its own result only.
 
 Content is the only evidence. Every trace line has a hash of its own content
 (``trace_hash``, store/records.py) and every result records the trace_hash it judged and
@@ -9,24 +11,19 @@ its evaluator's config hash: a result is current while its trace still has that 
 its evaluator that config. Nothing else (inode, size, offset, mtime) is ever trusted, so a
 run folder copied, moved, synced or edited by hand is judged correctly.
 
-Per evaluator, one of (cheapest first):
+One plan, per evaluator:
 
 - kept: the results store says every result of it was current for exactly these traces
   (the digest of traces.jsonl's complete lines) and this config: nothing is read;
-- adopted: a complete inline pass (runner/inline_results.py) of this run judged exactly
-  these traces with this config: its file moves into the store (also when every result is
-  to be judged again: it was judged just now);
-- judged in full: no result of it can be current (its config changed, it is new, or
-  re-judging was asked for): every trace is judged, in worker processes for a large file
-  (runner/judge_workers.py) when every evaluator is synchronous;
-- merged: the traces changed (a resume appended cells, a torn tail was set aside, a line
-  was edited), or some result of it could not be judged (its judge was unreachable:
-  models/result.py NOT_JUDGED_ERRORS): its results whose trace_hash is still that of a
-  trace are kept, and the traces without one (or with a result not judged) are judged.
+- judged: every other evaluator, on each trace without a current result of it. Its results
+  in the store are the candidates (not read when none can be current: its config changed,
+  it is new, or re-judging was asked for); a candidate is kept when it records the hash of
+  a trace still in the file, the evaluator's config hash, and a judgement (a result its
+  judge could not give, models/result.py NOT_JUDGED_ERRORS, is never current).
 
-A result that could not be judged is never current: the next evaluation (``evalh
-re-evaluate``, ``retry-failed --include-evaluator-failures``) judges it again from the
-saved trace, with no system call.
+A trace is judged in this process: by a plain loop when no evaluator to run does I/O, else
+in the async pool under the run's concurrency knob. ``shard`` (a part of the traces file by
+line position, runner/shards.py) judges only its lines; the others' current results are kept.
 
 The results store (store/results_store.py) then gets a new file for each evaluator that
 changed, and results.jsonl is made again from the store.
@@ -35,17 +32,17 @@ changed, and results.jsonl is made again from the store.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.evaluators.base import Evaluator, SyncEvaluator
-from evalh_pipeline.models import NOT_JUDGED_ERRORS, Trace
+from evalh_pipeline.models import NOT_JUDGED_ERRORS, EvalCase, Trace
 from evalh_pipeline.runner.case_evaluators import CaseEvaluatorGroup
-from evalh_pipeline.runner.inline_results import StagedFile, discard_staged, staged_files, staged_lines
-from evalh_pipeline.runner.judge_workers import Parts, SpanPlan, judge_in_processes, judge_selected, process_count
 from evalh_pipeline.runner.judging import (
     UNJUDGED_ERRORS,
     EvaluationStats,
@@ -58,7 +55,7 @@ from evalh_pipeline.runner.judging import (
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.rate_limits import record_rate_limits, run_rate_limits
 from evalh_pipeline.runner.progress import NoProgress, Progress
-from evalh_pipeline.runner.result_lines import result_line_list
+from evalh_pipeline.runner.result_lines import Judged, raised, result_line_list, secrets_of
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import complete_lines_digest, iter_raw_lines
 from evalh_pipeline.store.locking import under_run_lock
@@ -66,7 +63,6 @@ from evalh_pipeline.store.records import RESULTS, TRACES
 from evalh_pipeline.store.results_store import (
     EvaluatorEntry,
     NewResults,
-    adopt_file,
     commit,
     entry_lines,
     legacy_results,
@@ -76,12 +72,21 @@ from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
 # The names callers import from here.
-__all__ = ["EvaluationStats", "build_evaluators", "evaluate_traces", "evaluators_fingerprint", "judge_trace",
-           "last_evaluation"]
+__all__ = ["EvaluationStats", "TraceShard", "build_evaluators", "evaluate_traces", "evaluators_fingerprint",
+           "judge_trace", "last_evaluation"]
 
 # The temp files this writer makes in the run folder (RunDirectory.temp_file purposes): a
 # killed evaluation's leftovers, removed by the next one.
 _TEMP_PURPOSES = ("results",)
+
+
+class TraceShard(Protocol):
+    """A part of the traces file (runner/shards.py ``Shard``): the lines it holds, by position."""
+
+    @property
+    def whole(self) -> bool: ...
+
+    def holds(self, position: int) -> bool: ...
 
 
 @under_run_lock
@@ -90,23 +95,21 @@ async def evaluate_traces(
     run_dir: RunDirectory,
     variant_names: list[str] | None = None,
     *,
-    evaluator_names: list[str] | None = None,
     max_concurrency: int | None = None,
     progress: Progress | None = None,
-    processes: int | None = None,
     incremental: bool = True,
     traces_digest: str | None = None,
+    shard: TraceShard | None = None,
 ) -> EvaluationStats:
-    """(Re)judge the traces of ``variant_names``.
+    """Judge the traces of ``variant_names`` that have no current result (see the module docstring).
 
-    By default only the (trace, evaluator) pairs without a current result are judged (see
-    the module docstring), and results of evaluators no longer configured are dropped;
-    every other result line is kept byte for byte (``stats.results_kept``). With
-    ``incremental=False`` every result of the variants is judged again; ``evaluator_names``
-    re-judges exactly those evaluators on every trace and keeps the others' results.
+    By default only the (trace, evaluator) pairs without a current result are judged, and
+    results of evaluators no longer configured are dropped; every other result line is kept
+    byte for byte (``stats.results_kept``). With ``incremental=False`` every result of the
+    variants is judged again.
 
-    ``processes`` caps the worker processes used when every evaluator is synchronous
-    (default: one per CPU, fewer for a small traces file; 1 judges in this process only).
+    ``shard``: judge only the trace lines it holds (0-based positions in traces.jsonl);
+    the current results of the other lines are kept. None: every line.
 
     ``traces_digest``: the digest of traces.jsonl's complete lines that the traces stage of
     the same launch kept as it wrote them (``TraceStats.traces_digest``), so the file is not
@@ -117,13 +120,13 @@ async def evaluate_traces(
     run_dir.remove_stale_temp_files(*_TEMP_PURPOSES)
     limits = run_rate_limits(spec, max_concurrency)
     # The run's cases carry their own evaluators (runner/case_evaluators.py).
-    evaluators = build_evaluators(spec, evaluator_names, rate_limits=limits, cases=run_dir.cases)
+    evaluators = build_evaluators(spec, rate_limits=limits, cases=run_dir.cases)
     variants = set(variant_names if variant_names is not None else spec.variant_names)
     stats = EvaluationStats()
-    plan = _plan(spec, run_dir, evaluators, variants, explicit=evaluator_names is not None, incremental=incremental,
-                 traces_digest=traces_digest)
+    plan = _plan(spec, run_dir, evaluators, variants, incremental=incremental, traces_digest=traces_digest,
+                 shard=shard if shard is not None and not shard.whole else None)
     await _evaluate(plan, spec, run_dir, variants, stats, concurrency=max_concurrency or spec.config.run.max_concurrency,
-                    progress=progress, processes=processes)
+                    progress=progress)
     record_rate_limits(run_dir, limits, "results")
     write_atomic(run_dir.last_evaluation, json.dumps(asdict(stats)))
     return stats
@@ -144,37 +147,36 @@ class _Plan:
 
     traces: str  # the digest of the traces file's complete lines
     every_variant: bool  # the evaluation covers every variant of the run
+    shard: TraceShard | None  # the trace lines to judge (None: every one)
     entries: dict[str, EvaluatorEntry] | None  # the store as it was (None: no store)
     keep: dict[str, EvaluatorEntry] = field(default_factory=dict)  # evaluators left as they are
-    adopt: dict[str, StagedFile] = field(default_factory=dict)
-    full: list[Evaluator] = field(default_factory=list)
-    merge: list[Evaluator] = field(default_factory=list)
+    judge: list[Evaluator] = field(default_factory=list)  # judged where they have no current result
+    fresh: set[str] = field(default_factory=set)  # of judge: none of their results can be current
     order: list[str] = field(default_factory=list)  # the store's evaluators, in results.jsonl order
     dropped: bool = False  # an evaluator of the store is no longer configured
-    carried: set[str] = field(default_factory=set)  # judged: a run from before the store keeps the others
+
+    @property
+    def whole(self) -> bool:
+        """Whether every trace of the run is judged (every variant, no shard)."""
+        return self.every_variant and self.shard is None
 
     def nothing_to_do(self, run_dir: RunDirectory) -> bool:
-        return (not self.adopt and not self.full and not self.merge and not self.dropped
-                and self.entries is not None and run_dir.results.exists())
+        return not self.judge and not self.dropped and self.entries is not None and run_dir.results.exists()
 
 
 def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], variants: set[str], *,
-          explicit: bool, incremental: bool, traces_digest: str | None) -> _Plan:
+          incremental: bool, traces_digest: str | None, shard: TraceShard | None) -> _Plan:
     meta = run_dir.read_meta() if run_dir.exists() else {}
     run_variants = set(meta.get("variants") or []) | set(spec.variant_names)
     entries = read_store(run_dir)
     plan = _Plan(traces=traces_digest or complete_lines_digest(run_dir.traces), every_variant=variants >= run_variants,
-                 entries=entries)
+                 shard=shard, entries=entries)
     configured = [e.name for e in spec.config.evaluators] + [e.name for e in evaluators
                                                              if isinstance(e, CaseEvaluatorGroup)]
     plan.order = configured + [name for name in (entries or {}) if name not in configured]
-    staged = {s.evaluator: s for s in staged_files(run_dir)}
-    any_staged = bool(run_dir.staged_inline_results())
 
     def may_be_current(entry: EvaluatorEntry | None, config_hash: str) -> bool:
-        """Whether a candidate result of the evaluator may be current (else: judged in full)."""
-        if any_staged:
-            return True
+        """Whether a candidate result of the evaluator may be current (else its candidates are not read)."""
         if entries is None:
             return run_dir.results.exists()  # a run from before the store: its lines say
         # The store's file holds lines of its recorded config (and, after an evaluation of
@@ -183,124 +185,113 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
 
     for evaluator in evaluators:
         entry = (entries or {}).get(evaluator.name)
-        found = staged.get(evaluator.name)
-        if (not explicit and found is not None and plan.every_variant and plan.traces and found.traces == plan.traces
-                and found.evaluator_hash == evaluator.config_hash and set(found.variants) >= run_variants):
-            # Judged by this run's own trace pass, on exactly these traces, with this config:
-            # as good as judging them now, even when every result is to be judged again.
-            plan.adopt[evaluator.name] = found
-        elif explicit or not incremental:
-            plan.full.append(evaluator)
+        if not incremental:
+            plan.judge.append(evaluator)
+            plan.fresh.add(evaluator.name)
         elif (entry is not None and plan.traces and entry.evaluator_hash == evaluator.config_hash
               and entry.traces == plan.traces and not _has_not_judged(run_dir, evaluator, entry)):
             plan.keep[evaluator.name] = entry
-        elif isinstance(evaluator, CaseEvaluatorGroup) and entry is not None:
-            # Each result records its own case's config hash: those of unchanged cases are kept.
-            plan.merge.append(evaluator)
-        elif not may_be_current(entry, evaluator.config_hash):
-            plan.full.append(evaluator)  # no result of it can be current
         else:
-            plan.merge.append(evaluator)
+            plan.judge.append(evaluator)
+            # Each result of a case evaluator records its own case's config hash: those of
+            # unchanged cases may be current whatever the group's hash.
+            if not (isinstance(evaluator, CaseEvaluatorGroup) and entry is not None) and not may_be_current(
+                    entry, evaluator.config_hash):
+                plan.fresh.add(evaluator.name)
     judged = {e.name for e in evaluators}
-    if entries is None and explicit:
-        plan.carried = judged
     for name, entry in (entries or {}).items():
         if name in judged:
             continue
-        if explicit or name in configured:
-            plan.keep[name] = entry  # not asked about (or not built): left as it is
+        if name in configured:
+            plan.keep[name] = entry  # not built: left as it is
         else:
             plan.dropped = True  # no longer configured: its results go
     return plan
 
 
 async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants: set[str], stats: EvaluationStats, *,
-                    concurrency: int, progress: Progress, processes: int | None) -> None:
-    # Changed: judged in full, or a case evaluator whose config changed on some of its cases.
-    stats.evaluators_rejudged = sorted([e.name for e in plan.full] + [
-        e.name for e in plan.merge if isinstance(e, CaseEvaluatorGroup)
-        and (plan.entries or {}).get(e.name) is not None and plan.entries[e.name].evaluator_hash != e.config_hash])
+                    concurrency: int, progress: Progress) -> None:
+    # Changed: judged with none of its results current, or a case evaluator whose config
+    # changed on some of its cases.
+    stats.evaluators_rejudged = sorted(
+        e.name for e in plan.judge
+        if e.name in plan.fresh or (isinstance(e, CaseEvaluatorGroup) and (plan.entries or {}).get(e.name) is not None
+                                    and plan.entries[e.name].evaluator_hash != e.config_hash))
     stats.results_kept = sum(entry.results for entry in plan.keep.values())
     if plan.nothing_to_do(run_dir):
-        discard_staged(run_dir)  # what an inline pass staged is current in the store already, or stale
         return
     entries: dict[str, EvaluatorEntry] = dict(plan.keep)
-    if plan.carried:
-        entries.update(_carry_legacy(run_dir, plan.carried))
-    for name, found in plan.adopt.items():
-        entries[name] = EvaluatorEntry(adopt_file(run_dir, name, found.path, found.digest), found.evaluator_hash,
-                                       plan.traces, found.count)
-        # Judged by this run, as its traces were made: counted as judged.
-        stats.results += found.count
-        stats.evaluator_errors += found.errors
-        stats.traces = max(stats.traces, found.judged_traces)
-        for variant, (passed, judged) in found.tallies.items():
-            stats.by_variant.setdefault(variant, {})[name] = [passed, judged]
-    judging = plan.full + plan.merge
-    if judging:
+    if plan.judge:
         cases = CaseIndex(run_dir.cases)
-        parts: Parts = {}
+        parts: dict[str, Path] = {}
         progress.start("results", None)
         try:
-            merging = _Merge(run_dir, plan, variants) if plan.merge else None
-            parts = await _judge(judging, merging, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
-                                 concurrency, processes, stats, progress)
-            if merging is not None:
-                stats.traces_appended = merging.traces_judged
-            for evaluator in judging:
-                entries[evaluator.name] = _write(run_dir, plan, evaluator, variants, parts.get(evaluator.name, []),
-                                                 merging, stats)
+            current = _Current(run_dir, plan, variants)
+            parts = await _judge(plan.judge, current, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
+                                 concurrency, stats, progress)
+            stats.traces_appended = current.traces_judged
+            for evaluator in plan.judge:
+                entries[evaluator.name] = _write(run_dir, plan, evaluator, variants, parts[evaluator.name], current,
+                                                 stats)
         finally:
-            for files in parts.values():
-                for part in files:
-                    part.unlink(missing_ok=True)
+            for part in parts.values():
+                part.unlink(missing_ok=True)
             cases.close()
         progress.finish("results")
     commit(run_dir, entries, plan.order)
-    discard_staged(run_dir)
 
 
 def _candidates(run_dir: RunDirectory, plan: _Plan, evaluators: Iterable[str]) -> Iterator[bytes]:
     """Every result line of ``evaluators`` that may be current (and maybe others'): their
-    files in the store (or, without a store, results.jsonl) and the lines staged by inline
-    passes."""
+    files in the store (or, without a store, results.jsonl)."""
     if plan.entries is not None:
         for name in evaluators:
             if name in plan.entries:
                 yield from entry_lines(run_dir, plan.entries[name])
     else:
         yield from legacy_results(run_dir)
-    yield from staged_lines(run_dir)
 
 
-class _Merge:
-    """Which (trace hash, evaluator) pairs of the merged evaluators have a current result.
+# Picks, for a trace line (its position in the traces file, its hash), the positions of the
+# judged evaluators to judge it by (None: every one).
+_Select = Callable[[int, str], Sequence[int] | None]
 
-    One bit per merged evaluator, per trace hash: set when a candidate result of that
-    evaluator records this trace hash and the evaluator's config hash. The judging pass
-    (``select``) marks each trace hash it meets (``SEEN``) and names the evaluators without
-    a bit; the writing pass keeps one candidate per (trace hash, evaluator) whose trace was
-    met. A trace hash is 32 hex digits: a dict entry per trace, never the traces themselves.
+
+class _Current:
+    """Which (trace hash, evaluator) pairs have a current result, and what to judge.
+
+    One bit per evaluator whose candidates are read, per trace hash: set when a candidate
+    result of that evaluator records this trace hash and the evaluator's config hash. The
+    judging pass (``selector``) marks each trace hash it meets (``MINE`` for a line it
+    judges, ``OTHER`` for a line of another shard) and names the evaluators without a bit;
+    the writing pass keeps one candidate per (trace hash, evaluator) whose trace was met.
+    A trace hash is 32 hex digits: a dict entry per trace, never the traces themselves.
     """
 
-    SEEN = 1
+    MINE, OTHER = 1, 2
 
     def __init__(self, run_dir: RunDirectory, plan: _Plan, variants: set[str]) -> None:
-        self.evaluators = plan.merge
-        self.bits = {e.name: 2 << i for i, e in enumerate(self.evaluators)}
-        self.hashes = {e.name: e.config_hash for e in self.evaluators}
+        # With a shard, every judged evaluator's candidates are read: other shards' lines keep theirs.
+        self.read = [e for e in plan.judge if e.name not in plan.fresh or plan.shard is not None]
+        self.fresh = plan.fresh
+        self.shard = plan.shard
+        self.bits = {e.name: 4 << i for i, e in enumerate(self.read)}
+        self.hashes = {e.name: e.config_hash for e in self.read}
         # A case evaluator's results are current while their case's config hash is unchanged.
-        self.case_hashes = {e.name: e.hashes for e in self.evaluators if isinstance(e, CaseEvaluatorGroup)}
+        self.case_hashes = {e.name: e.hashes for e in self.read if isinstance(e, CaseEvaluatorGroup)}
         self.variants = variants
         self.current: dict[str, int] = {}
+        # Traces judged because an evaluator whose candidates were read had no current result
+        # for them (appended by a resume, or changed): counted by the judging loops.
         self.traces_judged = 0
+        self.incremental: frozenset[int] = frozenset()  # the positions of those evaluators
         for line in _candidates(run_dir, plan, self.bits):
             key = self.current_key(line)
             if key is not None:
                 self.current[key[0]] = self.current.get(key[0], 0) | self.bits[key[1]]
 
     def current_key(self, line: bytes) -> tuple[str, str] | None:
-        """(trace hash, evaluator) of a candidate line of a merged evaluator judged with its
+        """(trace hash, evaluator) of a candidate line of a read evaluator judged with its
         current config, else None."""
         variant, evaluator = _variant_and_evaluator(line)
         if evaluator not in self.bits or variant not in self.variants:
@@ -315,33 +306,44 @@ class _Merge:
             return None
         return trace_hash, evaluator
 
-    def selector(self, positions: dict[str, int], full: Sequence[int]) -> Any:
-        """``select`` for the judging pass (runner/judge_workers.py): ``full`` evaluators on
-        every trace, merged ones where they have no current result."""
-        current, seen = self.current, self.SEEN
-        merged = [(self.bits[e.name], positions[e.name]) for e in self.evaluators]
+    def selector(self, positions: dict[str, int]) -> _Select | None:
+        """``select`` for the judging pass: the fresh evaluators on every trace of the shard,
+        the others where they have no current result; None: every evaluator on every trace."""
+        if not self.read:
+            return None
+        current, mine, other, shard = self.current, self.MINE, self.OTHER, self.shard
+        forced = [positions[name] for name in positions if name in self.fresh]
+        self.incremental = frozenset(positions[e.name] for e in self.read if e.name not in self.fresh)
+        read = [(self.bits[e.name], positions[e.name], e.name not in self.fresh) for e in self.read]
 
-        def select(trace_hash: str) -> list[int]:
+        def select(position: int, trace_hash: str) -> list[int]:
             bits = current.get(trace_hash, 0)
-            if bits & seen:
-                chosen = [position for _, position in merged]  # the same trace line twice: judged again
+            if shard is not None and not shard.holds(position):
+                current[trace_hash] = bits | other
+                return []
+            if bits & (mine | other):
+                chosen = [p for _, p, judged in read if judged]  # the same trace line twice: judged again
             else:
-                current[trace_hash] = bits | seen
-                chosen = [position for bit, position in merged if not bits & bit]
-            if chosen:
-                self.traces_judged += 1
-            return [*full, *chosen]
+                current[trace_hash] = bits | mine
+                chosen = [p for bit, p, judged in read if judged and not bits & bit]
+            return [*forced, *chosen]
 
         return select
 
+    def count(self, chosen: Sequence[int] | None, judged: bool) -> None:
+        """Count a trace judged by the evaluators at ``chosen`` (None: every one)."""
+        if judged and chosen is not None and not self.incremental.isdisjoint(chosen):
+            self.traces_judged += 1
+
     def keeps(self, evaluator: str, line: bytes, kept: set[str]) -> bool:
         """Whether ``line`` (a candidate of ``evaluator``) is kept: current, for a trace met
-        by the judging pass, and the first such result of that trace."""
+        by the judging pass and not judged again, and the first such result of that trace."""
         key = self.current_key(line)
         if key is None or key[1] != evaluator or key[0] in kept:
             return False
-        if not self.current.get(key[0], 0) & self.SEEN:
-            return False  # its trace is gone (set aside, dropped, edited)
+        met = self.current.get(key[0], 0)
+        if not met & (self.OTHER if evaluator in self.fresh else self.MINE | self.OTHER):
+            return False  # its trace is gone (set aside, dropped, edited), or judged again
         kept.add(key[0])
         return True
 
@@ -362,116 +364,172 @@ def _has_not_judged(run_dir: RunDirectory, evaluator: Evaluator, entry: Evaluato
     return any(_not_judged(line) for line in entry_lines(run_dir, entry))
 
 
-def _carry_legacy(run_dir: RunDirectory, judged: set[str]) -> dict[str, EvaluatorEntry]:
-    """Store files for the results of a run from before the store that this evaluation does
-    not judge (it was asked about some evaluators only), as they are."""
-    outs: dict[str, NewResults] = {}
-    try:
-        for line in legacy_results(run_dir):
-            name = _variant_and_evaluator(line)[1]
-            if name not in judged:
-                if name not in outs:
-                    outs[name] = NewResults(run_dir)
-                outs[name].write(line)
-        return {name: EvaluatorEntry(out.finish(name), None, "", out.count) for name, out in outs.items()}
-    except BaseException:
-        for out in outs.values():
-            out.discard()
-        raise
-
-
 def _variant_and_evaluator(line: bytes) -> tuple[str, str]:
     variant, evaluator = RESULTS.read_fields(line, "variant_name", "evaluator")
     return str(variant), str(evaluator)
 
 
-async def _judge(judging: list[Evaluator], merging: _Merge | None, cases: CaseIndex, artifacts: ArtifactLoader,
-                 run_dir: RunDirectory, variants: set[str], concurrency: int, processes: int | None,
-                 stats: EvaluationStats, progress: Progress) -> Parts:
-    """Judge the traces: every one by the evaluators judged in full, and by the merged ones
-    where they have no current result; each evaluator's part files."""
-    positions = {e.name: i for i, e in enumerate(judging)}
-    select = None
-    if merging is not None:
-        select = merging.selector(positions, [positions[e.name] for e in judging if e not in merging.evaluators])
-    if all(isinstance(e, SyncEvaluator) for e in judging):
-        plan = SpanPlan(judging, cases, run_dir.traces, variants, artifacts)
-        if select is None:
-            return judge_in_processes(plan, run_dir, process_count(run_dir.traces, processes), stats, progress)
-        return judge_selected(plan, run_dir, select, stats, progress)
-    return await _judge_async(judging, select, merging, cases, artifacts, run_dir, variants, concurrency, stats,
-                              progress)
-
-
-async def _judge_async(
-    evaluators: list[Evaluator], select: Any, merging: _Merge | None, cases: CaseIndex, artifacts: ArtifactLoader, run_dir: RunDirectory,
-    variants: set[str], concurrency: int, stats: EvaluationStats, progress: Progress,
-) -> Parts:
-    """Judge with evaluators that do I/O (judges), in the async pool under the run's
-    concurrency knob; traces and the hashes of their lines go in order."""
-    files = [run_dir.temp_file("results") for _ in evaluators]
-    outs = [path.open("wb", buffering=1 << 20) for path in files]
-    positions = {e.name: i for i, e in enumerate(evaluators)}
+async def _judge(evaluators: list[Evaluator], current: _Current, cases: CaseIndex, artifacts: ArtifactLoader,
+                 run_dir: RunDirectory, variants: set[str], concurrency: int, stats: EvaluationStats,
+                 progress: Progress) -> dict[str, Path]:
+    """Judge the traces ``current`` selects, each evaluator's new results into a part file of
+    its own (in trace order); evaluator -> its part."""
+    files = {e.name: run_dir.temp_file("results") for e in evaluators}
+    select = current.selector({e.name: i for i, e in enumerate(evaluators)})
     try:
-        async def judge(item: tuple[Trace, str, list[Evaluator]]) -> None:
-            trace, trace_hash, chosen = item
-            artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
-            judged = await judge_all(chosen, cases.get(trace.case_id), trace, artifact)
-            if not judged and merging is not None:
-                merging.traces_judged -= 1  # chosen only for case evaluators its case does not have
-            for j, line in zip(judged, result_line_list(trace, judged, trace_hash=trace_hash)):
-                # By name: a case evaluator's judgement names its case's member, not the group.
-                outs[positions[j.evaluator.name]].write(line)
-            count_judged(stats, trace, judged)
-            progress.advance("results")
-
-        await run_bounded(_to_judge(evaluators, select, run_dir.traces, variants), judge, concurrency)
+        with ExitStack() as stack:
+            outs = [stack.enter_context(files[e.name].open("wb", buffering=1 << 20)) for e in evaluators]
+            if all(isinstance(e, SyncEvaluator) for e in evaluators):
+                _judge_sync(evaluators, current, select, cases, artifacts, run_dir.traces, variants,  # type: ignore[arg-type]
+                            outs, stats, progress)
+            else:
+                await _judge_async(evaluators, current, select, cases, artifacts, run_dir.traces, variants, outs, concurrency,
+                                   stats, progress)
     except BaseException:
-        for out, path in zip(outs, files):
-            out.close()
+        for path in files.values():
             path.unlink(missing_ok=True)
         raise
-    for out in outs:
-        out.close()
-    return {e.name: [path] for e, path in zip(evaluators, files)}
+    return files
 
 
-def _to_judge(evaluators: list[Evaluator], select: Any, traces: Path,
-              variants: set[str]) -> Iterator[tuple[Trace, str, list[Evaluator]]]:
-    """(trace, its line's hash, the evaluators to judge it by) for each trace to judge."""
-    for number, line in iter_raw_lines(traces):
+def _to_judge(select: _Select | None, traces: Path, variants: set[str], skim: bool,
+              decode: Callable[[bytes, Path, int], Trace]) -> Iterator[tuple[Trace, str, Sequence[int] | None]]:
+    """(trace, its line's hash, the positions of the evaluators to judge it by; None: every
+    one) for each trace to judge, in the traces file's order."""
+    for position, (number, line) in enumerate(iter_raw_lines(traces)):
+        # The variant read off the line skips other variants' traces without parsing them.
+        if skim:
+            leading = TRACES.leading(line, "variant_name")
+            if leading is not None and leading[0] not in variants:
+                continue
         trace_hash = TRACES.content_hash(line)
-        chosen = select(trace_hash) if select is not None else range(len(evaluators))
-        if not chosen:
-            continue
-        trace = TRACES.decode(line, traces, number)
-        if trace.variant_name in variants and not (trace.error and trace.error.type in UNJUDGED_ERRORS):
-            yield trace, trace_hash, [evaluators[i] for i in chosen]
+        chosen = select(position, trace_hash) if select is not None else None
+        if chosen is not None and not chosen:
+            continue  # every evaluator has a current result for it: not even decoded
+        trace = decode(line, traces, number)
+        if trace.variant_name in variants and not (trace.error is not None and trace.error.type in UNJUDGED_ERRORS):
+            yield trace, trace_hash, chosen
 
 
-def _write(run_dir: RunDirectory, plan: _Plan, evaluator: Evaluator, variants: set[str], parts: Iterable[Path],
-           merging: _Merge | None, stats: EvaluationStats) -> EvaluatorEntry:
+async def _judge_async(evaluators: list[Evaluator], current: _Current, select: _Select | None, cases: CaseIndex,
+                       artifacts: ArtifactLoader, traces: Path, variants: set[str], outs: list[Any],
+                       concurrency: int, stats: EvaluationStats, progress: Progress) -> None:
+    """Judge with evaluators of which some do I/O (judges), in the async pool under the
+    run's concurrency knob."""
+    positions = {e.name: i for i, e in enumerate(evaluators)}
+
+    async def judge(item: tuple[Trace, str, Sequence[int] | None]) -> None:
+        trace, trace_hash, chosen = item
+        artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
+        judged = await judge_all(evaluators if chosen is None else [evaluators[i] for i in chosen],
+                                 cases.get(trace.case_id), trace, artifact)
+        for j, line in zip(judged, result_line_list(trace, judged, trace_hash=trace_hash)):
+            # By name: a case evaluator's judgement names its case's member, not the group.
+            outs[positions[j.evaluator.name]].write(line)
+        count_judged(stats, trace, judged)
+        current.count(chosen, bool(judged))
+        progress.advance("results")
+
+    await run_bounded(_to_judge(select, traces, variants, False, TRACES.decode), judge, concurrency)
+
+
+# Passed to evaluators that declare they never read the case (Evaluator.reads_case).
+NO_CASE = EvalCase(id="", input={})
+# What judging reads of every trace besides what the evaluators declare.
+_IDENTITY_FIELDS = frozenset({"run_id", "case_id", "variant_name", "sample", "error"})
+
+
+def trace_decoder(evaluators: Sequence[Evaluator]) -> Callable[[bytes | str, Path, int], Trace]:
+    """How to decode the traces ``evaluators`` judge: only the fields they read when every one
+    declares them (Evaluator.trace_fields), so re-judging one cheap evaluator on a large run
+    does not validate whole traces; else whole traces."""
+    declared = [e.trace_fields for e in evaluators]
+    if not declared or any(fields is None for fields in declared):
+        return TRACES.decode
+    return TRACES.projection(_IDENTITY_FIELDS.union(*declared))  # type: ignore[arg-type]
+
+
+def _judge_sync(evaluators: list[SyncEvaluator], current: _Current, select: _Select | None, cases: CaseIndex, artifacts: ArtifactLoader,
+                traces: Path, variants: set[str], outs: list[Any], stats: EvaluationStats, progress: Progress) -> None:
+    """Judge with evaluators that do no I/O: a plain loop, no coroutine per trace."""
+    decode = trace_decoder(evaluators)
+    # A projection decodes no faster than the variant is read off the line: no pre-check then.
+    skim = decode == TRACES.decode
+    reads_case = any(e.reads_case for e in evaluators)
+    secrets = secrets_of(evaluators)
+    everyone = range(len(evaluators))
+    tallies: dict[str, list[list[int]]] = {}
+    now, utc = datetime.now, timezone.utc
+    unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
+    for trace, trace_hash, chosen in _to_judge(select, traces, variants, skim, decode):  # type: ignore[arg-type]
+        current.count(chosen, True)
+        if chosen is None:
+            chosen = everyone
+        case = cases.get(trace.case_id) if reads_case else NO_CASE
+        artifact = artifacts.get(trace.case_id, trace.variant_name, trace.sample)
+        judged = []
+        started = now(utc)
+        for index in chosen:
+            evaluator = evaluators[index]
+            error = None
+            try:
+                verdict = evaluator.evaluate_sync(case, trace, artifact)
+            except Exception as exc:  # noqa: BLE001 - one evaluator failing never stops the others
+                verdict, error = raised(evaluator, exc)
+            finished = now(utc)
+            judged.append(Judged(evaluator, verdict, error, started, finished))
+            started = finished
+        rows = tallies.get(trace.variant_name)
+        if rows is None:
+            rows = tallies[trace.variant_name] = [[0, 0, 0] for _ in evaluators]
+        for index, result, j in zip(chosen, result_line_list(trace, judged, secrets, trace_hash), judged):
+            outs[index].write(result)
+            row = rows[index]
+            row[0] += j.verdict.passed and j.error is None
+            row[1] += 1
+            row[2] += j.error is not None
+        stats.traces += 1
+        unreported += 1
+        if unreported == 1024:
+            progress.advance("results", unreported)
+            unreported = 0
+    if unreported:
+        progress.advance("results", unreported)
+    # Tallied per pass and folded in once: a dict walk per result was a visible cost.
+    for variant, rows in tallies.items():
+        by_evaluator = stats.by_variant.setdefault(variant, {})
+        for evaluator, (passed, judged_n, errored) in zip(evaluators, rows):
+            if not judged_n:
+                continue
+            tally = by_evaluator.setdefault(evaluator.name, [0, 0])
+            tally[0] += passed
+            tally[1] += judged_n
+            stats.results += judged_n
+            stats.evaluator_errors += errored
+
+
+def _write(run_dir: RunDirectory, plan: _Plan, evaluator: Evaluator, variants: set[str], part: Path,
+           current: _Current, stats: EvaluationStats) -> EvaluatorEntry:
     """The evaluator's new file in the store: the old results kept, then the new ones."""
     out = NewResults(run_dir)
     try:
         kept = 0
-        merged = merging is not None and evaluator in merging.evaluators
-        if merged or not plan.every_variant:
+        read = evaluator.name in current.bits
+        if read or not plan.every_variant:
             seen: set[str] = set()
             for line in _candidates(run_dir, plan, [evaluator.name]):
                 variant, name = _variant_and_evaluator(line)
                 if name != evaluator.name:
                     continue
                 # Results of variants outside this evaluation are not this evaluation's to judge.
-                if variant not in variants or (merging is not None and merged and merging.keeps(name, line, seen)):
+                if variant not in variants or (read and current.keeps(name, line, seen)):
                     out.write(line)
                     kept += 1
-        for part in parts:
-            out.append(part)
+        out.append(part)
         name = out.finish(evaluator.name)
     except BaseException:
         out.discard()
         raise
     stats.results_kept += kept
-    # Every result is current for these traces only when every variant was judged.
-    return EvaluatorEntry(name, evaluator.config_hash, plan.traces if plan.every_variant else "", out.count)
+    # Every result is current for these traces only when every trace was judged.
+    return EvaluatorEntry(name, evaluator.config_hash, plan.traces if plan.whole else "", out.count)

@@ -79,10 +79,6 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
         except BaseException:
             tmp_name.unlink(missing_ok=True)
             raise
-        # Results staged by an inline judge describe the old traces file: never adopt them
-        # whole (their lines stay candidates: each names the trace it judged by its hash).
-        for staged in run_dir.staged_inline_metas():
-            staged.unlink(missing_ok=True)
     return removed
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
-from evalh_pipeline.runner.inline_results import InlineResults
 from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
 from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
@@ -88,13 +87,11 @@ async def produce_traces(
     *,
     max_concurrency: int | None = None,
     progress: Progress | None = None,
-    judge_inline: bool = True,
     reuse_from: RunDirectory | None = None,
 ) -> TraceStats:
     """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes).
 
-    With ``judge_inline``, a fresh pass also judges each trace right after persisting it,
-    staged for :func:`evaluate_traces` to adopt. With ``reuse_from``, the unchanged traces
+    Judging is the results stage's (runner/evaluation.py). With ``reuse_from``, the unchanged traces
     of that earlier run are copied in first (runner/reuse.py), so only new or changed cells
     call the system.
     """
@@ -116,7 +113,7 @@ async def produce_traces(
                             env=spec.settings.env, versions=hashes.versions)
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
-    # One limiter per rate limit, shared by the variants and the inline judges that meet it.
+    # One limiter per rate limit, shared by the variants that meet it.
     limits = run_rate_limits(spec, concurrency)
     # Whatever started is closed however this ends: also when starting a later part, or
     # setting up the pass, fails or is cancelled (the inner finally closes them first).
@@ -131,9 +128,6 @@ async def produce_traces(
         retry = RetryPolicy(run_cfg.retry)
         budget = CostBudget(run_cfg.cost_limit_usd)
         pricer = Pricer.for_path(spec.price_table_path)
-        # A fresh pass judges as it goes; a resumed one leaves judging to the results stage.
-        inline = (InlineResults(spec, run_dir, [v.name for v in variants], rate_limits=limits)
-                  if judge_inline and not done else None)
         workspaces = _workspace_adapter(spec, run_dir)
         if workspaces is not None:
             await asyncio.to_thread(workspaces.recover_stale)
@@ -173,12 +167,9 @@ async def produce_traces(
                     # Judged as stored, so re-evaluation gives the same verdicts.
                     line, trace = masked, Trace.model_validate_json(masked)
                 trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
-                if inline is not None:
-                    await inline.judge(cell.case, trace, artifact)
                 stats.count(trace)
                 progress.advance("traces")
 
-            completed = False
             # The buffered lines reach the kernel at least this often while cells run.
             flusher = asyncio.create_task(_flush_every(out, FLUSH_SECONDS))
             try:
@@ -188,7 +179,6 @@ async def produce_traces(
                 groups = _lane_groups(variants, limiters, limits)
                 await asyncio.gather(*(run_bounded(iter_cells(run_dir.cases, group, samples, done), work, concurrency)
                                        for group in groups))
-                completed = True
             finally:
                 deadlines.close()
                 flusher.cancel()
@@ -196,8 +186,6 @@ async def produce_traces(
                     out.close()  # flush + fsync: every trace of this pass durable, its digest known
                 finally:
                     stats.traces_digest = out.digest
-                    if inline is not None:
-                        inline.close(complete=completed, traces_digest=stats.traces_digest)
                     await _close_started(adapters, enrichers)
                     record_rate_limits(run_dir, limits, "traces")
                     if workspaces is not None:

@@ -18,15 +18,14 @@ class CaseIndex:
     """``case_id -> EvalCase`` backed by byte offsets into ``cases.jsonl`` and a small LRU.
 
     Traces arrive roughly in dataset order, so a few thousand cached cases serve almost
-    every lookup; the index itself costs one int per case. It pickles without its file
-    handle and cache, so worker processes can share the offsets.
+    every lookup; the index itself costs one int per case.
     """
 
-    def __init__(self, path: Path, cache_size: int = 4096, *, offsets: dict[str, int] | None = None) -> None:
+    def __init__(self, path: Path, cache_size: int = 4096) -> None:
         self.path = path
         self._cache_size = cache_size
         # Scanned at the first lookup: judging evaluators that never read the case needs none.
-        self._scanned = offsets
+        self._scanned: dict[str, int] | None = None
         self._cache: OrderedDict[str, EvalCase] = OrderedDict()
         self._handle = path.open("rb")
 
@@ -35,16 +34,6 @@ class CaseIndex:
         if self._scanned is None:
             self._scanned = _scan(self.path)
         return self._scanned
-
-    def reopened(self) -> "CaseIndex":
-        """The same index with its own file handle and cache (e.g. in a forked process)."""
-        return CaseIndex(self.path, self._cache_size, offsets=self._scanned)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "cache_size": self._cache_size, "offsets": self._scanned}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        CaseIndex.__init__(self, state["path"], state["cache_size"], offsets=state["offsets"])
 
     def __len__(self) -> int:
         return len(self._offsets)

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -240,9 +239,9 @@ def write_concatenation(sources: Iterable[Path], target: Path) -> None:
                         out.write(chunk)
 
 
-def iter_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple[int, str]]:
-    """Complete lines of the file (or of ``span``) with their 1-based numbers; a torn tail is skipped."""
-    for number, raw in iter_raw_lines(path, span):
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Complete lines of the file with their 1-based numbers; a torn tail is skipped."""
+    for number, raw in iter_raw_lines(path):
         yield number, raw.decode("utf-8")
 
 
@@ -266,69 +265,24 @@ def count_lines(path: Path) -> int:
     return count
 
 
-def iter_raw_lines(path: Path, span: "LineSpan | None" = None) -> Iterator[tuple[int, bytes]]:
+def iter_raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Like :func:`iter_lines`, undecoded: callers that parse JSON need no ``str`` copy."""
     if not path.exists():
         return
-    start, end, number = (0, None, 1) if span is None else (span.start, span.end, span.first_line)
     # Bytes first: a torn tail may end inside a multi-byte character.
     with path.open("rb", buffering=1 << 20) as handle:
-        if number == 0:
-            number = 1 + _count_newlines(handle, start)
-        handle.seek(start)
-        position = start
+        number = 1
         for raw in handle:
-            if end is not None and position >= end:
-                return
             if not raw.endswith(b"\n"):
                 return
             if raw.strip():
                 yield number, raw
-            position += len(raw)
             number += 1
 
 
-@dataclass(frozen=True)
-class LineSpan:
-    """Whole lines ``[start, end)`` of a JSONL file, by byte offset; ``first_line`` numbers the
-    first (0: not counted yet, the reader counts the lines before ``start``)."""
-
-    start: int
-    end: int
-    first_line: int
-
-
-def split_lines(path: Path, parts: int) -> list[LineSpan]:
-    """Cut the file into at most ``parts`` spans of about equal size, each of whole lines
-    (numbered lazily: see :class:`LineSpan`)."""
-    size = path.stat().st_size if path.exists() else 0
-    cuts = [0]
-    with path.open("rb") if size else open(os.devnull, "rb") as handle:
-        for k in range(1, max(1, parts)):
-            handle.seek(max(cuts[-1], size * k // parts))
-            handle.readline()  # to the start of the next line
-            cut = min(handle.tell(), size)
-            if cut > cuts[-1] and cut < size:
-                cuts.append(cut)
-        cuts.append(size)
-    # Numbered by whoever reads them (a worker process counts its span's first line in parallel).
-    return [LineSpan(start, end, 1 if start == 0 else 0) for start, end in zip(cuts, cuts[1:])]
-
-
-def _count_newlines(handle: BinaryIO, length: int) -> int:
-    count = 0
-    while length > 0:
-        block = handle.read(min(length, 1 << 22))
-        if not block:
-            break
-        count += block.count(b"\n")
-        length -= len(block)
-    return count
-
-
-def iter_records(path: Path, model: type[M], kind: str, span: LineSpan | None = None) -> Iterator[M]:
+def iter_records(path: Path, model: type[M], kind: str) -> Iterator[M]:
     """Validated records of ``model``; older 1.x records are migrated, other majors refused."""
-    for number, line in iter_raw_lines(path, span):
+    for number, line in iter_raw_lines(path):
         yield parse_record(line, model, kind, path, number)
 
 

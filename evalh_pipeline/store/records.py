@@ -35,7 +35,7 @@ from pydantic_core import to_json
 
 from evalh_pipeline.models import EvalCase, EvaluationResult, Trace
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
-from evalh_pipeline.store.jsonl import JsonlAppender, LineSpan, iter_raw_lines, parse_record
+from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines, parse_record
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -188,9 +188,9 @@ class RecordCodec(Generic[M]):
                 pass  # decoded below, for its error message (or what only json.loads reads)
         return parse_record(line, self.model, self.kind, path, number)
 
-    def iter_file(self, path: Path, span: LineSpan | None = None) -> Iterator[M]:
-        """The validated records of a JSONL file (or of ``span`` of it); a torn tail is skipped."""
-        for number, line in iter_raw_lines(path, span):
+    def iter_file(self, path: Path) -> Iterator[M]:
+        """The validated records of a JSONL file; a torn tail is skipped."""
+        for number, line in iter_raw_lines(path):
             yield self.decode(line, path, number)
 
     def projection(self, fields: Collection[str]) -> Callable[[bytes | str, Path, int], M]:

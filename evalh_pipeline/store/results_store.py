@@ -117,14 +117,6 @@ class NewResults:
         self.path.unlink(missing_ok=True)
 
 
-def adopt_file(run_dir: RunDirectory, evaluator: str, source: Path, digest: str) -> str:
-    """Move a complete results file whose content hash is ``digest`` into the store; its name."""
-    run_dir.results_store.mkdir(exist_ok=True)
-    final = run_dir.evaluator_results(evaluator, digest)
-    os.replace(source, final)
-    return final.name
-
-
 def commit(run_dir: RunDirectory, entries: dict[str, EvaluatorEntry], order: Sequence[str]) -> None:
     """Make ``entries`` the store (their files are in results/ already): results.jsonl from
     their files in ``order`` (then any others), then store.json, then remove the files

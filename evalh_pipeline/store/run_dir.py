@@ -21,8 +21,6 @@
 
     hidden (the engine's bookkeeping; never published, see store/publishing.py):
       .lock                       held while results.jsonl is replaced (store/locking.py)
-      .results.inline.<key>/      results judged during a fresh run, staged until the results
-                                  stage takes them (runner/inline_results.py)
       .publish-state.json         what each output[] mirror last received
       .cells/                     the cell store: Parquet copies of what the queries read of the
                                   traces and results, keyed by content hashes (queries/cell_store.py)
@@ -49,7 +47,7 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -230,23 +228,6 @@ class RunDirectory:
     def otel_state(self, endpoint: str) -> Path:
         """Which traces the OTLP store at ``endpoint`` has exported (one file per endpoint)."""
         return self.path / f".otel-{hashlib.sha256(endpoint.encode()).hexdigest()[:12]}.json"
-
-    def inline_results(self, variants: Sequence[str]) -> Path:
-        """The folder of the staged inline results of a variant slice: one file per evaluator
-        (``<n>.jsonl``, n its position in eval.yaml) and ``meta.json`` once complete.
-
-        One folder per slice, so concurrent passes over other variants never collide.
-        """
-        key = hashlib.sha256("\0".join(variants).encode()).hexdigest()[:12]
-        return self.path / f".results.inline.{key}"
-
-    def staged_inline_results(self) -> list[Path]:
-        """Every staged inline results folder (see :meth:`inline_results`)."""
-        return sorted(p for p in self.path.glob(".results.inline.*") if p.is_dir())
-
-    def staged_inline_metas(self) -> list[Path]:
-        """The meta files of every staged inline result (see :meth:`inline_results`)."""
-        return [folder / "meta.json" for folder in self.staged_inline_results() if (folder / "meta.json").exists()]
 
     def temp_file(self, purpose: str, folder: Path | None = None) -> Path:
         """A new empty hidden file ``.<purpose>.<random>.tmp`` in the run folder (or in

@@ -1,6 +1,6 @@
 """Evaluators that declare the trace fields they read (Evaluator.trace_fields) give the same
 verdict on a trace decoded with only those fields (plus the cell's identity and error) as on
-the whole trace; re-evaluation decodes projections for them (runner/judge_workers.py)."""
+the whole trace; re-evaluation decodes projections for them (runner/evaluation.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import EvalCase, Trace, TraceError
-from evalh_pipeline.runner.judge_workers import NO_CASE, trace_decoder
+from evalh_pipeline.runner.evaluation import NO_CASE, trace_decoder
 from evalh_pipeline.store.records import TRACES
 
 T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)

@@ -82,7 +82,7 @@ JUDGES = """
 """
 
 
-def _judged_run(tmp_path, url: str, pool: bool, *, inline: bool):
+def _judged_run(tmp_path, url: str, pool: bool):
     evaluators = JUDGES.format(url=url, pool=", pool: judges" if pool else "")
     path = write_eval(tmp_path, cases=10, evaluators=evaluators)
     text = path.read_text().replace("run:\n  max_concurrency: 4\n",
@@ -90,7 +90,7 @@ def _judged_run(tmp_path, url: str, pool: bool, *, inline: bool):
     path.write_text(text)
     spec = load_eval(path, env={})
     info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir, judge_inline=inline))
+    asyncio.run(produce_traces(spec, info.run_dir, ))
     asyncio.run(evaluate_traces(spec, info.run_dir))
     results = sorted((r["case_id"], r["variant_name"], r["evaluator"], r["passed"], r["score"], r["reason"])
                      for r in map(json.loads, (line for _, line in iter_lines(info.run_dir.results))))
@@ -100,20 +100,12 @@ def _judged_run(tmp_path, url: str, pool: bool, *, inline: bool):
 
 def test_a_judge_pool_shared_by_two_judges_caps_the_calls_in_flight_and_changes_no_verdict(tmp_path):
     with FakeJudgeServer(delay_seconds=0.05) as server:
-        unlimited, _ = _judged_run(tmp_path / "free", server.openai_base_url, pool=False, inline=False)
+        unlimited, _ = _judged_run(tmp_path / "free", server.openai_base_url, pool=False)
         server.peak_in_flight = 0
-        pooled, records = _judged_run(tmp_path / "pooled", server.openai_base_url, pool=True, inline=False)
+        pooled, records = _judged_run(tmp_path / "pooled", server.openai_base_url, pool=True)
         peak = server.peak_in_flight
     assert pooled == unlimited and len(pooled) > 0
     assert peak <= 2
     [record] = records
     assert (record["stage"], record["limit"], record["ceiling"]) == ("results", "pool judges", 2)
     assert record["max_in_flight"] <= 2
-
-
-def test_judges_judging_inline_share_the_pool_of_the_trace_stage(tmp_path):
-    with FakeJudgeServer(delay_seconds=0.05) as server:
-        _, records = _judged_run(tmp_path, server.openai_base_url, pool=True, inline=True)
-        peak = server.peak_in_flight
-    assert peak <= 2
-    assert [(r["stage"], r["limit"]) for r in records] == [("traces", "pool judges")]

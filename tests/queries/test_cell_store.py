@@ -50,7 +50,7 @@ def _from_scratch(spec, run_dir):
 def _judged_by_blocks(tmp_path):
     spec = _spec(tmp_path)
     run_dir = _run(spec)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     write_summary(spec, run_dir)
     return spec, run_dir
 
@@ -133,7 +133,7 @@ def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path,
     exploding["input"]["explode"] = ["candidate"]  # the stub agent raises for case_1 on candidate
     cases.write_text("\n".join([lines[0], json.dumps(exploding), *lines[2:]]) + "\n")
     run_dir = _run(spec)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     write_summary(spec, run_dir)
     traces_part = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())["traces_part"]
 

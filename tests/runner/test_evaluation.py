@@ -73,14 +73,6 @@ def test_reevaluating_one_variant_replaces_only_that_slice(tmp_path):
     assert all(after[k] != before[k] for k in after if k[1] == "candidate")
 
 
-def test_reevaluating_one_evaluator_keeps_the_others(tmp_path):
-    spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
-    asyncio.run(evaluate_traces(spec, run_dir, evaluator_names=["mentions_paris"], incremental=False))
-    keys = [(r["case_id"], r["variant_name"], r["evaluator"]) for r in _results(run_dir)]
-    assert len(keys) == len(set(keys)) == 12
-
-
 def test_cost_limited_cells_are_not_judged(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     lines = run_dir.traces.read_text().splitlines()
@@ -93,31 +85,30 @@ def test_cost_limited_cells_are_not_judged(tmp_path):
     assert len(judged) == 5
 
 
-def test_fresh_run_results_are_judged_inline_and_adopted_when_config_is_unchanged(tmp_path):
+def test_a_fresh_run_is_judged_by_the_results_stage_only(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    (staged,) = run_dir.path.glob(".results.inline.*")
-    assert (staged / "meta.json").exists()  # a complete pass, waiting for the results stage
+    # The traces stage judges nothing and stages nothing: no results, no hidden folder.
+    assert not run_dir.results.exists() and not run_dir.results_store.exists()
+    assert not [p.name for p in run_dir.path.iterdir() if p.is_dir() and p.name.startswith(".")]
     stats = asyncio.run(evaluate_traces(spec, run_dir))
-    # Judged inline as the run went: moved into the store, counted as judged, not judged again.
     assert stats.results == 12 and stats.results_kept == 0 and stats.evaluator_errors == 2
     assert stats.by_variant["base"]["explodes_on_case_1"] == [2, 3]
     results = _results(run_dir)
     assert len(results) == 12 and sum(r["error"] is not None for r in results) == 2
-    assert not list(run_dir.path.glob(".results.inline.*"))
 
 
-def test_inline_results_are_discarded_when_the_evaluator_config_changed(tmp_path):
+def test_an_evaluator_no_longer_configured_loses_its_results(tmp_path):
     from dataclasses import replace
 
     spec, run_dir = _prepared(tmp_path)
     changed = replace(spec, raw={**spec.raw, "evaluators": spec.raw["evaluators"][:1]})
     changed = replace(changed, config=changed.config.model_copy(update={"evaluators": spec.config.evaluators[:1]}))
-    asyncio.run(evaluate_traces(changed, run_dir, incremental=False))
+    asyncio.run(evaluate_traces(spec, run_dir))
+    asyncio.run(evaluate_traces(changed, run_dir))
     assert {r["evaluator"] for r in _results(run_dir)} == {"explodes_on_case_1"}
-    assert not list(run_dir.path.glob(".results.inline.*"))
 
 
-def test_adopting_inline_results_leaves_no_temporary_files(tmp_path):
+def test_judging_leaves_no_temporary_files(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     # .lock and the last evaluation's counts are kept on purpose.

@@ -40,7 +40,7 @@ def _spec(tmp_path, evaluators=FIVE, cases=6):
 def _run(spec):
     info = prepare_cases(spec, new_run_id(spec.name))
     asyncio.run(produce_traces(spec, info.run_dir))
-    asyncio.run(evaluate_traces(spec, info.run_dir))  # adopts the inline results
+    asyncio.run(evaluate_traces(spec, info.run_dir))
     return info.run_dir
 
 
@@ -145,7 +145,7 @@ def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_j
     strict = _spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1"))
     assert asyncio.run(evaluate_traces(strict, run_dir)).evaluators_rejudged == ["fast"]
     incremental = _by_evaluator(_lines(run_dir))
-    asyncio.run(evaluate_traces(strict, run_dir, incremental=False, processes=1))
+    asyncio.run(evaluate_traces(strict, run_dir, incremental=False))
     full = _by_evaluator(_lines(run_dir))
 
     def verdicts(lines):
@@ -160,7 +160,7 @@ def test_rejudging_a_changed_evaluator_never_reads_the_others_results(tmp_path, 
 
     spec = _spec(tmp_path)
     run_dir = _run(spec)
-    asyncio.run(evaluate_traces(spec, run_dir, incremental=False, processes=2))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     before = _by_evaluator(_lines(run_dir))
     reads = []
     original = evaluation.entry_lines
@@ -179,7 +179,7 @@ def test_rejudging_a_changed_evaluator_never_reads_the_others_results(tmp_path, 
 
 
 def test_a_re_evaluation_with_nothing_changed_reads_no_trace_line_and_no_result_line(tmp_path, monkeypatch):
-    from evalh_pipeline.runner import evaluation, judge_workers
+    from evalh_pipeline.runner import evaluation
     from evalh_pipeline.store import results_store
     from evalh_pipeline.store.records import TRACES
 
@@ -191,7 +191,7 @@ def test_a_re_evaluation_with_nothing_changed_reads_no_trace_line_and_no_result_
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, **k: reads.append(name) or original(*a, **k))
 
-    for module in (evaluation, judge_workers, results_store):
+    for module in (evaluation, results_store):
         counted(module, "iter_raw_lines")
     counted(TRACES, "content_hash")
     counted(TRACES, "decode")

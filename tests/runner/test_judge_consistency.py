@@ -34,7 +34,7 @@ def _edit_cases(path, edit) -> None:
 
 def _judged_run(spec):
     run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
-    asyncio.run(produce_traces(spec, run_dir, judge_inline=False))
+    asyncio.run(produce_traces(spec, run_dir))
     asyncio.run(evaluate_traces(spec, run_dir, max_concurrency=1))
     return run_dir
 

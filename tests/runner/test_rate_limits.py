@@ -44,7 +44,7 @@ def _run(tmp_path, systems: str, *, cases: int, run_yaml: str):
     path.write_text(text)
     spec = load_eval(path, env={**os.environ, "KEY_A": KEY_A, "KEY_B": KEY_B})
     info = prepare_cases(spec, new_run_id(spec.name))
-    stats = asyncio.run(produce_traces(spec, info.run_dir, judge_inline=False))
+    stats = asyncio.run(produce_traces(spec, info.run_dir))
     traces = [json.loads(line) for _, line in iter_lines(info.run_dir.traces)]
     records = ([json.loads(line) for line in info.run_dir.rate_limits.read_text().splitlines()]
                if info.run_dir.rate_limits.exists() else [])

@@ -34,7 +34,7 @@ def test_only_the_results_not_judged_are_judged_again_and_then_kept(tmp_path):
 """
         spec = load_eval(write_eval(tmp_path / "toy", cases=3, evaluators=evaluators), env={})
         run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
-        asyncio.run(produce_traces(spec, run_dir, judge_inline=False))
+        asyncio.run(produce_traces(spec, run_dir))
         traces = run_dir.traces.read_bytes()
         # One judged result at a time: two answers of HTTP 500 are one result's two attempts.
         server.script("error_500", "error_500", "error_500", "error_500")

@@ -21,14 +21,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from evalh_pipeline.runner import inline_results
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.retry import prepare_retry
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store import results_store
-from evalh_pipeline.store.jsonl import iter_raw_lines
+from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from tests.conftest import write_eval
@@ -72,7 +71,7 @@ def _full_rejudge(spec, run_dir: RunDirectory, scratch: Path) -> Counter[tuple]:
     for name in (run_dir.meta, run_dir.config_yaml, run_dir.cases, run_dir.traces):
         if name.exists():
             shutil.copy(name, copy.path / name.name)
-    asyncio.run(evaluate_traces(spec, copy, incremental=False, processes=1))
+    asyncio.run(evaluate_traces(spec, copy, incremental=False))
     return _results(copy)
 
 
@@ -129,7 +128,7 @@ def test_incremental_results_equal_a_full_rejudge_after_any_sequence(steps):
         for step, number in [*steps, ("re_evaluate", 0)]:
             if step == "kill_run":  # a fresh or resumed run killed after some cells
                 with pytest.MonkeyPatch.context() as dying:
-                    _killed_after(dying, inline_results.InlineResults, "judge", number % 7)
+                    _killed_after(dying, JsonlAppender, "write", number % 7)
                     try:
                         asyncio.run(produce_traces(spec, run_dir))
                     except _Killed:
@@ -145,13 +144,13 @@ def test_incremental_results_equal_a_full_rejudge_after_any_sequence(steps):
                 edited = not edited
                 spec = load_eval(write_eval(root / "toy", cases=4, evaluators=EDITED if edited else EVALUATORS))
             elif step in ("re_evaluate", "re_evaluate_all"):
-                asyncio.run(evaluate_traces(spec, run_dir, incremental=step == "re_evaluate", processes=1))
+                asyncio.run(evaluate_traces(spec, run_dir, incremental=step == "re_evaluate"))
                 _check(spec, run_dir, root)
             elif step == "kill_re_evaluate":  # killed between any two renames of the store's files
                 with pytest.MonkeyPatch.context() as dying:
                     _killed_after(dying, results_store.os, "replace", number % 5)
                     try:
-                        asyncio.run(evaluate_traces(spec, run_dir, processes=1))
+                        asyncio.run(evaluate_traces(spec, run_dir))
                     except _Killed:
                         pass
             elif step == "copy":  # moved or synced elsewhere: new inodes and times, the same contents

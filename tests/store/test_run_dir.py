@@ -130,8 +130,7 @@ def test_a_run_leaves_only_files_its_run_directory_names(toy_eval):
                               run_dir.traces, run_dir.results, run_dir.summary, run_dir.report, run_dir.drift,
                               run_dir.drift_report, run_dir.artifacts, run_dir.publish_log, run_dir.lock,
                               run_dir.results_store, run_dir.publish_state, run_dir.cells_cache,
-                              run_dir.stores_lock, run_dir.stores_state, run_dir.last_evaluation, run_dir.reuse_record,
-                              run_dir.inline_results(spec.variant_names))}
+                              run_dir.stores_lock, run_dir.stores_state, run_dir.last_evaluation, run_dir.reuse_record)}
     left = {p.name for p in run_dir.path.iterdir()}
     assert left <= named, left - named
     assert not [p for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]  # no temp file outlives its write

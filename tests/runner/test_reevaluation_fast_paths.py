@@ -1,11 +1,10 @@
-"""Re-evaluation's fast paths: worker processes, direct result lines."""
+"""Re-evaluation's fast paths: the plain loop of synchronous evaluators, direct result lines."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import math
-import pickle
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -19,8 +18,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.result_lines import Judged, build_result, result_lines
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.case_index import CaseIndex
-from evalh_pipeline.store.jsonl import CorruptRecordError, iter_lines, split_lines
+from evalh_pipeline.store.jsonl import CorruptRecordError, iter_lines
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.conftest import write_eval
 
@@ -47,7 +45,7 @@ _TIMES = re.compile(r'"started_at":"[^"]*","finished_at":"[^"]*","latency_ms":\d
 def _prepared(tmp_path, cases=40, evaluators=FIVE):
     spec = load_eval(write_eval(tmp_path / "toy", cases=cases, evaluators=evaluators))
     info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir, judge_inline=False))
+    asyncio.run(produce_traces(spec, info.run_dir))
     return spec, info.run_dir
 
 
@@ -55,11 +53,11 @@ def _untimed(run_dir):
     return [_TIMES.sub("", line) for line in run_dir.results.read_text().splitlines()]
 
 
-def test_two_worker_processes_write_the_same_results_as_one(tmp_path):
+def test_judging_every_trace_again_writes_the_same_results(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    single = asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
+    single = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     one = _untimed(run_dir)
-    double = asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
+    double = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     assert _untimed(run_dir) == one  # same lines, same order
     assert len(one) == 40 * 2 * 5
     assert (double.traces, double.results, double.by_variant) == (single.traces, single.results, single.by_variant)
@@ -78,7 +76,7 @@ class _AsyncYes(Evaluator):
 
 def test_the_fast_path_writes_what_the_async_path_writes(tmp_path):
     spec, run_dir = _prepared(tmp_path)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     fast = _untimed(run_dir)
     mixed = load_eval(write_eval(tmp_path / "mixed", cases=40, evaluators=FIVE + "  - name: yes\n    type: async_yes\n"))
     asyncio.run(evaluate_traces(mixed, run_dir, incremental=False))
@@ -86,13 +84,13 @@ def test_the_fast_path_writes_what_the_async_path_writes(tmp_path):
     assert sorted(line for line in _untimed(run_dir) if '"evaluator":"yes"' not in line) == sorted(fast)
 
 
-def test_a_corrupt_trace_in_a_workers_span_is_reported_with_its_line(tmp_path):
+def test_a_corrupt_trace_is_reported_with_its_line(tmp_path):
     spec, run_dir = _prepared(tmp_path)
     lines = run_dir.traces.read_text().splitlines(keepends=True)
     lines[-3] = "{not json\n"
     run_dir.traces.write_text("".join(lines))
     with pytest.raises(CorruptRecordError, match=rf"traces.jsonl:{len(lines) - 2}: not JSON"):
-        asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
+        asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     assert not [p.name for p in run_dir.path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -111,9 +109,9 @@ def _test_evaluators(registered):
     registered(EVALUATORS, "raising_sync", _Raising)
 
 
-def test_a_raising_sync_evaluator_fails_only_its_own_result_in_every_process(tmp_path):
+def test_a_raising_sync_evaluator_fails_only_its_own_result(tmp_path):
     spec, run_dir = _prepared(tmp_path, evaluators=FIVE + "  - name: raises\n    type: raising_sync\n")
-    stats = asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
+    stats = asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     results = [json.loads(line) for line in run_dir.results.read_text().splitlines()]
     broken = [r for r in results if r["error"]]
     assert stats.evaluator_errors == len(broken) == 2  # case_2 of both variants
@@ -160,57 +158,8 @@ def test_a_legacy_results_file_is_replaced_from_the_store_and_its_torn_tail_set_
              "finished_at": "2026-01-01T00:00:00Z", "latency_ms": 0}
     torn = '{"schema_version":"1.0","run_id":"r","case_id":"torn"'
     run_dir.results.write_text("\n".join([json.dumps(other), "", torn]))
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
+    asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     records = [json.loads(line) for _, line in iter_lines(run_dir.results)]
     # An evaluator no longer configured loses its results; every configured one judged every trace.
     assert len(records) == 4 * 2 * 5 and not any(r["case_id"] in ("x", "torn") for r in records)
     assert (run_dir.path / "results.jsonl.torn").read_text() == torn + "\n"
-
-
-def test_split_lines_cuts_whole_lines_and_numbers_them(tmp_path):
-    path = tmp_path / "x.jsonl"
-    path.write_text("".join(f'{{"n": {i}}}\n' for i in range(1, 101)) + "\n" + '{"torn"')
-    spans = split_lines(path, 3)
-    assert len(spans) == 3 and spans[0].start == 0 and spans[-1].end == path.stat().st_size
-    assert all(a.end == b.start for a, b in zip(spans, spans[1:]))
-    numbered = [item for span in spans for item in iter_lines(path, span)]
-    assert numbered == list(iter_lines(path))
-    assert all(json.loads(line)["n"] == number for number, line in numbered)
-
-
-def test_a_case_index_pickles_without_its_handle_and_reopens(tmp_path):
-    spec, run_dir = _prepared(tmp_path, cases=3)
-    index = CaseIndex(run_dir.cases)
-    copy = pickle.loads(pickle.dumps(index))
-    assert copy.get("case_2") == index.get("case_2") and len(copy) == 3
-    other = index.reopened()
-    assert other.get("case_0").id == "case_0"
-    for handle in (index, copy, other):
-        handle.close()
-
-
-@pytest.mark.integration
-def test_with_another_thread_alive_workers_never_fork_and_write_the_same_results(tmp_path, monkeypatch):
-    import multiprocessing
-    import threading
-
-    from evalh_pipeline.runner import judge_workers
-
-    spec, run_dir = _prepared(tmp_path, cases=10)
-    asyncio.run(evaluate_traces(spec, run_dir, processes=1, incremental=False))
-    one = _untimed(run_dir)
-    methods = []
-    original = judge_workers.process_context
-    monkeypatch.setattr(judge_workers, "process_context",
-                        lambda plan: methods.append(getattr(original(plan), "_name", None)) or original(plan))
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait, daemon=True)  # e.g. a progress bar's refresh thread
-    other.start()
-    try:
-        asyncio.run(evaluate_traces(spec, run_dir, processes=2, incremental=False))
-    finally:
-        stop.set()
-        other.join()
-    expected = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    assert methods == [expected]
-    assert _untimed(run_dir) == one
