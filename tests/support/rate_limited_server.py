@@ -8,8 +8,8 @@ gets what OpenAI sends: HTTP 429 with ``retry-after`` (whole seconds), ``retry-a
 the ``x-ratelimit-*-requests`` headers and the ``rate_limit_exceeded`` error body, whose
 message quotes the key's last four characters as OpenAI's does (so masking is tested).
 An admitted request is answered after ``latency`` seconds with a ``chat.completion``
-naming the user message. The server counts, per key and in all, the requests, the 429s
-and the most requests it was answering at once (``stats``).
+naming the user message. The server counts, per key and in all, the requests (and when each
+arrived), the 429s and the most requests it was answering at once (``stats``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class KeyStats:
     rate_limited: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
 
 @dataclass
@@ -148,8 +149,10 @@ class RateLimitedServer:
         tokens = self._token_buckets.get(key)
         if not wait and tokens is not None:
             wait = tokens.take(time.monotonic(), sum(self.usage))
+        arrived = time.monotonic()
         for counted in (stats, self.total):
             counted.requests += 1
+            counted.arrivals.append(arrived)
         if wait > 0:
             for counted in (stats, self.total):
                 counted.rate_limited += 1
