@@ -213,6 +213,9 @@ def _engine(url: sa.URL) -> Engine:
     if url.get_backend_name() == "postgresql":
         if url.drivername in ("postgresql", "postgres"):
             # The driver installed: psycopg 3 (evalh's postgres extra) or psycopg2 (dagster-postgres).
+            if not _has("psycopg") and not _has("psycopg2"):
+                raise ValueError(f"pools database {url.render_as_string(hide_password=True)}: no PostgreSQL driver "
+                                 "is installed (pip install 'evalh-pipeline[postgres]', or dagster-postgres)")
             url = url.set(drivername="postgresql+psycopg" if _has("psycopg") else "postgresql+psycopg2")
         return sa.create_engine(url, pool_pre_ping=True)
     engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
