@@ -199,7 +199,7 @@ class Limiter:
             await self.shared.release(lease, tokens_used=tokens)
 
     def drop_lease(self, ticket: Ticket) -> None:
-        """Return the ticket's lease without waiting (the call was cancelled)."""
+        """Return the ticket's lease without waiting (the call raised or was cancelled)."""
         lease, ticket.lease = ticket.lease, None
         if lease is not None and self.shared is not None:
             self.shared.release_soon(lease)

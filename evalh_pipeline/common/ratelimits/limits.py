@@ -1,12 +1,14 @@
 """The rate limits of one run: a :class:`Limiter` per limit, shared by the variants and judges
 that meet it, and the one way a call goes through its limit (:func:`call_within_limit`).
 
-A limit is named by a pool (``pool:`` on a system or judge: ``run.executor.pools``) or, by
-default, by the endpoint's host and the credential in use. With a pools database
-(``pools_url``), a pool's limits hold across every process of the run that reaches it
-(common/ratelimits/shared.py); the endpoints' adaptive limits stay each process's own. A credential is told apart from
-another by a keyed hash whose key lives only in this process: nothing derived from it is
-written anywhere; a run's record names a credential by its order of appearance.
+A limit is named by a pool (``pool:`` on a system, judge or embedder: ``run.executor.pools``)
+or, by default, by the endpoint's host and the credential in use. A credential is told apart
+from another by a keyed hash whose key lives only in this process: nothing derived from it
+is written anywhere; a run's record names a credential by its order of appearance.
+
+With a pools database (``pools_url``), a pool's limits hold across every process of the run
+that reaches it (common/ratelimits/shared.py); the endpoints' adaptive limits stay each
+process's own.
 """
 
 from __future__ import annotations
