@@ -112,3 +112,18 @@ def test_a_lease_expires_when_it_was_asked_to_and_a_released_slot_is_free_at_onc
     database.release("run/p", limits, first.lease, tokens_used=None)
     assert database.claim("run/p", limits, tokens=0, hold_s=30).lease is not None
     database.close()
+
+
+def test_a_token_quota_is_reserved_by_each_claim_and_settled_by_what_the_answer_used(pools_url):
+    database = DatabasePools(pools_url)
+    pool, limits = f"{uuid.uuid4().hex}/p", PoolLimits(tokens_per_minute=100)
+    first = database.claim(pool, limits, tokens=60, hold_s=30)
+    assert first.lease is not None
+    # 40 left (and a refill of under two tokens a second): a second call of 60 waits.
+    refused = database.claim(pool, limits, tokens=60, hold_s=30)
+    assert refused.lease is None and refused.wait_s > 0
+    # The first call used 10 of its 60: the 50 it did not use are back in the bucket.
+    database.release(pool, limits, first.lease, tokens_used=10)
+    second = database.claim(pool, limits, tokens=60, hold_s=30)
+    assert second.lease is not None
+    database.close()
