@@ -20,6 +20,14 @@ with `max_concurrency: 200` and the default rate-limit settings (adaptive, start
 
 Wall is the whole `evalh run` process (Dagster, judging, summary included), so a small N is
 dominated by start-up. Figures: benchmarks/out/ratelimit_results.json.
+
+promptfoo, for comparison, runs the same cases on the same server in the same invocation,
+right after `evalh run` (the server's counts reset between them): `promptfoo eval` with its
+adaptive (AIMD) scheduler as shipped, `-j` the same concurrency, two `openai:chat`
+providers on the same key(s), no cache, the same contains-any assertion. Its wall is its
+whole process too. Found at `--promptfoo`, else `$PROMPTFOO_BIN`, else `promptfoo` on PATH
+(`npm install promptfoo@0.121.20` in a folder; its node_modules/.bin/promptfoo); without
+one it is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -98,7 +106,75 @@ def run_once(server: Server, fixture: Path, label: str, timeout_s: float) -> dic
                        | {"level_changes": len(r["levels"]), "last_level": r["levels"][-1][1]} for r in limits]}
 
 
-def shared_scenario(root: Path, n: int, rate: float, concurrency: int, timeout_s: float) -> dict:
+def write_promptfoo_config(folder: Path, n: int, endpoint: str, keys: list[str]) -> Path:
+    """promptfooconfig.yaml for the same cases: two `openai:chat` providers on the server, the
+    first with keys[0], the second with keys[-1] (JSON, which YAML reads)."""
+    base_url = endpoint.rsplit("/chat/completions", 1)[0]
+    providers = [{"id": f"openai:chat:{name}", "label": name,
+                  "config": {"apiBaseUrl": base_url, "apiKey": key.removeprefix("Bearer ")}}
+                 for name, key in (("model_a", keys[0]), ("model_b", keys[-1]))]
+    config = {"description": "ratelimit_bench", "prompts": ["{{user_message}}"], "providers": providers,
+              "defaultTest": {"assert": [{"type": "contains-any", "value": list(SUBURBS)}]},
+              "tests": [{"vars": {"user_message": user_message(i)}} for i in range(n)]}
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def find_promptfoo(given: str | None) -> Path | None:
+    """promptfoo's CLI: ``given``, else $PROMPTFOO_BIN, else on PATH (None: not installed)."""
+    found = given or os.environ.get("PROMPTFOO_BIN") or shutil.which("promptfoo")
+    return Path(found) if found and Path(found).exists() else None
+
+
+def run_promptfoo(promptfoo: Path, server: Server, fixture: Path, n: int, concurrency: int, keys: list[str],
+                  label: str, timeout_s: float) -> dict:
+    """One measured `promptfoo eval` on the same server: its wall, the server's counts, its errors."""
+    config = write_promptfoo_config(fixture, n, server.endpoint, keys)
+    home = fixture / "promptfoo_home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "PROMPTFOO_CONFIG_DIR": str(home), "PROMPTFOO_DISABLE_TELEMETRY": "1",
+           "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_DISABLE_SHARING": "1", "OPENAI_API_KEY": "unused"}
+    output = fixture / "promptfoo_results.json"
+    server.get("/reset")
+    m = bench.measure_process(label, "promptfoo", [str(promptfoo), "eval", "-c", str(config), "-j", str(concurrency),
+                                                    "--no-cache", "--no-progress-bar", "--no-table", "-o", str(output)],
+                              cwd=fixture, env=env, timeout_s=timeout_s, log_name=f"{label}-promptfoo")
+    stats = server.get("/stats")
+    errors = None
+    if output.exists():
+        results = json.loads(output.read_text()).get("results", {})
+        errors = (results.get("stats") or {}).get("errors")
+    admitted = sum(k["admitted"] for k in stats["keys"])
+    # promptfoo exits 100 when an assertion failed; that is a result, not a crash.
+    ok = m.exit_code in (0, 100) and errors is not None
+    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "ok": ok, "exit_code": m.exit_code, "log": m.log, "load": m.load,
+            "admitted": admitted, "rate_limited": stats["rate_limited"],
+            "share_429": stats["rate_limited"] / max(1, admitted + stats["rate_limited"]),
+            "errored_cells": errors, "keys": stats["keys"]}
+
+
+def key_throughput(keys: list[dict]) -> dict:
+    """Per key: its limit, the rate it admitted (admitted / the span of its admissions), the ratio."""
+    found = {}
+    for key in keys:
+        span = (key["last"] or 0) - (key["first"] or 0)
+        achieved = (key["admitted"] - 1) / span if span > 0 else float("nan")
+        found[key["key"]] = {"rate": key["rate"], "achieved": achieved, "span_s": span,
+                             "ratio": achieved / key["rate"] if key["rate"] else None}
+    return found
+
+
+def _print_promptfoo(row: dict, ideal: float | None) -> None:
+    over = f" = {row['wall_s'] / ideal:.3f}x ideal" if ideal else ""
+    print(f"  promptfoo: wall {row['wall_s']:.1f} s{over}; 429s {row['rate_limited']} of "
+          f"{row['admitted'] + row['rate_limited']} requests = {100 * row['share_429']:.1f} %; errored cells "
+          f"{row['errored_cells']}; {'ok' if row['ok'] else 'FAILED: exit ' + str(row['exit_code']) + ' (' + row['log'] + ')'}",
+          flush=True)
+
+
+def shared_scenario(root: Path, n: int, rate: float, concurrency: int, timeout_s: float,
+                    promptfoo: Path | None = None) -> dict:
     ideal = 2 * n / rate
     print(f"\n== shared: {n:,} cases x 2 variants on one key of {rate:g}/s, concurrency {concurrency}: "
           f"ideal {ideal:.1f} s  ({bench.load_text()})", flush=True)
@@ -106,6 +182,10 @@ def shared_scenario(root: Path, n: int, rate: float, concurrency: int, timeout_s
     try:
         fixture = write_fixture(root / "shared", n, concurrency, server.endpoint, [SHARED_KEY])
         row = run_once(server, fixture, f"ratelimit-shared-{n}", timeout_s)
+        if promptfoo is not None:
+            row["promptfoo"] = run_promptfoo(promptfoo, server, fixture, n, concurrency, [SHARED_KEY],
+                                             f"ratelimit-shared-{n}", timeout_s)
+            row["promptfoo"]["over_ideal"] = row["promptfoo"]["wall_s"] / ideal
     finally:
         server.close()
     row.update(ideal_s=ideal, over_ideal=row["wall_s"] / ideal)
@@ -117,10 +197,12 @@ def shared_scenario(root: Path, n: int, rate: float, concurrency: int, timeout_s
         print(f"  limit {limit['limit']}: {limit['requests']} requests, {limit['rate_limited']} rate limited, "
               f"max in flight {limit['max_in_flight']}, level changes {limit['level_changes']}, "
               f"last level {limit['last_level']}", flush=True)
+    if "promptfoo" in row:
+        _print_promptfoo(row["promptfoo"], ideal)
     return row
 
 
-def two_keys_scenario(root: Path, n: int, concurrency: int, timeout_s: float) -> dict:
+def two_keys_scenario(root: Path, n: int, concurrency: int, timeout_s: float, promptfoo: Path | None = None) -> dict:
     print(f"\n== two_keys: {n:,} cases x 2 variants, keys of {KEYS['slow'][1]:g}/s and {KEYS['fast'][1]:g}/s, "
           f"concurrency {concurrency}  ({bench.load_text()})", flush=True)
     server = Server("--key-rate", f"{KEYS['slow'][0]}={KEYS['slow'][1]}", "--key-rate",
@@ -129,19 +211,25 @@ def two_keys_scenario(root: Path, n: int, concurrency: int, timeout_s: float) ->
         fixture = write_fixture(root / "two_keys", n, concurrency, server.endpoint,
                                 [KEYS["slow"][0], KEYS["fast"][0]])
         row = run_once(server, fixture, f"ratelimit-two-keys-{n}", timeout_s)
+        if promptfoo is not None:
+            row["promptfoo"] = run_promptfoo(promptfoo, server, fixture, n, concurrency,
+                                             [KEYS["slow"][0], KEYS["fast"][0]], f"ratelimit-two-keys-{n}", timeout_s)
+            row["promptfoo"]["throughput"] = key_throughput(row["promptfoo"]["keys"])
     finally:
         server.close()
-    row["throughput"] = {}
+    row["throughput"] = key_throughput(row["keys"])
     for key in row["keys"]:
-        span = (key["last"] or 0) - (key["first"] or 0)
-        achieved = (key["admitted"] - 1) / span if span > 0 else float("nan")
-        row["throughput"][key["key"]] = {"rate": key["rate"], "achieved": achieved,
-                                         "ratio": achieved / key["rate"] if key["rate"] else None}
-        print(f"  {key['key']} (limit {key['rate']:g}/s): {key['admitted']} admitted over {span:.1f} s = "
-              f"{achieved:.1f}/s ({100 * achieved / key['rate']:.0f} % of its limit; target >= "
+        got = row["throughput"][key["key"]]
+        print(f"  {key['key']} (limit {key['rate']:g}/s): {key['admitted']} admitted over {got['span_s']:.1f} s = "
+              f"{got['achieved']:.1f}/s ({100 * got['achieved'] / key['rate']:.0f} % of its limit; target >= "
               f"{100 * (1 - KEY_TOLERANCE):.0f} %), {key['rate_limited']} 429s", flush=True)
     print(f"  wall {row['wall_s']:.1f} s; errored cells {row['errored_cells']}; "
           f"{'ok' if row['ok'] else 'FAILED: ' + row['note'] + ' (' + row['log'] + ')'}", flush=True)
+    if "promptfoo" in row:
+        for key, got in row["promptfoo"]["throughput"].items():
+            print(f"  promptfoo {key} (limit {got['rate']:g}/s): {got['achieved']:.1f}/s "
+                  f"({100 * got['achieved'] / got['rate']:.0f} % of its limit)", flush=True)
+        _print_promptfoo(row["promptfoo"], None)
     return row
 
 
@@ -154,15 +242,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="200 cases (start-up dominates: a smoke check)")
     parser.add_argument("--keep", action="store_true", help="keep the fixtures and run directories")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--promptfoo", help="promptfoo's CLI (default: $PROMPTFOO_BIN, else on PATH)")
     args = parser.parse_args(argv)
     n = 200 if args.quick else args.cases
+    promptfoo = find_promptfoo(args.promptfoo)
+    if promptfoo is None:
+        print("promptfoo not found (--promptfoo, $PROMPTFOO_BIN, PATH): running evalh only", flush=True)
     root = Path(tempfile.mkdtemp(prefix="evalh-ratelimit-bench-"))
     figures: dict = {"cases": n, "concurrency": args.concurrency}
     try:
         if args.only in (None, "shared"):
-            figures["shared"] = shared_scenario(root, n, args.rate, args.concurrency, args.timeout)
+            figures["shared"] = shared_scenario(root, n, args.rate, args.concurrency, args.timeout, promptfoo)
         if args.only in (None, "two_keys"):
-            figures["two_keys"] = two_keys_scenario(root, n, args.concurrency, args.timeout)
+            figures["two_keys"] = two_keys_scenario(root, n, args.concurrency, args.timeout, promptfoo)
     finally:
         if args.keep:
             print(f"fixtures kept in {root}")

@@ -10,7 +10,9 @@ once, then, after the request's latency, the answer in word-sized content chunks
 call, the finish chunk, a usage chunk and ``data: [DONE]``. The latency is a function of
 the last message's content only (:func:`latency_for`: lognormal, median 0.8 s, p95 3 s,
 capped at 6 s, from a SHA-256 of the text), so every tool, and the ideal schedule
-benchmarks/http_bench.py computes, sees the same latency for the same case.
+benchmarks/http_bench.py computes, sees the same latency for the same case. A request
+without ``"stream": true`` gets the same answer as one ``chat.completion`` JSON body after
+its latency (promptfoo's openai provider does not stream).
 
 The server is built to cost little per request (an ``asyncio.Protocol``, uvloop when
 installed, one timer and two writes per request) and measures itself: ``GET /stats``
@@ -84,6 +86,18 @@ def stream_events(message: str, model: str) -> tuple[bytes, bytes]:
         "prompt_tokens": 12, "completion_tokens": len(words), "total_tokens": 12 + len(words)}}))
     rest.append(b"data: [DONE]\n\n")
     return first, b"".join(rest)
+
+
+def completion(message: str, model: str) -> dict:
+    """The same answer as :func:`stream_events`, as one ``chat.completion`` (a request without ``stream``)."""
+    listing = _LISTING.search(message)
+    listing_id = listing.group(0) if listing else "unknown"
+    suburb = next((s for s in SUBURBS if s in message), "Nowhere")
+    content = f"Listing {listing_id} is in {suburb}; the suburb average is 1.2M."
+    return {"id": f"chatcmpl-{listing_id}", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": len(content.split(" ")),
+                      "total_tokens": 12 + len(content.split(" "))}}
 
 
 class Bucket:
@@ -254,13 +268,19 @@ class ChatProtocol(asyncio.Protocol):
             self.refuse(wait)
             return
         latency = latency_for(message) if FIXED_LATENCY is None else FIXED_LATENCY
-        first, rest = stream_events(message, model)
         STATS.requests += 1
         STATS.open += 1
         STATS.max_open = max(STATS.max_open, STATS.open)
         if STATS.first_arrival is None:
             STATS.first_arrival = arrival
-        self.transport.write(_SSE_HEAD + _chunked(first))
+        if request.get("stream") is True:
+            first, rest = stream_events(message, model)
+            self.transport.write(_SSE_HEAD + _chunked(first))
+            rest = _chunked(rest) + b"0\r\n\r\n"
+        else:  # a client that does not stream (promptfoo's openai provider): one JSON answer
+            data = json.dumps(completion(message, model)).encode()
+            rest = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                    f"\r\n").encode() + data
         self.pending = asyncio.get_running_loop().call_at(
             asyncio.get_running_loop().time() + latency, self.finish, arrival, latency, rest)
 
@@ -283,7 +303,7 @@ class ChatProtocol(asyncio.Protocol):
         if self.transport is None or self.transport.is_closing():
             STATS.aborted += 1
             return
-        self.transport.write(_chunked(rest) + b"0\r\n\r\n")
+        self.transport.write(rest)
         now = time.monotonic()
         STATS.completed += 1
         STATS.lateness.append(now - arrival - latency)

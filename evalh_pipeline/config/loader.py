@@ -396,11 +396,13 @@ def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]
 
 
 def _check_pools(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
-    """Every ``pool`` a system or an evaluator (its judge) names is one of ``run.executor.pools``."""
+    """Every ``pool`` a system or an evaluator (its judge, its embedder) names is one of ``run.executor.pools``."""
     pools = config.run.executor.pools
     known = ", ".join(sorted(pools)) or "none defined"
     named = [(("systems", i, "pool"), (system.model_extra or {}).get("pool")) for i, system in enumerate(config.systems)]
     named += [(("evaluators", i, "config", "pool"), e.config.get("pool")) for i, e in enumerate(config.evaluators)]
+    named += [(("evaluators", i, "config", "embedder", "pool"), e.config["embedder"].get("pool"))
+              for i, e in enumerate(config.evaluators) if isinstance(e.config.get("embedder"), dict)]
     issues = []
     for at, name in named:
         if name is None:

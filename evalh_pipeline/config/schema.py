@@ -175,7 +175,8 @@ class RunConfig(_Strict):
     # for every interval and test of the summary, compare and drift (an evalh extension).
     cluster_by: str | None = None
     # Accepted for eval-harness compatibility; Dagster executors do this job here. Its
-    # `pools` are used: named limits that systems[].pool and judges' `pool` share.
+    # `pools` are used: named limits that systems[].pool and judges' `pool` share (across
+    # processes through the Dagster instance's database: common/ratelimits/shared.py).
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
     # How the run meets servers' rate limits (an evalh extension).
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)

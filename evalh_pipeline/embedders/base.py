@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from evalh_pipeline.common.ratelimits import RateLimits
+
 
 class EmbedderConfigModel(BaseModel):
     """Base of embedder option models: unknown keys are errors, caught when the eval loads."""
@@ -21,10 +23,19 @@ class EmbedderError(RuntimeError):
     """An embedder could not embed: transport failure, HTTP status, malformed answer."""
 
 
+class EmbedderRateLimited(EmbedderError):
+    """The embeddings server still answered with rate limits when the call's time ran out (or
+    the run gave up on the limit): the result errors ``rate_limited``, as a judge's does."""
+
+    error_type = "rate_limited"  # the result's error.type (models/result.py NOT_JUDGED_ERRORS)
+
+
 class Embedder(ABC):
     """Maps texts to vectors. Subclasses set ``Config`` and implement :meth:`_embed`.
 
-    ``env`` is read at construction only (keys, base URLs). Vectors of texts already seen
+    ``env`` is read at construction only (keys, base URLs). ``rate_limits``: the run's limits
+    (shared with its systems and judges), for an embedder that calls a server; None: its own.
+    Vectors of texts already seen
     are kept in a small in-process LRU: re-evaluation embeds the same references for every
     variant and sample, and an embedder is deterministic for a given model.
     """
@@ -33,10 +44,11 @@ class Embedder(ABC):
     cache_size: ClassVar[int] = 4096
 
     def __init__(self, type_name: str, config: Mapping[str, Any] | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, rate_limits: RateLimits | None = None) -> None:
         self.type_name = type_name
         self.config = self.Config.model_validate(dict(config or {}))
         self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.rate_limits = rate_limits or RateLimits()
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
 
     @classmethod

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.embedders.base import Embedder
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
@@ -73,11 +74,13 @@ def check_embedder_spec(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name, **spec}
 
 
-def build_embedder(spec: str | Mapping[str, Any], env: Mapping[str, str] | None = None) -> Embedder:
-    """The embedder an ``embedder:`` value names, configured with its options."""
+def build_embedder(spec: str | Mapping[str, Any], env: Mapping[str, str] | None = None,
+                   rate_limits: RateLimits | None = None) -> Embedder:
+    """The embedder an ``embedder:`` value names, configured with its options; ``rate_limits``:
+    the run's (an embedder that calls a server shares them with its systems and judges)."""
     options = check_embedder_spec(spec)
     name = options.pop("name")
-    return EMBEDDERS.get(name)(name, options, env)
+    return EMBEDDERS.get(name)(name, options, env, rate_limits)
 
 
 def _message(err: Any, cls: type[Embedder]) -> str:

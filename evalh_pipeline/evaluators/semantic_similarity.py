@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.embedders import EmbedderError, EmbedderUnavailable, build_embedder, check_embedder_spec
 from evalh_pipeline.evaluators import eval_harness_keys
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, Verdict
@@ -74,7 +75,9 @@ class SemanticSimilarity(Evaluator):
         self._reference = FieldPath(self.config.reference_path) if self.config.reference_path else None
         spec = self.config.embedder
         self._unavailable = spec.get(_UNAVAILABLE) if isinstance(spec, dict) else None
-        self.embedder = None if self._unavailable else build_embedder(spec, self.context.env)
+        # An embeddings server's limit is the run's (shared with systems and judges that meet it).
+        limits = self.context.rate_limits or RateLimits(max_concurrency=self.context.max_concurrency)
+        self.embedder = None if self._unavailable else build_embedder(spec, self.context.env, limits)
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         if self.embedder is None:

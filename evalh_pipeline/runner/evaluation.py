@@ -100,6 +100,7 @@ async def evaluate_traces(
     incremental: bool = True,
     traces_digest: str | None = None,
     shard: TraceShard | None = None,
+    pools_url: str | None = None,
 ) -> EvaluationStats:
     """Judge the traces of ``variant_names`` that have no current result (see the module docstring).
 
@@ -114,11 +115,12 @@ async def evaluate_traces(
     ``traces_digest``: the digest of traces.jsonl's complete lines that the traces stage of
     the same launch kept as it wrote them (``TraceStats.traces_digest``), so the file is not
     read to hash it again; None (another launch, another process): hashed from the file.
+    ``pools_url``: the database the run's pools are counted in (see :func:`produce_traces`).
     """
     progress = progress or NoProgress()
     # This writer holds the run's lock: temp files of its purposes are a killed one's.
     run_dir.remove_stale_temp_files(*_TEMP_PURPOSES)
-    limits = run_rate_limits(spec, max_concurrency)
+    limits = run_rate_limits(spec, run_dir, max_concurrency, pools_url)
     # The run's cases carry their own evaluators (runner/case_evaluators.py).
     evaluators = build_evaluators(spec, rate_limits=limits, cases=run_dir.cases)
     variants = set(variant_names if variant_names is not None else spec.variant_names)

@@ -48,7 +48,7 @@ async def measure_judge_consistency(spec: EvalSpec, run_dir: RunDirectory, repea
     the evaluators. The caller holds the run's lock."""
     if repeats < 2:
         raise ValueError(f"--repeat-judging needs K >= 2 (got {repeats}): one judgement per cell cannot flip")
-    evaluators = build_evaluators(spec, rate_limits=run_rate_limits(spec, max_concurrency), cases=run_dir.cases)
+    evaluators = build_evaluators(spec, rate_limits=run_rate_limits(spec, run_dir, max_concurrency), cases=run_dir.cases)
     verdicts: dict[str, dict[Cell, list[str]]] = {e.name: {} for e in evaluators}
     judges: set[str] = set()
     cases = CaseIndex(run_dir.cases)

@@ -10,10 +10,14 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.store.run_dir import RunDirectory
 
 
-def run_rate_limits(spec: EvalSpec, max_concurrency: int | None = None) -> RateLimits:
-    """The limiters one stage of a run of ``spec`` shares between its systems and judges."""
+def run_rate_limits(spec: EvalSpec, run_dir: RunDirectory, max_concurrency: int | None = None,
+                    pools_url: str | None = None) -> RateLimits:
+    """The limiters one stage of the run ``run_dir`` of ``spec`` shares between its systems and
+    judges. ``pools_url``: the database its pools are counted in for every process of the run
+    (the Dagster layer passes its instance's: defs/pools.py); None: in this process."""
     run = spec.config.run
-    return RateLimits(run.rate_limits, run.executor.pools, max_concurrency=max_concurrency or run.max_concurrency)
+    return RateLimits(run.rate_limits, run.executor.pools, max_concurrency=max_concurrency or run.max_concurrency,
+                      pools_url=pools_url, scope=f"{spec.name}/{run_dir.run_id}")
 
 
 def record_rate_limits(run_dir: RunDirectory, limits: RateLimits, stage: str) -> None:

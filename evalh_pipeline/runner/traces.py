@@ -88,12 +88,14 @@ async def produce_traces(
     max_concurrency: int | None = None,
     progress: Progress | None = None,
     reuse_from: RunDirectory | None = None,
+    pools_url: str | None = None,
 ) -> TraceStats:
     """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes).
 
     Judging is the results stage's (runner/evaluation.py). With ``reuse_from``, the unchanged traces
     of that earlier run are copied in first (runner/reuse.py), so only new or changed cells
-    call the system.
+    call the system. ``pools_url``: the database the run's pools are counted in for every
+    process (runner/rate_limits.py; None: in this process).
     """
     progress = progress or NoProgress()
     variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
@@ -114,7 +116,7 @@ async def produce_traces(
     adapters: dict[str, SystemAdapter | AdapterError] = {}
     enrichers: dict[str, list[TraceEnricher | Exception]] = {}
     # One limiter per rate limit, shared by the variants that meet it.
-    limits = run_rate_limits(spec, concurrency)
+    limits = run_rate_limits(spec, run_dir, concurrency, pools_url)
     # Whatever started is closed however this ends: also when starting a later part, or
     # setting up the pass, fails or is cancelled (the inner finally closes them first).
     try:

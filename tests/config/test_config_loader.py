@@ -219,7 +219,7 @@ def test_a_zero_negative_or_empty_pool_limit_is_a_one_line_load_error(tmp_path, 
     assert key in message and len(message.strip().splitlines()) == 1
 
 
-def test_an_unknown_pool_named_by_a_system_or_a_judge_is_a_load_error(tmp_path):
+def test_an_unknown_pool_named_by_a_system_a_judge_or_an_embedder_is_a_load_error(tmp_path):
     text = BASE.replace("    target: agent:run\n", "    target: agent:run\n    pool: gpu\n", 1)
     path = write(tmp_path, text + "run:\n  executor:\n    pools: {cpu: 2}\n")
     message = config_error(path)
@@ -228,6 +228,10 @@ def test_an_unknown_pool_named_by_a_system_or_a_judge_is_a_load_error(tmp_path):
                      "pool: judges}\n")
     message = config_error(write(tmp_path / "judge", judged))
     assert "evaluators[1].config.pool" in message and "unknown pool 'judges' (run.executor.pools: none defined)" in message
+    embedded = BASE + ("  - name: similar\n    type: semantic_similarity\n    config: {field: output.final_answer, "
+                       "reference_text: Paris, threshold: 0.5, embedder: {name: openai_compatible, pool: vectors}}\n")
+    message = config_error(write(tmp_path / "embedder", embedded + "run:\n  executor:\n    pools: {cpu: 2}\n"))
+    assert "evaluators[1].config.embedder.pool" in message and "unknown pool 'vectors' (run.executor.pools: cpu)" in message
 
 
 def test_rate_limit_settings_reject_a_zero_budget(tmp_path):

@@ -8,8 +8,8 @@ gets what OpenAI sends: HTTP 429 with ``retry-after`` (whole seconds), ``retry-a
 the ``x-ratelimit-*-requests`` headers and the ``rate_limit_exceeded`` error body, whose
 message quotes the key's last four characters as OpenAI's does (so masking is tested).
 An admitted request is answered after ``latency`` seconds with a ``chat.completion``
-naming the user message. The server counts, per key and in all, the requests, the 429s
-and the most requests it was answering at once (``stats``).
+naming the user message (a request to ``.../embeddings``: an embeddings answer). The server counts, per key and in all, the requests (and when each
+arrived), the 429s and the most requests it was answering at once (``stats``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class KeyStats:
     rate_limited: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
 
 @dataclass
@@ -134,22 +135,25 @@ class RateLimitedServer:
                 head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
                 headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
                 body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
-                writer.write(await self._answer(headers.get("authorization", ""), body))
+                path = head[0].split(" ")[1] if head[0].count(" ") >= 2 else "/"
+                writer.write(await self._answer(headers.get("authorization", ""), body, path))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
 
-    async def _answer(self, key: str, body: dict) -> bytes:
+    async def _answer(self, key: str, body: dict, path: str = "/v1/chat/completions") -> bytes:
         stats = self.stats.setdefault(key, KeyStats())
         bucket = self._buckets.get(key)
         wait = bucket.take(time.monotonic()) if bucket is not None else 0.0
         tokens = self._token_buckets.get(key)
         if not wait and tokens is not None:
             wait = tokens.take(time.monotonic(), sum(self.usage))
+        arrived = time.monotonic()
         for counted in (stats, self.total):
             counted.requests += 1
+            counted.arrivals.append(arrived)
         if wait > 0:
             for counted in (stats, self.total):
                 counted.rate_limited += 1
@@ -164,6 +168,8 @@ class RateLimitedServer:
                 counted.in_flight -= 1
         for counted in (stats, self.total):
             counted.answered += 1
+        if path.endswith("/embeddings"):
+            return _response(200, "OK", {"content-type": "application/json"}, _embeddings(body, self.usage[0]))
         message = str(body.get("messages", [{}])[-1].get("content", ""))
         return _response(200, "OK", {"content-type": "application/json"}, {
             "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model", "m"),
@@ -183,6 +189,16 @@ class RateLimitedServer:
             "message": f"Rate limit reached for requests on key {key[-4:]!s} (full key {key}): "
                        f"Limit {rate}, Used {rate}, Requested 1. Please try again in {asked * 1000:.0f}ms.",
             "type": "requests", "param": None, "code": "rate_limit_exceeded"}})
+
+
+def _embeddings(body: dict, tokens_per_text: int) -> dict:
+    """An embeddings answer: per text, its length and its count of vowels (a vector a test can predict)."""
+    texts = body.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    return {"object": "list", "model": body.get("model", "m"),
+            "data": [{"object": "embedding", "index": i, "embedding": [float(len(t)), float(sum(c in "aeiou" for c in t))]}
+                     for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": tokens_per_text * len(texts), "total_tokens": tokens_per_text * len(texts)}}
 
 
 def _response(status: int, reason: str, headers: dict[str, str], payload: object) -> bytes:

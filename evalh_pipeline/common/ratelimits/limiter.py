@@ -37,6 +37,10 @@ round of calls sent after the previous cut (AIMD):
   measured); successes grow it by 30 % of the way back to the level before the cut per round
   (at least one), then by one per round. Never above the ceiling, never below 1.
 
+A pool's limiter with a :class:`~evalh_pipeline.common.ratelimits.shared.SharedPool` also
+takes a lease from the pools database once this process allows the call (common/ratelimits/
+shared.py): the pool's limits then hold across every process of the run.
+
 With a :class:`Gate`, the limiters of a run also share one bound on the calls in flight
 across all of them (the run's ``max_concurrency``).
 
@@ -58,6 +62,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from evalh_pipeline.common.ratelimits.shared import Lease, SharedPool
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +106,7 @@ class Ticket:
     queued_s: float
     sent_at: float = 0.0
     reserved: float = 0.0
+    lease: Lease | None = None  # the pool's lease in the pools database (a shared pool)
 
 
 @dataclass
@@ -124,8 +131,10 @@ class Limiter:
     def __init__(self, label: str, *, ceiling: int, start: int | None = None, adaptive: bool = True,
                  retry: bool = True, requests_per_second: float | None = None, budget_seconds: float = 300.0,
                  max_wait_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 gate: Gate | None = None, tokens_per_minute: int | None = None) -> None:
+                 gate: Gate | None = None, tokens_per_minute: int | None = None,
+                 shared: SharedPool | None = None) -> None:
         self.label = label
+        self.shared = shared
         self.gate = gate
         if gate is not None:
             gate.limiters.append(self)
@@ -164,8 +173,39 @@ class Limiter:
 
     # ------------------------------------------------------------------ sending
 
-    async def acquire(self) -> Ticket:
-        """Wait for this limit to allow one more request; raises :class:`LimitGaveUp`."""
+    async def acquire(self, hold_s: float = 300.0) -> Ticket:
+        """Wait for this limit to allow one more request; raises :class:`LimitGaveUp`.
+
+        With a shared pool, the ticket carries the pool's lease, held at most ``hold_s`` (the
+        call's timeout): hand it back with :meth:`give_back` before :meth:`release`."""
+        ticket = await self._acquire_here()
+        if self.shared is None:
+            return ticket
+        try:
+            ticket.lease = await self.shared.lease(tokens=ticket.reserved, hold_s=hold_s)
+        except BaseException:
+            self.unused(ticket)
+            raise
+        now = self.clock()
+        ticket.queued_s += now - ticket.sent_at
+        ticket.sent_at = now
+        return ticket
+
+    async def give_back(self, ticket: Ticket, tokens: int | None = None) -> None:
+        """Return the ticket's lease on the shared pool (``tokens``: what the answer reported it
+        used; None: nothing counted); nothing to do without one."""
+        lease, ticket.lease = ticket.lease, None
+        if lease is not None and self.shared is not None:
+            await self.shared.release(lease, tokens_used=tokens)
+
+    def drop_lease(self, ticket: Ticket) -> None:
+        """Return the ticket's lease without waiting (the call raised or was cancelled)."""
+        lease, ticket.lease = ticket.lease, None
+        if lease is not None and self.shared is not None:
+            self.shared.release_soon(lease)
+
+    async def _acquire_here(self) -> Ticket:
+        """What this process allows: a slot under the level, the pause, the pace and the tokens."""
         if self.gave_up is not None:
             raise LimitGaveUp(self.gave_up)
         asked = self.clock()

@@ -1,10 +1,14 @@
 """The rate limits of one run: a :class:`Limiter` per limit, shared by the variants and judges
 that meet it, and the one way a call goes through its limit (:func:`call_within_limit`).
 
-A limit is named by a pool (``pool:`` on a system or judge: ``run.executor.pools``) or, by
-default, by the endpoint's host and the credential in use. A credential is told apart from
-another by a keyed hash whose key lives only in this process: nothing derived from it is
-written anywhere; a run's record names a credential by its order of appearance.
+A limit is named by a pool (``pool:`` on a system, judge or embedder: ``run.executor.pools``)
+or, by default, by the endpoint's host and the credential in use. A credential is told apart
+from another by a keyed hash whose key lives only in this process: nothing derived from it
+is written anywhere; a run's record names a credential by its order of appearance.
+
+With a pools database (``pools_url``), a pool's limits hold across every process of the run
+that reaches it (common/ratelimits/shared.py); the endpoints' adaptive limits stay each
+process's own.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from urllib.parse import urlsplit
 from evalh_pipeline.common.ratelimits.answers import RateLimitAnswer
 from evalh_pipeline.common.ratelimits.limiter import Gate, Limiter, LimitGaveUp
 from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
+from evalh_pipeline.common.ratelimits.shared import DatabasePools, SharedPool
 
 T = TypeVar("T")
 
@@ -30,13 +35,21 @@ class UnknownPool(ValueError):
 
 
 class RateLimits:
-    """The limiters of one run (or one stage of it), made on first use."""
+    """The limiters of one run (or one stage of it), made on first use.
+
+    ``pools_url``: the database where the pools are counted for every process of the run
+    (``sqlite:///<file>``, ``postgresql://...``; None: in this process only), under
+    ``scope`` (the run: pools of different runs never share a count).
+    """
 
     def __init__(self, settings: RateLimitSettings | None = None, pools: Mapping[str, PoolLimits] | None = None,
-                 *, max_concurrency: int = 4) -> None:
+                 *, max_concurrency: int = 4, pools_url: str | None = None, scope: str = "") -> None:
         self.settings = settings or RateLimitSettings()
         self.pools = dict(pools or {})
         self.max_concurrency = max(1, max_concurrency)
+        self.pools_url = pools_url
+        self.scope = scope
+        self._database: DatabasePools | None = None
         self.limiters: dict[tuple[str, ...], Limiter] = {}
         # The run's max_concurrency over every limiter's calls (when limits have lanes of their own).
         self.gate = Gate(self.max_concurrency)
@@ -47,7 +60,7 @@ class RateLimits:
     def __reduce__(self) -> tuple[Any, ...]:
         # Sent to a worker process with the evaluators' context: a fresh set there (a limiter
         # holds futures and a timer of this process's event loop).
-        return (_fresh, (self.settings, self.pools, self.max_concurrency))
+        return (_fresh, (self.settings, self.pools, self.max_concurrency, self.pools_url, self.scope))
 
     def pool(self, name: str) -> Limiter:
         """The limiter of the pool ``name``."""
@@ -60,8 +73,20 @@ class RateLimits:
                 raise UnknownPool(f"unknown pool {name!r} (run.executor.pools: {known})")
             ceiling = min(self.max_concurrency, limits.max_concurrency or self.max_concurrency)
             found = self.limiters[key] = self._limiter(f"pool {name}", ceiling, limits.requests_per_second,
-                                                       limits.tokens_per_minute)
+                                                       limits.tokens_per_minute, self._shared(name, limits))
         return found
+
+    def _shared(self, name: str, limits: PoolLimits) -> SharedPool | None:
+        if self.pools_url is None:
+            return None
+        if self._database is None:
+            self._database = DatabasePools(self.pools_url)
+        return SharedPool(self._database, f"{self.scope}/{name}", limits)
+
+    def close(self) -> None:
+        """Close this process's connections to the pools database (if any)."""
+        if self._database is not None:
+            self._database.close()
 
     def endpoint(self, url: str, credential: str | None) -> Limiter:
         """The limiter of ``url``'s host (and port) with ``credential`` (any text that differs
@@ -96,11 +121,12 @@ class RateLimits:
             return self.endpoint(url, credential)
         return None
 
-    def _limiter(self, label: str, ceiling: int, rps: float | None, tpm: int | None = None) -> Limiter:
+    def _limiter(self, label: str, ceiling: int, rps: float | None, tpm: int | None = None,
+                 shared: SharedPool | None = None) -> Limiter:
         s = self.settings
         return Limiter(label, ceiling=ceiling, start=s.start_concurrency, adaptive=s.adaptive, retry=s.retry,
                        requests_per_second=rps, budget_seconds=s.budget_seconds, max_wait_seconds=s.max_wait_seconds,
-                       gate=self.gate, tokens_per_minute=tpm)
+                       gate=self.gate, tokens_per_minute=tpm, shared=shared)
 
     def records(self, stage: str) -> list[dict[str, Any]]:
         """One record per limit used (its totals and its level over time), for the run's record."""
@@ -116,15 +142,16 @@ class RateLimits:
                 "tokens_per_minute": limiter.tokens_per_minute, "tokens": stats.tokens,
                 "requests": stats.requests, "succeeded": stats.succeeded, "rate_limited": stats.rate_limited,
                 "max_in_flight": stats.max_in_flight, "capped_waits": stats.capped_waits,
-                "gave_up": limiter.gave_up,
+                "gave_up": limiter.gave_up, "shared": limiter.shared is not None,
                 "levels": [[t, level] for t, level in stats.levels],
                 "paces": [[t, pace] for t, pace in stats.paces],
             })
         return found
 
 
-def _fresh(settings: RateLimitSettings, pools: dict[str, PoolLimits], max_concurrency: int) -> RateLimits:
-    return RateLimits(settings, pools, max_concurrency=max_concurrency)
+def _fresh(settings: RateLimitSettings, pools: dict[str, PoolLimits], max_concurrency: int, pools_url: str | None,
+           scope: str) -> RateLimits:
+    return RateLimits(settings, pools, max_concurrency=max_concurrency, pools_url=pools_url, scope=scope)
 
 
 @dataclass
@@ -158,7 +185,7 @@ async def call_within_limit(
     give_up_at: float | None = None
     while True:
         try:
-            ticket = await limiter.acquire()
+            ticket = await limiter.acquire(hold_s=timeout)
         except LimitGaveUp as exc:
             outcome.gave_up = str(exc)
             return outcome
@@ -167,20 +194,25 @@ async def call_within_limit(
         if give_up_at is None:
             give_up_at = now + timeout
         elif now >= give_up_at:  # the call's time ran out while it queued for another attempt
+            await limiter.give_back(ticket)
             limiter.unused(ticket)
             return outcome
         outcome.sent_at = now
         try:
             result = await attempt(max(0.001, give_up_at - now))
         except BaseException:
+            limiter.drop_lease(ticket)
             limiter.release(ticket, succeeded=False)
             raise
         outcome.result = result
         outcome.attempts += 1
         answer, message = answer_of(result)
         if answer is None:
-            limiter.release(ticket, tokens=tokens_of(result) if tokens_of is not None else None)
+            tokens = tokens_of(result) if tokens_of is not None else None
+            await limiter.give_back(ticket, tokens)
+            limiter.release(ticket, tokens=tokens)
             return outcome
+        await limiter.give_back(ticket)
         outcome.rate_limited += 1
         pause = limiter.release(ticket, rate_limited=True, retry_after=answer.retry_after, message=message)
         if limiter.gave_up is not None:

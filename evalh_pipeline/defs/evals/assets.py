@@ -34,6 +34,7 @@ from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source,
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.common.masking import mask_text
+from evalh_pipeline.defs.pools import instance_pools_url
 from evalh_pipeline.defs.run_options import NO_ANSWER_KEY
 from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.queries.report import (
@@ -117,6 +118,8 @@ class _Stage:
         self.run_id = run_partition(context.op_execution_context)
         self.run_dir = run_directory(self.live, self.run_id)
         self.runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
+        # The run's pools are counted in the instance's database (every step process reaches it).
+        self.pools_url = instance_pools_url(context.instance) if self.live.config.run.executor.pools else None
 
     def require_run(self) -> None:
         if not self.run_dir.exists():
@@ -202,7 +205,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage.runtime.traces_digests.pop(str(stage.run_dir.path), None)
         stats = run_coroutine(produce_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live)))
+            progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live),
+            pools_url=stage.pools_url))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         stage.runtime.traces_digests[str(stage.run_dir.path)] = stats.traces_digest
@@ -229,7 +233,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stats = run_coroutine(evaluate_traces(
             stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context),
-            traces_digest=stage.traces_digest))
+            traces_digest=stage.traces_digest, pools_url=stage.pools_url))
         judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
         return stage.result({
             **results_metadata(stats, stage.run_dir),
