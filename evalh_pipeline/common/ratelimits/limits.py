@@ -57,11 +57,6 @@ class RateLimits:
         self._salt = secrets.token_bytes(16)
         self._credentials: dict[str, dict[bytes, int]] = {}  # host -> credential digest -> its number
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Sent to a worker process with the evaluators' context: a fresh set there (a limiter
-        # holds futures and a timer of this process's event loop).
-        return (_fresh, (self.settings, self.pools, self.max_concurrency, self.pools_url, self.scope))
-
     def pool(self, name: str) -> Limiter:
         """The limiter of the pool ``name``."""
         key = ("pool", name)
@@ -147,11 +142,6 @@ class RateLimits:
                 "paces": [[t, pace] for t, pace in stats.paces],
             })
         return found
-
-
-def _fresh(settings: RateLimitSettings, pools: dict[str, PoolLimits], max_concurrency: int, pools_url: str | None,
-           scope: str) -> RateLimits:
-    return RateLimits(settings, pools, max_concurrency=max_concurrency, pools_url=pools_url, scope=scope)
 
 
 @dataclass
