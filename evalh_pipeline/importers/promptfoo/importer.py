@@ -21,6 +21,9 @@ from evalh_pipeline.importers.promptfoo.tests import read_tests
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 
 _CONFIG_KEYS = ("prompts", "providers", "targets", "tests")
+# Top-level keys that only say where promptfoo writes or shares its results, or how it reports
+# them: no verdict depends on them.
+_REPORTING_KEYS = ("sharing", "outputPath", "evaluateOptions", "env", "writeLatestResults", "derivedMetrics")
 _UNSAFE_NAME = re.compile(r"[\s|,\[\]/\\\x00-\x1f]+")
 
 
@@ -99,9 +102,11 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
                                                f"{', '.join(_CONFIG_KEYS)})")
     report = ImportReport(f"promptfoo config {config}")
     source = Source(doc, report)
-    for key in sorted(set(doc.data) - {*_CONFIG_KEYS, "description", "defaultTest", "$schema"}):
-        source.note(source.at((key,)), f"config key {key!r} not mapped", "left out",
-                    "note" if key in ("sharing", "outputPath", "evaluateOptions", "env", "writeLatestResults") else "error")
+    # assertionTemplates are read where an assertion's `$ref` names them (tests.dereference).
+    for key in sorted(set(doc.data) - {*_CONFIG_KEYS, "description", "defaultTest", "$schema", "assertionTemplates"}):
+        source.note(source.at((key,)), f"config key {key!r} not mapped", "left out"
+                    + (" (the named metrics' per-test scores are not combined into derived ones)"
+                       if key == "derivedMetrics" else ""), "note" if key in _REPORTING_KEYS else "error")
     judge = _judge(source)
     prompts = read_prompts(source)
     providers = read_providers(source)

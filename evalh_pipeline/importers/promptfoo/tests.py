@@ -9,6 +9,7 @@ assertions (and ``defaultTest``'s that use its vars) become the case's own ``eva
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,9 +98,27 @@ def assertion_from_string(text: str) -> dict[str, Any]:
     return {"type": "equals", "value": text}
 
 
+def _csv_config(test: Test, key: str, value: str) -> tuple[int, float]:
+    """A ``__config:__expected<N>:threshold`` cell: (index of the assertion, threshold), as
+    promptfoo's src/csv.ts reads it (dist/src/index.js:11564-11592: ``__expected`` and
+    ``__expected1`` are the first assertion; only ``threshold`` is a key; the value a finite number)."""
+    found = re.fullmatch(r"__config:__expected(\d*):threshold", key)
+    index = (int(found.group(1) or 1) - 1) if found else -1
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if index < 0 or not math.isfinite(number):
+        raise BadSource(test.place[0], test.place[2], test.place[1],
+                        f"CSV column {key!r} with {value!r}: promptfoo takes __config:__expected<N>:threshold "
+                        "with a number")
+    return index, number
+
+
 def _csv_test(source: Source, row: Located) -> Test:
     test = Test((row.file, row.where, row.line), {})
     metric, threshold = None, None
+    configs: dict[int, float] = {}
     for key, value in row.value.items():
         key = (key or "").strip()
         value = value or ""
@@ -119,16 +138,46 @@ def _csv_test(source: Source, row: Located) -> Test:
                 test.metadata[name[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", value)]
             else:
                 test.metadata[name] = value
+        elif key.startswith("__config:"):
+            index, number = _csv_config(test, key, value)
+            configs[index] = number
         elif key.startswith("__"):
             source.note(test.place, f"CSV column {key!r} not mapped", "left out")
         else:
             test.vars[key] = value
-    for assertion, _ in test.asserts:
+    for index, (assertion, _) in enumerate(test.asserts):
         if metric:
             assertion["metric"] = metric
+        if index in configs:
+            # index.js:11596-11600: the threshold goes on the assertion and into the test's metadata
+            assertion["threshold"] = test.metadata["threshold"] = configs[index]
     if threshold:
         source.note(test.place, f"test threshold {threshold}", "not used: evalh passes a case when every assertion passes")
     return test
+
+
+def dereference(source: Source, assertion: Any, place: Place) -> Any:
+    """An assertion written as ``$ref: '#/assertionTemplates/name'``: the value the JSON
+    pointer names in the config (promptfoo dereferences the whole config with
+    json-schema-ref-parser before reading it, dist/src/index.js:13187-13225); its other keys
+    are kept over the template's. A pointer that names nothing is bad input, as promptfoo
+    fails to load such a config."""
+    if not (isinstance(assertion, dict) and isinstance(assertion.get("$ref"), str)):
+        return assertion
+    pointer = assertion["$ref"]
+    target: Any = source.doc.data
+    for part in pointer.removeprefix("#").strip("/").split("/") if pointer.startswith("#/") else [None]:
+        key = part.replace("~1", "/").replace("~0", "~") if part is not None else None
+        if isinstance(target, dict) and key in target:
+            target = target[key]
+        elif isinstance(target, list) and key is not None and key.isdigit() and int(key) < len(target):
+            target = target[int(key)]
+        else:
+            raise BadSource(place[0], place[2], place[1], f"$ref {pointer!r} names nothing in {source.name} "
+                                                           "(only '#/...' pointers into the config are read)")
+    if not isinstance(target, dict):
+        raise BadSource(place[0], place[2], place[1], f"$ref {pointer!r} is not an assertion (a mapping)")
+    return {**target, **{k: v for k, v in assertion.items() if k != "$ref"}}
 
 
 def _test(source: Source, located: Located) -> Test:
@@ -150,9 +199,8 @@ def _test(source: Source, located: Located) -> Test:
         variables = {}
     asserts = data.get("assert") or []
     where = located.where
-    return Test(place, dict(variables),
-                [(a, (located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))))
-                 for i, a in enumerate(asserts)],
+    places = [(located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))) for i in range(len(asserts))]
+    return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
                 data.get("description"), dict(data.get("metadata") or {}))
 
 
@@ -209,7 +257,8 @@ def read_tests(source: Source, judge: Judge) -> Tests:
     if default.get("threshold") is not None:
         source.note(default_place, f"defaultTest threshold {default['threshold']}",
                     "not used: evalh passes a case when every assertion passes")
-    default_asserts = [(a, source.at(("defaultTest", "assert", i))) for i, a in enumerate(default.get("assert") or [])]
+    default_asserts = [(dereference(source, a, source.at(("defaultTest", "assert", i))), source.at(("defaultTest", "assert", i)))
+                       for i, a in enumerate(default.get("assert") or [])]
     for assertion, place in default_asserts:
         check_type(source, assertion, place)
     shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not has_template(a.get("value"))]

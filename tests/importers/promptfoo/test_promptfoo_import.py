@@ -139,6 +139,62 @@ def test_csv_and_jsonl_tests_files_with_expected_columns(tmp_path):
     assert cases[2]["evaluators"][0]["type"] == "promptfoo_assert"
 
 
+def test_csv_config_columns_set_the_threshold_of_their_assertion(tmp_path):
+    # src/csv.ts (promptfoo 0.121.20, dist/src/index.js:11564-11600): `__expected` and `__expected1`
+    # are the first assertion; the threshold also goes into the test's metadata.
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers: [openai:gpt-4o-mini]
+        tests: file://tests.csv
+        """, **{"tests.csv": "q,__expected1,__expected2,__config:__expected:threshold,__config:__expected2:threshold\n"
+                             'a,levenshtein:abc,similar:a cat,2,0.6\n'})
+    imported = import_promptfoo(path, "demo")
+    (case,) = imported.cases
+    assert [e["config"]["threshold"] for e in case["evaluators"]] == [2.0, 0.6]
+    assert case["metadata"] == {"threshold": 0.6}
+    assert imported.report.errors == []
+
+
+def test_a_csv_config_column_promptfoo_rejects_is_bad_input(tmp_path):
+    path = _config(tmp_path, "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://tests.csv\n",
+                   **{"tests.csv": "q,__expected,__config:__expected0:threshold\na,x,1\n"})
+    with pytest.raises(BadSource, match=r"tests.csv:2 row 1: CSV column '__config:__expected0:threshold' with '1'"):
+        import_promptfoo(path, "demo")
+
+
+def test_an_assertion_ref_reads_the_config_assertion_templates(tmp_path):
+    # promptfoo dereferences the config's `$ref`s before reading it (dist/src/index.js:13187-13225)
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers: [openai:gpt-4o-mini]
+        assertionTemplates:
+          pirate: {type: icontains, value: arrr}
+        defaultTest:
+          assert:
+            - $ref: '#/assertionTemplates/pirate'
+        tests:
+          - vars: {q: a}
+            assert:
+              - $ref: '#/assertionTemplates/pirate'
+                metric: Tone
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert imported.eval_yaml["evaluators"][0]["config"]["all_of"] == ["arrr"]
+    assert imported.cases[0]["evaluators"][0]["name"] == "assert-1-Tone"
+    assert imported.report.findings == []
+    bad = _config(tmp_path / "bad", "prompts: [x]\nproviders: [openai:gpt-4o]\ntests:\n  - assert:\n"
+                                    "      - $ref: '#/assertionTemplates/none'\n")
+    with pytest.raises(BadSource, match=r"promptfooconfig.yaml:5 tests\[0\].assert\[0\]: \$ref '#/assertionTemplates/none' "
+                                        "names nothing"):
+        import_promptfoo(bad, "demo")
+
+
+def test_derived_metrics_are_a_note_not_an_error(tmp_path):
+    path = _config(tmp_path, "prompts: [x]\nproviders: [openai:gpt-4o]\nderivedMetrics:\n  - {name: D, value: A * 2}\n")
+    (finding,) = import_promptfoo(path, "demo").report.findings
+    assert finding.text().startswith("promptfooconfig.yaml:3: note: derivedMetrics: config key 'derivedMetrics' not mapped")
+
+
 def test_assertion_from_string_follows_promptfoos_csv_rules():
     # src/csv.ts assertionFromString (promptfoo 0.121.20, dist/src/index.js:11466-11517)
     assert assertion_from_string("grade:is polite") == {"type": "llm-rubric", "value": "is polite"}
