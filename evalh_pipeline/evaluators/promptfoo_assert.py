@@ -6,7 +6,10 @@ promptfoo's source as released in promptfoo 0.121.20 on npm (the version the par
 runs): each rule cites ``src/assertions/<file>.ts`` and the line of the published bundle
 ``dist/src/index.js`` it was read from, so a suite keeps its verdicts when it moves:
 
-- the output is the answer text (promptfoo's ``outputString``);
+- the output is the answer text (promptfoo's ``outputString``); with ``openai_tool_calls``, a
+  trace whose model called tools has the output promptfoo's OpenAI chat provider gives it (the
+  calls in OpenAI's form, or the whole message when it also wrote text: :func:`openai_chat_output`),
+  as JSON text where a rule reads text, as promptfoo's ``outputString`` is;
 - ``inverse`` is promptfoo's ``not-`` prefix: the verdict is flipped (``not-regex`` with an
   invalid pattern still fails, as in promptfoo);
 - the score is 1 or 0 as promptfoo's.
@@ -39,6 +42,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 AssertionType = Literal[
     "equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
+    "is-valid-openai-tools-call",
 ]
 _LIST_TYPES = ("contains-any", "icontains-any", "contains-all", "icontains-all")
 _NEEDS_VALUE = ("equals", "contains", "icontains", *_LIST_TYPES, "starts-with", "regex", "levenshtein")
@@ -55,6 +59,16 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
     value: Any = None
     threshold: float | None = None
     metric: str | None = None
+    #: The output is the tool calls when the model made some (the variant is promptfoo's
+    #: ``openai:chat`` provider with ``tools``), as promptfoo hands its assertions.
+    openai_tool_calls: bool = False
+    #: ``is-valid-openai-tools-call``: the provider's ``tools`` (None: it has none).
+    tools: list[dict[str, Any]] | None = None
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The answer, and the tool calls when they are the output."""
+        tool_calls = self.openai_tool_calls or self.assertion == "is-valid-openai-tools-call"
+        return (*self.TRACE_FIELDS, *(("tool_calls",) if tool_calls else ()))
 
     @model_validator(mode="after")
     def _checked(self) -> PromptfooAssertConfig:
@@ -82,6 +96,60 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
         if kind == "cost" and self.threshold is None:
             raise ValueError("Cost assertion must have a threshold")  # cost.ts (index.js:1597)
         return self
+
+
+def openai_chat_output(trace: Trace) -> Any:
+    """The output promptfoo's OpenAI chat provider returns for the answer of ``trace``
+    (src/providers/openai/chat.ts, dist/src/chat-CG-lQMid.js:337-343): the text; when the model
+    called tools, the calls as OpenAI sends them (``arguments`` a JSON string), or the whole
+    assistant message when it wrote text as well. The message here has the fields a trace
+    keeps (``role``, ``content``, ``tool_calls``), not every field OpenAI's reply carries."""
+    text = as_text(trace.output.final_answer)
+    if not trace.tool_calls:
+        return text
+    calls = [{"id": call.id, "type": "function",
+              "function": {"name": call.name, "arguments": json.dumps(call.arguments, separators=(",", ":"),
+                                                                      ensure_ascii=False)}}
+             for call in trace.tool_calls]
+    return {"role": "assistant", "content": text, "tool_calls": calls} if text else calls
+
+
+def output_string(output: Any) -> str:
+    """promptfoo's ``coerceString`` (dist/src/graders-DC7jJ-Ea.js:469-472): text as it is, any
+    other value as ``JSON.stringify`` writes it."""
+    return output if isinstance(output, str) else json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+
+
+def tools_call_errors(output: Any, tools: list[dict[str, Any]] | None) -> str:
+    """Why ``output`` is not a valid OpenAI tools call for ``tools`` ("" when it is), as
+    src/assertions/openai.ts (index.js:2489-2540) and validateFunctionCall
+    (dist/src/util--ConadPK.js:844-855) decide: a non-empty list of calls (or a message's
+    ``tool_calls``), each naming a function of ``tools`` with JSON arguments its parameters'
+    schema accepts."""
+    if isinstance(output, dict) and "tool_calls" in output:
+        output = output["tool_calls"]
+    if not isinstance(output, list) or not output or any(
+            not isinstance(call, dict) or not isinstance(call.get("function"), dict)
+            or not isinstance(call["function"].get("name"), str) or not isinstance(call["function"].get("arguments"), str)
+            for call in output):
+        return f"OpenAI did not return a valid-looking tools response: {output_string(output)}"
+    if not tools:
+        return "No tools configured in provider, but output contains tool calls"
+    functions = [t["function"] for t in tools if t.get("type") == "function" and isinstance(t.get("function"), dict)]
+    for call in output:
+        name = call["function"]["name"]
+        try:
+            arguments = parse_json(call["function"]["arguments"])
+        except ValueError as exc:
+            return f"Call to \"{name}\" has arguments that are not JSON: {exc}"
+        schema = next((f.get("parameters") for f in functions if f.get("name") == name), None)
+        if not schema:
+            return f'Called "{name}", but there is no function with that name'
+        errors = [e.message for e in validators.validator_for(schema, default=validators.Draft7Validator)(schema)
+                  .iter_errors(arguments)]
+        if errors:
+            return f'Call to "{name}" does not match schema: {", ".join(errors)}'
+    return ""
 
 
 def contains_value(value: Any) -> bool:
@@ -306,7 +374,8 @@ class PromptfooAssert(SyncEvaluator):
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooAssertConfig = self.config
-        output = as_text(trace.output.final_answer)
+        value = openai_chat_output(trace) if cfg.openai_tool_calls else as_text(trace.output.final_answer)
+        output = output_string(value)
         detail: dict[str, Any] = {"assertion": self._label}
         if cfg.metric:
             detail["metric"] = cfg.metric
@@ -320,6 +389,10 @@ class PromptfooAssert(SyncEvaluator):
                 # src/assertions/cost.ts (index.js:1598)
                 raise ValueError("Cost assertion does not support providers that do not return cost")
             return self._threshold(cost, f"Cost {cost:.2g}", "", detail)
+        if kind == "is-valid-openai-tools-call":
+            # src/assertions/openai.ts (index.js:2489-2540) reads no `not-`: the verdict is the same
+            why = tools_call_errors(openai_chat_output(trace), cfg.tools)
+            return _verdict(not why, why, detail)
         if kind == "levenshtein":
             # src/assertions/levenshtein.ts (index.js:2352-2363): distance <= (threshold ?? 5)
             limit = 5.0 if cfg.threshold is None else cfg.threshold

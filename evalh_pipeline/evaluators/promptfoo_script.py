@@ -36,6 +36,7 @@ from pydantic import Field, model_validator
 from evalh_pipeline.common.fields import as_text
 from evalh_pipeline.common.processes import kill_group
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.promptfoo_assert import openai_chat_output
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 MAX_OUTPUT_BYTES = 1024 * 1024
@@ -104,6 +105,12 @@ class PromptfooScriptConfig(EvaluatorConfigModel):
     inverse: bool = False
     threshold: float | None = None
     timeout_seconds: float = Field(default=60.0, gt=0)
+    #: As promptfoo_assert's: the output is the tool calls when the model made some.
+    openai_tool_calls: bool = False
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The answer, and the tool calls when they are the output."""
+        return (*self.TRACE_FIELDS, *(("tool_calls",) if self.openai_tool_calls else ()))
 
     @model_validator(mode="after")
     def _one_kind(self) -> PromptfooScriptConfig:
@@ -189,7 +196,8 @@ class PromptfooScript(Evaluator):
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooScriptConfig = self.config  # type: ignore[assignment]
         variables = case.input.get("vars") if isinstance(case.input.get("vars"), dict) else {}
-        job = {"output": as_text(trace.output.final_answer), "code": cfg.code, "source": cfg.source,
+        output = openai_chat_output(trace) if cfg.openai_tool_calls else as_text(trace.output.final_answer)
+        job = {"output": output, "code": cfg.code, "source": cfg.source,
                "name": cfg.name, "function": cfg.function,
                "context": {"vars": variables, "test": {"vars": variables}, "prompt": None, "config": {}}}
         if cfg.language == "python":

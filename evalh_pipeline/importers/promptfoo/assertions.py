@@ -51,6 +51,16 @@ _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
 
 
 @dataclass
+class Outputs:
+    """What promptfoo hands assertions besides the answer text: with an ``openai:chat`` provider
+    that has ``tools``, the tool calls when the model makes some (providers.py)."""
+
+    openai_tool_calls: bool = False
+    tools: list[dict[str, Any]] | None = None  # the tools of those providers, when they all have the same
+    tools_differ: bool = False
+
+
+@dataclass
 class Judge:
     """The grading model of ``llm-rubric`` (``defaultTest.options.provider``, else promptfoo's default)."""
 
@@ -74,7 +84,8 @@ def _at(place: tuple[str, str, int | None]) -> tuple[str, int | None, str]:
 
 
 def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str, Any] | None,
-                  place: tuple[str, str, int | None], judge: Judge) -> tuple[str, dict[str, Any]] | None:
+                  place: tuple[str, str, int | None], judge: Judge,
+                  outputs: Outputs | None = None) -> tuple[str, dict[str, Any]] | None:
     """(evaluator type, config) for one assertion, its value rendered with the test's
     ``variables`` (None: an eval-level assertion, whose value must not use any); None when it
     does not map (reported)."""
@@ -99,13 +110,24 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     threshold = assertion.get("threshold")
     if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric", "python", "javascript"):
         source.note(place, f"threshold on {kind}", "not used: the assertion's pass/fail is kept", "note")
-    return _map(source, base, inverse, value, assertion, place, judge)
+    return _map(source, base, inverse, value, assertion, place, judge, outputs or Outputs())
 
 
 def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[str, Any],
-         place: tuple[str, str, int | None], judge: Judge) -> tuple[str, dict[str, Any]] | None:
+         place: tuple[str, str, int | None], judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
     kind = f"{'not-' if inverse else ''}{base}"
-    if base in _CONTAINS and not (inverse and base.endswith("-all")):
+    if outputs.openai_tool_calls and base in ("llm-rubric", "similar"):
+        source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
+                    "verdicts differ on answers that call tools")
+    if base == "is-valid-openai-tools-call":
+        if outputs.tools_differ:
+            source.note(place, f"{kind}: the providers have different tools and an evaluator judges every variant",
+                        "assertion left out")
+            return None
+        # src/assertions/openai.ts (index.js:2489-2540): the provider's tools; none fails every answer
+        return ("promptfoo_assert", {"assertion": base, "inverse": inverse, "tools": outputs.tools,
+                                     "openai_tool_calls": True})
+    if base in _CONTAINS and not (inverse and base.endswith("-all")) and not outputs.openai_tool_calls:
         key, sensitive = _CONTAINS[base]
         needles = _needles(base, contains_values(base, value))
         if needles is not None:
@@ -119,6 +141,8 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
             config["value"] = value
         if base in ("levenshtein", "latency", "cost", "bleu") and assertion.get("threshold") is not None:
             config["threshold"] = assertion["threshold"]
+        if outputs.openai_tool_calls:
+            config["openai_tool_calls"] = True
         try:
             PromptfooAssertConfig.model_validate(config)
         except ValidationError as exc:
@@ -134,7 +158,10 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
         return ("llm_judge", {"backend": "openai_compatible", "model": judge.model,
                               "nl_assertions": [value]})
     if base in ("python", "javascript"):
-        return _script(source, base, inverse, value, assertion, place)
+        mapped = _script(source, base, inverse, value, assertion, place)
+        if mapped is not None and outputs.openai_tool_calls:
+            mapped[1]["openai_tool_calls"] = True
+        return mapped
     if base == "similar" and not inverse and isinstance(value, str) and value:
         # src/assertions/similar.ts and matchesSimilarity (index.js:698-760): cosine of the two
         # embeddings (OpenAI text-embedding-3-large by default) >= threshold (default 0.75).

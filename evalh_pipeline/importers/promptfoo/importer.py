@@ -12,9 +12,9 @@ import yaml
 from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.config.yaml_source import load_yaml
-from evalh_pipeline.importers.promptfoo.assertions import Judge
+from evalh_pipeline.importers.promptfoo.assertions import Judge, Outputs
 from evalh_pipeline.importers.promptfoo.prompts import read_prompts
-from evalh_pipeline.importers.promptfoo.providers import read_providers
+from evalh_pipeline.importers.promptfoo.providers import Provider, read_providers
 from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.tests import read_tests
@@ -87,6 +87,13 @@ def _judge(source: Source) -> Judge:
     return Judge()
 
 
+def _outputs(providers: list[Provider]) -> Outputs:
+    """The tool calls promptfoo's assertions see: those of the OpenAI providers with tools."""
+    tools = [p.tools for p in providers if p.tools is not None]
+    return Outputs(openai_tool_calls=bool(tools), tools=tools[0] if tools else None,
+                   tools_differ=any(t != tools[0] for t in tools))
+
+
 def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:
     """Map the promptfoo config at ``config`` into an eval named ``name``.
 
@@ -110,7 +117,14 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
     judge = _judge(source)
     prompts = read_prompts(source)
     providers = read_providers(source)
-    tests = read_tests(source, judge)
+    tests = read_tests(source, judge, _outputs(providers))
+    judged = bool(tests.evaluators) or any(c.get("evaluators") for c in tests.cases)
+    for provider in providers:
+        if provider.structured is not None:
+            source.note(provider.structured, "response_format json_schema: promptfoo hands assertions the parsed object",
+                        "evalh's assertions see the answer's JSON text" + ("" if judged else
+                                                                            " (no assertion here reads it)"),
+                        "error" if judged else "note")
     systems: list[dict[str, Any]] = []
     variants: dict[tuple[int, str], str] = {}
     for provider in providers:

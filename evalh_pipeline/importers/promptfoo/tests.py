@@ -14,7 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES, Judge, check_type, contains_values, map_assertion
+from evalh_pipeline.importers.promptfoo.assertions import (
+    KNOWN_TYPES,
+    Judge,
+    Outputs,
+    check_type,
+    contains_values,
+    map_assertion,
+)
 from evalh_pipeline.importers.promptfoo.source import Located, Source, read_rows
 from evalh_pipeline.importers.promptfoo.templates import has_template, render
 from evalh_pipeline.importers.report import BadSource
@@ -245,7 +252,7 @@ def _render_vars(source: Source, test: Test, variables: dict[str, Any]) -> dict[
     return out
 
 
-def read_tests(source: Source, judge: Judge) -> Tests:
+def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> Tests:
     """Every test of the config as a case, and ``defaultTest``'s shared assertions."""
     default = source.doc.data.get("defaultTest") or {}
     default_place = source.at(("defaultTest",))
@@ -265,7 +272,7 @@ def read_tests(source: Source, judge: Judge) -> Tests:
     per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if has_template(a.get("value"))]
     evaluators = []
     for index, assertion, place in shared:
-        mapped = map_assertion(source, assertion, None, place, judge)
+        mapped = map_assertion(source, assertion, None, place, judge, outputs)
         if mapped is not None:
             evaluators.append(_evaluator("default", index, assertion, mapped))
     cases: list[dict[str, Any]] = []
@@ -277,11 +284,11 @@ def read_tests(source: Source, judge: Judge) -> Tests:
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
             for index, assertion, place in per_case:
-                mapped = map_assertion(source, assertion, variables, place, judge)
+                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
                 if mapped is not None:
                     own.append(_evaluator("default", index, assertion, mapped))
             for index, (assertion, place) in enumerate(test.asserts):
-                mapped = map_assertion(source, assertion, variables, place, judge)
+                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
                 if mapped is not None:
                     own.append(_evaluator("assert", index, assertion, mapped))
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
