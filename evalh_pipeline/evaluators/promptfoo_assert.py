@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Any, Literal
 
 import yaml
@@ -42,7 +43,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 AssertionType = Literal[
     "equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
-    "is-valid-openai-tools-call",
+    "is-valid-openai-tools-call", "rouge-n",
 ]
 _LIST_TYPES = ("contains-any", "icontains-any", "contains-all", "icontains-all")
 _NEEDS_VALUE = ("equals", "contains", "icontains", *_LIST_TYPES, "starts-with", "regex", "levenshtein")
@@ -87,6 +88,8 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
         if kind in ("starts-with", "regex", "levenshtein") and not (isinstance(value, str) and (value or kind == "levenshtein")):
             # startsWith.ts (index.js:3917-3918), regex.ts (:3197-3198), levenshtein.ts (:2353)
             raise ValueError(f'"{kind}" assertion type must have a string value')
+        if kind == "rouge-n" and not isinstance(value, str):
+            raise ValueError('"rouge" assertion type must be a string value')  # rouge.ts (index.js:3260)
         if kind == "bleu" and not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
             raise ValueError('"bleu" assertion type must have a string or array of strings value')  # bleu.ts (index.js:1328)
         if kind in ("is-json", "contains-json") and value:
@@ -296,6 +299,76 @@ def bleu_score(candidate: str, references: list[str]) -> float:
     return penalty * math.exp(sum(weight * math.log(p if p != 0 else 1e-7) for p in orders))
 
 
+_CONTRACTIONS = [re.compile(rf"(?<![\w\u200c\u200d]){pattern}(?![\w\u200c\u200d])", re.IGNORECASE) for pattern in (
+    "(can)(not)", "(d)('ye)", "(gim)(me)", "(gon)(na)", "(got)(ta)", "(lem)(me)", "(more)('n)", "(wan)(na)(?= )",
+    "('t)(is)", "('t)(was)")]
+_QUOTE = re.compile(r"``|''|\"")
+
+
+def _category(char: str, *prefixes: str) -> bool:
+    return bool(char) and unicodedata.category(char).startswith(prefixes)
+
+
+def treebank_tokens(text: str) -> list[str]:
+    """js-rouge 3.2.3's ``treeBankTokenize`` (src/tokenize.ts), the tokens promptfoo's rouge-n
+    counts: punctuation split off, contractions split, double quotes made opening ````` or closing
+    ``''`` tokens. Its rule for a quote after a footnote marker is not followed (such a quote is
+    taken as closing), and ``\\w`` stands for Unicode's ID_Continue."""
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        return []
+    inside = False
+    parts: list[str] = []
+    last = 0
+    for found in _QUOTE.finditer(text):
+        quote, index = found.group(), found.start()
+        before = text[index - 1] if index > 0 else ""
+        opening_context = index == 0 or before.isspace() or _category(before, "P") or before == "<" \
+            or text[index - 2:index] == "``"
+        later = _QUOTE.search(text, index + 2)
+        inside = quote == "``" or (
+            (index + len(quote) < len(text) or index == 0 or before.isspace() or _category(before, "Ps") or before == "<")
+            and not inside and opening_context and not (before and before in ".!?")
+            and (quote == '"' or (index > 0 and _category(text[index + 2:index + 3], "L", "N", "Sc", "Ps")
+                                  and later is not None and later.group() == "''")))
+        parts += [text[last:index], " `` " if inside else " '' "]
+        last = found.end()
+    parse = "".join([*parts, text[last:]])
+    parse = re.sub(r"\.{3}", " ... ", parse)
+    parse = re.sub(r"[:,](?!\d)", r" \g<0> ", parse)
+    parse = re.sub(r"[;@#$%&]", r" \g<0> ", parse)
+    parse = re.sub(r"([^.])(?<!\b[A-Za-z]\.[A-Za-z])(\.)([\])}>'\s]*)$", r"\1 \2\3 ", parse)
+    parse = re.sub(r"[?!]", r" \g<0> ", parse)
+    parse = re.sub(r"[\][(){}<>]", r" \g<0> ", parse)
+    parse = f" {parse.replace('--', ' -- ')} "
+    parse = re.sub(r"([^'])' ", r"\1 ' ", parse)
+    parse = re.sub(r"'([sSmMdD]) ", r" '\1 ", parse)
+    parse = re.sub(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r" \1 ", parse)
+    for contraction in _CONTRACTIONS:
+        parse = contraction.sub(r" \1 \2 ", parse)
+    return re.sub(r"^ | $", "", re.sub(r" {2,}", " ", parse)).split(" ")
+
+
+def rouge_n_score(candidate: str, reference: str, n: int = 1) -> float:
+    """promptfoo's ``rougeNScore`` (src/assertions/rouge.ts, index.js:3245-3258): ROUGE-N F1 over
+    clipped n-gram counts of the Treebank tokens (js-rouge's ``fMeasure`` with beta 1 is the
+    harmonic mean, precision itself when it equals recall)."""
+    cand, ref = treebank_tokens(candidate), treebank_tokens(reference)
+    if len(cand) < n or len(ref) < n:
+        return 0.0
+    cand_grams, ref_counts = _ngrams(cand, n), _counts(_ngrams(ref, n))
+    overlap = sum(min(count, ref_counts.get(gram, 0)) for gram, count in _counts(cand_grams).items())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(cand_grams), overlap / sum(ref_counts.values())
+    if precision == recall:
+        return precision
+    # js-rouge src/utils.ts fMeasure with beta 1: the harmonic mean, written as js-rouge rounds it
+    if precision > recall:
+        return min(precision, recall * (2 / (1 + recall / precision)))
+    return min(recall, precision * (2 / (1 + precision / recall)))
+
+
 def _ngrams(words: list[str], n: int) -> list[str]:
     return [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)] if 0 < n <= len(words) else []
 
@@ -399,6 +472,15 @@ class PromptfooAssert(SyncEvaluator):
             distance = levenshtein(output, cfg.value)
             detail.update(distance=distance, threshold=limit)
             return self._threshold(float(distance), f"Levenshtein distance {distance}", "", detail, limit)
+        if kind == "rouge-n":
+            # rouge.ts (index.js:3259-3272): both lowercased; score >= (threshold ?? 0.75), flipped by not-
+            threshold = 0.75 if cfg.threshold is None else cfg.threshold
+            score = rouge_n_score(output.lower(), cfg.value.lower())
+            detail.update(rouge_n=score, threshold=threshold)
+            passed = (score >= threshold) != cfg.inverse
+            said = "greater than or equal to" if score >= threshold else "less than"
+            return Verdict(passed, f"ROUGE-N score {score:.2f} is {said} threshold {threshold:g}",
+                           score=1 - score if cfg.inverse else score, detail=detail)
         if kind == "bleu":
             # bleu.ts (index.js:1327-1337): score >= (threshold ?? 0.5), flipped by not-
             threshold = 0.5 if cfg.threshold is None else cfg.threshold

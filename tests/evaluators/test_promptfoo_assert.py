@@ -16,7 +16,9 @@ from evalh_pipeline.evaluators.promptfoo_assert import (
     js_regex,
     levenshtein,
     openai_chat_output,
+    rouge_n_score,
     split_comma_separated,
+    treebank_tokens,
 )
 from evalh_pipeline.evaluators.promptfoo_script import PromptfooScript, build_function_body, read_result
 from evalh_pipeline.models import EvalCase, ToolCall, Trace, TraceMetrics, TraceOutput
@@ -158,3 +160,22 @@ def test_a_javascript_assertion_reads_the_tool_calls_as_its_output():
         "language": "javascript", "code": "output[0].function.name === 'get_current_weather'", "openai_tool_calls": True})
     called = calling(("get_current_weather", {"location": "Boston"}))
     assert asyncio.run(evaluator.evaluate(EvalCase(id="c"), called, None)).passed
+
+
+def test_treebank_tokens_are_js_rouges():
+    # js-rouge 3.2.3 treeBankTokenize (src/tokenize.ts), as promptfoo's rouge-n counts them; the
+    # expected lists are what js-rouge returns for these sentences
+    assert treebank_tokens('He said "I can\'t go." Then he cannot, won\'t... (really) at 3,000 U.S. dollars.') == [
+        "He", "said", "``", "I", "ca", "n't", "go.", "''", "Then", "he", "can", "not", ",", "wo", "n't", "...",
+        "(", "really", ")", "at", "3,000", "U.S.", "dollars", "."]
+    assert treebank_tokens('"Quoted" start and end "here"') == ["``", "Quoted", "''", "start", "and", "end", "``", "here", "''"]
+    assert treebank_tokens("  ") == []
+
+
+def test_rouge_n_is_f1_over_clipped_unigram_counts():
+    # src/assertions/rouge.ts rougeNScore (index.js:3245-3258)
+    assert rouge_n_score("the cat sat on the mat", "the cat sat on the mat") == 1.0  # js-rouge alone gives 0.83
+    assert rouge_n_score("the cat sat", "the cat sat on the mat") == pytest.approx(2 / 3)
+    assert rouge_n_score("a dog", "the cat") == 0.0
+    assert judge({"assertion": "rouge-n", "value": "The Cat"}, trace("the cat")).passed  # both lowercased
+    assert judge({"assertion": "rouge-n", "value": "the cat sat on the mat", "inverse": True}, trace("a dog")).score == 1.0

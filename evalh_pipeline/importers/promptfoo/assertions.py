@@ -45,8 +45,9 @@ SPECIAL_TYPES = frozenset(("select-best", "human", "max-score", "assert-set"))
 _CONTAINS = {"contains": ("all_of", True), "icontains": ("all_of", False), "contains-all": ("all_of", True),
              "icontains-all": ("all_of", False), "contains-any": ("any_of", True), "icontains-any": ("any_of", False)}
 _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
+                     "rouge-n",
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
-_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu")
+_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n")
 _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
 
 
@@ -139,7 +140,7 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
         config: dict[str, Any] = {"assertion": base, "inverse": inverse}
         if value is not None:
             config["value"] = value
-        if base in ("levenshtein", "latency", "cost", "bleu") and assertion.get("threshold") is not None:
+        if base in ("levenshtein", "latency", "cost", "bleu", "rouge-n") and assertion.get("threshold") is not None:
             config["threshold"] = assertion["threshold"]
         if outputs.openai_tool_calls:
             config["openai_tool_calls"] = True
