@@ -20,6 +20,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "llm_judge": "evalh_pipeline.evaluators.llm_judge:LlmJudge",
         "openai_model_graded": "evalh_pipeline.evaluators.openai_model_graded:OpenAIModelGraded",
         "promptfoo_assert": "evalh_pipeline.evaluators.promptfoo_assert:PromptfooAssert",
+        "promptfoo_graded": "evalh_pipeline.evaluators.promptfoo_graded:PromptfooGraded",
         "promptfoo_script": "evalh_pipeline.evaluators.promptfoo_script:PromptfooScript",
         "regex_match": "evalh_pipeline.evaluators.regex_match:RegexMatch",
         "schema_match": "evalh_pipeline.evaluators.schema_match:SchemaMatch",

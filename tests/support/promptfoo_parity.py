@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.openai_chat_server import PREFIX
+from tests.support.openai_chat_server import PREFIX, grader_says
 
 # (assertion, reply, promptfoo's verdict, where promptfoo decides it)
 ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
@@ -90,6 +90,23 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
      "rouge.ts, index.js:3254: no overlap scores 0, inverted"),
     ({"type": "rouge-n", "value": 'he said "no," then left.'}, 'He said "no," then left.', True,
      "js-rouge src/tokenize.ts: the same quote and punctuation tokens"),
+    # The grading model's reply is scripted by grader_says (tests/support/openai_chat_server.py).
+    ({"type": "model-graded-closedqa", "value": "names Paris " + grader_says("It names Paris.\nY\nY")}, "Paris", True,
+     "matchesClosedQa, graders-DC7jJ-Ea.js:2068: the reply ends with Y"),
+    ({"type": "model-graded-closedqa", "value": "names Lyon " + grader_says("It does not.\nN\nN")}, "Paris", False,
+     "graders-DC7jJ-Ea.js:2068-2070: ends with N"),
+    ({"type": "model-graded-closedqa", "value": "names Paris " + grader_says("Yes, it does.")}, "Paris", False,
+     "graders-DC7jJ-Ea.js:2068-2071: a reply not ending in Y is a fail (malformed)"),
+    ({"type": "not-model-graded-closedqa", "value": "names Paris " + grader_says("fine\nY")}, "Paris", True,
+     "modelGradedClosedQa.ts, index.js:2384-2391: not- is not read"),
+    ({"type": "factuality", "value": "Paris is the capital " + grader_says('{"category": "A", "reason": "subset"}')},
+     "Paris", True, "matchesFactuality, graders-DC7jJ-Ea.js:1917-1929 and :1896-1916: A scores 1"),
+    ({"type": "factuality", "value": "Lyon is the capital " + grader_says('Here: {"category": "d"}')},
+     "Paris", False, "graders-DC7jJ-Ea.js:1921 (upper-cased) and :1901: D scores 0"),
+    ({"type": "factuality", "value": "Paris " + grader_says("(C) The same details.")}, "Paris", True,
+     "parseLegacyFactualityResponse, graders-DC7jJ-Ea.js:1934-1943: the (C) letter"),
+    ({"type": "factuality", "value": "Paris " + grader_says('{"category": "F"}')}, "Paris", False,
+     "graders-DC7jJ-Ea.js:1922: a letter outside A-E fails"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]

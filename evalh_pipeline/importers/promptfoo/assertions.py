@@ -47,6 +47,7 @@ _CONTAINS = {"contains": ("all_of", True), "icontains": ("all_of", False), "cont
 _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
                      "rouge-n",
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
+_GRADED = ("model-graded-closedqa", "factuality")
 _THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n")
 _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
 
@@ -59,6 +60,8 @@ class Outputs:
     openai_tool_calls: bool = False
     tools: list[dict[str, Any]] | None = None  # the tools of those providers, when they all have the same
     tools_differ: bool = False
+    #: The prompt every variant sends (an evalh template over the case); None when they differ.
+    prompt: str | None = None
 
 
 @dataclass
@@ -117,6 +120,8 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
 def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[str, Any],
          place: tuple[str, str, int | None], judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
     kind = f"{'not-' if inverse else ''}{base}"
+    if base in _GRADED:
+        return _graded(source, base, inverse, value, place, judge, outputs)
     if outputs.openai_tool_calls and base in ("llm-rubric", "similar"):
         source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
                     "verdicts differ on answers that call tools")
@@ -170,6 +175,26 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
                                         "embedder": {"name": "openai_compatible", "model": "text-embedding-3-large"}})
     source.note(place, f"{kind} assertion has no evalh counterpart yet", "assertion left out")
     return None
+
+
+def _graded(source: Source, base: str, inverse: bool, value: Any, place: tuple[str, str, int | None],
+            judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
+    """``model-graded-closedqa`` / ``factuality`` as ``promptfoo_graded``: the grader reads the
+    prompt the variant sent, so every variant must send the same one."""
+    kind = f"{'not-' if inverse else ''}{base}"
+    if not isinstance(value, str):
+        # src/assertions/factuality.ts and modelGradedClosedQa.ts (index.js:1629, :2385)
+        source.note(place, f"{kind} without a string value", "assertion left out (promptfoo fails it)")
+        return None
+    if outputs.prompt is None:
+        source.note(place, f"{kind} grades the answer against the prompt, and the variants send different prompts",
+                    "assertion left out")
+        return None
+    if outputs.openai_tool_calls:
+        source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
+                    "verdicts differ on answers that call tools")
+    # promptfoo's handlers read no `not-` (index.js:1628-1635, :2384-2391): the verdict is the positive form's
+    return ("promptfoo_graded", {"check": base, "value": value, "prompt": outputs.prompt, "model": judge.model})
 
 
 def _script(source: Source, language: str, inverse: bool, value: Any, assertion: dict[str, Any],

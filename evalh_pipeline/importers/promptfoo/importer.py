@@ -13,7 +13,7 @@ from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.config.yaml_source import load_yaml
 from evalh_pipeline.importers.promptfoo.assertions import Judge, Outputs
-from evalh_pipeline.importers.promptfoo.prompts import read_prompts
+from evalh_pipeline.importers.promptfoo.prompts import Prompt, read_prompts
 from evalh_pipeline.importers.promptfoo.providers import Provider, read_providers
 from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
 from evalh_pipeline.importers.promptfoo.source import Source
@@ -87,11 +87,13 @@ def _judge(source: Source) -> Judge:
     return Judge()
 
 
-def _outputs(providers: list[Provider]) -> Outputs:
-    """The tool calls promptfoo's assertions see: those of the OpenAI providers with tools."""
+def _outputs(providers: list[Provider], prompts: list[Prompt]) -> Outputs:
+    """What promptfoo's assertions see besides the answer: the tool calls of the OpenAI
+    providers with tools, and the prompt (when the config has one)."""
     tools = [p.tools for p in providers if p.tools is not None]
     return Outputs(openai_tool_calls=bool(tools), tools=tools[0] if tools else None,
-                   tools_differ=any(t != tools[0] for t in tools))
+                   tools_differ=any(t != tools[0] for t in tools),
+                   prompt=prompts[0].text if len(prompts) == 1 else None)
 
 
 def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:
@@ -117,7 +119,7 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
     judge = _judge(source)
     prompts = read_prompts(source)
     providers = read_providers(source)
-    tests = read_tests(source, judge, _outputs(providers))
+    tests = read_tests(source, judge, _outputs(providers, prompts))
     judged = bool(tests.evaluators) or any(c.get("evaluators") for c in tests.cases)
     for provider in providers:
         if provider.structured is not None:
