@@ -1,5 +1,5 @@
-"""``promptfoo_graded``: promptfoo's ``model-graded-closedqa`` and ``factuality`` assertions,
-with promptfoo's verdict rules.
+"""``promptfoo_graded``: promptfoo's ``model-graded-closedqa``, ``factuality`` and
+``answer-relevance`` assertions, with promptfoo's verdict rules.
 
 Both ask a grading model about the answer, the prompt the system was sent (promptfoo's
 ``prompt``; here ``prompt``, an evalh template over the case, rendered per case) and the
@@ -14,9 +14,17 @@ promptfoo reads it (src/matchers, graders-DC7jJ-Ea.js):
   object in the reply (a letter outside A-E fails), else the first ``(X)`` letter of the
   legacy format; it passes when its score (``scores``: A, B, C and E 1, D 0 by default,
   getFactualityScoreLookup :1896-1904) is above 0;
-- an empty reply fails ("No output"); neither assertion reads promptfoo's ``not-`` (the
-  handlers in src/assertions/factuality.ts and modelGradedClosedQa.ts, index.js:1628 and
-  :2384, pass the matcher's verdict on as it is), so ``inverse`` is not a key here.
+- ``answer-relevance`` (matchesAnswerRelevance, index.js:485-540): the grader writes, three
+  times, the question the answer replies to (promptfoo's ANSWER_RELEVANCY_GENERATE,
+  graders-DC7jJ-Ea.js:1391, sent as one user message); the query (the case's
+  ``input.vars.query`` when it is text, else the prompt: answerRelevance.ts, index.js:1061)
+  and each question are embedded (``embedder``, by default promptfoo's OpenAI
+  ``text-embedding-3-large``); it passes when the mean cosine is at least ``threshold``
+  (default 0) less ``Number.EPSILON``;
+- an empty reply fails ("No output"); none of them reads promptfoo's ``not-`` (the
+  handlers in src/assertions/factuality.ts, modelGradedClosedQa.ts and answerRelevance.ts,
+  index.js:1628, :2384 and :1056, pass the matcher's verdict on as it is), so ``inverse`` is
+  not a key here.
 
 The answer is the trace's text (promptfoo renders a JSON answer parsed, which only changes
 what the grader reads for answers that are JSON).
@@ -30,10 +38,13 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from evalh_pipeline.common.fields import as_text
+from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.common.templating import render_case_template
+from evalh_pipeline.embedders import build_embedder
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
 from evalh_pipeline.evaluators.openai_model_graded import grading_reply
 from evalh_pipeline.evaluators.promptfoo_assert import extract_json_objects
+from evalh_pipeline.evaluators.semantic_similarity import cosine
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 _CLOSED_QA = (
@@ -59,6 +70,11 @@ _FACTUALITY_USER = (
     "<submitted_answer>\n{completion}\n</submitted_answer>\n\n"
     "Which category describes how the submitted answer relates to the expert answer?"
 )
+_QUESTION = (
+    "Write the one question that the answer below responds to. Reply with that question only.\n\n"
+    "Answer: {answer}\nQuestion:"
+)
+_EPSILON = 2.220446049250313e-16  # JavaScript's Number.EPSILON
 _LEGACY_CHOICE = re.compile(r"\s*\(?([a-eA-E])\)")
 _DEFAULT_SCORES = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0}
 
@@ -69,9 +85,12 @@ class PromptfooGradedConfig(EvaluatorConfigModel):
 
     TRACE_FIELDS = ("output.final_answer",)
 
-    check: Literal["model-graded-closedqa", "factuality"]
-    value: str
+    check: Literal["model-graded-closedqa", "factuality", "answer-relevance"]
+    value: str | None = None
     prompt: str
+    threshold: float = 0.0  # answer-relevance: promptfoo's `assertion.threshold ?? 0`
+    embedder: dict[str, Any] = Field(default_factory=lambda: {"name": "openai_compatible",
+                                                              "model": "text-embedding-3-large"})
     scores: dict[Literal["A", "B", "C", "D", "E"], float] = Field(default_factory=lambda: dict(_DEFAULT_SCORES))
     model: str = Field(min_length=1)
     base_url_env: str = "OPENAI_BASE_URL"
@@ -81,6 +100,8 @@ class PromptfooGradedConfig(EvaluatorConfigModel):
 
     @model_validator(mode="after")
     def _all_scores(self) -> PromptfooGradedConfig:
+        if self.check != "answer-relevance" and self.value is None:
+            raise ValueError(f"{self.check} needs a value (promptfoo asserts a string value)")
         # promptfoo's lookup has every letter (each defaulted): a partial map keeps the defaults
         self.scores = {**_DEFAULT_SCORES, **self.scores}
         return self
@@ -119,10 +140,17 @@ class PromptfooGraded(Evaluator):
     Config = PromptfooGradedConfig
     calls_model = True  # its grading call is not cached: nothing to bypass
 
+    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+        super().__init__(name, type_name, config, context)
+        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
+        self._embedder = build_embedder(cfg.embedder, self.context.env) if cfg.check == "answer-relevance" else None
+
     def grading_messages(self, case: EvalCase, answer: str) -> list[dict[str, str]]:
         """The grading call's messages for ``answer`` to ``case``."""
         cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
         question = render_case_template(cfg.prompt, case.model_dump(mode="json"), strict=False)
+        if cfg.check == "answer-relevance":
+            return [{"role": "user", "content": _QUESTION.format(answer=answer)}]
         if cfg.check == "model-graded-closedqa":
             return [{"role": "system", "content": _CLOSED_QA.format(input=question, completion=answer, criteria=cfg.value)}]
         return [{"role": "system", "content": _FACTUALITY_SYSTEM},
@@ -131,6 +159,8 @@ class PromptfooGraded(Evaluator):
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
         messages = self.grading_messages(case, as_text(trace.output.final_answer))
+        if cfg.check == "answer-relevance":
+            return await self._relevance(case, messages)
         reply = await grading_reply(self.context.env, cfg, {"model": cfg.model, "messages": messages, "temperature": 0})
         detail: dict[str, Any] = {"check": cfg.check, "grader_reply": reply, "model": cfg.model}
         if not reply:
@@ -145,3 +175,26 @@ class PromptfooGraded(Evaluator):
         detail["category"] = option
         score = cfg.scores[option]  # type: ignore[index]
         return Verdict(score > 0, reason, score=score, detail=detail)
+
+    async def _relevance(self, case: EvalCase, messages: list[dict[str, str]]) -> Verdict:
+        """matchesAnswerRelevance (index.js:485-540): three generated questions, each embedded
+        against the query; the mean cosine against the threshold."""
+        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
+        questions = []
+        for _ in range(3):
+            reply = await grading_reply(self.context.env, cfg, {"model": cfg.model, "messages": messages})
+            if not reply:
+                return Verdict(False, "No output", score=0.0, detail={"check": cfg.check, "questions": questions})
+            questions.append(reply)
+        variables = case.input.get("vars") if isinstance(case.input.get("vars"), dict) else {}
+        query = variables.get("query")
+        if not isinstance(query, str):
+            query = render_case_template(cfg.prompt, case.model_dump(mode="json"), strict=False)
+        assert self._embedder is not None  # built for answer-relevance
+        vectors = await self._embedder.embed([query, *questions])
+        similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
+        similarity = sum(similarities) / len(similarities)
+        passed = similarity >= cfg.threshold - _EPSILON
+        detail = {"check": cfg.check, "questions": questions, "similarities": similarities, "threshold": cfg.threshold}
+        return Verdict(passed, f"Relevance {similarity:.2f} is {'greater' if passed else 'less'} than threshold "
+                               f"{cfg.threshold:g}", score=similarity, detail=detail)

@@ -40,10 +40,11 @@ class _Echo(BaseHTTPRequestHandler):
         user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         content = user[-1].get("content") if user else ""
         text = content if isinstance(content, str) else json.dumps(content)
-        text = text.removeprefix(PREFIX)
-        # A grading call: the reply a test wrote into the graded criterion, in any message.
+        # A grading call (not a "Say:" prompt): the reply a test wrote into what is graded.
         scripted = GRADER.search(json.dumps([m.get("content") for m in messages if isinstance(m, dict)]))
-        if scripted:
+        if text.startswith(PREFIX):
+            text = text.removeprefix(PREFIX)
+        elif scripted:
             text = base64.b64decode(scripted.group(1)).decode()
         self._send({
             "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),

@@ -107,6 +107,14 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
      "parseLegacyFactualityResponse, graders-DC7jJ-Ea.js:1934-1943: the (C) letter"),
     ({"type": "factuality", "value": "Paris " + grader_says('{"category": "F"}')}, "Paris", False,
      "graders-DC7jJ-Ea.js:1922: a letter outside A-E fails"),
+    # answer-relevance: the grader's question is scripted by the answer itself (the generation
+    # prompt holds the answer); the query is the prompt, embedded as letter counts: cosine 0.58.
+    ({"type": "answer-relevance", "threshold": 0.5}, "Paris " + grader_says("What is the capital of France?"), True,
+     "matchesAnswerRelevance, index.js:485-540: mean cosine 0.58 >= 0.5"),
+    ({"type": "answer-relevance", "threshold": 0.7}, "Paris " + grader_says("What is the capital of France?"), False,
+     "index.js:520: 0.58 < 0.7"),
+    ({"type": "answer-relevance"}, "Paris " + grader_says("zzz"), True,
+     "answerRelevance.ts, index.js:1061: threshold ?? 0, and a cosine near 0 is >= 0 - EPSILON"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]

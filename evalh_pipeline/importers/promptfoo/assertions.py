@@ -47,8 +47,8 @@ _CONTAINS = {"contains": ("all_of", True), "icontains": ("all_of", False), "cont
 _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
                      "rouge-n",
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
-_GRADED = ("model-graded-closedqa", "factuality")
-_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n")
+_GRADED = ("model-graded-closedqa", "factuality", "answer-relevance")
+_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n", "answer-relevance")
 _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
 
 
@@ -121,7 +121,7 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
          place: tuple[str, str, int | None], judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
     kind = f"{'not-' if inverse else ''}{base}"
     if base in _GRADED:
-        return _graded(source, base, inverse, value, place, judge, outputs)
+        return _graded(source, base, inverse, value, place, judge, outputs, assertion.get("threshold"))
     if outputs.openai_tool_calls and base in ("llm-rubric", "similar"):
         source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
                     "verdicts differ on answers that call tools")
@@ -178,11 +178,11 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
 
 
 def _graded(source: Source, base: str, inverse: bool, value: Any, place: tuple[str, str, int | None],
-            judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
-    """``model-graded-closedqa`` / ``factuality`` as ``promptfoo_graded``: the grader reads the
-    prompt the variant sent, so every variant must send the same one."""
+            judge: Judge, outputs: Outputs, threshold: Any = None) -> tuple[str, dict[str, Any]] | None:
+    """``model-graded-closedqa`` / ``factuality`` / ``answer-relevance`` as ``promptfoo_graded``:
+    the grader reads the prompt the variant sent, so every variant must send the same one."""
     kind = f"{'not-' if inverse else ''}{base}"
-    if not isinstance(value, str):
+    if base != "answer-relevance" and not isinstance(value, str):
         # src/assertions/factuality.ts and modelGradedClosedQa.ts (index.js:1629, :2385)
         source.note(place, f"{kind} without a string value", "assertion left out (promptfoo fails it)")
         return None
@@ -194,7 +194,13 @@ def _graded(source: Source, base: str, inverse: bool, value: Any, place: tuple[s
         source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
                     "verdicts differ on answers that call tools")
     # promptfoo's handlers read no `not-` (index.js:1628-1635, :2384-2391): the verdict is the positive form's
-    return ("promptfoo_graded", {"check": base, "value": value, "prompt": outputs.prompt, "model": judge.model})
+    config: dict[str, Any] = {"check": base, "prompt": outputs.prompt, "model": judge.model}
+    if base == "answer-relevance":
+        if threshold is not None:
+            config["threshold"] = threshold
+    else:
+        config["value"] = value
+    return ("promptfoo_graded", config)
 
 
 def _script(source: Source, language: str, inverse: bool, value: Any, assertion: dict[str, Any],
