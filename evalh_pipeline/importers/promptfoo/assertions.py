@@ -11,7 +11,7 @@ with no counterpart here is reported and left out; a type promptfoo does not kno
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -62,6 +62,8 @@ class Outputs:
     tools_differ: bool = False
     #: The prompt every variant sends (an evalh template over the case); None when they differ.
     prompt: str | None = None
+    #: The imported providers' (label, id), for a test's ``providers`` filter.
+    providers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

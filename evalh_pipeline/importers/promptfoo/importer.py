@@ -93,7 +93,8 @@ def _outputs(providers: list[Provider], prompts: list[Prompt]) -> Outputs:
     tools = [p.tools for p in providers if p.tools is not None]
     return Outputs(openai_tool_calls=bool(tools), tools=tools[0] if tools else None,
                    tools_differ=any(t != tools[0] for t in tools),
-                   prompt=prompts[0].text if len(prompts) == 1 else None)
+                   prompt=prompts[0].text if len(prompts) == 1 else None,
+                   providers=[(p.label, p.ident) for p in providers])
 
 
 def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:

@@ -34,7 +34,7 @@ _CSV_DEFAULT_THRESHOLD = {
                      "cost", "latency", "levenshtein", "perplexity-score", "perplexity", "rouge-n", "starts-with"), 0.75),
     "similar": 0.8,
 }
-_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
+_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options", "providers"}
 _ASSERTION_PREFIXES = (("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"),
                        ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python"))
 
@@ -48,6 +48,7 @@ class Test:
     asserts: list[tuple[dict[str, Any], Place]] = field(default_factory=list)
     description: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    providers: list[str] | None = None  # the test's `providers` filter
 
 
 @dataclass
@@ -207,8 +208,40 @@ def _test(source: Source, located: Located) -> Test:
     asserts = data.get("assert") or []
     where = located.where
     places = [(located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))) for i in range(len(asserts))]
+    listed = data.get("providers")
     return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
-                data.get("description"), dict(data.get("metadata") or {}))
+                data.get("description"), dict(data.get("metadata") or {}),
+                [str(r) for r in listed] if isinstance(listed, list) else None)
+
+
+def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
+    """promptfoo's ``doesProviderRefMatch`` (src/util/provider.ts, dist/src/util-BmRwZ8Aq.js:1325-1338):
+    the label or id itself, a ``prefix*`` of either, or either starting with ``ref:``. (promptfoo
+    also compares canonical ids, ``openai:chat:x`` as ``openai:x``; that is not done here.)"""
+    if ref in (label, ident):
+        return True
+    if ref.endswith("*") and (label.startswith(ref[:-1]) or ident.startswith(ref[:-1])):
+        return True
+    return label.startswith(f"{ref}:") or ident.startswith(f"{ref}:")
+
+
+def _runs_on(source: Source, test: Test, outputs: Outputs) -> bool:
+    """Whether the test becomes a case: a ``providers`` filter that keeps every imported
+    provider maps (the case runs on each), one that keeps none leaves the test out as promptfoo
+    runs it nowhere (isProviderAllowed, util-BmRwZ8Aq.js:1342-1346); one that keeps some is
+    reported, since a case runs on every variant."""
+    if test.providers is None:
+        return True
+    kept = [label for label, ident in outputs.providers
+            if any(provider_ref_matches(ref, label, ident) for ref in test.providers)]
+    if not kept:
+        source.note(test.place, f"test providers {test.providers} match no imported provider",
+                    "test left out: promptfoo runs it on no provider either", "note")
+        return False
+    if len(kept) < len(outputs.providers):
+        source.note(test.place, f"test providers {test.providers}: promptfoo runs it only on {kept}",
+                    "the case runs on every variant here (evalh has no per-case variant filter)")
+    return True
 
 
 def _line_in(source: Source, located: Located, tail: tuple[Any, ...]) -> int | None:
@@ -281,6 +314,8 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
         test = _test(source, located)
         for assertion, place in test.asserts:
             check_type(source, assertion, place)
+        if not _runs_on(source, test, outputs or Outputs()):
+            continue
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
             for index, assertion, place in per_case:

@@ -263,6 +263,29 @@ def test_csv_and_jsonl_prompt_files_hold_one_prompt_a_row(tmp_path):
     assert finding.text().startswith("promptfooconfig.yaml:1: error: prompts[2]: prompt script make.sh")
 
 
+def test_a_test_providers_filter_maps_when_it_keeps_all_or_none(tmp_path):
+    # isProviderAllowed / doesProviderRefMatch (dist/src/util-BmRwZ8Aq.js:1325-1346)
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers:
+          - {id: openai:gpt-4o-mini, label: fast}
+          - {id: openai:gpt-4o, label: smart}
+        tests:
+          - vars: {q: all}
+            providers: ['openai:*']
+          - vars: {q: none}
+            providers: [anthropic]
+          - vars: {q: some}
+            providers: [fast]
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert [c["input"]["vars"]["q"] for c in imported.cases] == ["all", "some"]
+    none, some = (f.text() for f in imported.report.findings)
+    assert none.startswith("promptfooconfig.yaml:8: note: tests[1]: test providers ['anthropic'] match no imported")
+    assert some.startswith("promptfooconfig.yaml:10: error: tests[2]: test providers ['fast']: promptfoo runs it "
+                           "only on ['fast']")
+
+
 def test_assertion_from_string_follows_promptfoos_csv_rules():
     # src/csv.ts assertionFromString (promptfoo 0.121.20, dist/src/index.js:11466-11517)
     assert assertion_from_string("grade:is polite") == {"type": "llm-rubric", "value": "is polite"}
