@@ -40,7 +40,7 @@ from evalh_pipeline.evaluators.promptfoo_assert import openai_chat_output
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 MAX_OUTPUT_BYTES = 1024 * 1024
-_RESULT_MARK = "\x1epromptfoo-result\x1e"
+RESULT_MARK = "\x1epromptfoo-result\x1e"
 
 # Runs in the child: reads {output, context, code | source, function} on stdin, prints the
 # result as JSON after a marker line (the user's code may print too).
@@ -65,7 +65,7 @@ else:
     exec(compile(job["source"], module.__file__, "exec"), module.__dict__)
     result = getattr(module, job.get("function") or "get_assert")(job["output"], job["context"])
 sys.stdout.write(MARK + json.dumps(result))
-""".replace("MARK", repr(_RESULT_MARK))
+""".replace("MARK", repr(RESULT_MARK))
 
 _NODE_RUNNER = r"""
 const MARK = %s;
@@ -89,7 +89,7 @@ process.stdin.on('end', async () => {
   result = await Promise.resolve(result);
   process.stdout.write(MARK + JSON.stringify(result === undefined ? null : result));
 });
-""" % json.dumps(_RESULT_MARK)
+""" % json.dumps(RESULT_MARK)
 
 
 class PromptfooScriptConfig(EvaluatorConfigModel):
@@ -208,7 +208,7 @@ class PromptfooScript(Evaluator):
                 raise RuntimeError("javascript assertion needs Node.js (node on PATH); install it to judge this case")
             argv = [node, "-e", _NODE_RUNNER]
             job["body"] = build_function_body(cfg.code) if cfg.code is not None else None
-        ok, value = await _run(argv, json.dumps(job), cfg.timeout_seconds)
+        ok, value = await run_child(argv, json.dumps(job), cfg.timeout_seconds)
         label = "Python code execution failed" if cfg.language == "python" else "Custom function threw error"
         if not ok:
             return Verdict(False, f"{label}: {value}", score=0.0, detail={"language": cfg.language})
@@ -220,7 +220,7 @@ class PromptfooScript(Evaluator):
         return verdict
 
 
-async def _run(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
+async def run_child(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
     """(True, the script's JSON result) or (False, why it failed)."""
     process = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -232,7 +232,7 @@ async def _run(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
         await process.wait()
         return False, f"timed out after {timeout:g} s"
     text = out[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
-    if process.returncode != 0 or _RESULT_MARK not in text:
+    if process.returncode != 0 or RESULT_MARK not in text:
         lines = err[-4000:].decode("utf-8", "replace").strip().splitlines()
         return False, lines[-1] if lines else f"exited with {process.returncode}"
-    return True, json.loads(text.rsplit(_RESULT_MARK, 1)[1])
+    return True, json.loads(text.rsplit(RESULT_MARK, 1)[1])
