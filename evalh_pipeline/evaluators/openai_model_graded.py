@@ -24,7 +24,7 @@ choice has the highest score (no ``choice_scores``: when a valid choice was pars
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -159,24 +159,30 @@ class OpenAIModelGraded(Evaluator):
 
     async def _call(self, messages: list[dict[str, Any]]) -> str:
         cfg = self.config
-        env = self.context.env
-        base = (env.get(cfg.base_url_env) or cfg.default_base_url).rstrip("/")
-        headers = {"content-type": "application/json"}
-        if env.get(cfg.api_key_env):
-            headers["authorization"] = f"Bearer {env[cfg.api_key_env]}"
         body = {"model": cfg.model, "messages": messages, "max_tokens": cfg.max_tokens, "temperature": 0,
                 "top_p": 1, "frequency_penalty": 0, "presence_penalty": 0, "n": 1}
-        try:
-            async with HttpClient(connections=1, tls=default_ssl_context(), timeout=cfg.timeout_seconds) as client:
-                response = await client.request("POST", f"{base}/chat/completions", headers=headers, json=body)
-        except TransportError as exc:
-            raise RuntimeError(f"grading call to {base} failed: {type(exc).__name__}: {exc}") from None
-        if response.status_code >= 400:
-            raise RuntimeError(f"grading call answered HTTP {response.status_code}: {response.text[:300]}")
-        content = response.json()["choices"][0]["message"].get("content")
+        content = await grading_reply(self.context.env, cfg, body)
         if content is None:
             raise RuntimeError("the grading model's reply has no content")
-        return str(content)
+        return content
+
+
+async def grading_reply(env: Mapping[str, str], cfg: Any, body: dict[str, Any]) -> str | None:
+    """The content of a chat-completions reply to ``body`` from the endpoint ``cfg`` names
+    (``base_url_env`` / ``default_base_url``, the key in ``api_key_env``); None when it has none."""
+    base = (env.get(cfg.base_url_env) or cfg.default_base_url).rstrip("/")
+    headers = {"content-type": "application/json"}
+    if env.get(cfg.api_key_env):
+        headers["authorization"] = f"Bearer {env[cfg.api_key_env]}"
+    try:
+        async with HttpClient(connections=1, tls=default_ssl_context(), timeout=cfg.timeout_seconds) as client:
+            response = await client.request("POST", f"{base}/chat/completions", headers=headers, json=body)
+    except TransportError as exc:
+        raise RuntimeError(f"grading call to {base} failed: {type(exc).__name__}: {exc}") from None
+    if response.status_code >= 400:
+        raise RuntimeError(f"grading call answered HTTP {response.status_code}: {response.text[:300]}")
+    content = response.json()["choices"][0]["message"].get("content")
+    return None if content is None else str(content)
 
 
 def _is_chat(value: Any) -> bool:

@@ -6,7 +6,10 @@ promptfoo's source as released in promptfoo 0.121.20 on npm (the version the par
 runs): each rule cites ``src/assertions/<file>.ts`` and the line of the published bundle
 ``dist/src/index.js`` it was read from, so a suite keeps its verdicts when it moves:
 
-- the output is the answer text (promptfoo's ``outputString``);
+- the output is the answer text (promptfoo's ``outputString``); with ``openai_tool_calls``, a
+  trace whose model called tools has the output promptfoo's OpenAI chat provider gives it (the
+  calls in OpenAI's form, or the whole message when it also wrote text: :func:`openai_chat_output`),
+  as JSON text where a rule reads text, as promptfoo's ``outputString`` is;
 - ``inverse`` is promptfoo's ``not-`` prefix: the verdict is flipped (``not-regex`` with an
   invalid pattern still fails, as in promptfoo);
 - the score is 1 or 0 as promptfoo's.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Any, Literal
 
 import yaml
@@ -39,6 +43,7 @@ from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 AssertionType = Literal[
     "equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
+    "is-valid-openai-tools-call", "rouge-n",
 ]
 _LIST_TYPES = ("contains-any", "icontains-any", "contains-all", "icontains-all")
 _NEEDS_VALUE = ("equals", "contains", "icontains", *_LIST_TYPES, "starts-with", "regex", "levenshtein")
@@ -55,6 +60,16 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
     value: Any = None
     threshold: float | None = None
     metric: str | None = None
+    #: The output is the tool calls when the model made some (the variant is promptfoo's
+    #: ``openai:chat`` provider with ``tools``), as promptfoo hands its assertions.
+    openai_tool_calls: bool = False
+    #: ``is-valid-openai-tools-call``: the provider's ``tools`` (None: it has none).
+    tools: list[dict[str, Any]] | None = None
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The answer, and the tool calls when they are the output."""
+        tool_calls = self.openai_tool_calls or self.assertion == "is-valid-openai-tools-call"
+        return (*self.TRACE_FIELDS, *(("tool_calls",) if tool_calls else ()))
 
     @model_validator(mode="after")
     def _checked(self) -> PromptfooAssertConfig:
@@ -73,6 +88,8 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
         if kind in ("starts-with", "regex", "levenshtein") and not (isinstance(value, str) and (value or kind == "levenshtein")):
             # startsWith.ts (index.js:3917-3918), regex.ts (:3197-3198), levenshtein.ts (:2353)
             raise ValueError(f'"{kind}" assertion type must have a string value')
+        if kind == "rouge-n" and not isinstance(value, str):
+            raise ValueError('"rouge" assertion type must be a string value')  # rouge.ts (index.js:3260)
         if kind == "bleu" and not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
             raise ValueError('"bleu" assertion type must have a string or array of strings value')  # bleu.ts (index.js:1328)
         if kind in ("is-json", "contains-json") and value:
@@ -82,6 +99,60 @@ class PromptfooAssertConfig(EvaluatorConfigModel):
         if kind == "cost" and self.threshold is None:
             raise ValueError("Cost assertion must have a threshold")  # cost.ts (index.js:1597)
         return self
+
+
+def openai_chat_output(trace: Trace) -> Any:
+    """The output promptfoo's OpenAI chat provider returns for the answer of ``trace``
+    (src/providers/openai/chat.ts, dist/src/chat-CG-lQMid.js:337-343): the text; when the model
+    called tools, the calls as OpenAI sends them (``arguments`` a JSON string), or the whole
+    assistant message when it wrote text as well. The message here has the fields a trace
+    keeps (``role``, ``content``, ``tool_calls``), not every field OpenAI's reply carries."""
+    text = as_text(trace.output.final_answer)
+    if not trace.tool_calls:
+        return text
+    calls = [{"id": call.id, "type": "function",
+              "function": {"name": call.name, "arguments": json.dumps(call.arguments, separators=(",", ":"),
+                                                                      ensure_ascii=False)}}
+             for call in trace.tool_calls]
+    return {"role": "assistant", "content": text, "tool_calls": calls} if text else calls
+
+
+def output_string(output: Any) -> str:
+    """promptfoo's ``coerceString`` (dist/src/graders-DC7jJ-Ea.js:469-472): text as it is, any
+    other value as ``JSON.stringify`` writes it."""
+    return output if isinstance(output, str) else json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+
+
+def tools_call_errors(output: Any, tools: list[dict[str, Any]] | None) -> str:
+    """Why ``output`` is not a valid OpenAI tools call for ``tools`` ("" when it is), as
+    src/assertions/openai.ts (index.js:2489-2540) and validateFunctionCall
+    (dist/src/util--ConadPK.js:844-855) decide: a non-empty list of calls (or a message's
+    ``tool_calls``), each naming a function of ``tools`` with JSON arguments its parameters'
+    schema accepts."""
+    if isinstance(output, dict) and "tool_calls" in output:
+        output = output["tool_calls"]
+    if not isinstance(output, list) or not output or any(
+            not isinstance(call, dict) or not isinstance(call.get("function"), dict)
+            or not isinstance(call["function"].get("name"), str) or not isinstance(call["function"].get("arguments"), str)
+            for call in output):
+        return f"OpenAI did not return a valid-looking tools response: {output_string(output)}"
+    if not tools:
+        return "No tools configured in provider, but output contains tool calls"
+    functions = [t["function"] for t in tools if t.get("type") == "function" and isinstance(t.get("function"), dict)]
+    for call in output:
+        name = call["function"]["name"]
+        try:
+            arguments = parse_json(call["function"]["arguments"])
+        except ValueError as exc:
+            return f"Call to \"{name}\" has arguments that are not JSON: {exc}"
+        schema = next((f.get("parameters") for f in functions if f.get("name") == name), None)
+        if not schema:
+            return f'Called "{name}", but there is no function with that name'
+        errors = [e.message for e in validators.validator_for(schema, default=validators.Draft7Validator)(schema)
+                  .iter_errors(arguments)]
+        if errors:
+            return f'Call to "{name}" does not match schema: {", ".join(errors)}'
+    return ""
 
 
 def contains_value(value: Any) -> bool:
@@ -228,6 +299,76 @@ def bleu_score(candidate: str, references: list[str]) -> float:
     return penalty * math.exp(sum(weight * math.log(p if p != 0 else 1e-7) for p in orders))
 
 
+_CONTRACTIONS = [re.compile(rf"(?<![\w\u200c\u200d]){pattern}(?![\w\u200c\u200d])", re.IGNORECASE) for pattern in (
+    "(can)(not)", "(d)('ye)", "(gim)(me)", "(gon)(na)", "(got)(ta)", "(lem)(me)", "(more)('n)", "(wan)(na)(?= )",
+    "('t)(is)", "('t)(was)")]
+_QUOTE = re.compile(r"``|''|\"")
+
+
+def _category(char: str, *prefixes: str) -> bool:
+    return bool(char) and unicodedata.category(char).startswith(prefixes)
+
+
+def treebank_tokens(text: str) -> list[str]:
+    """js-rouge 3.2.3's ``treeBankTokenize`` (src/tokenize.ts), the tokens promptfoo's rouge-n
+    counts: punctuation split off, contractions split, double quotes made opening ````` or closing
+    ``''`` tokens. Its rule for a quote after a footnote marker is not followed (such a quote is
+    taken as closing), and ``\\w`` stands for Unicode's ID_Continue."""
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        return []
+    inside = False
+    parts: list[str] = []
+    last = 0
+    for found in _QUOTE.finditer(text):
+        quote, index = found.group(), found.start()
+        before = text[index - 1] if index > 0 else ""
+        opening_context = index == 0 or before.isspace() or _category(before, "P") or before == "<" \
+            or text[index - 2:index] == "``"
+        later = _QUOTE.search(text, index + 2)
+        inside = quote == "``" or (
+            (index + len(quote) < len(text) or index == 0 or before.isspace() or _category(before, "Ps") or before == "<")
+            and not inside and opening_context and not (before and before in ".!?")
+            and (quote == '"' or (index > 0 and _category(text[index + 2:index + 3], "L", "N", "Sc", "Ps")
+                                  and later is not None and later.group() == "''")))
+        parts += [text[last:index], " `` " if inside else " '' "]
+        last = found.end()
+    parse = "".join([*parts, text[last:]])
+    parse = re.sub(r"\.{3}", " ... ", parse)
+    parse = re.sub(r"[:,](?!\d)", r" \g<0> ", parse)
+    parse = re.sub(r"[;@#$%&]", r" \g<0> ", parse)
+    parse = re.sub(r"([^.])(?<!\b[A-Za-z]\.[A-Za-z])(\.)([\])}>'\s]*)$", r"\1 \2\3 ", parse)
+    parse = re.sub(r"[?!]", r" \g<0> ", parse)
+    parse = re.sub(r"[\][(){}<>]", r" \g<0> ", parse)
+    parse = f" {parse.replace('--', ' -- ')} "
+    parse = re.sub(r"([^'])' ", r"\1 ' ", parse)
+    parse = re.sub(r"'([sSmMdD]) ", r" '\1 ", parse)
+    parse = re.sub(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r" \1 ", parse)
+    for contraction in _CONTRACTIONS:
+        parse = contraction.sub(r" \1 \2 ", parse)
+    return re.sub(r"^ | $", "", re.sub(r" {2,}", " ", parse)).split(" ")
+
+
+def rouge_n_score(candidate: str, reference: str, n: int = 1) -> float:
+    """promptfoo's ``rougeNScore`` (src/assertions/rouge.ts, index.js:3245-3258): ROUGE-N F1 over
+    clipped n-gram counts of the Treebank tokens (js-rouge's ``fMeasure`` with beta 1 is the
+    harmonic mean, precision itself when it equals recall)."""
+    cand, ref = treebank_tokens(candidate), treebank_tokens(reference)
+    if len(cand) < n or len(ref) < n:
+        return 0.0
+    cand_grams, ref_counts = _ngrams(cand, n), _counts(_ngrams(ref, n))
+    overlap = sum(min(count, ref_counts.get(gram, 0)) for gram, count in _counts(cand_grams).items())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(cand_grams), overlap / sum(ref_counts.values())
+    if precision == recall:
+        return precision
+    # js-rouge src/utils.ts fMeasure with beta 1: the harmonic mean, written as js-rouge rounds it
+    if precision > recall:
+        return min(precision, recall * (2 / (1 + recall / precision)))
+    return min(recall, precision * (2 / (1 + precision / recall)))
+
+
 def _ngrams(words: list[str], n: int) -> list[str]:
     return [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)] if 0 < n <= len(words) else []
 
@@ -306,7 +447,8 @@ class PromptfooAssert(SyncEvaluator):
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooAssertConfig = self.config
-        output = as_text(trace.output.final_answer)
+        value = openai_chat_output(trace) if cfg.openai_tool_calls else as_text(trace.output.final_answer)
+        output = output_string(value)
         detail: dict[str, Any] = {"assertion": self._label}
         if cfg.metric:
             detail["metric"] = cfg.metric
@@ -320,12 +462,25 @@ class PromptfooAssert(SyncEvaluator):
                 # src/assertions/cost.ts (index.js:1598)
                 raise ValueError("Cost assertion does not support providers that do not return cost")
             return self._threshold(cost, f"Cost {cost:.2g}", "", detail)
+        if kind == "is-valid-openai-tools-call":
+            # src/assertions/openai.ts (index.js:2489-2540) reads no `not-`: the verdict is the same
+            why = tools_call_errors(openai_chat_output(trace), cfg.tools)
+            return _verdict(not why, why, detail)
         if kind == "levenshtein":
             # src/assertions/levenshtein.ts (index.js:2352-2363): distance <= (threshold ?? 5)
             limit = 5.0 if cfg.threshold is None else cfg.threshold
             distance = levenshtein(output, cfg.value)
             detail.update(distance=distance, threshold=limit)
             return self._threshold(float(distance), f"Levenshtein distance {distance}", "", detail, limit)
+        if kind == "rouge-n":
+            # rouge.ts (index.js:3259-3272): both lowercased; score >= (threshold ?? 0.75), flipped by not-
+            threshold = 0.75 if cfg.threshold is None else cfg.threshold
+            score = rouge_n_score(output.lower(), cfg.value.lower())
+            detail.update(rouge_n=score, threshold=threshold)
+            passed = (score >= threshold) != cfg.inverse
+            said = "greater than or equal to" if score >= threshold else "less than"
+            return Verdict(passed, f"ROUGE-N score {score:.2f} is {said} threshold {threshold:g}",
+                           score=1 - score if cfg.inverse else score, detail=detail)
         if kind == "bleu":
             # bleu.ts (index.js:1327-1337): score >= (threshold ?? 0.5), flipped by not-
             threshold = 0.5 if cfg.threshold is None else cfg.threshold

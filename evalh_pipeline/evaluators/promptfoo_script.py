@@ -36,10 +36,11 @@ from pydantic import Field, model_validator
 from evalh_pipeline.common.fields import as_text
 from evalh_pipeline.common.processes import kill_group
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.evaluators.promptfoo_assert import openai_chat_output
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 MAX_OUTPUT_BYTES = 1024 * 1024
-_RESULT_MARK = "\x1epromptfoo-result\x1e"
+RESULT_MARK = "\x1epromptfoo-result\x1e"
 
 # Runs in the child: reads {output, context, code | source, function} on stdin, prints the
 # result as JSON after a marker line (the user's code may print too).
@@ -64,7 +65,7 @@ else:
     exec(compile(job["source"], module.__file__, "exec"), module.__dict__)
     result = getattr(module, job.get("function") or "get_assert")(job["output"], job["context"])
 sys.stdout.write(MARK + json.dumps(result))
-""".replace("MARK", repr(_RESULT_MARK))
+""".replace("MARK", repr(RESULT_MARK))
 
 _NODE_RUNNER = r"""
 const MARK = %s;
@@ -88,7 +89,7 @@ process.stdin.on('end', async () => {
   result = await Promise.resolve(result);
   process.stdout.write(MARK + JSON.stringify(result === undefined ? null : result));
 });
-""" % json.dumps(_RESULT_MARK)
+""" % json.dumps(RESULT_MARK)
 
 
 class PromptfooScriptConfig(EvaluatorConfigModel):
@@ -104,6 +105,12 @@ class PromptfooScriptConfig(EvaluatorConfigModel):
     inverse: bool = False
     threshold: float | None = None
     timeout_seconds: float = Field(default=60.0, gt=0)
+    #: As promptfoo_assert's: the output is the tool calls when the model made some.
+    openai_tool_calls: bool = False
+
+    def trace_fields_read(self) -> tuple[str, ...]:
+        """The answer, and the tool calls when they are the output."""
+        return (*self.TRACE_FIELDS, *(("tool_calls",) if self.openai_tool_calls else ()))
 
     @model_validator(mode="after")
     def _one_kind(self) -> PromptfooScriptConfig:
@@ -189,7 +196,8 @@ class PromptfooScript(Evaluator):
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooScriptConfig = self.config  # type: ignore[assignment]
         variables = case.input.get("vars") if isinstance(case.input.get("vars"), dict) else {}
-        job = {"output": as_text(trace.output.final_answer), "code": cfg.code, "source": cfg.source,
+        output = openai_chat_output(trace) if cfg.openai_tool_calls else as_text(trace.output.final_answer)
+        job = {"output": output, "code": cfg.code, "source": cfg.source,
                "name": cfg.name, "function": cfg.function,
                "context": {"vars": variables, "test": {"vars": variables}, "prompt": None, "config": {}}}
         if cfg.language == "python":
@@ -200,7 +208,7 @@ class PromptfooScript(Evaluator):
                 raise RuntimeError("javascript assertion needs Node.js (node on PATH); install it to judge this case")
             argv = [node, "-e", _NODE_RUNNER]
             job["body"] = build_function_body(cfg.code) if cfg.code is not None else None
-        ok, value = await _run(argv, json.dumps(job), cfg.timeout_seconds)
+        ok, value = await run_child(argv, json.dumps(job), cfg.timeout_seconds)
         label = "Python code execution failed" if cfg.language == "python" else "Custom function threw error"
         if not ok:
             return Verdict(False, f"{label}: {value}", score=0.0, detail={"language": cfg.language})
@@ -212,7 +220,7 @@ class PromptfooScript(Evaluator):
         return verdict
 
 
-async def _run(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
+async def run_child(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
     """(True, the script's JSON result) or (False, why it failed)."""
     process = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -224,7 +232,7 @@ async def _run(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
         await process.wait()
         return False, f"timed out after {timeout:g} s"
     text = out[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
-    if process.returncode != 0 or _RESULT_MARK not in text:
+    if process.returncode != 0 or RESULT_MARK not in text:
         lines = err[-4000:].decode("utf-8", "replace").strip().splitlines()
         return False, lines[-1] if lines else f"exited with {process.returncode}"
-    return True, json.loads(text.rsplit(_RESULT_MARK, 1)[1])
+    return True, json.loads(text.rsplit(RESULT_MARK, 1)[1])

@@ -98,7 +98,7 @@ class SemanticSimilarity(Evaluator):
             return Verdict(False, f"reference {source} is missing or empty in case {case.id!r}", score=0.0,
                            detail={**detail, "similarity": None})
         answer_vector, reference_vector = await self.embedder.embed([text, reference])
-        similarity = round(_cosine(answer_vector, reference_vector), 6)
+        similarity = round(cosine(answer_vector, reference_vector), 6)
         detail["similarity"] = similarity
         if similarity >= cfg.threshold:
             return Verdict(True, f"similarity {similarity:.3f} >= threshold {cfg.threshold}", score=similarity,
@@ -107,7 +107,8 @@ class SemanticSimilarity(Evaluator):
                        detail=detail)
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
+def cosine(a: list[float], b: list[float]) -> float:
+    """The cosine of two embeddings (0 for a zero vector)."""
     if len(a) != len(b):
         raise ValueError(f"embeddings of different sizes ({len(a)} and {len(b)})")
     norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))

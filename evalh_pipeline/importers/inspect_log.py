@@ -18,6 +18,7 @@ value is at least the pass threshold (default 1.0: only a full score passes).
 from __future__ import annotations
 
 import json
+import math
 import re
 import zipfile
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 import yaml
 
 from evalh_pipeline.config.schema import eval_key
+from evalh_pipeline.importers import inspect_epochs
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 from evalh_pipeline.importers.writing import ImportedFiles
 
@@ -69,6 +71,8 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
         cases.append(case)
     if not cases:
         raise BadSource(path.name, None, "samples", "no sample could be imported (see the reasons above)")
+    if any(case["metadata"]["epoch"] != 1 for case in cases):
+        cases, scorers = _reduce_epochs(cases, scorers, spec, path.name, report)
     for case in cases:
         # A pass flag per scorer; a case the scorer did not score fails it (reported).
         scores = case["embedded_trace"]["extra"]["inspect_scores"]
@@ -177,6 +181,53 @@ def _member_bytes(archive: zipfile.ZipFile, name: str) -> bytes:
         return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except zstandard.ZstdError as exc:
         raise zipfile.BadZipFile(f"{name}: {exc}") from None
+
+
+def _reduce_epochs(cases: list[dict[str, Any]], scorers: dict[str, str], spec: dict[str, Any], log: str,
+                   report: ImportReport) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """One case per sample whose scores are its epochs' scores reduced as Inspect reduces them
+    (the task's ``epochs_reducer``, ``mean`` by default; one evaluator per scorer and reducer
+    when there are several), replaying the first epoch's answer."""
+    config = spec.get("config")
+    given = (config.get("epochs_reducer") if isinstance(config, dict) else None) or ["mean"]
+    named = [given] if isinstance(given, str) else [str(r) for r in given]
+    reducers = [r for r in named if inspect_epochs.known(r)]
+    for unknown in [r for r in named if not inspect_epochs.known(r)]:
+        report.add(log, None, "eval.config.epochs_reducer", f"epoch reducer {unknown!r} is not one evalh applies "
+                   f"({', '.join(inspect_epochs.REDUCERS)})", "its reduced scores are not imported")
+    if not reducers:
+        report.add(log, None, "eval.config.epochs_reducer", "no epoch reducer applies",
+                   "each sample's epochs are imported as cases of their own")
+        return cases, scorers
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault(str(case["metadata"]["inspect_id"]), []).append(case)
+    report.add(log, None, "samples", f"{max(len(g) for g in groups.values())} epoch(s) per sample, reduced with "
+               f"{', '.join(reducers)} as Inspect reduces them", "each case replays its sample's first epoch's "
+               "answer; its scores are the reduced ones", "note")
+    reduced_scorers = {(f"{key}_{r}" if len(reducers) > 1 else key): (f"{name}_{r}" if len(reducers) > 1 else name)
+                       for key, name in scorers.items() for r in reducers}
+    out = []
+    for sample_id, epochs in groups.items():
+        epochs.sort(key=lambda c: c["metadata"]["epoch"])
+        case = epochs[0]
+        trace = case["embedded_trace"]
+        per_epoch = [c["embedded_trace"]["extra"]["inspect_scores"] for c in epochs]
+        scores: dict[str, Any] = {}
+        for key, name in scorers.items():
+            values = [s[key].get("value") for s in per_epoch if key in s]
+            if not values:
+                continue
+            for reducer in reducers:
+                value = inspect_epochs.reduce_values(reducer, values)
+                scores[f"{key}_{reducer}" if len(reducers) > 1 else key] = {
+                    "scorer": name, "value": None if isinstance(value, float) and math.isnan(value) else value,
+                    "reducer": reducer, "epochs": values}
+        case["id"] = trace["case_id"] = sample_id
+        trace["extra"]["inspect_scores"] = scores
+        case["metadata"].update(epoch=1, epochs=[c["metadata"]["epoch"] for c in epochs])
+        out.append(case)
+    return out, reduced_scorers
 
 
 def _json_member(archive: zipfile.ZipFile, path: Path, name: str) -> dict[str, Any]:

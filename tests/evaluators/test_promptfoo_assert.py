@@ -4,6 +4,7 @@ parity rows (tests/support/promptfoo_parity.py) do not reach. Citations: promptf
 from __future__ import annotations
 
 import asyncio
+import shutil
 from datetime import datetime, timezone
 
 import pytest
@@ -14,10 +15,13 @@ from evalh_pipeline.evaluators.promptfoo_assert import (
     extract_json_objects,
     js_regex,
     levenshtein,
+    openai_chat_output,
+    rouge_n_score,
     split_comma_separated,
+    treebank_tokens,
 )
 from evalh_pipeline.evaluators.promptfoo_script import PromptfooScript, build_function_body, read_result
-from evalh_pipeline.models import EvalCase, Trace, TraceMetrics, TraceOutput
+from evalh_pipeline.models import EvalCase, ToolCall, Trace, TraceMetrics, TraceOutput
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -106,3 +110,72 @@ def test_python_script_sees_output_and_the_cases_vars():
     case = EvalCase(id="c", input={"vars": {"want": "Paris"}})
     assert asyncio.run(evaluator.evaluate(case, trace("in Paris"), None)).passed
     assert not asyncio.run(evaluator.evaluate(case, trace("in Lyon"), None)).passed
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {
+    "name": "get_current_weather",
+    "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+
+
+def calling(*calls: tuple[str, dict], answer: str = "") -> Trace:
+    return trace(answer).model_copy(update={"tool_calls": [ToolCall(id=f"call_{i}", name=name, arguments=args)
+                                                           for i, (name, args) in enumerate(calls)]})
+
+
+def test_openai_tool_calls_are_the_output_as_promptfoos_chat_provider_returns_them():
+    # src/providers/openai/chat.ts (dist/src/chat-CG-lQMid.js:337-343): the calls alone, or the
+    # message when the model also wrote text; plain text otherwise
+    only_calls = openai_chat_output(calling(("get_current_weather", {"location": "Boston, MA"})))
+    assert only_calls == [{"id": "call_0", "type": "function", "function": {
+        "name": "get_current_weather", "arguments": '{"location":"Boston, MA"}'}}]
+    assert openai_chat_output(calling(("f", {}), answer="Sure."))["content"] == "Sure."
+    assert openai_chat_output(trace("plain")) == "plain"
+    # outputString is JSON.stringify of the calls: is-json passes, contains reads the JSON text
+    assert judge({"assertion": "is-json", "openai_tool_calls": True}, calling(("f", {"a": 1}))).passed
+    assert judge({"assertion": "contains", "value": '"name":"f"', "openai_tool_calls": True}, calling(("f", {}))).passed
+    assert not judge({"assertion": "is-json"}, calling(("f", {"a": 1}))).passed  # without it: the empty answer
+
+
+@pytest.mark.parametrize(("the_trace", "tools", "passed", "reason"), [
+    # src/assertions/openai.ts (index.js:2489-2540) and validateFunctionCall (util--ConadPK.js:844-855)
+    (calling(("get_current_weather", {"location": "Boston"})), WEATHER_TOOLS, True, "Assertion passed"),
+    (calling(("get_current_weather", {"unit": "c"})), WEATHER_TOOLS, False, "does not match schema"),
+    (calling(("get_time", {})), WEATHER_TOOLS, False, 'Called "get_time", but there is no function with that name'),
+    (trace("It is sunny."), WEATHER_TOOLS, False, "OpenAI did not return a valid-looking tools response"),
+    (calling(("get_current_weather", {"location": "B"})), None, False, "No tools configured in provider"),
+    (calling(("get_current_weather", {"location": "B"}), answer="Let me check."), WEATHER_TOOLS, True, "Assertion passed"),
+])
+def test_is_valid_openai_tools_call_follows_promptfoos_rules(the_trace, tools, passed, reason):
+    verdict = judge({"assertion": "is-valid-openai-tools-call", "tools": tools, "openai_tool_calls": True}, the_trace)
+    assert verdict.passed is passed and reason in verdict.reason
+    # promptfoo's handler reads no `not-`: the inverse gives the same verdict
+    inverse = judge({"assertion": "is-valid-openai-tools-call", "inverse": True, "tools": tools}, the_trace)
+    assert inverse.passed is passed
+
+
+@pytest.mark.integration  # runs the assertion in a child Node process
+@pytest.mark.skipif(shutil.which("node") is None, reason="javascript assertions need Node.js (node on PATH)")
+def test_a_javascript_assertion_reads_the_tool_calls_as_its_output():
+    evaluator = PromptfooScript("s", "promptfoo_script", {
+        "language": "javascript", "code": "output[0].function.name === 'get_current_weather'", "openai_tool_calls": True})
+    called = calling(("get_current_weather", {"location": "Boston"}))
+    assert asyncio.run(evaluator.evaluate(EvalCase(id="c"), called, None)).passed
+
+
+def test_treebank_tokens_are_js_rouges():
+    # js-rouge 3.2.3 treeBankTokenize (src/tokenize.ts), as promptfoo's rouge-n counts them; the
+    # expected lists are what js-rouge returns for these sentences
+    assert treebank_tokens('He said "I can\'t go." Then he cannot, won\'t... (really) at 3,000 U.S. dollars.') == [
+        "He", "said", "``", "I", "ca", "n't", "go.", "''", "Then", "he", "can", "not", ",", "wo", "n't", "...",
+        "(", "really", ")", "at", "3,000", "U.S.", "dollars", "."]
+    assert treebank_tokens('"Quoted" start and end "here"') == ["``", "Quoted", "''", "start", "and", "end", "``", "here", "''"]
+    assert treebank_tokens("  ") == []
+
+
+def test_rouge_n_is_f1_over_clipped_unigram_counts():
+    # src/assertions/rouge.ts rougeNScore (index.js:3245-3258)
+    assert rouge_n_score("the cat sat on the mat", "the cat sat on the mat") == 1.0  # js-rouge alone gives 0.83
+    assert rouge_n_score("the cat sat", "the cat sat on the mat") == pytest.approx(2 / 3)
+    assert rouge_n_score("a dog", "the cat") == 0.0
+    assert judge({"assertion": "rouge-n", "value": "The Cat"}, trace("the cat")).passed  # both lowercased
+    assert judge({"assertion": "rouge-n", "value": "the cat sat on the mat", "inverse": True}, trace("a dog")).score == 1.0

@@ -1,11 +1,14 @@
 """An OpenAI-compatible chat-completions server on loopback that answers each request with
-its last user message after ``Say:`` (an "echo model"), and embeds text as letter counts: a test sets the answer through the
+its last user message after ``Say:`` (an "echo model"; a grading call, with the reply its
+``grader_says`` marker scripts), and embeds text as letter counts: a test sets the answer through the
 prompt, and two tools pointed at it see the same answers. (The prefix keeps a prompt whose
 answer is JSON from reading as JSON: promptfoo would send such a prompt as the messages.)"""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +16,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOOPBACK = "127.0.0.1"
 PREFIX = "Say: "  # the prompt "Say: <answer>" makes the model answer <answer>
+# A request whose messages hold grader_says(REPLY) (in a graded assertion's value) is answered
+# REPLY: the test scripts what a grading model says, whatever prompt the grader wraps it in
+# (base64, so no template engine's escaping changes it).
+GRADER = re.compile(r"<<grader:([A-Za-z0-9+/=]*)>>")
+
+
+def grader_says(reply: str) -> str:
+    """The marker that makes the echo server answer a grading call with ``reply``."""
+    return f"<<grader:{base64.b64encode(reply.encode()).decode()}>>"
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -28,7 +40,12 @@ class _Echo(BaseHTTPRequestHandler):
         user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         content = user[-1].get("content") if user else ""
         text = content if isinstance(content, str) else json.dumps(content)
-        text = text.removeprefix(PREFIX)
+        # A grading call (not a "Say:" prompt): the reply a test wrote into what is graded.
+        scripted = GRADER.search(json.dumps([m.get("content") for m in messages if isinstance(m, dict)]))
+        if text.startswith(PREFIX):
+            text = text.removeprefix(PREFIX)
+        elif scripted:
+            text = base64.b64decode(scripted.group(1)).decode()
         self._send({
             "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],

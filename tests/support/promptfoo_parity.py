@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.openai_chat_server import PREFIX
+from tests.support.openai_chat_server import PREFIX, grader_says
 
 # (assertion, reply, promptfoo's verdict, where promptfoo decides it)
 ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
@@ -78,6 +78,43 @@ ROWS: list[tuple[dict[str, Any], str, bool, str]] = [
      "the cat is on the mat today", True, "bleu.ts, index.js:1281-1288: the closest reference length"),
     ({"type": "not-bleu", "value": "hello there general kenobi"}, "hello", True,
      "bleu.ts, index.js:1239-1242: brevity penalty exp(1 - 4/1) keeps it under 0.5, inverted"),
+    ({"type": "rouge-n", "value": "the cat sat on the mat"}, "The cat sat on the mat", True,
+     "rouge.ts, index.js:3259-3272: both lowercased; F1 1.0 >= 0.75"),
+    ({"type": "rouge-n", "value": "the cat sat on the mat"}, "the cat sat", False,
+     "rouge.ts, index.js:3245-3258: precision 1, recall 3/6, F1 0.67 < 0.75"),
+    ({"type": "rouge-n", "value": "the cat sat on the mat", "threshold": 0.6}, "the cat sat", True,
+     "rouge.ts, index.js:3265: threshold from the assertion"),
+    ({"type": "rouge-n", "value": "the the the cat"}, "the cat", False,
+     "rouge.ts, index.js:3252-3254: clipped counts, overlap 2, recall 2/4, F1 0.67"),
+    ({"type": "not-rouge-n", "value": "the cat sat on the mat"}, "a dog ran", True,
+     "rouge.ts, index.js:3254: no overlap scores 0, inverted"),
+    ({"type": "rouge-n", "value": 'he said "no," then left.'}, 'He said "no," then left.', True,
+     "js-rouge src/tokenize.ts: the same quote and punctuation tokens"),
+    # The grading model's reply is scripted by grader_says (tests/support/openai_chat_server.py).
+    ({"type": "model-graded-closedqa", "value": "names Paris " + grader_says("It names Paris.\nY\nY")}, "Paris", True,
+     "matchesClosedQa, graders-DC7jJ-Ea.js:2068: the reply ends with Y"),
+    ({"type": "model-graded-closedqa", "value": "names Lyon " + grader_says("It does not.\nN\nN")}, "Paris", False,
+     "graders-DC7jJ-Ea.js:2068-2070: ends with N"),
+    ({"type": "model-graded-closedqa", "value": "names Paris " + grader_says("Yes, it does.")}, "Paris", False,
+     "graders-DC7jJ-Ea.js:2068-2071: a reply not ending in Y is a fail (malformed)"),
+    ({"type": "not-model-graded-closedqa", "value": "names Paris " + grader_says("fine\nY")}, "Paris", True,
+     "modelGradedClosedQa.ts, index.js:2384-2391: not- is not read"),
+    ({"type": "factuality", "value": "Paris is the capital " + grader_says('{"category": "A", "reason": "subset"}')},
+     "Paris", True, "matchesFactuality, graders-DC7jJ-Ea.js:1917-1929 and :1896-1916: A scores 1"),
+    ({"type": "factuality", "value": "Lyon is the capital " + grader_says('Here: {"category": "d"}')},
+     "Paris", False, "graders-DC7jJ-Ea.js:1921 (upper-cased) and :1901: D scores 0"),
+    ({"type": "factuality", "value": "Paris " + grader_says("(C) The same details.")}, "Paris", True,
+     "parseLegacyFactualityResponse, graders-DC7jJ-Ea.js:1934-1943: the (C) letter"),
+    ({"type": "factuality", "value": "Paris " + grader_says('{"category": "F"}')}, "Paris", False,
+     "graders-DC7jJ-Ea.js:1922: a letter outside A-E fails"),
+    # answer-relevance: the grader's question is scripted by the answer itself (the generation
+    # prompt holds the answer); the query is the prompt, embedded as letter counts: cosine 0.58.
+    ({"type": "answer-relevance", "threshold": 0.5}, "Paris " + grader_says("What is the capital of France?"), True,
+     "matchesAnswerRelevance, index.js:485-540: mean cosine 0.58 >= 0.5"),
+    ({"type": "answer-relevance", "threshold": 0.7}, "Paris " + grader_says("What is the capital of France?"), False,
+     "index.js:520: 0.58 < 0.7"),
+    ({"type": "answer-relevance"}, "Paris " + grader_says("zzz"), True,
+     "answerRelevance.ts, index.js:1061: threshold ?? 0, and a cosine near 0 is >= 0 - EPSILON"),
     ({"type": "latency", "threshold": 60000}, "fast", True, "latency.ts, index.js:2342: latency <= threshold"),
     ({"type": "not-latency", "threshold": 60000}, "fast", False, "latency.ts, index.js:2342: inverted"),
 ]

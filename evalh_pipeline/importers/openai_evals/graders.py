@@ -16,6 +16,11 @@ from typing import Any
 _NEVER = {"type": "regex_match", "config": {"pattern": "(?!)"}}
 
 
+def match_evaluator(ideal: list[str]) -> dict[str, Any]:
+    """openai/evals' ``record_and_check_match`` on ``ideal`` as an evaluator (type and config)."""
+    return _match(ideal, {})
+
+
 def _match(ideal: list[str], args: dict[str, Any]) -> dict[str, Any]:
     # evals/api.py:79-92 (record_and_check_match): the first option the sampled text
     # ``startswith`` is picked; a match when one is. ``\A`` + an escaped literal is startswith.

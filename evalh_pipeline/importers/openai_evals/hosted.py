@@ -254,6 +254,22 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                                "mapping": lambda item, op=str(operation), ref=reference: string_check(
                                    op, _render(ref, item))})
             continue
+        if kind == "python":
+            code, threshold = criterion.get("source"), criterion.get("pass_threshold")
+            if isinstance(code, str) and code.strip() and isinstance(threshold, (int, float)) \
+                    and not isinstance(threshold, bool):
+                mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": True,
+                               "mapping": lambda item, src=code, limit=float(threshold): {
+                                   "type": "openai_python_grader",
+                                   "config": {"source": src, "item": item, "pass_threshold": limit}}})
+                report.add(file, None, f"{key} ({criterion.get('name')!r}, python)",
+                           "runs in a child process of this Python, not OpenAI's grader image",
+                           "a package the grader imports must be installed here", "note")
+                continue
+            report.add(file, None, f"{key} ({criterion.get('name')!r}, python)",
+                       "needs source (text) and pass_threshold (a number)",
+                       "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
+            continue
         if kind == "label_model":
             mapping = _label_model(criterion, key, file, report)
             if mapping is not None:
@@ -265,7 +281,6 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                                "pass_threshold has no identical evaluator here (evalh's fuzzy_match is openai/evals' "
                                "normalized containment, a yes/no, not a score)",
             "score_model": "a model-graded score; not translated to llm_judge (its verdicts would differ)",
-            "python": "a Python grader is not run by the import",
             "multi": "a grader combining others is not translated",
         }.get(str(kind), f"grader type {kind!r} is not known to the import")
         report.add(file, None, f"{key} ({criterion.get('name')!r}, {kind})", why,

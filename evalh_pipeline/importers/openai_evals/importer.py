@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.common.yaml_files import dump_yaml
-from evalh_pipeline.importers.openai_evals import model_graded
+from evalh_pipeline.importers.openai_evals import model_graded, multiple_choice
 from evalh_pipeline.importers.openai_evals.graders import GRADERS, Grader
 from evalh_pipeline.importers.openai_evals.registry import RegistryEval, read_registry, registry_root
 from evalh_pipeline.config.schema import eval_key
@@ -52,24 +52,31 @@ def _import_eval(found: RegistryEval, root: Path | None, data_dir: Path | None, 
                  grader_model: str) -> ImportedFiles:
     file = str(found.file)
     report = ImportReport(f"openai/evals registry {file} ({found.name})")
-    if found.grader == model_graded.CLASS:
+    if found.grader == multiple_choice.CLASS:
+        _report_keys(found, multiple_choice.ARGS, (), report)
+        request = dict(multiple_choice.REQUEST)
+        samples = multiple_choice.rows_path(found, data_dir)
+        cases = multiple_choice.cases(found, _read_jsonl(samples), report)
+    elif found.grader == model_graded.CLASS:
         _report_keys(found, model_graded.ARGS, (), report)
         mapping = model_graded.model_graded(found, root, grader_model, report)
         request = mapping.request
-        cases = _model_graded_cases(found, mapping, _samples_path(found, data_dir), report)
+        samples = _samples_path(found, data_dir)
+        cases = _model_graded_cases(found, mapping, samples, report)
     else:
         grader = GRADERS.get(found.grader)
         if grader is None:
-            supported = ", ".join([*GRADERS, model_graded.CLASS])
+            supported = ", ".join([*GRADERS, model_graded.CLASS, multiple_choice.CLASS])
             raise BadSource(file, found.line("class"), f"{found.entry_key}.class",
                             f"grader {found.grader!r} has no evalh mapping (supported: {supported})")
         _report_keys(found, grader.args, grader.metrics, report)
         request = grader.request(found.args)
         few_shot = _few_shot(found, data_dir, report)
-        cases = _cases(found, grader, _samples_path(found, data_dir), few_shot, report)
+        samples = _samples_path(found, data_dir)
+        cases = _cases(found, grader, samples, few_shot, report)
     if not cases:
         skipped = [item for item in report.findings if item.instead == _SKIPPED]
-        raise BadSource(str(_samples_path(found, data_dir)), None, "",
+        raise BadSource(str(samples), None, "",
                         f"no sample could be imported ({len(skipped)} skipped; the first: {skipped[0].text()})" if skipped
                         else "the samples file holds no sample")
     config = _eval_config(found, request, models)

@@ -11,7 +11,7 @@ with no counterpart here is reported and left out; a type promptfoo does not kno
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -45,9 +45,25 @@ SPECIAL_TYPES = frozenset(("select-best", "human", "max-score", "assert-set"))
 _CONTAINS = {"contains": ("all_of", True), "icontains": ("all_of", False), "contains-all": ("all_of", True),
              "icontains-all": ("all_of", False), "contains-any": ("any_of", True), "icontains-any": ("any_of", False)}
 _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "bleu",
+                     "rouge-n",
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
-_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu")
+_GRADED = ("model-graded-closedqa", "factuality", "answer-relevance")
+_THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n", "answer-relevance")
 _ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
+
+
+@dataclass
+class Outputs:
+    """What promptfoo hands assertions besides the answer text: with an ``openai:chat`` provider
+    that has ``tools``, the tool calls when the model makes some (providers.py)."""
+
+    openai_tool_calls: bool = False
+    tools: list[dict[str, Any]] | None = None  # the tools of those providers, when they all have the same
+    tools_differ: bool = False
+    #: The prompt every variant sends (an evalh template over the case); None when they differ.
+    prompt: str | None = None
+    #: The imported providers' (label, id), for a test's ``providers`` filter.
+    providers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -74,7 +90,8 @@ def _at(place: tuple[str, str, int | None]) -> tuple[str, int | None, str]:
 
 
 def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str, Any] | None,
-                  place: tuple[str, str, int | None], judge: Judge) -> tuple[str, dict[str, Any]] | None:
+                  place: tuple[str, str, int | None], judge: Judge,
+                  outputs: Outputs | None = None) -> tuple[str, dict[str, Any]] | None:
     """(evaluator type, config) for one assertion, its value rendered with the test's
     ``variables`` (None: an eval-level assertion, whose value must not use any); None when it
     does not map (reported)."""
@@ -99,13 +116,26 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     threshold = assertion.get("threshold")
     if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric", "python", "javascript"):
         source.note(place, f"threshold on {kind}", "not used: the assertion's pass/fail is kept", "note")
-    return _map(source, base, inverse, value, assertion, place, judge)
+    return _map(source, base, inverse, value, assertion, place, judge, outputs or Outputs())
 
 
 def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[str, Any],
-         place: tuple[str, str, int | None], judge: Judge) -> tuple[str, dict[str, Any]] | None:
+         place: tuple[str, str, int | None], judge: Judge, outputs: Outputs) -> tuple[str, dict[str, Any]] | None:
     kind = f"{'not-' if inverse else ''}{base}"
-    if base in _CONTAINS and not (inverse and base.endswith("-all")):
+    if base in _GRADED:
+        return _graded(source, base, inverse, value, place, judge, outputs, assertion.get("threshold"))
+    if outputs.openai_tool_calls and base in ("llm-rubric", "similar"):
+        source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
+                    "verdicts differ on answers that call tools")
+    if base == "is-valid-openai-tools-call":
+        if outputs.tools_differ:
+            source.note(place, f"{kind}: the providers have different tools and an evaluator judges every variant",
+                        "assertion left out")
+            return None
+        # src/assertions/openai.ts (index.js:2489-2540): the provider's tools; none fails every answer
+        return ("promptfoo_assert", {"assertion": base, "inverse": inverse, "tools": outputs.tools,
+                                     "openai_tool_calls": True})
+    if base in _CONTAINS and not (inverse and base.endswith("-all")) and not outputs.openai_tool_calls:
         key, sensitive = _CONTAINS[base]
         needles = _needles(base, contains_values(base, value))
         if needles is not None:
@@ -117,8 +147,10 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
         config: dict[str, Any] = {"assertion": base, "inverse": inverse}
         if value is not None:
             config["value"] = value
-        if base in ("levenshtein", "latency", "cost", "bleu") and assertion.get("threshold") is not None:
+        if base in ("levenshtein", "latency", "cost", "bleu", "rouge-n") and assertion.get("threshold") is not None:
             config["threshold"] = assertion["threshold"]
+        if outputs.openai_tool_calls:
+            config["openai_tool_calls"] = True
         try:
             PromptfooAssertConfig.model_validate(config)
         except ValidationError as exc:
@@ -134,7 +166,10 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
         return ("llm_judge", {"backend": "openai_compatible", "model": judge.model,
                               "nl_assertions": [value]})
     if base in ("python", "javascript"):
-        return _script(source, base, inverse, value, assertion, place)
+        mapped = _script(source, base, inverse, value, assertion, place)
+        if mapped is not None and outputs.openai_tool_calls:
+            mapped[1]["openai_tool_calls"] = True
+        return mapped
     if base == "similar" and not inverse and isinstance(value, str) and value:
         # src/assertions/similar.ts and matchesSimilarity (index.js:698-760): cosine of the two
         # embeddings (OpenAI text-embedding-3-large by default) >= threshold (default 0.75).
@@ -142,6 +177,32 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
                                         "embedder": {"name": "openai_compatible", "model": "text-embedding-3-large"}})
     source.note(place, f"{kind} assertion has no evalh counterpart yet", "assertion left out")
     return None
+
+
+def _graded(source: Source, base: str, inverse: bool, value: Any, place: tuple[str, str, int | None],
+            judge: Judge, outputs: Outputs, threshold: Any = None) -> tuple[str, dict[str, Any]] | None:
+    """``model-graded-closedqa`` / ``factuality`` / ``answer-relevance`` as ``promptfoo_graded``:
+    the grader reads the prompt the variant sent, so every variant must send the same one."""
+    kind = f"{'not-' if inverse else ''}{base}"
+    if base != "answer-relevance" and not isinstance(value, str):
+        # src/assertions/factuality.ts and modelGradedClosedQa.ts (index.js:1629, :2385)
+        source.note(place, f"{kind} without a string value", "assertion left out (promptfoo fails it)")
+        return None
+    if outputs.prompt is None:
+        source.note(place, f"{kind} grades the answer against the prompt, and the variants send different prompts",
+                    "assertion left out")
+        return None
+    if outputs.openai_tool_calls:
+        source.note(place, f"{kind} reads the answer text here; promptfoo's reads the tool calls when the model makes some",
+                    "verdicts differ on answers that call tools")
+    # promptfoo's handlers read no `not-` (index.js:1628-1635, :2384-2391): the verdict is the positive form's
+    config: dict[str, Any] = {"check": base, "prompt": outputs.prompt, "model": judge.model}
+    if base == "answer-relevance":
+        if threshold is not None:
+            config["threshold"] = threshold
+    else:
+        config["value"] = value
+    return ("promptfoo_graded", config)
 
 
 def _script(source: Source, language: str, inverse: bool, value: Any, assertion: dict[str, Any],

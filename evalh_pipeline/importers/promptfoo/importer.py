@@ -12,15 +12,18 @@ import yaml
 from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.config.yaml_source import load_yaml
-from evalh_pipeline.importers.promptfoo.assertions import Judge
-from evalh_pipeline.importers.promptfoo.prompts import read_prompts
-from evalh_pipeline.importers.promptfoo.providers import read_providers
+from evalh_pipeline.importers.promptfoo.assertions import Judge, Outputs
+from evalh_pipeline.importers.promptfoo.prompts import Prompt, read_prompts
+from evalh_pipeline.importers.promptfoo.providers import Provider, read_providers
 from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.tests import read_tests
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 
 _CONFIG_KEYS = ("prompts", "providers", "targets", "tests")
+# Top-level keys that only say where promptfoo writes or shares its results, or how it reports
+# them: no verdict depends on them.
+_REPORTING_KEYS = ("sharing", "outputPath", "evaluateOptions", "env", "writeLatestResults", "derivedMetrics")
 _UNSAFE_NAME = re.compile(r"[\s|,\[\]/\\\x00-\x1f]+")
 
 
@@ -84,6 +87,16 @@ def _judge(source: Source) -> Judge:
     return Judge()
 
 
+def _outputs(providers: list[Provider], prompts: list[Prompt]) -> Outputs:
+    """What promptfoo's assertions see besides the answer: the tool calls of the OpenAI
+    providers with tools, and the prompt (when the config has one)."""
+    tools = [p.tools for p in providers if p.tools is not None]
+    return Outputs(openai_tool_calls=bool(tools), tools=tools[0] if tools else None,
+                   tools_differ=any(t != tools[0] for t in tools),
+                   prompt=prompts[0].text if len(prompts) == 1 else None,
+                   providers=[(p.label, p.ident) for p in providers])
+
+
 def import_promptfoo(config: Path, name: str, results: Path | None = None) -> ImportedEval:
     """Map the promptfoo config at ``config`` into an eval named ``name``.
 
@@ -99,13 +112,22 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
                                                f"{', '.join(_CONFIG_KEYS)})")
     report = ImportReport(f"promptfoo config {config}")
     source = Source(doc, report)
-    for key in sorted(set(doc.data) - {*_CONFIG_KEYS, "description", "defaultTest", "$schema"}):
-        source.note(source.at((key,)), f"config key {key!r} not mapped", "left out",
-                    "note" if key in ("sharing", "outputPath", "evaluateOptions", "env", "writeLatestResults") else "error")
+    # assertionTemplates are read where an assertion's `$ref` names them (tests.dereference).
+    for key in sorted(set(doc.data) - {*_CONFIG_KEYS, "description", "defaultTest", "$schema", "assertionTemplates"}):
+        source.note(source.at((key,)), f"config key {key!r} not mapped", "left out"
+                    + (" (the named metrics' per-test scores are not combined into derived ones)"
+                       if key == "derivedMetrics" else ""), "note" if key in _REPORTING_KEYS else "error")
     judge = _judge(source)
     prompts = read_prompts(source)
     providers = read_providers(source)
-    tests = read_tests(source, judge)
+    tests = read_tests(source, judge, _outputs(providers, prompts))
+    judged = bool(tests.evaluators) or any(c.get("evaluators") for c in tests.cases)
+    for provider in providers:
+        if provider.structured is not None:
+            source.note(provider.structured, "response_format json_schema: promptfoo hands assertions the parsed object",
+                        "evalh's assertions see the answer's JSON text" + ("" if judged else
+                                                                            " (no assertion here reads it)"),
+                        "error" if judged else "note")
     systems: list[dict[str, Any]] = []
     variants: dict[tuple[int, str], str] = {}
     for provider in providers:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,8 @@ from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.templates import to_evalh
 
 _ROLES = ("system", "user", "assistant")
+# Prompt files promptfoo runs for their output (src/prompts/index.ts, processExecutableFile).
+_EXECUTABLE = (".sh", ".bash", ".exe", ".bat", ".cmd", ".ps1", ".rb", ".pl")
 
 
 @dataclass
@@ -86,8 +90,22 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
             source.prompt_count += 1
             source.note(place, f"prompt function {source.relative(path)}", "prompt left out (prompt functions are not imported)")
             continue
+        if suffix in _EXECUTABLE:
+            source.prompt_count += 1
+            source.note(place, f"prompt script {source.relative(path)}", "prompt left out (promptfoo runs it for its output)")
+            continue
         text = source.read_text(path)
         name = label or source.relative(path)
+        if suffix == ".csv":
+            for row_text, row_label in _csv_rows(text, label):
+                out += _text_prompts(source, row_text, row_label, place)
+            continue
+        if suffix == ".jsonl":
+            # src/prompts/processors/jsonl.ts (graders-DC7jJ-Ea.js processJsonlFile): one chat prompt a line
+            lines = [line for line in text.splitlines() if line]
+            for line in lines:
+                out += _text_prompts(source, line, f"{name}: {line}" if len(lines) > 1 else name, place)
+            continue
         if suffix in (".json", ".yaml", ".yml") or _messages_of(text) is not None:
             if _messages_of(text) is None:
                 why = ("builds its messages with Nunjucks tags" if "{%" in text
@@ -101,6 +119,22 @@ def _file_prompts(source: Source, ref: str, label: str | None, place: tuple[str,
         for number, part in enumerate(parts, 1):
             out += _text_prompts(source, part, name if len(parts) == 1 else f"{name}:{number}", place)
     return out
+
+
+def _csv_rows(text: str, label: str | None) -> list[tuple[str, str]]:
+    """(prompt, label) of each prompt of a CSV prompts file, as promptfoo's processCsvPrompts
+    reads it (src/prompts/processors/csv.ts, dist/src/graders-DC7jJ-Ea.js:1019-1060): with no
+    comma, one prompt a non-empty line after an optional ``prompt`` header; else a ``prompt``
+    column (fields trimmed, empty ones skipped) and an optional ``label`` column."""
+    if "," not in text:
+        lines = [line for line in text.splitlines() if line.strip()]
+        lines = lines[1:] if lines and lines[0].strip().lower() == "prompt" else lines
+        return [(line, label or f"Prompt {i + 1} - {line}") for i, line in enumerate(lines)]
+    rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()}
+            for row in csv.DictReader(io.StringIO(text.removeprefix("\ufeff")))]
+    prompts = [row for row in rows if row.get("prompt")]
+    return [(row["prompt"], row.get("label") or label or f"Prompt {i + 1} - {row['prompt']}")
+            for i, row in enumerate(prompts)]
 
 
 def _text_prompts(source: Source, text: str, label: str, place: tuple[str, str, int | None]) -> list[Prompt]:

@@ -25,6 +25,7 @@ from evalh_pipeline.importers.promptfoo.python_provider import TARGET as PYTHON_
 from evalh_pipeline.importers.promptfoo.prompts import Prompt
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.promptfoo.templates import to_evalh
+from evalh_pipeline.importers.report import BadSource
 
 # Request fields promptfoo's OpenAI and Anthropic providers send as they are named.
 _OPENAI_FIELDS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "frequency_penalty",
@@ -49,6 +50,14 @@ class Provider:
     config: dict[str, Any] = field(default_factory=dict)  # the system entry's keys, minus the request
     prompts: list[str] | None = None  # promptfoo's `providers[].prompts`: the prompt labels it runs
     ident: str = ""  # promptfoo's provider id (a results file names the provider by id or label)
+    #: Where its `response_format` is an inline json_schema: promptfoo hands assertions the parsed object.
+    structured: tuple[str, str, int | None] | None = None
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The OpenAI tools the provider sends (None: none)."""
+        tools = self.config.get("tools") if self.kind == "openai" else None
+        return tools if isinstance(tools, list) and tools else None
 
     def runs(self, prompt: Prompt) -> bool:
         """Whether this provider runs ``prompt`` (all prompts unless the provider lists some)."""
@@ -158,26 +167,48 @@ def _openai(source: Source, label: str, model: str | None, config: dict[str, Any
     base = config.get("apiBaseUrl") or (f"https://{config['apiHost']}/v1" if config.get("apiHost") else None)
     base = base or "${OPENAI_BASE_URL:-https://api.openai.com/v1}"
     key_env = config.get("apiKeyEnvar") or "OPENAI_API_KEY"
+    # promptfoo parses the answer only when the config itself says json_schema: a file:// value is
+    # a string there when it checks (dist/src/chat-CG-lQMid.js:159 and :346).
     response_format = config.get("response_format")
-    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
-        source.note(place, "response_format json_schema: promptfoo hands assertions the parsed object",
-                    "evalh's assertions see the answer's JSON text (script assertions reading fields differ)")
-    if isinstance(config.get("tools"), str):
-        source.note(place, f"tools from {config['tools']}", "left out (only inline tools are sent)")
-        config = {k: v for k, v in config.items() if k != "tools"}
+    structured = place if isinstance(response_format, dict) and response_format.get("type") == "json_schema" else None
+    config = {k: _file_value(source, v, place) if k in ("response_format", "tools") else v for k, v in config.items()}
     if config.get("tools"):
         source.note(place, "tools: when the model calls one, promptfoo's assertions see the tool calls as the output",
-                    "evalh's see the answer text (the calls are in the trace's tool_calls)")
+                    "so do the imported promptfoo_assert and promptfoo_script evaluators (openai_tool_calls)", "note")
     system = {"provider": "openai_chat", "endpoint": f"{str(base).rstrip('/')}/chat/completions",
               "headers": {"Authorization": f"Bearer ${{{key_env}}}"}, "model": model,
               **_request_fields(source, config, _OPENAI_FIELDS, place)}
-    return Provider(label, "openai", model, system)
+    return Provider(label, "openai", model, system, structured=structured)
+
+
+def _file_value(source: Source, value: Any, place: tuple[str, str, int | None]) -> Any:
+    """A provider config value given as ``file://x.json|yaml``: the file's data, as promptfoo
+    loads it before sending (maybeLoadFromExternalFile); other values as they are."""
+    if not (isinstance(value, str) and value.startswith("file://")):
+        return value
+    path = source.resolve(value, place)[0]
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(source.read_text(path))
+        except ValueError as exc:
+            raise BadSource(source.relative(path), None, "", f"invalid JSON: {exc}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return source.load_yaml(path).data
+    raise BadSource(*_where(place), f"{value}: only .json and .yaml files are read for a provider's config")
+
+
+def _where(place: tuple[str, str, int | None]) -> tuple[str, int | None, str]:
+    file, key, line = place
+    return file, line, key
 
 
 def _anthropic(source: Source, label: str, model: str, config: dict[str, Any],
                place: tuple[str, str, int | None]) -> Provider:
     base = config.get("apiBaseUrl") or "${ANTHROPIC_BASE_URL:-https://api.anthropic.com}"
     key_env = config.get("apiKeyEnvar") or "ANTHROPIC_API_KEY"
+    if config.get("tools"):
+        source.note(place, "tools: when the model calls one, promptfoo's output joins the text and each tool_use "
+                    "block as JSON", "evalh's assertions see the answer text (the calls are in the trace's tool_calls)")
     system = {"provider": "anthropic_messages", "endpoint": f"{str(base).rstrip('/')}/v1/messages",
               "headers": {"x-api-key": f"${{{key_env}}}"}, "model": model,
               **_request_fields(source, config, _ANTHROPIC_FIELDS, place)}

@@ -9,11 +9,19 @@ assertions (and ``defaultTest``'s that use its vars) become the case's own ``eva
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh_pipeline.importers.promptfoo.assertions import KNOWN_TYPES, Judge, check_type, contains_values, map_assertion
+from evalh_pipeline.importers.promptfoo.assertions import (
+    KNOWN_TYPES,
+    Judge,
+    Outputs,
+    check_type,
+    contains_values,
+    map_assertion,
+)
 from evalh_pipeline.importers.promptfoo.source import Located, Source, read_rows
 from evalh_pipeline.importers.promptfoo.templates import has_template, render
 from evalh_pipeline.importers.report import BadSource
@@ -26,7 +34,7 @@ _CSV_DEFAULT_THRESHOLD = {
                      "cost", "latency", "levenshtein", "perplexity-score", "perplexity", "rouge-n", "starts-with"), 0.75),
     "similar": 0.8,
 }
-_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options"}
+_TEST_KEYS = {"vars", "assert", "description", "threshold", "metadata", "options", "providers"}
 _ASSERTION_PREFIXES = (("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"),
                        ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python"))
 
@@ -40,6 +48,7 @@ class Test:
     asserts: list[tuple[dict[str, Any], Place]] = field(default_factory=list)
     description: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    providers: list[str] | None = None  # the test's `providers` filter
 
 
 @dataclass
@@ -97,9 +106,27 @@ def assertion_from_string(text: str) -> dict[str, Any]:
     return {"type": "equals", "value": text}
 
 
+def _csv_config(test: Test, key: str, value: str) -> tuple[int, float]:
+    """A ``__config:__expected<N>:threshold`` cell: (index of the assertion, threshold), as
+    promptfoo's src/csv.ts reads it (dist/src/index.js:11564-11592: ``__expected`` and
+    ``__expected1`` are the first assertion; only ``threshold`` is a key; the value a finite number)."""
+    found = re.fullmatch(r"__config:__expected(\d*):threshold", key)
+    index = (int(found.group(1) or 1) - 1) if found else -1
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if index < 0 or not math.isfinite(number):
+        raise BadSource(test.place[0], test.place[2], test.place[1],
+                        f"CSV column {key!r} with {value!r}: promptfoo takes __config:__expected<N>:threshold "
+                        "with a number")
+    return index, number
+
+
 def _csv_test(source: Source, row: Located) -> Test:
     test = Test((row.file, row.where, row.line), {})
     metric, threshold = None, None
+    configs: dict[int, float] = {}
     for key, value in row.value.items():
         key = (key or "").strip()
         value = value or ""
@@ -119,16 +146,46 @@ def _csv_test(source: Source, row: Located) -> Test:
                 test.metadata[name[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", value)]
             else:
                 test.metadata[name] = value
+        elif key.startswith("__config:"):
+            index, number = _csv_config(test, key, value)
+            configs[index] = number
         elif key.startswith("__"):
             source.note(test.place, f"CSV column {key!r} not mapped", "left out")
         else:
             test.vars[key] = value
-    for assertion, _ in test.asserts:
+    for index, (assertion, _) in enumerate(test.asserts):
         if metric:
             assertion["metric"] = metric
+        if index in configs:
+            # index.js:11596-11600: the threshold goes on the assertion and into the test's metadata
+            assertion["threshold"] = test.metadata["threshold"] = configs[index]
     if threshold:
         source.note(test.place, f"test threshold {threshold}", "not used: evalh passes a case when every assertion passes")
     return test
+
+
+def dereference(source: Source, assertion: Any, place: Place) -> Any:
+    """An assertion written as ``$ref: '#/assertionTemplates/name'``: the value the JSON
+    pointer names in the config (promptfoo dereferences the whole config with
+    json-schema-ref-parser before reading it, dist/src/index.js:13187-13225); its other keys
+    are kept over the template's. A pointer that names nothing is bad input, as promptfoo
+    fails to load such a config."""
+    if not (isinstance(assertion, dict) and isinstance(assertion.get("$ref"), str)):
+        return assertion
+    pointer = assertion["$ref"]
+    target: Any = source.doc.data
+    for part in pointer.removeprefix("#").strip("/").split("/") if pointer.startswith("#/") else [None]:
+        key = part.replace("~1", "/").replace("~0", "~") if part is not None else None
+        if isinstance(target, dict) and key in target:
+            target = target[key]
+        elif isinstance(target, list) and key is not None and key.isdigit() and int(key) < len(target):
+            target = target[int(key)]
+        else:
+            raise BadSource(place[0], place[2], place[1], f"$ref {pointer!r} names nothing in {source.name} "
+                                                           "(only '#/...' pointers into the config are read)")
+    if not isinstance(target, dict):
+        raise BadSource(place[0], place[2], place[1], f"$ref {pointer!r} is not an assertion (a mapping)")
+    return {**target, **{k: v for k, v in assertion.items() if k != "$ref"}}
 
 
 def _test(source: Source, located: Located) -> Test:
@@ -150,10 +207,41 @@ def _test(source: Source, located: Located) -> Test:
         variables = {}
     asserts = data.get("assert") or []
     where = located.where
-    return Test(place, dict(variables),
-                [(a, (located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))))
-                 for i, a in enumerate(asserts)],
-                data.get("description"), dict(data.get("metadata") or {}))
+    places = [(located.file, f"{where}.assert[{i}]", _line_in(source, located, ("assert", i))) for i in range(len(asserts))]
+    listed = data.get("providers")
+    return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
+                data.get("description"), dict(data.get("metadata") or {}),
+                [str(r) for r in listed] if isinstance(listed, list) else None)
+
+
+def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
+    """promptfoo's ``doesProviderRefMatch`` (src/util/provider.ts, dist/src/util-BmRwZ8Aq.js:1325-1338):
+    the label or id itself, a ``prefix*`` of either, or either starting with ``ref:``. (promptfoo
+    also compares canonical ids, ``openai:chat:x`` as ``openai:x``; that is not done here.)"""
+    if ref in (label, ident):
+        return True
+    if ref.endswith("*") and (label.startswith(ref[:-1]) or ident.startswith(ref[:-1])):
+        return True
+    return label.startswith(f"{ref}:") or ident.startswith(f"{ref}:")
+
+
+def _runs_on(source: Source, test: Test, outputs: Outputs) -> bool:
+    """Whether the test becomes a case: a ``providers`` filter that keeps every imported
+    provider maps (the case runs on each), one that keeps none leaves the test out as promptfoo
+    runs it nowhere (isProviderAllowed, util-BmRwZ8Aq.js:1342-1346); one that keeps some is
+    reported, since a case runs on every variant."""
+    if test.providers is None:
+        return True
+    kept = [label for label, ident in outputs.providers
+            if any(provider_ref_matches(ref, label, ident) for ref in test.providers)]
+    if not kept:
+        source.note(test.place, f"test providers {test.providers} match no imported provider",
+                    "test left out: promptfoo runs it on no provider either", "note")
+        return False
+    if len(kept) < len(outputs.providers):
+        source.note(test.place, f"test providers {test.providers}: promptfoo runs it only on {kept}",
+                    "the case runs on every variant here (evalh has no per-case variant filter)")
+    return True
 
 
 def _line_in(source: Source, located: Located, tail: tuple[Any, ...]) -> int | None:
@@ -197,7 +285,7 @@ def _render_vars(source: Source, test: Test, variables: dict[str, Any]) -> dict[
     return out
 
 
-def read_tests(source: Source, judge: Judge) -> Tests:
+def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> Tests:
     """Every test of the config as a case, and ``defaultTest``'s shared assertions."""
     default = source.doc.data.get("defaultTest") or {}
     default_place = source.at(("defaultTest",))
@@ -209,14 +297,15 @@ def read_tests(source: Source, judge: Judge) -> Tests:
     if default.get("threshold") is not None:
         source.note(default_place, f"defaultTest threshold {default['threshold']}",
                     "not used: evalh passes a case when every assertion passes")
-    default_asserts = [(a, source.at(("defaultTest", "assert", i))) for i, a in enumerate(default.get("assert") or [])]
+    default_asserts = [(dereference(source, a, source.at(("defaultTest", "assert", i))), source.at(("defaultTest", "assert", i)))
+                       for i, a in enumerate(default.get("assert") or [])]
     for assertion, place in default_asserts:
         check_type(source, assertion, place)
     shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not has_template(a.get("value"))]
     per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if has_template(a.get("value"))]
     evaluators = []
     for index, assertion, place in shared:
-        mapped = map_assertion(source, assertion, None, place, judge)
+        mapped = map_assertion(source, assertion, None, place, judge, outputs)
         if mapped is not None:
             evaluators.append(_evaluator("default", index, assertion, mapped))
     cases: list[dict[str, Any]] = []
@@ -225,14 +314,16 @@ def read_tests(source: Source, judge: Judge) -> Tests:
         test = _test(source, located)
         for assertion, place in test.asserts:
             check_type(source, assertion, place)
+        if not _runs_on(source, test, outputs or Outputs()):
+            continue
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
             for index, assertion, place in per_case:
-                mapped = map_assertion(source, assertion, variables, place, judge)
+                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
                 if mapped is not None:
                     own.append(_evaluator("default", index, assertion, mapped))
             for index, (assertion, place) in enumerate(test.asserts):
-                mapped = map_assertion(source, assertion, variables, place, judge)
+                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
                 if mapped is not None:
                     own.append(_evaluator("assert", index, assertion, mapped))
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}

@@ -182,3 +182,23 @@ def test_a_second_run_with_another_template_or_a_missing_result_is_reported(tmp_
     assert "output_items[0].results" in keys
     config = yaml.safe_load(imported.files["eval.yaml"])
     assert [(s["name"], s["temperature"]) for s in config["systems"]] == [("gpt-4o-mini", 0.0), ("gpt-4o", 0.0)]
+
+
+def test_a_python_grader_with_its_pass_threshold_runs_as_openai_python_grader(tmp_path):
+    export = json.loads((HOSTED / "export.json").read_text())
+    (criterion,) = [c for c in export["testing_criteria"] if c["type"] == "python"]
+    criterion["pass_threshold"] = 0.5
+    (tmp_path / "export.json").write_text(json.dumps(export))
+    imported = import_hosted_export(tmp_path / "export.json")
+    first = json.loads(imported.files["cases.jsonl"].splitlines()[0])
+    (python,) = [e for e in first["evaluators"] if e["name"] == "py"]
+    assert python == {"name": "py", "type": "openai_python_grader", "config": {
+        "source": criterion["source"], "item": {"question": "Capital of France?", "answer": "Paris"},
+        "pass_threshold": 0.5}}
+    note = [f for f in imported.report.findings if f.key == "testing_criteria[7] ('py', python)"]
+    assert [f.severity for f in note] == ["note"]
+    # Deterministic code: the baseline judges it again on OpenAI's recorded answer.
+    cases = yaml.safe_load(imported.files["baseline-cases.yaml"])["cases"]
+    assert "py" in [e["name"] for e in cases[0]["evaluators"]]
+    write_tree(tmp_path / "out", imported.files)
+    check_loads(tmp_path / "out", {"OPENAI_API_KEY": "placeholder"})

@@ -93,7 +93,7 @@ def test_an_unsupported_grader_is_one_line_and_nothing_is_written(tmp_path):
         f"error: {REGISTRY / 'evals' / 'test-basic.yaml'}:7 test-match.s1.simple-v0.class: grader "
         "'evals.elsuite.test.match:TestMatch' has no evalh mapping (supported: evals.elsuite.basic.match:Match, "
         "evals.elsuite.basic.includes:Includes, evals.elsuite.basic.fuzzy_match:FuzzyMatch, "
-        "evals.elsuite.modelgraded.classify:ModelBasedClassify)"]
+        "evals.elsuite.modelgraded.classify:ModelBasedClassify, evals.elsuite.multiple_choice:MultipleChoice)"]
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 

@@ -139,6 +139,153 @@ def test_csv_and_jsonl_tests_files_with_expected_columns(tmp_path):
     assert cases[2]["evaluators"][0]["type"] == "promptfoo_assert"
 
 
+def test_csv_config_columns_set_the_threshold_of_their_assertion(tmp_path):
+    # src/csv.ts (promptfoo 0.121.20, dist/src/index.js:11564-11600): `__expected` and `__expected1`
+    # are the first assertion; the threshold also goes into the test's metadata.
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers: [openai:gpt-4o-mini]
+        tests: file://tests.csv
+        """, **{"tests.csv": "q,__expected1,__expected2,__config:__expected:threshold,__config:__expected2:threshold\n"
+                             'a,levenshtein:abc,similar:a cat,2,0.6\n'})
+    imported = import_promptfoo(path, "demo")
+    (case,) = imported.cases
+    assert [e["config"]["threshold"] for e in case["evaluators"]] == [2.0, 0.6]
+    assert case["metadata"] == {"threshold": 0.6}
+    assert imported.report.errors == []
+
+
+def test_a_csv_config_column_promptfoo_rejects_is_bad_input(tmp_path):
+    path = _config(tmp_path, "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://tests.csv\n",
+                   **{"tests.csv": "q,__expected,__config:__expected0:threshold\na,x,1\n"})
+    with pytest.raises(BadSource, match=r"tests.csv:2 row 1: CSV column '__config:__expected0:threshold' with '1'"):
+        import_promptfoo(path, "demo")
+
+
+def test_an_assertion_ref_reads_the_config_assertion_templates(tmp_path):
+    # promptfoo dereferences the config's `$ref`s before reading it (dist/src/index.js:13187-13225)
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers: [openai:gpt-4o-mini]
+        assertionTemplates:
+          pirate: {type: icontains, value: arrr}
+        defaultTest:
+          assert:
+            - $ref: '#/assertionTemplates/pirate'
+        tests:
+          - vars: {q: a}
+            assert:
+              - $ref: '#/assertionTemplates/pirate'
+                metric: Tone
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert imported.eval_yaml["evaluators"][0]["config"]["all_of"] == ["arrr"]
+    assert imported.cases[0]["evaluators"][0]["name"] == "assert-1-Tone"
+    assert imported.report.findings == []
+    bad = _config(tmp_path / "bad", "prompts: [x]\nproviders: [openai:gpt-4o]\ntests:\n  - assert:\n"
+                                    "      - $ref: '#/assertionTemplates/none'\n")
+    with pytest.raises(BadSource, match=r"promptfooconfig.yaml:5 tests\[0\].assert\[0\]: \$ref '#/assertionTemplates/none' "
+                                        "names nothing"):
+        import_promptfoo(bad, "demo")
+
+
+def test_derived_metrics_are_a_note_not_an_error(tmp_path):
+    path = _config(tmp_path, "prompts: [x]\nproviders: [openai:gpt-4o]\nderivedMetrics:\n  - {name: D, value: A * 2}\n")
+    (finding,) = import_promptfoo(path, "demo").report.findings
+    assert finding.text().startswith("promptfooconfig.yaml:3: note: derivedMetrics: config key 'derivedMetrics' not mapped")
+
+
+def test_openai_tools_make_the_script_and_assert_evaluators_read_the_tool_calls(tmp_path):
+    path = _config(tmp_path, """\
+        prompts: ['Weather in {{city}}?']
+        providers:
+          - id: openai:chat:gpt-4o-mini
+            config: {tools: file://tools.yaml}
+        tests:
+          - vars: {city: Boston}
+            assert:
+              - type: is-valid-openai-tools-call
+              - type: contains
+                value: get_current_weather
+              - type: python
+                value: output[0]['function']['name'] == 'get_current_weather'
+              - type: llm-rubric
+                value: calls the weather tool
+        """, **{"tools.yaml": "- type: function\n  function: {name: get_current_weather, parameters: {type: object}}\n"})
+    imported = import_promptfoo(path, "demo")
+    tools = [{"type": "function", "function": {"name": "get_current_weather", "parameters": {"type": "object"}}}]
+    assert imported.eval_yaml["systems"][0]["tools"] == tools  # the file's tools are sent
+    valid, contains, script, _ = imported.cases[0]["evaluators"]
+    assert valid["config"] == {"assertion": "is-valid-openai-tools-call", "inverse": False, "tools": tools,
+                               "openai_tool_calls": True}
+    # contains reads promptfoo's outputString (the calls' JSON), so promptfoo_assert, not contains_text
+    assert contains["type"] == "promptfoo_assert" and contains["config"]["openai_tool_calls"] is True
+    assert script["config"]["openai_tool_calls"] is True
+    lines = [f.text() for f in imported.report.findings]
+    assert "note: providers[0]: tools: when the model calls one, promptfoo's assertions see the tool calls" in lines[0]
+    assert any("error: tests[0].assert[3]: llm-rubric reads the answer text here" in line for line in lines)
+
+
+def test_a_json_schema_response_format_is_an_error_only_when_an_assertion_reads_the_output(tmp_path):
+    config = """\
+        prompts: [Q]
+        providers:
+          - id: openai:chat:gpt-4o-mini
+            config: {response_format: {type: json_schema, json_schema: {name: x, schema: {type: object}}}}
+          - id: openai:chat:gpt-4o
+            config: {response_format: file://format.json}
+        tests:
+          - vars: {}
+        """
+    files = {"format.json": '{"type": "json_schema", "json_schema": {"name": "y", "schema": {"type": "object"}}}'}
+    imported = import_promptfoo(_config(tmp_path / "a", config, **files), "demo")
+    assert imported.eval_yaml["systems"][1]["response_format"]["json_schema"]["name"] == "y"
+    # promptfoo parses only an inline json_schema (a file:// value is a string when it checks)
+    (finding,) = imported.report.findings
+    assert finding.text().startswith("promptfooconfig.yaml:3: note: providers[0]: response_format json_schema")
+    judged = import_promptfoo(_config(tmp_path / "b", config + "    assert: [{type: is-json}]\n", **files), "demo")
+    assert [f.severity for f in judged.report.findings] == ["error"]
+
+
+def test_csv_and_jsonl_prompt_files_hold_one_prompt_a_row(tmp_path):
+    # src/prompts/processors/csv.ts and jsonl.ts (graders-DC7jJ-Ea.js processCsvPrompts, processJsonlFile)
+    path = _config(tmp_path, """\
+        prompts: [file://prompts.csv, file://chats.jsonl, file://make.sh]
+        providers: [echo]
+        """, **{"prompts.csv": 'prompt,label\n"Tell me about {{topic}}","Basic"\n" Poem on {{topic}} ",\n',
+                "chats.jsonl": '[{"role": "user", "content": "Hi {{topic}}"}]\n[{"role": "user", "content": "Yo"}]\n',
+                "make.sh": "echo hi\n"})
+    imported = import_promptfoo(path, "demo")
+    assert [s["metadata"]["prompt"] for s in imported.eval_yaml["systems"]] == [
+        "Basic", "Prompt 2 - Poem on {{topic}}",
+        'chats.jsonl: [{"role": "user", "content": "Hi {{topic}}"}]', 'chats.jsonl: [{"role": "user", "content": "Yo"}]']
+    (finding,) = imported.report.findings
+    assert finding.text().startswith("promptfooconfig.yaml:1: error: prompts[2]: prompt script make.sh")
+
+
+def test_a_test_providers_filter_maps_when_it_keeps_all_or_none(tmp_path):
+    # isProviderAllowed / doesProviderRefMatch (dist/src/util-BmRwZ8Aq.js:1325-1346)
+    path = _config(tmp_path, """\
+        prompts: ['{{q}}']
+        providers:
+          - {id: openai:gpt-4o-mini, label: fast}
+          - {id: openai:gpt-4o, label: smart}
+        tests:
+          - vars: {q: all}
+            providers: ['openai:*']
+          - vars: {q: none}
+            providers: [anthropic]
+          - vars: {q: some}
+            providers: [fast]
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert [c["input"]["vars"]["q"] for c in imported.cases] == ["all", "some"]
+    none, some = (f.text() for f in imported.report.findings)
+    assert none.startswith("promptfooconfig.yaml:8: note: tests[1]: test providers ['anthropic'] match no imported")
+    assert some.startswith("promptfooconfig.yaml:10: error: tests[2]: test providers ['fast']: promptfoo runs it "
+                           "only on ['fast']")
+
+
 def test_assertion_from_string_follows_promptfoos_csv_rules():
     # src/csv.ts assertionFromString (promptfoo 0.121.20, dist/src/index.js:11466-11517)
     assert assertion_from_string("grade:is polite") == {"type": "llm-rubric", "value": "is polite"}
