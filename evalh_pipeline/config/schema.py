@@ -179,6 +179,16 @@ class RunConfig(_Strict):
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
     # How the run meets servers' rate limits (an evalh extension).
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
+    # Parts the traces stage is cut into, each a step of the run's Dagster run (runner/shards.py):
+    # a number, or `auto` (from the cells and run.executor). An evalh extension.
+    shards: int | Literal["auto"] = 1
+
+    @field_validator("shards", mode="before")
+    @classmethod
+    def _shard_count(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError(f"shards must be a whole number of 1 or more, or auto; got {value!r}")
 
     @field_validator("cluster_by")
     @classmethod
