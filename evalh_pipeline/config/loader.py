@@ -387,7 +387,8 @@ def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]
     are used: see :func:`_check_pools`)."""
     executor = config.run.executor
     extra = sorted(executor.model_extra or {})
-    if executor.type != "local" or extra:
+    # The types that choose a Dagster executor (defs/evals/executors.py) are used, not warned about.
+    if executor.type not in ("local", "in_process", "multiprocess") or extra:
         return [where.issue(("run", "executor"), (
             f"executor {executor.type!r} is not used: evalh runs every cell in this process with asyncio "
             "(run.max_concurrency, run.per_variant_concurrency), and Dagster runs the stages (its run "
