@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dagster as dg
 import pytest
 import yaml
 
 from tests.conftest import run_evalh, write_eval
+from tests.defs.reexecution_target import served_run_job
 
 pytestmark = pytest.mark.e2e
 
@@ -122,6 +124,7 @@ def test_killed_shard_fails_the_run_and_resume_runs_only_its_missing_cells(tmp_p
     traces = _traces(run_dir)
     cells = [(t["case_id"], t["variant_name"]) for t in traces]
     assert len(cells) == len(set(cells)) == 24
+    assert not any(t["error"] for t in traces)
     assert not (run_dir / "shards").exists()
     assert (run_dir / "summary.yaml").exists()
 
@@ -140,3 +143,37 @@ def test_bad_shard_count_is_one_line_before_any_cell(tmp_path, env, value):
     assert proc.returncode == 1
     assert f"--shards {value}: shards must be a whole number of 1 or more, or auto" in proc.stderr, proc.stderr
     assert not (tmp_path / "other" / "runs").exists()
+
+
+def test_reexecution_from_failure_runs_only_the_killed_shards_missing_cells(tmp_path, env, monkeypatch):
+    folder = tmp_path / "toy"
+    path = _sharded_eval(folder, systems=DYING_SYSTEMS)
+    (folder / "dying_agent.py").write_text(DYING_AGENT)
+    calls = tmp_path / "calls.log"
+    env["EVALH_TEST_CALL_LOG"] = str(calls)
+    env["EVALH_TEST_DIE"] = str(tmp_path / "die")
+    (tmp_path / "die").write_text("")
+    proc = run_evalh(["run", str(path)], env, tmp_path, timeout=600)
+    assert proc.returncode != 0, proc.stdout
+    run_dir = _only_run(folder)
+    (tmp_path / "die").unlink()
+    calls.write_text("")
+    monkeypatch.setenv("EVALH_TEST_CALL_LOG", str(calls))  # the re-execution's steps are this process's children
+
+    instance = dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
+    (parent,) = instance.get_runs()
+    failed = {e.step_key for e in instance.all_logs(parent.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)}
+    assert failed == {"toy__traces.toy__traces_shard[shard_2_of_4]"}
+    # As the UI's "Re-execute from failure": the failed shard's step and what follows it.
+    with dg.execute_job(served_run_job(path), instance, tags=parent.tags,
+                        reexecution_options=dg.ReexecutionOptions.from_failure(parent.run_id, instance)) as result:
+        assert result.success
+        steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
+    assert not any("plan_traces" in s or "shard_1_of_4" in s or "shard_3_of_4" in s for s in steps), steps
+    again = calls.read_text().splitlines()
+    assert again and {line.split()[0] for line in again} <= {"case_1", "case_5", "case_9"}
+    traces = _traces(run_dir)
+    cells = [(t["case_id"], t["variant_name"]) for t in traces]
+    assert len(cells) == len(set(cells)) == 24
+    assert not any(t["error"] for t in traces)
+    assert (run_dir / "summary.yaml").exists()
