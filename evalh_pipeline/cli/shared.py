@@ -77,7 +77,7 @@ def _holding(run_dir: Path | None, command: str, *, steps_elsewhere: bool = Fals
 
 def _steps_elsewhere(spec: EvalSpec) -> bool:
     """Whether ``spec``'s runs execute their steps in other processes (run.executor.type)."""
-    from evalh_pipeline.runner.shards import OUT_OF_PROCESS_EXECUTORS
+    from evalh_pipeline.config.schema import OUT_OF_PROCESS_EXECUTORS
 
     return spec.config.run.executor.type in OUT_OF_PROCESS_EXECUTORS
 

@@ -153,6 +153,13 @@ class RetryConfig(_Strict):
     backoff_seconds: float = Field(default=0.0, ge=0)
 
 
+# The run.executor.type values evalh uses (defs/evals/executors.py maps each to a Dagster
+# executor): the first run every step in the launching process, the others steps in processes
+# of their own. Any other type is accepted with a warning (config/loader.py) and runs in process.
+IN_PROCESS_EXECUTORS = frozenset({"local", "in_process"})
+OUT_OF_PROCESS_EXECUTORS = frozenset({"multiprocess"})
+
+
 class ExecutorConfig(BaseModel):
     """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
     ``pools`` name limits (a capacity, or max_concurrency, requests_per_second and/or

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh_pipeline.config.schema import OUT_OF_PROCESS_EXECUTORS
 from evalh_pipeline.runner.cells import CellKey, completed_cells, count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines
 from evalh_pipeline.store.locking import locked
@@ -43,9 +44,6 @@ PARTS_FOLDER = "shards"
 # run.shards: auto on an executor that runs steps in other processes: one shard per this many
 # cells, at most one per core. Not measured yet (issue 34 item 6 chooses it from measurements).
 AUTO_CELLS_PER_SHARD = 5_000
-# run.executor.type values whose steps run in other processes (defs/evals/executors.py maps
-# each to a Dagster executor); on any other, ``auto`` is one shard.
-OUT_OF_PROCESS_EXECUTORS = frozenset({"multiprocess"})
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
 
+# Keyed by config/schema.py's IN_PROCESS_EXECUTORS and OUT_OF_PROCESS_EXECUTORS.
 EXECUTORS: dict[str, dg.ExecutorDefinition] = {
     "local": dg.in_process_executor,
     "in_process": dg.in_process_executor,
