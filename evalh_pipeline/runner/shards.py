@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.config.schema import OUT_OF_PROCESS_EXECUTORS
 from evalh_pipeline.runner.cells import CellKey, completed_cells, count_cases
-from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines
+from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines, set_aside_torn_tail
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import CASES, TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
@@ -165,18 +165,13 @@ def collect_traces(run_dir: RunDirectory) -> str | None:
     if not parts:
         return None
     with locked(run_dir.lock):
-        names: set[str] = set()
-        for path in trace_files(run_dir):
-            for _, raw in iter_raw_lines(path):
-                names.add(str(TRACES.read_fields(raw, "variant_name")[0]))
-        seen = completed_cells(run_dir.traces, names)
+        seen = {_cell_key(raw) for _, raw in iter_raw_lines(run_dir.traces)}
         # The lines are already sealed (trace_hash set by the shard): copied as they are.
         with JsonlAppender(run_dir.traces, keep_digest=True) as out:
             for part in parts:
-                JsonlAppender(part).close()  # sets a torn tail aside (store/jsonl.py), writes nothing
+                set_aside_torn_tail(part)
                 for _, raw in iter_raw_lines(part):
-                    case_id, variant, sample = TRACES.read_fields(raw, "case_id", "variant_name", "sample")
-                    key = (case_id, variant, int(sample or 0))
+                    key = _cell_key(raw)
                     if key not in seen:
                         seen.add(key)
                         out.write(raw[:-1])
@@ -187,6 +182,11 @@ def collect_traces(run_dir: RunDirectory) -> str | None:
         with contextlib.suppress(OSError):  # kept while it holds a torn tail set aside
             parts[0].parent.rmdir()
     return digest
+
+
+def _cell_key(raw: bytes) -> CellKey:
+    case_id, variant, sample = TRACES.read_fields(raw, "case_id", "variant_name", "sample")
+    return (case_id, variant, int(sample or 0))
 
 
 @dataclass(frozen=True)
