@@ -138,11 +138,12 @@ async def _produce_traces(
         done = {key for key in done if key[0] in mine}
         part_path(run_dir, shard).parent.mkdir(exist_ok=True)
     where = Where.here(shard).as_extra()  # extra.executor of every trace of this pass
+    phase = "traces" if shard.whole else f"traces {shard.label}"  # a bar per shard where they share one
     stats = TraceStats(cells_total=shard_case_count(run_dir.cases, shard) * len(variants) * samples)
     stats.cells_skipped = len(done)
     stats.cells_reused = sum(reused.by_variant.get(v.name, 0) for v in variants) if reused else 0
-    progress.start("traces", stats.cells_total)
-    progress.advance("traces", len(done))
+    progress.start(phase, stats.cells_total)
+    progress.advance(phase, len(done))
 
     hashes = CellHashes.for_run(spec, run_dir, variants)
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
@@ -210,7 +211,7 @@ async def _produce_traces(
                 if inline is not None:
                     await inline.judge(cell.case, trace, artifact)
                 stats.count(trace)
-                progress.advance("traces")
+                progress.advance(phase)
 
             completed = False
             # The buffered lines reach the kernel at least this often while cells run.
@@ -242,7 +243,7 @@ async def _produce_traces(
                         record_accounting(run_dir.path, totals)
     finally:
         await _close_started(adapters, enrichers)
-    progress.finish("traces")
+    progress.finish(phase)
     if workspaces is not None and (problem := workspaces.totals.mismatch()):
         raise WorkspaceAccountingError(problem)
     return stats

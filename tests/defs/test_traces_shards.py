@@ -177,3 +177,20 @@ def test_reexecution_from_failure_runs_only_the_killed_shards_missing_cells(tmp_
     assert len(cells) == len(set(cells)) == 24
     assert not any(t["error"] for t in traces)
     assert (run_dir / "summary.yaml").exists()
+
+
+def test_shards_from_the_command_line_run_in_process_one_after_another(tmp_path, env):
+    path = write_eval(tmp_path / "toy", cases=7)
+    proc = run_evalh(["run", str(path), "--shards", "3"], env, tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _only_run(tmp_path / "toy")
+    assert json.loads((run_dir / "run.json").read_text())["shards"] == 3
+    traces = _traces(run_dir)
+    assert len({(t["case_id"], t["variant_name"]) for t in traces}) == len(traces) == 14
+    assert {t["extra"]["executor"]["shard"] for t in traces} == {"1-of-3", "2-of-3", "3-of-3"}
+    assert len({t["extra"]["executor"]["pid"] for t in traces}) == 1  # the in-process executor
+    assert "traces 2-of-3: done, 4 in" in proc.stderr, proc.stderr
+
+    proc = run_evalh(["run", str(path), "--resume", str(run_dir), "--shards", "2"], env, tmp_path)
+    assert proc.returncode == 1
+    assert "a resumed run keeps the shards it started with" in proc.stderr
