@@ -378,11 +378,15 @@ def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int
     from dagster._core.definitions.reconstruct import build_reconstructable_job
 
     run = spec.config.run
+    selection = json.dumps(spec.config.dataset.filter, sort_keys=True, default=str)
+    if any(secret in selection for secret in spec.secret_values):
+        raise ConfigError.single(str(spec.path), None, "dataset.filter", (
+            f"holds a secret value; with run.executor {run.executor.type} the case selection is recorded "
+            "with the Dagster run: filter on a value that is not a secret"))
     return build_reconstructable_job(
         __name__, eval_job.__name__,
         reconstructable_args=(str(spec.path), str(spec.runs_root), job_name),
-        reconstructable_kwargs={"dataset_filter": json.dumps(spec.config.dataset.filter, sort_keys=True, default=str),
-                                "case_limit": spec.case_limit, "shards": run.shards,
+        reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
                                 "max_concurrency": max_concurrency},
     )
 

@@ -117,7 +117,13 @@ def writer_lock(run_dir: RunDirectory, shard: Shard) -> Path:
     its part file's own, so the shards of one run write at the same time."""
     if shard.whole:
         return run_dir.lock
-    return part_path(run_dir, shard).with_suffix(".lock")
+    return _part_lock(part_path(run_dir, shard))
+
+
+def _part_lock(part: Path) -> Path:
+    """The lock of a part file, beside the run's own ``.lock`` (never removed: a lock file
+    removed while another process waits on it would let two holders in)."""
+    return part.parent.parent / f".lock.{part.name.removesuffix('.jsonl')}"
 
 
 def trace_parts(run_dir: RunDirectory) -> list[Path]:
@@ -164,7 +170,9 @@ def collect_traces(run_dir: RunDirectory) -> str | None:
     parts = trace_parts(run_dir)
     if not parts:
         return None
-    with locked(run_dir.lock):
+    with locked(run_dir.lock), contextlib.ExitStack() as holding:
+        for part in parts:  # from reading to removal: a shard still writing one (another run of the partition) first
+            holding.enter_context(locked(_part_lock(part)))
         seen = {_cell_key(raw) for _, raw in iter_raw_lines(run_dir.traces)}
         # The lines are already sealed (trace_hash set by the shard): copied as they are.
         with JsonlAppender(run_dir.traces, keep_digest=True) as out:
@@ -178,7 +186,6 @@ def collect_traces(run_dir: RunDirectory) -> str | None:
         digest = out.digest
         for part in parts:
             part.unlink()
-            part.with_suffix(".lock").unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # kept while it holds a torn tail set aside
             parts[0].parent.rmdir()
     return digest
