@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
-from evalh_pipeline.cli.shared import _holding, _load, _located, _masked, _run_directory, _runs_folder, _spec_for_run
+from evalh_pipeline.cli.shared import (
+    _holding, _load, _located, _masked, _run_directory, _runs_folder, _spec_for_run, _steps_elsewhere,
+)
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from evalh_pipeline.terminal import err, error, escape_control, out, percentage_points, plural, say, table, warning
@@ -46,11 +48,18 @@ if TYPE_CHECKING:
               help="Exit 1 when a gate or the completeness check fails (for CI); the run is still complete.")
 @click.option("--strict", is_flag=True,
               help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
+@click.option("--shards", metavar="N|auto",
+              help="Cut the run's cells into N shards, each a step of its own (run.shards; default 1).")
 def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concurrency: int | None, dry_run: bool,
-        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool) -> None:
+        limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool, shards: str | None) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
     _require_eval_file(eval_path)
     spec = _select(_load(eval_path, strict), filters, limit)
+    if shards is not None:
+        if resume_dir:
+            error("--shards cuts a new run; a resumed run keeps the shards it started with (its run.json)")
+            sys.exit(EXIT_CONFIG)
+        spec = _sharded(spec, shards)
     if dry_run:
         _print_plan(spec, resume_dir, max_concurrency)
         return
@@ -84,7 +93,8 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     _require_run_id(run_id)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
-    with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
+    with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume",
+                  steps_elsewhere=_steps_elsewhere(spec)):
         outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
                                holding=bool(resume_dir))
     _print_outcome(outcome, spec)
@@ -94,6 +104,23 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     _print_viewer_link(spec, run_id)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
+
+
+def _sharded(spec: EvalSpec, shards: str) -> EvalSpec:
+    """``spec`` with ``run.shards`` from ``--shards`` (a number of 1 or more, or auto); else one line, exit 1."""
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    from evalh_pipeline.config.schema import RunConfig
+
+    try:
+        value: int | str = int(shards) if shards.strip().lstrip("-").isdigit() else shards.strip()
+        run = RunConfig.model_validate({**spec.config.run.model_dump(), "shards": value})
+    except ValidationError as exc:
+        error(f"--shards {shards}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
+        sys.exit(EXIT_CONFIG)
+    return replace(spec, config=spec.config.model_copy(update={"run": run}))
 
 
 def _require_run_id(run_id: str) -> None:
@@ -261,7 +288,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         return
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
-    with _holding(directory.path, "evalh re-evaluate"):
+    with _holding(directory.path, "evalh re-evaluate", steps_elsewhere=_steps_elsewhere(spec)):
         outcome = _materialize("judge", spec, directory.run_id, max_concurrency, on_interrupt=again,
                                rejudge_all=rejudge_all, holding=True)
     _print_outcome(outcome, spec)
@@ -311,7 +338,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     directory = _run_directory(run_dir)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, None)
-    with _holding(directory.path, "evalh retry-failed"):
+    with _holding(directory.path, "evalh retry-failed", steps_elsewhere=_steps_elsewhere(spec)):
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")
         if (unjudged := not_judged_results(directory)):

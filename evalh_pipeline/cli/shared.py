@@ -49,8 +49,11 @@ def _masked(exc: BaseException, spec: EvalSpec) -> str:
 
 
 @contextmanager
-def _holding(run_dir: Path | None, command: str):
-    """Hold the run directory's writer lock for the command; refuse if another process has it."""
+def _holding(run_dir: Path | None, command: str, *, steps_elsewhere: bool = False):
+    """Hold the run directory's writer lock for the command; refuse if another process has it.
+
+    ``steps_elsewhere``: the run's steps execute in other processes (run.executor), each
+    taking the lock while it writes; the command only refuses when another process has it."""
     from evalh_pipeline.store.locking import RunDirectoryBusy, hold_run_directory
 
     if run_dir is None:
@@ -62,10 +65,21 @@ def _holding(run_dir: Path | None, command: str):
     except RunDirectoryBusy as exc:
         error(str(exc))
         sys.exit(EXIT_INFRA)
+    if steps_elsewhere:  # a lock held here would keep the run's own steps waiting
+        lease.__exit__(None, None, None)
+        yield
+        return
     try:
         yield
     finally:
         lease.__exit__(None, None, None)
+
+
+def _steps_elsewhere(spec: EvalSpec) -> bool:
+    """Whether ``spec``'s runs execute their steps in other processes (run.executor.type)."""
+    from evalh_pipeline.config.schema import OUT_OF_PROCESS_EXECUTORS
+
+    return spec.config.run.executor.type in OUT_OF_PROCESS_EXECUTORS
 
 
 def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:

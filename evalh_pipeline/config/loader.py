@@ -21,8 +21,8 @@ from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import (RETRY_ON, EvalConfig, EvaluatorConfig, OutputConfig,
-                                          capture_items_dropping, eval_key)
+from evalh_pipeline.config.schema import (IN_PROCESS_EXECUTORS, OUT_OF_PROCESS_EXECUTORS, RETRY_ON, EvalConfig,
+                                          EvaluatorConfig, OutputConfig, capture_items_dropping, eval_key)
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, duplicate_keys, format_key_path, load_yaml
 from evalh_pipeline.models import RunVariant
@@ -387,7 +387,8 @@ def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]
     are used: see :func:`_check_pools`)."""
     executor = config.run.executor
     extra = sorted(executor.model_extra or {})
-    if executor.type != "local" or extra:
+    # The types that choose a Dagster executor (defs/evals/executors.py) are used, not warned about.
+    if executor.type not in IN_PROCESS_EXECUTORS | OUT_OF_PROCESS_EXECUTORS or extra:
         return [where.issue(("run", "executor"), (
             f"executor {executor.type!r} is not used: evalh runs every cell in this process with asyncio "
             "(run.max_concurrency, run.per_variant_concurrency), and Dagster runs the stages (its run "

@@ -153,6 +153,13 @@ class RetryConfig(_Strict):
     backoff_seconds: float = Field(default=0.0, ge=0)
 
 
+# The run.executor.type values evalh uses (defs/evals/executors.py maps each to a Dagster
+# executor): the first run every step in the launching process, the others steps in processes
+# of their own. Any other type is accepted with a warning (config/loader.py) and runs in process.
+IN_PROCESS_EXECUTORS = frozenset({"local", "in_process"})
+OUT_OF_PROCESS_EXECUTORS = frozenset({"multiprocess"})
+
+
 class ExecutorConfig(BaseModel):
     """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
     ``pools`` name limits (a capacity, or max_concurrency, requests_per_second and/or
@@ -180,6 +187,16 @@ class RunConfig(_Strict):
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
     # How the run meets servers' rate limits (an evalh extension).
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
+    # Parts the traces stage is cut into, each a step of the run's Dagster run (runner/shards.py):
+    # a number, or `auto` (from the cells and run.executor). An evalh extension.
+    shards: int | Literal["auto"] = 1
+
+    @field_validator("shards", mode="before")
+    @classmethod
+    def _shard_count(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError(f"shards must be a whole number of 1 or more, or auto; got {value!r}")
 
     @field_validator("cluster_by")
     @classmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import TextIO
 
 import dagster as dg
+from dagster._core.definitions.reconstruct import ReconstructableJob  # a job each step's process rebuilds
+from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
 from dagster._core.errors import DagsterAssetCheckFailedError  # not exported at the top level
 from dagster._core.remote_origin import (  # the origin a run names; not exported at the top level
     RegisteredCodeLocationOrigin,
@@ -40,6 +43,7 @@ from filelock import FileLock
 from evalh_pipeline.config import ConfigError, EvalSpec
 from evalh_pipeline.defs import cli_runs
 from evalh_pipeline.defs.definitions import build_definitions
+from evalh_pipeline.defs.evals.executors import runs_in_process
 from evalh_pipeline.defs.evals.names import (
     EVAL_FILE_TAG,
     EVAL_TAG,
@@ -265,7 +269,8 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()),
             RUN_DIR_TAG: str(run_directory(spec, partition).path.resolve())}
     try:
-        defs = build_definitions([spec], runtime)[0]
+        recon = None if runs_in_process(spec) else reconstructable_eval_job(spec, job_name, options.max_concurrency)
+        defs = build_definitions([spec], runtime)[0] if recon is None else None
         with (cli_runs.executing(instance, run_id), _sigterm_kept(),
               contextlib.redirect_stderr(_StoreFailureLines(sys.stderr))):
             execute_as_code_location_run(
@@ -274,6 +279,7 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
                 # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
                 run_config={"loggers": {"console": {"config": {
                     "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}},
+                recon=recon,
             )
     except ConfigError:
         raise
@@ -301,7 +307,7 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     return run_id, _failed_checks(instance, run_id)
 
 
-def code_location_origin(defs: dg.Definitions, job_name: str) -> RemoteJobOrigin:
+def code_location_origin(repository_name: str, job_name: str) -> RemoteJobOrigin:
     """Where the UI finds ``job_name``: the job of that name in the repository of ``defs``, in
     the code location named :data:`CODE_LOCATION` (however the workspace loads it).
 
@@ -316,13 +322,13 @@ def code_location_origin(defs: dg.Definitions, job_name: str) -> RemoteJobOrigin
     disabled, saying which code location to load, and work once its folder is served.
     """
     repository = RemoteRepositoryOrigin(code_location_origin=RegisteredCodeLocationOrigin(CODE_LOCATION),
-                                        repository_name=defs.get_repository_def().name)
+                                        repository_name=repository_name)
     return RemoteJobOrigin(repository_origin=repository, job_name=job_name)
 
 
-def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instance: dg.DagsterInstance,
+def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, instance: dg.DagsterInstance,
                                  partition_key: str, tags: dict[str, str], run_id: str,
-                                 run_config: dict[str, object]) -> None:
+                                 run_config: dict[str, object], recon: ReconstructableJob | None = None) -> None:
     """``job.execute_in_process(...)`` of ``defs``' job, whose Dagster run names the code location
     the UI serves (:func:`code_location_origin`); raises what ``execute_in_process`` raises.
 
@@ -334,24 +340,75 @@ def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instanc
     created by ``create_run_for_job(..., remote_job_origin=...)`` and executed by
     ``execute_run``. Checked against Dagster 1.13.27; tests/defs/test_dagster_buttons.py
     fails if a later Dagster changes any of it.
+
+    ``recon``: the job rebuilt from its eval in every process of the run
+    (:func:`reconstructable_eval_job`), for an executor that runs steps in other processes;
+    its outputs go through the default (file system) I/O manager of the instance.
     """
     from dagster._core.definitions.job_base import InMemoryJob
     from dagster._core.execution.api import create_execution_plan, execute_run
     from dagster._core.execution.execute_in_process import merge_run_tags
 
-    job = defs.resolve_job_def(job_name)
-    ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
-    in_memory = InMemoryJob(job_def=ephemeral)
-    plan = create_execution_plan(in_memory, run_config=run_config,
+    if recon is not None:
+        job = ephemeral = recon.get_definition()
+        executable: InMemoryJob | ReconstructableJob = recon
+        origin_defs_name = SINGLETON_REPOSITORY_NAME  # build_definitions' Definitions, as in the code location
+    else:
+        assert defs is not None
+        job = defs.resolve_job_def(job_name)
+        ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
+        executable = InMemoryJob(job_def=ephemeral)
+        origin_defs_name = defs.get_repository_def().name
+    plan = create_execution_plan(executable, run_config=run_config,
                                  instance_ref=instance.get_ref() if instance.is_persistent else None)
     run = instance.create_run_for_job(
         job_def=ephemeral, execution_plan=plan, run_id=run_id, run_config=run_config,
         tags={**ephemeral.run_tags, **merge_run_tags(job_def=job, partition_key=partition_key, tags=tags,
                                                     asset_selection=None, instance=instance,
                                                     run_config=run_config)},
-        remote_job_origin=code_location_origin(defs, job_name),
+        remote_job_origin=code_location_origin(origin_defs_name, job_name),
     )
-    execute_run(in_memory, run, instance, raise_on_error=True)
+    execute_run(executable, run, instance, raise_on_error=True)
+
+
+def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int | None) -> ReconstructableJob:
+    """``job_name`` of ``spec`` as each process of a run rebuilds it (:func:`eval_job`): from the
+    eval file, its run folder, the command line's case selection and shard count; no secret
+    (the arguments are recorded with the run)."""
+    from dagster._core.definitions.reconstruct import build_reconstructable_job
+
+    run = spec.config.run
+    selection = json.dumps(spec.config.dataset.filter, sort_keys=True, default=str)
+    if any(secret in selection for secret in spec.secret_values):
+        raise ConfigError.single(str(spec.path), None, "dataset.filter", (
+            f"holds a secret value; with run.executor {run.executor.type} the case selection is recorded "
+            "with the Dagster run: filter on a value that is not a secret"))
+    return build_reconstructable_job(
+        __name__, eval_job.__name__,
+        reconstructable_args=(str(spec.path), str(spec.runs_root), job_name),
+        reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
+                                "max_concurrency": max_concurrency},
+    )
+
+
+def eval_job(eval_path: str, runs_root: str, job_name: str, *, dataset_filter: str = "{}",
+             case_limit: int | None = None, shards: int | str = 1, max_concurrency: int | None = None,
+             ) -> dg.JobDefinition:
+    """The job a process of a run executes (:func:`reconstructable_eval_job`): the eval loaded
+    from its file with this process's environment, as the launching command had narrowed it."""
+    from dataclasses import replace
+
+    from evalh_pipeline.config.dataset import with_selection
+    from evalh_pipeline.runner.loading import load_eval
+
+    spec = load_eval(eval_path)
+    selection = {key: value if isinstance(value, list) else [value]
+                 for key, value in json.loads(dataset_filter).items()}
+    spec = with_selection(spec, selection or None, case_limit)
+    run = spec.config.run.model_copy(update={"shards": shards})
+    spec = replace(spec, runs_root=runs_root, config=spec.config.model_copy(update={"run": run}))
+    runtime = EvalhRuntime(max_concurrency=max_concurrency, spec=spec)
+    return build_definitions([spec], runtime)[0].resolve_job_def(job_name)
 
 
 class _StoreFailureLines(io.TextIOBase):

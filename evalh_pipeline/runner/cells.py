@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.store.jsonl import count_lines, iter_raw_lines
 from evalh_pipeline.store.records import CASES, TRACES
+
+if TYPE_CHECKING:
+    from evalh_pipeline.runner.shards import Shard
 
 CellKey = tuple[str, str, int]  # (case_id, variant_name, sample)
 
@@ -29,10 +33,15 @@ def iter_cases(cases_path: Path) -> Iterator[EvalCase]:
 
 
 def iter_cells(
-    cases_path: Path, variants: list[RunVariant], samples: int, skip: set[CellKey] | frozenset[CellKey] = frozenset()
+    cases_path: Path, variants: list[RunVariant], samples: int, skip: set[CellKey] | frozenset[CellKey] = frozenset(),
+    shard: Shard | None = None,
 ) -> Iterator[Cell]:
-    """Every cell not in ``skip``; variants interleave so each case's cells run together."""
-    for case in iter_cases(cases_path):
+    """Every cell not in ``skip`` (of the cases ``shard`` holds: runner/shards.py); variants
+    interleave so each case's cells run together."""
+    cases = (iter_cases(cases_path) if shard is None or shard.whole else
+             (CASES.decode(line, cases_path, number)  # the other shards' cases are not even parsed
+              for position, (number, line) in enumerate(iter_raw_lines(cases_path)) if shard.holds(position)))
+    for case in cases:
         for variant in variants:
             for sample in range(samples):
                 if (case.id, variant.name, sample) not in skip:

@@ -16,6 +16,7 @@ from typing import Any
 from evalh_pipeline.models import NOT_JUDGED_ERRORS
 from evalh_pipeline.runner.cells import CellKey
 from evalh_pipeline.store.jsonl import iter_lines, set_aside_torn_tail
+from evalh_pipeline.runner.shards import collect_traces
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.records import TRACES, RecordCodec
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -84,6 +85,7 @@ def drop_traces(run_dir: RunDirectory, cells: set[CellKey]) -> int:
 
 def prepare_retry(run_dir: RunDirectory, *, include_evaluator_failures: bool = False) -> int:
     """Drop the traces of the run's failed cells; returns the number of cells to retry."""
+    collect_traces(run_dir)  # the traces of an interrupted sharded pass, into traces.jsonl first
     cells = failed_cells(run_dir, include_evaluator_failures=include_evaluator_failures)
     drop_traces(run_dir, cells)
     return len(cells)

@@ -20,6 +20,7 @@ from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.calibration import add_calibration
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
+from evalh_pipeline.runner.shards import record_shard_count, shard_count
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
@@ -51,6 +52,9 @@ def prepare_cases(spec: EvalSpec, run_id: str) -> CasesInfo:
             for case in select_cases(spec, run_id):
                 out.write(case.model_dump_json())
                 count += 1
+        # Fixed for the run: every pass (a resume, a re-execution) plans the same shards.
+        cells = count * len(spec.variants) * spec.config.run.samples_per_case
+        record_shard_count(staging, shard_count(spec.config.run, cells))
     return CasesInfo(existing, count, digest, created=True)
 
 

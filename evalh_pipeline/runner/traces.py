@@ -17,7 +17,7 @@ from pathlib import Path
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
-from evalh_pipeline.runner.cells import Cell, completed_cells, count_cases, iter_cells
+from evalh_pipeline.runner.cells import Cell, iter_cells
 from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
@@ -28,13 +28,16 @@ from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
 from evalh_pipeline.store.recording import trace_line
 from evalh_pipeline.runner.reuse import reuse_traces
+from evalh_pipeline.runner.shards import (
+    WHOLE, Shard, Where, done_cells, part_path, shard_case_count, shard_case_ids, writer_lock,
+)
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
 from evalh_pipeline.runner.tool_views import apply_tool_views
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.records import traces_appender
 from evalh_pipeline.common.masking import mask_json_line
-from evalh_pipeline.store.locking import under_run_lock
+from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
 from evalh_pipeline.systems.base import (
@@ -78,8 +81,21 @@ class TraceStats:
             self.cells_errored += 1
             self.errors_by_type[trace.error.type] = self.errors_by_type.get(trace.error.type, 0) + 1
 
+    def add(self, other: TraceStats) -> None:
+        """Add the counts of another shard's pass of the same run (its digest is not this file's)."""
+        for name in ("cells_total", "cells_skipped", "cells_run", "cells_errored", "artifacts", "artifact_bytes"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.cells_reused = max(self.cells_reused, other.cells_reused)  # the run's one reuse, seen by each shard
+        for kind, count in other.errors_by_type.items():
+            self.errors_by_type[kind] = self.errors_by_type.get(kind, 0) + count
+        for variant, counts in other.by_variant.items():
+            mine = self.by_variant.setdefault(variant, {"run": 0, "errored": 0})
+            for kind, count in counts.items():
+                mine[kind] = mine.get(kind, 0) + count
+        for kind, count in other.workspace.items():
+            self.workspace[kind] = self.workspace.get(kind, 0) + count
 
-@under_run_lock
+
 async def produce_traces(
     spec: EvalSpec,
     run_dir: RunDirectory,
@@ -89,26 +105,44 @@ async def produce_traces(
     progress: Progress | None = None,
     reuse_from: RunDirectory | None = None,
     pools_url: str | None = None,
+    shard: Shard = WHOLE,
 ) -> TraceStats:
     """Run every cell of ``variant_names`` that has no trace yet (so a killed run resumes).
 
     Judging is the results stage's (runner/evaluation.py). With ``reuse_from``, the unchanged traces
     of that earlier run are copied in first (runner/reuse.py), so only new or changed cells
     call the system. ``pools_url``: the database the run's pools are counted in for every
-    process (runner/rate_limits.py; None: in this process).
+    process (runner/rate_limits.py; None: in this process). With a ``shard`` of several,
+    only that shard's cells run, into its part file (runner/shards.py), holding that file's
+    lock rather than the run's.
     """
+    with locked(writer_lock(run_dir, shard)):
+        return await _produce_traces(spec, run_dir, variant_names, max_concurrency=max_concurrency, progress=progress,
+                                     reuse_from=reuse_from, pools_url=pools_url, shard=shard)
+
+
+async def _produce_traces(
+    spec: EvalSpec, run_dir: RunDirectory, variant_names: list[str] | None, *, max_concurrency: int | None,
+    progress: Progress | None, reuse_from: RunDirectory | None, pools_url: str | None, shard: Shard,
+) -> TraceStats:
     progress = progress or NoProgress()
     variants = [v for v in spec.variants if variant_names is None or v.name in variant_names]
     run_cfg = spec.config.run
     concurrency = max_concurrency or run_cfg.max_concurrency
     samples = run_cfg.samples_per_case
     reused = reuse_traces(spec, run_dir, reuse_from) if reuse_from is not None else None
-    done = completed_cells(run_dir.traces, {v.name for v in variants})
-    stats = TraceStats(cells_total=count_cases(run_dir.cases) * len(variants) * samples)
+    done = done_cells(run_dir, {v.name for v in variants})
+    if not shard.whole:  # the cells of the other shards are theirs to count
+        mine = shard_case_ids(run_dir.cases, shard)
+        done = {key for key in done if key[0] in mine}
+        part_path(run_dir, shard).parent.mkdir(exist_ok=True)
+    where = Where.here(shard).as_extra()  # extra.executor of every trace of this pass
+    phase = "traces" if shard.whole else f"traces {shard.label}"  # a bar per shard where they share one
+    stats = TraceStats(cells_total=shard_case_count(run_dir.cases, shard) * len(variants) * samples)
     stats.cells_skipped = len(done)
     stats.cells_reused = sum(reused.by_variant.get(v.name, 0) for v in variants) if reused else 0
-    progress.start("traces", stats.cells_total)
-    progress.advance("traces", len(done))
+    progress.start(phase, stats.cells_total)
+    progress.advance(phase, len(done))
 
     hashes = CellHashes.for_run(spec, run_dir, variants)
     context = SystemContext(eval_dir=spec.eval_dir, max_concurrency=concurrency, secret_values=spec.secret_values,
@@ -149,7 +183,7 @@ async def produce_traces(
             return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
                                            deadlines, limiter)
 
-        with traces_appender(run_dir.traces) as out:
+        with traces_appender(part_path(run_dir, shard)) as out:
             async def work(cell: Cell) -> None:
                 if per_variant is None:
                     trace, artifact = await one_cell(cell)
@@ -161,6 +195,7 @@ async def produce_traces(
                 if chain:  # most variants have none: no coroutine per cell for an empty chain
                     await enrich_trace(chain, cell.case, trace)
                 apply_capture(trace, capture)
+                trace.extra["executor"] = where
                 annotate_trace(stores, trace)
                 # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
                 line, trace = trace_line(trace)
@@ -170,7 +205,7 @@ async def produce_traces(
                     line, trace = masked, Trace.model_validate_json(masked)
                 trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
                 stats.count(trace)
-                progress.advance("traces")
+                progress.advance(phase)
 
             # The buffered lines reach the kernel at least this often while cells run.
             flusher = asyncio.create_task(_flush_every(out, FLUSH_SECONDS))
@@ -179,7 +214,8 @@ async def produce_traces(
                 # queue never holds back the others; the limiters' gate keeps the run's
                 # max_concurrency over all of them.
                 groups = _lane_groups(variants, limiters, limits)
-                await asyncio.gather(*(run_bounded(iter_cells(run_dir.cases, group, samples, done), work, concurrency)
+                await asyncio.gather(*(run_bounded(iter_cells(run_dir.cases, group, samples, done, shard), work,
+                                                   concurrency)
                                        for group in groups))
             finally:
                 deadlines.close()
@@ -187,7 +223,7 @@ async def produce_traces(
                 try:
                     out.close()  # flush + fsync: every trace of this pass durable, its digest known
                 finally:
-                    stats.traces_digest = out.digest
+                    stats.traces_digest = out.digest if shard.whole else ""  # a part's is not traces.jsonl's
                     await _close_started(adapters, enrichers)
                     record_rate_limits(run_dir, limits, "traces")
                     if workspaces is not None:
@@ -197,7 +233,7 @@ async def produce_traces(
                         record_accounting(run_dir.path, totals)
     finally:
         await _close_started(adapters, enrichers)
-    progress.finish("traces")
+    progress.finish(phase)
     if workspaces is not None and (problem := workspaces.totals.mismatch()):
         raise WorkspaceAccountingError(problem)
     return stats

@@ -12,6 +12,7 @@ promoted run, and its metadata names the partition it points at.
 
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import dagster as dg
 
 from evalh_pipeline.common.event_loop import run_coroutine
 from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.defs.evals.executors import eval_executor
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import (
     calibration_metadata,
@@ -49,7 +51,10 @@ from evalh_pipeline.runner.drift import RunDrift, write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
-from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.runner.shards import collect_traces as collect_shard_traces
+from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shards
+from evalh_pipeline.runner.traces import TraceStats, produce_traces
+from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
 from evalh_pipeline.store.publishing import publish_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
@@ -193,20 +198,46 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             "resumed": not info.created, "eval_path": dg.MetadataValue.path(str(stage.live.path)),
         })
 
-    @dg.asset(
-        key=[name, "traces"], deps=[cases], code_version=versions["traces"], kinds={"evalh"}, **common,
-        description=f"One trace per (case, variant, sample) of a run of {shown}, every variant. Write-once: "
-                    "rematerializing runs only the cells that have no trace yet.",
-    )
-    def traces(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    # traces: a graph of steps. One plans the run's shards (runner/shards.py), one step per
+    # shard runs its cells (each in a process of its own on an out-of-process executor), and
+    # the last collects them: the asset is materialized only once every shard is in.
+    shard_op_tags = {"kind": "evalh"}
+
+    @dg.op(name=f"{name}__plan_traces", required_resource_keys={RUNTIME_KEY}, ins={"cases": dg.In(dg.Nothing)},
+           out=dg.DynamicOut(Shard), tags=shard_op_tags,
+           description="Plan the run's shards of cells (run.json), after copying reused traces (--reuse).")
+    def plan_traces(context: dg.OpExecutionContext):  # type: ignore[no-untyped-def]
         stage = _Stage(context, spec, "traces")
         stage.require_run()
-        variants = stage.variants()
+        stage.variants()
         stage.runtime.traces_digests.pop(str(stage.run_dir.path), None)
+        for shard in plan_trace_shards(stage.live, stage.run_dir, reuse_source(context, stage.live)):
+            yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.label.replace('-', '_')}")
+
+    @dg.op(name=f"{name}__traces_shard", required_resource_keys={RUNTIME_KEY}, tags=shard_op_tags,
+           description="Run the cells of one shard that have no trace yet.")
+    def traces_shard(context: dg.OpExecutionContext, shard: Shard) -> TraceStats:
+        stage = _Stage(context, spec, "traces")
         stats = run_coroutine(produce_traces(
-            stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, reuse_from=reuse_source(context.op_execution_context, stage.live),
-            pools_url=stage.pools_url))
+            stage.live, stage.run_dir, stage.variants(), max_concurrency=stage.runtime.max_concurrency,
+            progress=stage.runtime.progress, reuse_from=reuse_source(context, stage.live), pools_url=stage.pools_url,
+            shard=shard))
+        context.log.info(f"{stage.run_id} shard {shard.label}: ran {stats.cells_run} cells, {stats.cells_skipped} "
+                         "had traces" + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
+        return stats
+
+    @dg.op(name=f"{name}__collect_traces", required_resource_keys={RUNTIME_KEY}, out=dg.Out(dg.Nothing),
+           tags=shard_op_tags, description="Collect every shard's traces into traces.jsonl and materialize them.")
+    def collect_traces(context: dg.OpExecutionContext, shards: list[TraceStats]):  # type: ignore[no-untyped-def]
+        stage = _Stage(context, spec, "traces")
+        planned = len(recorded_shards(stage.run_dir))
+        if len(shards) != planned:  # never a green traces asset without every shard of the plan
+            raise dg.Failure(f"{stage.run_id}: {len(shards)} of {planned} shards finished; re-execute the run")
+        stats = TraceStats()
+        for part in shards:
+            stats.add(part)
+        stats.traces_digest = (collect_shard_traces(stage.run_dir) or (shards[0].traces_digest if planned == 1 else "")
+                               or complete_lines_digest(stage.run_dir.traces))
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         stage.runtime.traces_digests[str(stage.run_dir.path)] = stats.traces_digest
@@ -218,7 +249,22 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             # failed, not a 0% pass rate, and `evalh retry-failed` finishes it once fixed.
             raise dg.Failure(description=mask_text(silent.cause(), stage.live.secret_values),
                              metadata={**result.metadata, NO_ANSWER_KEY: silent.error_type})
-        return result
+        with warnings.catch_warnings():
+            # An op's Output is how a graph-backed asset gives its data version: "beta" in
+            # Dagster 1.13, the same versions the other stages give (pinned Dagster, tested here).
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            output = dg.Output(None, metadata=result.metadata, data_version=result.data_version)
+        yield output
+
+    @dg.graph_asset(
+        key=[name, "traces"], ins={"cases": dg.AssetIn(key=cases.key, dagster_type=dg.Nothing)},
+        code_version=versions["traces"], kinds={"evalh"}, group_name=name, partitions_def=partitions,
+        metadata=_definition_metadata(spec),
+        description=f"One trace per (case, variant, sample) of a run of {shown}, every variant. Write-once: "
+                    "rematerializing runs only the cells that have no trace yet.",
+    )
+    def traces(cases):  # type: ignore[no-untyped-def]
+        return collect_traces(plan_traces(cases).map(traces_shard).collect())
 
     @dg.asset(
         key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
@@ -336,20 +382,21 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         }))
 
     checks = build_summary_checks(spec, summary, partitions) + build_drift_checks(spec, drift, partitions)
-    in_process = dg.in_process_executor
+    executor = eval_executor(spec)
     tags = {EVAL_TAG: name}
     jobs = [
         dg.define_asset_job(
             run_job(name), selection=dg.AssetSelection.assets(cases, traces, results, summary, drift),
-            executor_def=in_process, tags=tags,
+            executor_def=executor, tags=tags,
             description=(f"A whole run of {shown} for one partition (the run id): snapshot the cases, run every "
                          "cell of every variant, judge, summarize and compare with the promoted baseline, with every "
-                         "check, in one process. On a partition that exists it resumes: only cells without a trace "
+                         "check, in one process (run.executor multiprocess: a process per step and shard). On a "
+                         "partition that exists it resumes: only cells without a trace "
                          "call the system."),
         ),
         dg.define_asset_job(
             judge_job(name), selection=dg.AssetSelection.assets(results, summary, drift),
-            executor_def=in_process, tags=tags,
+            executor_def=executor, tags=tags,
             description=f"Re-judge the persisted traces of the partition's run of {shown} with the current evaluators: "
                         "results, summary and drift; never calls the system.",
         ),
