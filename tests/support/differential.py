@@ -15,7 +15,8 @@ What normalising changes, and nothing else:
   the http variant (its config names the server's URL) as ``<variant_hash of SERVER>``; in an error's ``stack``,
   the frames of the harness's own code (``evalh_pipeline/...``: where it called the system,
   a path and line numbers that move with every edit) are one ``<evalh_pipeline frames>``
-  line; the system's own frames are kept.
+  line; the system's own frames are kept; ``extra.executor`` (the host, process id and
+  shard the cell ran on: runner/shards.py) as ``<executor>``.
 
 The cells run at a concurrency above their number, so no cell waits for a slot (the wait,
 ``queue_wait_ms``, is a latency that would come and go with the machine's load).
@@ -219,12 +220,16 @@ def normalised(data: bytes, root: Path, server_url: str, server_hashes: set[str]
         text = text.replace(f'"variant_hash":"{digest}"', '"variant_hash":"<variant_hash of SERVER>"')
     text = _VALUE.sub(lambda m: f'"{m.group(1)}":"<{m.group(1)}>"', text)
     text = _HARNESS_FRAMES.sub(r"  <evalh_pipeline frames>\\n", text)
+    text = _EXECUTOR.sub('"executor":"<executor>"', text)
     return "\n".join(sorted(text.splitlines())) + "\n"
 
 
 # A normalised key and its value: a string without escapes or a number (null stays null).
 _VALUE = re.compile(r'"(' + "|".join((*TIMESTAMPS, *LATENCIES, *METRIC_LATENCIES, *HASHES))
                     + r')":("[^"\\]*"|-?[0-9][0-9.eE+-]*)')
+
+# Where a cell ran (runner/shards.py ``Where.as_extra``): a flat object of a host, a pid, a shard.
+_EXECUTOR = re.compile(r'"executor":\{"host":"[^"\\]*","pid":[0-9]+,"shard":"[^"\\]*"\}')
 
 # Consecutive traceback frames in the harness's code, as JSON escapes them in a stack: the
 # ``File "...", line N, in f`` line, then the lines of code and carets under it.
