@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from evalh_pipeline.errors import InfrastructureError
+
 
 class EmbedderConfigModel(BaseModel):
     """Base of embedder option models: unknown keys are errors, caught when the eval loads."""
@@ -17,7 +19,7 @@ class EmbedderConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(InfrastructureError, RuntimeError):
     """An embedder could not embed: transport failure, HTTP status, malformed answer."""
 
 

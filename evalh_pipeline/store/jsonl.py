@@ -22,6 +22,7 @@ from typing import BinaryIO, TypeVar
 from pydantic import BaseModel
 from pydantic_core import from_json
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.models.versioning import SCHEMA_VERSION, migrate
 
 M = TypeVar("M", bound=BaseModel)
@@ -54,7 +55,7 @@ class FileDigest:
 BUFFER_BYTES = 1 << 16
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(UserError, ValueError):
     """A complete line of a JSONL file is not a valid record."""
 
 

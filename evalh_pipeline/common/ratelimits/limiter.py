@@ -59,6 +59,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evalh_pipeline.errors import InfrastructureError
+
 logger = logging.getLogger(__name__)
 
 DECREASE = 0.5  # the deepest cut on a rate limit (level and pace)
@@ -71,7 +73,7 @@ WINDOW_S = 5.0  # the successes whose rate is measured: the last seconds (at lea
 DEFAULT_WAIT = 1.0  # the pause after a rate limit that says nothing of when to come back
 
 
-class LimitGaveUp(Exception):
+class LimitGaveUp(InfrastructureError):
     """The limit answered nothing but rate limits for the run's budget: no more calls are sent."""
 
 

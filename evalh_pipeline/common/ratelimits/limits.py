@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.common.ratelimits.answers import RateLimitAnswer
 from evalh_pipeline.common.ratelimits.limiter import Gate, Limiter, LimitGaveUp
 from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
@@ -25,7 +26,7 @@ from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSetti
 T = TypeVar("T")
 
 
-class UnknownPool(ValueError):
+class UnknownPool(UserError, ValueError):
     """A system or judge names a pool that ``run.executor.pools`` does not define."""
 
 
