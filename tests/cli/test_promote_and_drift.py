@@ -11,7 +11,8 @@ import pytest
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.cli.test_read_only_commands import BROKEN, GOOD, _make_run
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
 
 @pytest.fixture
 def setup(tmp_path, env):

@@ -9,7 +9,8 @@ import urllib.request
 import pytest
 
 from evalh_pipeline.view.links import VIEWER_URL_ENV
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evals import write_eval
 from tests.support.readiness import wait_until_answering
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.compat.record_reference import read_outcome
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 SDIST = os.environ.get("EVAL_HARNESS_SDIST")
 THEIRS = os.environ.get("EVAL_HARNESS_EVALH")

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
-from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
+from tests.support.paths import REPO
 from tests.support.readiness import wait_until_answering
 
 STARTUP_TIMEOUT = 240

@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.e2e.conftest import commit
 from tests.e2e.support import sensor_ticks_after
 

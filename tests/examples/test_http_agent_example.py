@@ -17,7 +17,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 EXAMPLE = REPO / "evals" / "http_agent"
 

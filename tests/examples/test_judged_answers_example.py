@@ -17,7 +17,8 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
 
 EXAMPLE = REPO / "evals" / "judged_answers"
 JUDGED = {"answer_quality", "thinking_keeps_instructions"}

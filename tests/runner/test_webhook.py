@@ -14,7 +14,8 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreContext
 from evalh_pipeline.runner.webhook import WebhookConfig, WebhookError, WebhookStore
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 
 
 class Receiver:

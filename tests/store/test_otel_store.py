@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
 
 pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402

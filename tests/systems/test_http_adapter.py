@@ -22,7 +22,7 @@ from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse
 from evalh_pipeline.systems.http import HttpConfig, HttpSystem
 from evalh_pipeline.systems.http_presets import split_think_blocks
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 CASE = EvalCase(id="c1", input={"user_message": 'Capital of "France"?\n}', "n": 3, "tags": ["a", "b"]})
 

@@ -16,7 +16,7 @@ from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse
 from evalh_pipeline.systems.http import HttpConfig, HttpSystem
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 CASE = EvalCase(id="c1", input={"user_message": "Capital of France?"})
 GAP = 0.05  # seconds between events, so first and last token differ even on a loaded machine

@@ -15,7 +15,7 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.workspaces.artifacts import load_artifact
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ import pytest
 
 from evalh_pipeline.store.baselines import promote
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 from tests.support.readiness import wait_until_answering
 from tests.view.support import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.importers.openai_evals.test_verdict_parity import REGISTRY, SCRIPT
 from tests.support.scripted_chat_server import ScriptedChatServer
 
