@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.evalh_process import run_evalh
-from tests.e2e.conftest import commit
+from tests.e2e.support import commit
 from tests.e2e.support import sensor_ticks_after
 
 pytestmark = pytest.mark.e2e
