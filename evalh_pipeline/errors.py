@@ -34,6 +34,7 @@ brackets)::
     │   ├── BackendNotFound            [judges.registry]        (ValueError)
     │   ├── EmbedderUnavailable        [embedders.registry]     (ValueError)
     │   ├── LabelFileError             [runner.labelling]       (ValueError)
+    │   ├── NotARunFolder              [runs]                   (FileNotFoundError)
     │   └── BadSource                  [importers.report]
     ├── InfrastructureError
     │   ├── NoSystemAnswered           [defs.run_options]
