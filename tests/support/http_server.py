@@ -1,13 +1,21 @@
-"""A raw HTTP server on loopback for tests of the project's HTTP clients: it answers each
-request with the bytes the test gives, however wrong, which no real server would."""
+"""The one HTTP server of the tests' fakes, on loopback.
+
+- :func:`serve_http` / :func:`serving_http`: a raw server answering each request with the
+  bytes the test gives, however wrong, which no real server would;
+- :func:`serving_handler`: a fake written as a request handler (:class:`FakeHandler`: quiet,
+  reads and answers JSON), served on its own thread for the ``with`` block.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 LOOPBACK = "127.0.0.1"
 
@@ -74,3 +82,50 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    """A fake's request handler: silent in the test output, with its JSON body read and its
+    JSON answer written in one call each (``do_GET``/``do_POST`` are the fake's own)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass  # a fake's access log would only clutter pytest's output
+
+    def body_bytes(self) -> bytes:
+        """The request body (by its Content-Length; none without one)."""
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def body_json(self) -> Any:
+        """The request body, parsed as JSON."""
+        return json.loads(self.body_bytes())
+
+    def send_bytes(self, status: int, data: bytes, content_type: str = "application/json",
+                   headers: Mapping[str, str] | None = None) -> None:
+        """Answer ``status`` with ``data`` (and a Content-Length)."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        """Answer ``status`` with ``payload`` as JSON."""
+        self.send_bytes(status, json.dumps(payload).encode(), headers=headers)
+
+
+@contextmanager
+def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 (a free port) by a threading server on its own thread;
+    yields the base URL (``http://127.0.0.1:PORT``) and stops the server on exit."""
+    server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
+                              name=f"fake-{handler.__name__}", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
