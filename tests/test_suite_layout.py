@@ -27,3 +27,14 @@ def test_no_module_imports_a_test_module_or_a_conftest() -> None:
             if module.split(".")[0] in {"tests", "conftest"} and (last == "conftest" or last.startswith("test_")):
                 offenders.append(f"{path.relative_to(TESTS)}: {module}")
     assert offenders == []
+
+
+# Servers that are the system under test of an example, started as their own process from a
+# file (stdlib only, as a user's service would be), not fakes a test serves in process.
+_STANDALONE_SERVERS = {"compat/evals/http_templates/server.py", "systems/test_git_branch.py"}
+
+
+def test_every_in_process_http_fake_is_served_by_the_shared_loopback_helper() -> None:
+    serving = sorted(str(path.relative_to(TESTS)) for path in TESTS.rglob("*.py")
+                     if "HTTPServer(" in path.read_text() and path != Path(__file__))
+    assert serving == sorted(["support/http_server.py", *_STANDALONE_SERVERS])

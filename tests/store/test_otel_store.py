@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
-from contextlib import AbstractContextManager
 
 import pytest
 
 from tests.support.evalh_process import run_evalh
 
 from tests.support.evals import write_eval
-from tests.support.http_server import FakeHandler, serving_handler
+from tests.support.http_server import FakeHandler, HandlerServer
 
 pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
@@ -41,7 +40,7 @@ class Receiver:
                                 content_type="application/x-protobuf")
 
         self._handler = Handler
-        self._serving: AbstractContextManager[str] | None = None
+        self._server: HandlerServer | None = None
         self.url = ""  # set while served
 
     def spans(self) -> list:
@@ -49,13 +48,13 @@ class Receiver:
                 for ss in rs.scope_spans for span in ss.spans]
 
     def __enter__(self) -> Receiver:
-        self._serving = serving_handler(self._handler)
-        self.url = self._serving.__enter__()
+        self._server = HandlerServer(self._handler)
+        self.url = self._server.url
         return self
 
     def __exit__(self, *exc) -> None:
-        assert self._serving is not None
-        self._serving.__exit__(None, None, None)
+        assert self._server is not None
+        self._server.close()
 
 
 def _attrs(span) -> dict:

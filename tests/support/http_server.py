@@ -2,8 +2,8 @@
 
 - :func:`serve_http` / :func:`serving_http`: a raw server answering each request with the
   bytes the test gives, however wrong, which no real server would;
-- :func:`serving_handler`: a fake written as a request handler (:class:`FakeHandler`: quiet,
-  reads and answers JSON), served on its own thread for the ``with`` block.
+- :class:`HandlerServer` / :func:`serving_handler`: a fake written as a request handler
+  (:class:`FakeHandler`: quiet, reads and answers JSON), served on its own thread.
 """
 
 from __future__ import annotations
@@ -115,17 +115,33 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.send_bytes(status, json.dumps(payload).encode(), headers=headers)
 
 
+class HandlerServer:
+    """``handler`` served on 127.0.0.1 (a free port) by a threading server on its own thread,
+    from construction until :meth:`close` (or the end of a ``with`` block); ``url`` is its base
+    URL (``http://127.0.0.1:PORT``)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+        self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
+                                        name=f"fake-{handler.__name__}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> HandlerServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @contextmanager
 def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """``handler`` served on 127.0.0.1 (a free port) by a threading server on its own thread;
-    yields the base URL (``http://127.0.0.1:PORT``) and stops the server on exit."""
-    server = ThreadingHTTPServer((LOOPBACK, 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
-                              name=f"fake-{handler.__name__}", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{LOOPBACK}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    """:class:`HandlerServer` for the block; yields its base URL."""
+    with HandlerServer(handler) as server:
+        yield server.url

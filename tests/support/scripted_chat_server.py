@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.http_server import FakeHandler, serving_handler
+from tests.support.http_server import FakeHandler, HandlerServer
 
 
 @dataclass
@@ -61,19 +60,18 @@ class ScriptedChatServer:
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
 
         self._handler = Handler
-        self._serving: AbstractContextManager[str] | None = None
-        self._url = ""
+        self._server: HandlerServer | None = None
 
     @property
     def base_url(self) -> str:
         """What ``OPENAI_BASE_URL`` is set to: the API root, ``/chat/completions`` below it."""
-        return f"{self._url}/v1"
+        assert self._server is not None, "base_url is known once the server is entered"
+        return f"{self._server.url}/v1"
 
     def __enter__(self) -> ScriptedChatServer:
-        self._serving = serving_handler(self._handler)
-        self._url = self._serving.__enter__()
+        self._server = HandlerServer(self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._serving is not None
-        self._serving.__exit__(None, None, None)
+        assert self._server is not None
+        self._server.close()
