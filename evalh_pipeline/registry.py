@@ -13,10 +13,12 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
+from evalh_pipeline.errors import UserError
+
 T = TypeVar("T")
 
 
-class UnknownTypeError(LookupError):
+class UnknownTypeError(UserError, LookupError):
     """A YAML type name that no built-in or plugin provides."""
 
     def __init__(self, family: str, name: str, known: list[str]) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -15,8 +13,7 @@ from typing import Any
 import pytest
 
 from evalh_pipeline.registry import Registry
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.evals import write_eval
 
 # Test tiers (see pyproject's markers). A test is a unit test unless it says otherwise with
 # @pytest.mark.integration or @pytest.mark.e2e, or is marked here by where it lives or what
@@ -153,87 +150,6 @@ def _unit_tests_start_no_evalh_process(request: pytest.FixtureRequest, monkeypat
         execute_child(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse_heavy)
-BENCH_FIXTURE = REPO / "benchmarks" / "make_fixture.py"
-
-AGENT = '''
-import asyncio, json, os
-
-async def run(case, variant):
-    log = os.environ.get("EVALH_TEST_CALL_LOG")
-    if log:
-        with open(log, "a") as f:
-            f.write(json.dumps([case["id"], variant["name"]]) + "\\n")
-    delay = float(variant["config"].get("delay", 0))
-    await asyncio.sleep(delay)
-    # A test that must act while the run is still going holds the later cases back until
-    # it creates the gate file, so the run cannot end first however slow the machine is.
-    gate, hold_from = os.environ.get("EVALH_TEST_GATE"), variant["config"].get("hold_from")
-    if gate and hold_from is not None and int(case["id"].split("_")[-1]) >= hold_from:
-        while not os.path.exists(gate):
-            await asyncio.sleep(0.02)
-    if case["input"].get("explode") and variant["name"] in case["input"]["explode"]:
-        raise RuntimeError("boom")
-    answer = case["input"]["answer"]
-    if variant["config"].get("break_every") and int(case["id"].split("_")[-1]) % variant["config"]["break_every"] == 0:
-        answer = "wrong"
-    return {"final_answer": answer,
-            "tool_calls": [{"name": "lookup", "arguments": {"q": case["id"]}}],
-            "metrics": {"token_input": 10, "token_output": 5, "cost_usd": 0.001}}
-'''
-
-
-# Two variants of the stub agent that answer alike (the default's candidate regresses).
-STEADY_SYSTEMS = """
-  - name: base
-    adapter: python_function
-    target: stub_agent:run
-  - name: candidate
-    adapter: python_function
-    target: stub_agent:run
-"""
-
-
-def write_eval(folder: Path, *, cases: int = 6, extra_yaml: str = "", systems: str | None = None,
-               evaluators: str | None = None) -> Path:
-    """A small offline eval: `cases` JSONL cases, a stub agent, two variants by default."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "stub_agent.py").write_text(AGENT)
-    with (folder / "cases.jsonl").open("w") as f:
-        import json
-
-        for i in range(cases):
-            f.write(json.dumps({"id": f"case_{i}", "input": {"answer": f"answer {i} Paris"},
-                                "metadata": {"group": "even" if i % 2 == 0 else "odd"},
-                                "expected": {"answer_should_include": ["Paris"], "must_call_tools": ["lookup"]}}) + "\n")
-    systems = systems or STEADY_SYSTEMS + "    break_every: 3\n"
-    evaluators = evaluators or """
-  - name: mentions_paris
-    type: contains_text
-  - name: used_lookup
-    type: tool_called
-    config: {tool_name: lookup}
-"""
-    text = f"""
-eval:
-  name: {folder.name}
-dataset:
-  type: jsonl
-  path: cases.jsonl
-systems:{systems}
-evaluators:{evaluators}
-run:
-  max_concurrency: 4
-  baseline_variant: base
-output:
-  - type: local_files
-    path: {folder / "runs"}
-{extra_yaml}
-"""
-    path = folder / "eval.yaml"
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
 @pytest.fixture
 def eval_dir(tmp_path: Path) -> Path:
     return tmp_path / "toy"
@@ -242,9 +158,6 @@ def eval_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def toy_eval(eval_dir: Path) -> Path:
     return write_eval(eval_dir)
-
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
 
 
 @pytest.fixture
@@ -278,11 +191,6 @@ def _is_heavy(args: Any) -> bool:
     return program.startswith("python") and any(
         ("evalh_pipeline" in w or "dagster" in w) for w in words[1:] if not w.startswith("/")
     )
-
-
-def run_evalh(args, env, cwd, timeout=120):
-    """`evalh ARGS` as a real process; returns the CompletedProcess."""
-    return subprocess.run([*EVALH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

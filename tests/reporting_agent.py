@@ -12,7 +12,7 @@ import os
 import signal
 from pathlib import Path
 
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 AGENT = '''
 import asyncio, json, os, subprocess, sys, time

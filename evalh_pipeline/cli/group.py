@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from evalh_pipeline.common.settings import Settings
-from evalh_pipeline.terminal import err
+from evalh_pipeline.errors import UserError
+from evalh_pipeline.terminal import err, error
 
 EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 # `run --fail-on-gate`: a gate failed (like `drift --exit-nonzero-on-regression`).
@@ -36,7 +37,8 @@ class _RunLocation(click.ParamType):
 class _EvalhGroup(click.Group):
     """click's group with evalh's exit codes: a usage error (bad option, a folder where a
     file is expected) exits 1 like any other invalid input, not click's 2, which evalh
-    reserves for infrastructure failures."""
+    reserves for infrastructure failures; a ``UserError`` no command caught is shown as one
+    ``error:`` line, exit 1."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
@@ -52,6 +54,10 @@ class _EvalhGroup(click.Group):
         except click.Abort:
             err.line("interrupted.")
             sys.exit(EXIT_INTERRUPTED)
+        except UserError as exc:
+            # Bad input no command reported itself: its line(s), never a traceback.
+            error(str(exc))
+            sys.exit(EXIT_CONFIG)
         sys.exit(result if isinstance(result, int) else EXIT_OK)
 
 

@@ -359,7 +359,8 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     partition still recorded as in progress was left by a killed evalh: it is marked failed.
     """
     from evalh_pipeline.config import ConfigError
-    from evalh_pipeline.defs.run_options import InfrastructureError, NoSystemAnswered, RunOptions
+    from evalh_pipeline.defs.run_options import NoSystemAnswered, RunOptions
+    from evalh_pipeline.errors import InfrastructureError
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     def launch(options: RunOptions):
@@ -636,7 +637,7 @@ def _delete_folderless_partition(run_id: str, eval_name: str, yes: bool) -> None
     if not yes and not click.confirm(f"delete partition {run_id} of {eval_name}?", err=True):
         sys.exit(EXIT_CONFIG)
     from evalh_pipeline.defs import launch as dagster
-    from evalh_pipeline.defs.run_options import InfrastructureError
+    from evalh_pipeline.errors import InfrastructureError
 
     try:
         removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, run_id)
@@ -657,7 +658,7 @@ def _delete(directory: RunDirectory, eval_name: str, holder: str) -> None:
         # The partition first: a folder whose deletion fails half-way is no longer offered as a run.
         if eval_name and not run_id_problem_of(directory.run_id):
             from evalh_pipeline.defs import launch as dagster
-            from evalh_pipeline.defs.run_options import InfrastructureError
+            from evalh_pipeline.errors import InfrastructureError
 
             try:
                 removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, directory.run_id)

@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalh_pipeline.errors import InfrastructureError
+
 # Client-side variables the docker (or podman) CLI reads; nothing else of the host reaches it.
 _CLIENT_ENV = ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH",
                "DOCKER_TLS_VERIFY", "DOCKER_API_VERSION", "CONTAINER_HOST", "CONTAINERS_CONF",
@@ -65,7 +67,7 @@ def show_size(size: int) -> str:
     return f"{size} B"
 
 
-class ContainerError(RuntimeError):
+class ContainerError(InfrastructureError, RuntimeError):
     """A container command failed (its stderr is in the message) or could not start."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import stat
 
+from evalh_pipeline.errors import UserError
+
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -24,7 +26,7 @@ _SPECIAL_KINDS = (
 )
 
 
-class NotARegularFile(OSError):
+class NotARegularFile(UserError, OSError):
     """The path is a FIFO, a device, a socket or a folder where a regular file was expected."""
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.common.processes import REAP_SECONDS, kill_group
 
 # Ahead of any repository config: nothing git would start or rewrite on its own account.
@@ -38,7 +39,7 @@ _OUTER_GIT_VARIABLES = (
 )
 
 
-class GitError(RuntimeError):
+class GitError(InfrastructureError, RuntimeError):
     """A git command failed, timed out, or git is not installed (one line)."""
 
 

@@ -35,8 +35,10 @@ import aiohttp
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from evalh_pipeline.errors import InfrastructureError
 
-class HttpError(Exception):
+
+class HttpError(InfrastructureError):
     """Any failure to get an answer over HTTP (an HTTP error status is an answer, not this)."""
 
 

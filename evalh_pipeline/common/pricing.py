@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.common.file_kinds import not_a_file_problem, read_regular
 from evalh_pipeline.models import RunVariant, TraceMetrics
 from evalh_pipeline.common.yaml_files import describe_yaml_error, load_yaml_text
@@ -46,7 +47,7 @@ _PER = 1_000_000
 _PREFIX_SEPARATORS = ("-", "@", ":")
 
 
-class PriceTableError(ValueError):
+class PriceTableError(UserError, ValueError):
     """A price table file that cannot be read or does not validate."""
 
 

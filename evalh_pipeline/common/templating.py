@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.common.fields import FieldPath
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
@@ -36,7 +37,7 @@ _MISSING = object()
 _FORMS = ("{{ case.<path> }}", "{{ input.<path> }}", "{{ case_id }}")
 
 
-class MissingTemplateField(LookupError):
+class MissingTemplateField(UserError, LookupError):
     """A template whose path the case does not have (only raised when rendering ``strict``)."""
 
     def __init__(self, template: str) -> None:

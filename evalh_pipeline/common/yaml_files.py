@@ -32,6 +32,8 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
+from evalh_pipeline.errors import UserError
+
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -52,7 +54,7 @@ def repeat_budget(composed_nodes: int) -> int:
     return max(MIN_REPEAT_BUDGET, REPEAT_FACTOR * composed_nodes)
 
 
-class YamlLimitError(ComposerError):
+class YamlLimitError(UserError, ComposerError):
     """A document refused for its shape (depth, aliases); ``problem_mark`` has its line."""
 
     def __init__(self, problem: str, mark: Any) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from evalh_pipeline.errors import UserError
+
 MACROS = {
     "@hourly": "0 * * * *",
     "@daily": "0 0 * * *",
@@ -37,7 +39,7 @@ _FIELDS = [
 _MONTH_LENGTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 
 
-class CronError(ValueError):
+class CronError(UserError, ValueError):
     """A cron expression that is not a valid five-field schedule."""
 
 

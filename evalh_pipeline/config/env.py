@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.config.yaml_source import KeyPath
 from evalh_pipeline.common.masking import is_secret_key
 
@@ -57,7 +58,7 @@ MIN_SECRET_BY_USE = 4
 _HOST_SECRET_NAME = re.compile(r"(^|_)(APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 
 
-class MissingEnvVar(Exception):
+class MissingEnvVar(UserError):
     """A ``${VAR}`` without a default names a variable that is not set."""
 
     def __init__(self, name: str, key_path: KeyPath) -> None:

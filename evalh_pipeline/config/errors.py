@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalh_pipeline.errors import UserError
+
 
 @dataclass(frozen=True)
 class ConfigIssue:
@@ -23,7 +25,7 @@ class ConfigIssue:
 
 
 @dataclass
-class ConfigError(Exception):
+class ConfigError(UserError):
     """One or more problems that stop an eval from loading. Nothing is run or written."""
 
     issues: list[ConfigIssue] = field(default_factory=list)

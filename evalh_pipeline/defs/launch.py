@@ -60,7 +60,8 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
 from evalh_pipeline.defs.resources import EvalhRuntime
-from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, InfrastructureError, NoSystemAnswered, RunOptions, RunOutcome
+from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, RunOptions, RunOutcome
+from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import run_directory, write_atomic

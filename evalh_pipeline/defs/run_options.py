@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models import RunSummary
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.store.run_dir import RunDirectory
-
-
-class InfrastructureError(RuntimeError):
-    """Dagster could not materialize the assets for a reason other than the user's config."""
 
 
 # The metadata key of the traces step's failure when no system answered any cell (its value

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from evalh_pipeline.common.ratelimits import RateLimits
+from evalh_pipeline.errors import InfrastructureError
 
 
 class EmbedderConfigModel(BaseModel):
@@ -19,7 +20,7 @@ class EmbedderConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(InfrastructureError, RuntimeError):
     """An embedder could not embed: transport failure, HTTP status, malformed answer."""
 
 

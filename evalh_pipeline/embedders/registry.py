@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalh_pipeline.common.ratelimits import RateLimits
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.embedders.base import Embedder
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
@@ -27,7 +28,7 @@ EMBEDDERS: Registry[Embedder] = Registry(
 )
 
 
-class EmbedderUnavailable(ValueError):
+class EmbedderUnavailable(UserError, ValueError):
     """A known embedder whose package (an optional extra) or model is missing here.
 
     ``semantic_similarity`` does not fail to load for it: the loader warns with this message

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 
 class EnricherConfig(BaseModel):
+    """One entry of ``enrichers:``: its ``type`` and an optional ``name``."""
+
     model_config = ConfigDict(extra="forbid")
 
     type: str

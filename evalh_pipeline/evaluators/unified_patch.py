@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from evalh_pipeline.errors import CellError
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 DEV_NULL = "/dev/null"
 
 
-class PatchError(ValueError):
+class PatchError(CellError, ValueError):
     """The patch text is malformed, or does not apply to the before-version."""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.config.errors import ConfigIssue
 
 #: ``error``: the imported eval does not do what the source did (a variant, case or check is
@@ -28,7 +29,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-class BadSource(Exception):
+class BadSource(UserError):
     """A source that cannot be imported: one line naming the file, line and key, written as a
     configuration error is (``file:line key: message``)."""
 

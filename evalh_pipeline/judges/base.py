@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.http_client import HttpClient, TimeoutException, TransportError
 from evalh_pipeline.common.ratelimits import rate_limit_of
 from evalh_pipeline.common.tls import default_ssl_context
@@ -24,7 +25,7 @@ class JudgeReply:
     cost_usd: float | None = None
 
 
-class JudgeError(RuntimeError):
+class JudgeError(CellError, RuntimeError):
     """A judge call that produced no usable reply: the result is errored, not failed."""
 
     error_type = "judge_error"  # the result's error.type (models/result.py NOT_JUDGED_ERRORS)

@@ -15,6 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.models import EvalCase, Trace
 
 SYSTEM_PROMPT = (
@@ -67,7 +68,7 @@ class JudgePrompt:
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-class BadJudgeAnswer(ValueError):
+class BadJudgeAnswer(CellError, ValueError):
     """The judge's reply is not JSON, or not JSON matching the verdict schema."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.judges.base import JudgeBackend
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
@@ -26,7 +27,7 @@ JUDGE_BACKENDS: Registry[JudgeBackend] = Registry(
 )
 
 
-class BackendNotFound(ValueError):
+class BackendNotFound(UserError, ValueError):
     """No backend serves the model; the message says what to configure or install."""
 
 

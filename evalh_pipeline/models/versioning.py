@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from evalh_pipeline.errors import UserError
+
 SCHEMA_VERSION = "1.0"
 SUPPORTED_MAJOR = 1
 
 
-class SchemaVersionError(ValueError):
+class SchemaVersionError(UserError, ValueError):
     """A persisted record has a schema major version this release cannot read."""
 
 

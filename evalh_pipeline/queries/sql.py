@@ -11,6 +11,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from evalh_pipeline.errors import UserError
+
 try:
     # DuckDB's engine itself: the `duckdb` package re-exports this C++ extension and adds a
     # pure-Python relational API that these queries never use, and that alone costs about
@@ -48,7 +50,7 @@ RESULT_COLUMNS = {
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 
 
-class UnreadableRecordsError(ValueError):
+class UnreadableRecordsError(UserError, ValueError):
     """Some complete lines of a JSONL file could not be read as records."""
 
 

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.models import Trace
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.queries.labelled_cells import JudgedCell, eval_runs, judged_cells
@@ -30,7 +31,7 @@ COLUMNS = ("case_id", "variant_name", "sample", "evaluator", "passed", "note")
 REQUIRED = ("case_id", "variant_name", "evaluator", "passed")
 
 
-class LabelFileError(ValueError):
+class LabelFileError(UserError, ValueError):
     """Rows of a label file that are not labels: one line each (file:line: what is wrong)."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -15,12 +15,12 @@ from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.models import Completeness, RunSummary
 from evalh_pipeline.models.summary import VariantCompleteness
-from evalh_pipeline.models.versioning import migrate
 from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.calibration import add_calibration
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.runner.cells import count_cases
 from evalh_pipeline.runner.shards import record_shard_count, shard_count
+from evalh_pipeline.runs import read_summary
 from evalh_pipeline.store.jsonl import JsonlAppender
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
@@ -144,5 +144,5 @@ def record_evaluators(spec: EvalSpec, run_dir: RunDirectory, config_hash: str) -
 
 
 def load_summary(run_dir: RunDirectory) -> RunSummary:
-    raw = load_yaml_text(run_dir.summary.read_text(encoding="utf-8"))
-    return RunSummary.model_validate(migrate("summary", raw, what=str(run_dir.summary)))
+    """A run's summary.yaml (the public reader's, evalh_pipeline/runs.py)."""
+    return read_summary(run_dir)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import Field, field_validator, model_validator
 
+from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.common.masking import mask_text
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
@@ -221,7 +222,7 @@ def request_for(config: WebhookConfig, message: dict[str, Any]) -> tuple[dict[st
     return {}, message
 
 
-class WebhookError(RuntimeError):
+class WebhookError(InfrastructureError, RuntimeError):
     """A post that failed after its retries (the message never holds the URL or the key)."""
 
 

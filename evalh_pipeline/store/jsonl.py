@@ -21,6 +21,7 @@ from typing import BinaryIO, TypeVar
 from pydantic import BaseModel
 from pydantic_core import from_json
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.models.versioning import SCHEMA_VERSION, migrate
 
 M = TypeVar("M", bound=BaseModel)
@@ -53,7 +54,7 @@ class FileDigest:
 BUFFER_BYTES = 1 << 16
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(UserError, ValueError):
     """A complete line of a JSONL file is not a valid record."""
 
 

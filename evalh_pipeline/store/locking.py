@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
 
+from evalh_pipeline.errors import InfrastructureError
+
 _OWNER_SUFFIX = ".owner"
 # One lock object per lock file in this process: held by the process, not by one thread.
 _locks: dict[str, FileLock] = {}
@@ -38,7 +40,7 @@ _guard = threading.Lock()
 R = TypeVar("R")
 
 
-class RunDirectoryBusy(RuntimeError):
+class RunDirectoryBusy(InfrastructureError, RuntimeError):
     """Another process is writing this run directory."""
 
 

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.store.jsonl import FileDigest, JsonlAppender
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
 
 
-class PublishError(RuntimeError):
+class PublishError(InfrastructureError, RuntimeError):
     """The canonical output could not take the run directory: the stage that wrote it fails."""
 
 

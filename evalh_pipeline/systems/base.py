@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.containers import Sandbox
 from evalh_pipeline.models import EvalCase, RunVariant, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
 
@@ -37,7 +38,7 @@ class SystemResponse(BaseModel):
     latency_ms: int | None = None
 
 
-class AdapterError(Exception):
+class AdapterError(CellError):
     """A typed failure of the system under test (``adapter_error``, ``http_5xx``, ``rate_limited``, ...).
 
     ``partial`` carries whatever the adapter captured before failing; it lands in the trace.
@@ -53,7 +54,7 @@ class AdapterError(Exception):
         self.retry_after = retry_after
 
 
-class RaisedBySystem(Exception):
+class RaisedBySystem(CellError):
     """Carries a BaseException (SystemExit, KeyboardInterrupt, GeneratorExit, ...) the system
     under test raised, across thread and task boundaries that would otherwise act on it
     (stop the event loop, end the process): it is the cell's error, nothing more."""

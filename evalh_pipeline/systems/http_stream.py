@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.http_client import HttpError, LineSplitter, Response
 from evalh_pipeline.systems.http_paths import JsonPath, find_first
 
@@ -38,7 +39,7 @@ CHARS_PER_TOKEN_ESTIMATE = 4
 DRAIN_SECONDS = 1.0
 
 
-class StreamTooLarge(Exception):
+class StreamTooLarge(CellError):
     pass
 
 

@@ -39,6 +39,7 @@ from typing import Any, Callable, Literal
 from pydantic import ConfigDict, Field
 from pydantic_core import from_json
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.models import EvalCase
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -287,7 +288,7 @@ class DaemonThreads:
                 self._idle += 1
 
 
-class WorkerLost(Exception):
+class WorkerLost(CellError):
     """The worker serving a call was killed because another cell on it timed out."""
 
 

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlencode
 
 from starlette.requests import Request
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.queries.labelled_cells import JudgedCell, judged_cells
 from evalh_pipeline.runner.labelling import REASONS, label_of, review_queue
 from evalh_pipeline.store.labels import append_labels, read_labels
@@ -42,11 +43,11 @@ KEYS = (("y", "it passes"), ("n", "it fails"), ("s", "skip"), ("j", "next in the
         ("k", "previous in the queue"), ("u", "back to the run"))
 
 
-class LabelRefused(Exception):
+class LabelRefused(UserError):
     """A label POST the viewer does not accept (403: nothing written)."""
 
 
-class LabelRejected(Exception):
+class LabelRejected(UserError):
     """A label POST that names no cell to label (400/409: nothing written)."""
 
     def __init__(self, message: str, status: int = 400) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from evalh_pipeline.errors import InfrastructureError
+
 # A leak above both limits is gross: small slack absorbs files changed during teardown.
 LEAK_TOLERANCE_BYTES = 1 << 20
 LEAK_TOLERANCE_FRACTION = 0.01
@@ -55,5 +57,5 @@ class WorkspaceAccounting:
         return cls(**{f.name: int(data.get(f.name, 0)) for f in fields(cls)})
 
 
-class WorkspaceAccountingError(RuntimeError):
+class WorkspaceAccountingError(InfrastructureError, RuntimeError):
     """Cleanup left a gross amount of bytes behind: the run fails."""

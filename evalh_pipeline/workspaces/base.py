@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.models import EvalCase, FileEntry, FilesystemArtifact, RunVariant
 from evalh_pipeline.store.run_dir import workspaces_dir
 from evalh_pipeline.systems.base import Workspace
@@ -136,7 +137,7 @@ class PreparedWorkspace(Workspace):
     attempt: int = 0
 
 
-class WorkspaceError(RuntimeError):
+class WorkspaceError(CellError, RuntimeError):
     """A workspace could not be prepared or collected (the cell errors as ``workspace_error``)."""
 
 

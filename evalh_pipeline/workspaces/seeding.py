@@ -15,11 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.trees import remove_tree
 from evalh_pipeline.common.copying import copy_tree
 
 
-class SeedError(RuntimeError):
+class SeedError(CellError, RuntimeError):
     """The fixture could not be copied into the workspace."""
 
 

@@ -4,49 +4,33 @@ search for secret values in every file a run leaves behind."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.support.http_server import FakeHandler, serving_handler
 
-class _EchoHandler(BaseHTTPRequestHandler):
+
+class _EchoHandler(FakeHandler):
     """Answers every POST with the request's headers, path and query, as a careless API
     that reflects its input (or logs it into its answer) would."""
 
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
     def do_POST(self):  # noqa: N802 - the http.server spelling
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length).decode("utf-8", "replace")
+        body = self.body_bytes().decode("utf-8", "replace")
         echo = {"path": self.path, "headers": dict(self.headers.items()), "body": body}
         answer = {
             "final_answer": f"you sent {json.dumps(echo)}",
             "structured": echo,
             "metrics": {"token_input": 3, "token_output": 4},
         }
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(200, answer)
 
 
 @contextmanager
 def echo_server() -> Iterator[str]:
     """``http://127.0.0.1:<ephemeral port>`` of a running echo server (stopped on exit)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serving_handler(_EchoHandler) as url:
+        yield url
 
 
 def files_containing(roots: list[Path], secret: str) -> list[str]:

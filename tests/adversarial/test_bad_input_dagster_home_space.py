@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import write_eval
 from tests.mounts import fill, remount_read_only, tmpfs
 
 pytestmark = pytest.mark.e2e

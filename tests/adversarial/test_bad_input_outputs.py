@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.adversarial.leaks import error_text
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

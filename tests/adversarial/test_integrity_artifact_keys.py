@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from evalh_pipeline.store.object_storage import artifact_key, encode_key_part
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 # Every code point, lone surrogates included: a JSONL dataset can hold "\ud800" escapes.
 ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=400)

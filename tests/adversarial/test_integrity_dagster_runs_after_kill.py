@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.conftest import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, run_evalh
 from tests.reporting_agent import reporting_eval, reports
 
 pytestmark = pytest.mark.e2e

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
 
 
 def _only_run(folder: Path) -> Path:

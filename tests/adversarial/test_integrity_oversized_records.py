@@ -11,7 +11,7 @@ import yaml
 
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES
 from evalh_pipeline.store.recording import MAX_TEXT_CHARS, MAX_TRACE_BYTES
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 BIG = 20 * 1024 * 1024  # over the 16 MiB a reader accepts for one record
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
 
 
 def _runs(folder: Path) -> list[Path]:

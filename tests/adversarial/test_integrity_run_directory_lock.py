@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import EVALH, STEADY_SYSTEMS, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 
 # The resume's cells from case_2 on wait for the gate: it still holds the run while the
 # other commands are refused, however slow the machine is.

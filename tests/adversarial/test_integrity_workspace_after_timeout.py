@@ -10,7 +10,7 @@ import pytest
 
 from evalh_pipeline.workspaces.manifest import hash_bytes
 from evalh_pipeline.store.object_storage import artifact_key
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 AGENT = '''
 import os, time

@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 from evalh_pipeline.models import Trace
 from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, connect, load_table
 from evalh_pipeline.store.recording import MAX_TRACE_BYTES, trace_line
-from tests.conftest import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, run_evalh
 
 AGENT = '''
 import os

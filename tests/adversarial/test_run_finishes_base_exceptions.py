@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 AGENT = '''
 import asyncio, sys

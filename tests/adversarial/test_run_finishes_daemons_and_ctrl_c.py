@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH
+from tests.support.evalh_process import EVALH
 from tests.reporting_agent import alive, end_helpers, reporting_eval, reports
 
 pytestmark = pytest.mark.e2e

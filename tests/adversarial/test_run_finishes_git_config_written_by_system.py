@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from tests.adversarial.leaks import echo_server, files_containing
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

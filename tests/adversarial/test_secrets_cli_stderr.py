@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from tests.adversarial.leaks import files_containing
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

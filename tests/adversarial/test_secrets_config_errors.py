@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

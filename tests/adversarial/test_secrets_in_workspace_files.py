@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial.leaks import files_containing
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.adversarial.leaks import echo_server, files_containing
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.e2e
 

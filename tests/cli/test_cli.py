@@ -9,7 +9,13 @@ import time
 from pathlib import Path
 
 
-from tests.conftest import EVALH, REPO, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+
+from tests.support.evals import write_eval
+
+
+from tests.support.paths import REPO
 
 def _cells(traces: Path):
     return [(t["case_id"], t["variant_name"]) for t in map(json.loads, traces.read_text().splitlines())]

@@ -7,7 +7,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,9 @@ import stat
 
 import pytest
 
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import write_eval
 from tests.support.pty_terminal import run_on_terminal
 
 

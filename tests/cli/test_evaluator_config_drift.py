@@ -10,7 +10,9 @@ import shlex
 import dagster as dg
 import pytest
 
-from tests.conftest import EVALH, STEADY_SYSTEMS, write_eval
+from tests.support.evalh_process import EVALH
+
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.support.pty_terminal import run_on_terminal
 
 pytestmark = pytest.mark.integration

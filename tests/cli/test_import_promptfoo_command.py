@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,9 @@ import pytest
 
 from evalh_pipeline.common.yaml_files import load_yaml_text
 from evalh_pipeline.stats.calibration import ConfusionCounts, rogan_gladen
-from tests.conftest import REPO, run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 
 
 @pytest.mark.e2e

@@ -16,7 +16,9 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.labels import labels_path, read_labels
-from tests.conftest import EVALH, REPO, write_eval
+from tests.support.evalh_process import EVALH
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 
 
 def _run(path: Path, name: str) -> None:

@@ -15,7 +15,9 @@ from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.labels import read_labels
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import EVALH, REPO, write_eval
+from tests.support.evalh_process import EVALH
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 from tests.support.pty_terminal import run_on_terminal
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J Paris"  # retitle and clear the terminal

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import EVALH, STEADY_SYSTEMS, write_eval
+from tests.support.evalh_process import EVALH
+
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.support.pty_terminal import HIDE_CURSOR, run_on_terminal
 
 pytestmark = pytest.mark.integration

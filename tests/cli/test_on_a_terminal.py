@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH, REPO, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import write_eval
+
+from tests.support.paths import REPO
 from tests.support.pty_terminal import HIDE_CURSOR, run_on_terminal
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH
+from tests.support.evalh_process import EVALH
 from tests.reporting_agent import reporting_eval, reports
 
 pytestmark = pytest.mark.e2e

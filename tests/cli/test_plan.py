@@ -18,7 +18,8 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
-from tests.conftest import REPO, write_eval
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 
 EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
 

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from evalh_pipeline.systems.cell_output import LIMIT
-from tests.conftest import EVALH, write_eval
+from tests.support.evalh_process import EVALH
+from tests.support.evals import write_eval
 from tests.support.pty_terminal import HIDE_CURSOR, run_on_terminal
 
 pytestmark = pytest.mark.integration

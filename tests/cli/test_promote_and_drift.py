@@ -10,14 +10,15 @@ import pytest
 
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.cli.test_read_only_commands import BROKEN, GOOD, _make_run
-from tests.conftest import REPO, run_evalh
+from tests.cli.support import BROKEN, GOOD, make_run
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
 
 @pytest.fixture
 def setup(tmp_path, env):
     folder = tmp_path / "evals" / "toy"
-    good = _make_run(folder, GOOD, "r1_good")
-    broken = _make_run(folder, BROKEN, "r2_broken")
+    good = make_run(folder, GOOD, "r1_good")
+    broken = make_run(folder, BROKEN, "r2_broken")
     # The user's instance exists before they promote (its storage is created once).
     dg.DagsterInstance.from_config(env["DAGSTER_HOME"]).dispose()
     return good, broken, {**env, "COLUMNS": "200"}

@@ -2,58 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 
 import pytest
 
-from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.runner.evaluation import evaluate_traces
-from evalh_pipeline.runner.stages import prepare_cases, write_summary
-from evalh_pipeline.runner.traces import produce_traces
-from tests.conftest import REPO, write_eval
-
-EVALH = [sys.executable, "-m", "evalh_pipeline.cli"]
-
-THINKER = '''
-from stub_agent import run as stub
-
-async def run(case, variant):
-    out = await stub(case, variant)
-    out["thinking"] = "secret reasoning for " + case["id"]
-    return out
-'''
-
-GOOD = """
-  - name: base
-    adapter: python_function
-    target: thinker:run
-  - name: candidate
-    adapter: python_function
-    target: thinker:run
-"""
-
-BROKEN = GOOD + "    break_every: 3\n"  # candidate answers "wrong" on case_0, case_3, ...
-
-
-def _make_run(folder, systems, run_id, cases=7):
-    path = write_eval(folder, cases=cases, systems=systems)
-    (folder / "thinker.py").write_text(THINKER)
-    spec = load_eval(path)
-    info = prepare_cases(spec, run_id)
-    asyncio.run(produce_traces(spec, info.run_dir))
-    asyncio.run(evaluate_traces(spec, info.run_dir))
-    write_summary(spec, info.run_dir)
-    return info.run_dir.path
-
+from tests.cli.support import BROKEN, GOOD, make_run
+from tests.support.evalh_process import EVALH
+from tests.support.paths import REPO
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("evals") / "toy"
-    good = _make_run(folder, GOOD, "r1_good")
-    broken = _make_run(folder, BROKEN, "r2_broken")
+    good = make_run(folder, GOOD, "r1_good")
+    broken = make_run(folder, BROKEN, "r2_broken")
     return good, broken
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
 
 
 def _with_outputs(path: Path, *outputs: str) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.stats.proportions import wilson_interval
-from tests.conftest import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, run_evalh
 from tests.support.pty_terminal import run_on_terminal
 from tests.support.scripted_chat_server import ScriptedChatServer
 

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import REPO, STEADY_SYSTEMS, run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import STEADY_SYSTEMS, write_eval
+from tests.support.paths import REPO
 
 CASES = 10_000
 

@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+
+from tests.support.evals import write_eval
 
 def _only_run(runs: Path) -> Path:
     (run_dir,) = [p for p in runs.iterdir() if not p.name.startswith(".")]

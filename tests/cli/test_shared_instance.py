@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH, write_eval
+from tests.support.evalh_process import EVALH
+
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.e2e
 

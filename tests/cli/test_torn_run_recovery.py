@@ -9,7 +9,9 @@ import json
 import pytest
 
 from evalh_pipeline.store.records import TRACES
-from tests.conftest import REPO, STEADY_SYSTEMS, run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import STEADY_SYSTEMS, write_eval
+from tests.support.paths import REPO
 
 CASES = 12
 

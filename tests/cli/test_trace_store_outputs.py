@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import write_eval
 from tests.postgres_server import fresh_schema
 
 pytestmark = pytest.mark.integration

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import urllib.request
 
 import pytest
 
 from evalh_pipeline.view.links import VIEWER_URL_ENV
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evals import write_eval
 from tests.support.readiness import wait_until_answering
+from tests.support.http_server import free_port
 
 pytestmark = pytest.mark.e2e
 
 # How long a cold `evalh view` may take to answer /healthz on a loaded machine (a bound, not a pace).
 STARTUP_TIMEOUT_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _started_run_id(stderr: str) -> str:
@@ -33,7 +28,7 @@ def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=1)
     runs = path.parent / "runs"
     runs.mkdir()
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     env = {**env, VIEWER_URL_ENV: url}
     log = tmp_path / "view.log"
     with log.open("w") as out:
@@ -56,7 +51,7 @@ def test_run_prints_the_viewer_url_when_a_viewer_runs(tmp_path, env):
 
 def test_run_prints_no_viewer_url_when_none_answers(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=1)
-    env = {**env, VIEWER_URL_ENV: f"http://127.0.0.1:{_free_port()}"}
+    env = {**env, VIEWER_URL_ENV: f"http://127.0.0.1:{free_port()}"}
 
     proc = run_evalh(["run", str(path)], env, tmp_path)
 

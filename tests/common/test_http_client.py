@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import shutil
-import socket
 import ssl
 import subprocess
 
@@ -24,14 +23,9 @@ from evalh_pipeline.common.http_client import (
     TransportError,
 )
 from evalh_pipeline.common.tls import default_ssl_context
+from tests.support.http_server import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def _serve(reply: bytes | None, *, stall: bool = False, seen: list[bytes] | None = None,
@@ -68,7 +62,7 @@ async def _get(url: str, timeout: float = 30.0, headers: dict[str, str] | None =
 
 def test_a_refused_connection_is_a_connect_error():
     with pytest.raises(ConnectError):
-        asyncio.run(_get(f"http://127.0.0.1:{_free_port()}/"))
+        asyncio.run(_get(f"http://127.0.0.1:{free_port()}/"))
 
 
 def test_a_server_that_closes_without_answering_is_a_protocol_error_not_a_timeout():

@@ -18,7 +18,7 @@ from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.systems.base import SystemAdapter, SystemConfigModel, SystemResponse
 from evalh_pipeline.systems.registry import SYSTEMS
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 TABLE = {
     "as_of": "2025-01-02",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.compat.record_reference import EVALS, REFERENCE
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,9 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.judges.fake_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.judging import build_evaluators, judge_trace
-from tests.conftest import EVALH, REPO, write_eval
+from tests.support.evalh_process import EVALH
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 from tests.evaluators.fs_artifacts import a_trace, make_artifact
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)

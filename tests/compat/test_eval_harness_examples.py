@@ -12,19 +12,17 @@ is committed here: the examples are read from the sdist.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.compat.record_reference import read_outcome
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.http_server import FakeHandler, port_of, serving_handler
 
 SDIST = os.environ.get("EVAL_HARNESS_SDIST")
 THEIRS = os.environ.get("EVAL_HARNESS_EVALH")
@@ -51,42 +49,28 @@ def test_online_eval_example_gives_the_same_verdicts(tmp_path, env):
     assert ours == theirs and theirs["verdicts"]
 
 
-class _Agent(BaseHTTPRequestHandler):
+class _Agent(FakeHandler):
     """The listing agent the example expects on its endpoint; the experimental variant forgets
     the suburb average for XYZ789."""
 
-    def log_message(self, *args):
-        pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body_json()
         listing = re.search(r"[A-Z]{3}\d{3}", body["user_message"]).group(0)
         suburb, price, average = LISTINGS[listing]
         calls = [{"name": "get_listing_details", "arguments": {"listing_id": listing}}]
         if not ("variant=experimental" in self.path and listing == "XYZ789"):
             calls.append({"name": "get_average_suburb_price", "arguments": {"suburb": suburb}})
-        reply = json.dumps({"answer": f"{listing} in {suburb}: {price} vs {average} ({body['session_id']})",
-                            "tool_calls": calls, "langfuse_trace_id": f"lf_{body['session_id']}"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        self.send_json(200, {"answer": f"{listing} in {suburb}: {price} vs {average} ({body['session_id']})",
+                             "tool_calls": calls, "langfuse_trace_id": f"lf_{body['session_id']}"})
 
 
 def test_listing_price_example_gives_the_same_verdicts_and_regressions(tmp_path, env):
     shutil.copytree(Path(SDIST) / "examples", tmp_path / "examples")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Agent)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    try:
+    with serving_handler(_Agent) as url:
         path = tmp_path / "examples" / "listing_price" / "eval.yaml"
-        text = path.read_text().replace("http://localhost:8000/chat",
-                                        f"http://localhost:{server.server_address[1]}/chat")
+        text = path.read_text().replace("http://localhost:8000/chat", f"http://localhost:{port_of(url)}/chat")
         text = re.sub(r"\n  - name: answer_quality\n.*?cost_limit_usd: 0\.05\n", "\n", text, flags=re.S)
         path.write_text(text.replace("    - answer_quality\n", ""))
         theirs, ours = _both(tmp_path, "examples/listing_price/eval.yaml", {**env, "AGENT_API_KEY": "sk-agent-1"})
-    finally:
-        server.shutdown()
-        server.server_close()
     assert ours == theirs
     assert theirs["comparison"] == {"agent_experimental": {"regressions": ["listing_price_002"], "improvements": []}}

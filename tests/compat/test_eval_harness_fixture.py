@@ -16,7 +16,7 @@ import pytest
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import BENCH_FIXTURE
+from tests.support.paths import BENCH_FIXTURE
 
 
 @pytest.fixture

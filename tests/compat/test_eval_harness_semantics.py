@@ -23,7 +23,7 @@ from evalh_pipeline.runner.judging import build_evaluators, judge_trace
 from evalh_pipeline.systems.base import AdapterError, SystemContext
 from evalh_pipeline.systems.replay import ReplaySystem
 from evalh_pipeline.models import RunVariant
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 NOW = datetime(2026, 5, 1, tzinfo=timezone.utc)
 

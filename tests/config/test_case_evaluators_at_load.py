@@ -11,7 +11,7 @@ import pytest
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _yaml_eval(tmp_path, cases_yaml: str):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import pytest
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.config.cron import CronError, parse_cron
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 EXPRESSIONS = ["0 6 * * *", "*/15 9-17 * * mon-fri", "30 8 1,15 * *", "0 0 29 2 *", "5 4 * jan-mar 0",
                "0 12 13 * fri", "@weekly", "@hourly", "0 0 * * 7", "10-50/20 */5 * * *"]

@@ -6,7 +6,7 @@ import pytest
 
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 BROKEN = """
   - name: mentions_paris

@@ -12,7 +12,7 @@ import pytest
 
 from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 HTTP = """\
     adapter: http

@@ -15,7 +15,8 @@ from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import CODE_LOCATION, materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO, write_eval
+from tests.support.evals import write_eval
+from tests.support.paths import REPO
 from tests.defs.reexecution_target import served_run_job
 
 

@@ -16,7 +16,7 @@ from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.evals.names import judge_job
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _latest(instance, *path: str) -> dg.AssetMaterialization:

@@ -17,7 +17,7 @@ import dagster as dg
 
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.discovery import discover_evals
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
 

@@ -13,7 +13,7 @@ from evalh_pipeline.defs.evals.names import STAGES, run_id_problem
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def test_an_eval_named_with_spaces_runs_under_a_derived_key(tmp_path, instance):
@@ -103,7 +103,7 @@ def test_an_eval_named_with_a_hyphen_runs_through_the_cli_under_an_underscored_k
     # every `evalh run` after its run folder was made.
     import subprocess
 
-    from tests.conftest import EVALH
+    from tests.support.evalh_process import EVALH
 
     path = write_eval(tmp_path / "toy", cases=2)
     path.write_text(path.read_text().replace("name: toy", "name: pc-demo.v2"))

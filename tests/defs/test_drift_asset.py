@@ -8,7 +8,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.launch import materialize_promotion, materialize_run
 from evalh_pipeline.runner.drift import load_drift
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 
 # Only the promoted-baseline gate, so the expected failed checks are exactly the drift one.
 DRIFT_GATE_ONLY = "gates: {no_regressions_vs_baseline_variant: false}\n"

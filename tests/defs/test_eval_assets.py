@@ -12,7 +12,7 @@ from evalh_pipeline.defs.discovery import discover_evals
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _records(path):

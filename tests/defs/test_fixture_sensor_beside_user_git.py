@@ -19,7 +19,7 @@ import pytest
 
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.defs.definitions import build_definitions
 from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 
 
 

@@ -15,7 +15,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.retry import prepare_retry
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import new_run_id, run_directory
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.defs.support import execute_for_partition
 
 CAUSE = "config_error: cannot import module 'stub_agnet' for target 'stub_agnet:run'"

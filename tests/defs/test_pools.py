@@ -11,7 +11,8 @@ import pytest
 
 from evalh_pipeline.common.ratelimits.shared import DatabasePools
 from evalh_pipeline.defs.pools import instance_pools_url
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 from tests.support.rate_limited_server import RateLimitedServer
 
 pytestmark = pytest.mark.integration

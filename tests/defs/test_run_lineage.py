@@ -10,7 +10,7 @@ import yaml
 from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _by_asset(instance, dagster_run_id):

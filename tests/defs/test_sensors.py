@@ -14,7 +14,7 @@ from evalh_pipeline.defs.evals.sensors import build_drift_sensor
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.fixtures import fixture_fingerprint
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.defs.support import execute_for_partition, execute_requested
 
 def _git(repo, *args):

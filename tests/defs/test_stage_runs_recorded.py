@@ -8,7 +8,7 @@ from evalh_pipeline.defs.launch import materialize_reevaluation, materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def test_a_run_records_its_dagster_run_and_a_rejudge_its_own_for_the_stages_it_made(tmp_path, instance):

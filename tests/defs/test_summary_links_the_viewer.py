@@ -9,7 +9,7 @@ from evalh_pipeline.defs.launch import materialize_run
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.view.links import VIEWER_URL_ENV
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _summary_metadata(instance: dg.DagsterInstance) -> dict:

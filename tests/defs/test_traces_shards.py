@@ -10,7 +10,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 from tests.defs.reexecution_target import served_run_job
 
 pytestmark = pytest.mark.e2e

@@ -10,10 +10,8 @@ pointed at that folder with ``EVALH_EVALS_DIR``, exactly as a user would run ``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,88 +20,13 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
-from tests.conftest import REPO, STEADY_SYSTEMS, write_eval
+from tests.e2e.support import GATED_AGENT, GATED_SYSTEMS, commit, git, hanging_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
+from tests.support.http_server import free_port
+from tests.support.paths import REPO
 from tests.support.readiness import wait_until_answering
 
 STARTUP_TIMEOUT = 240
-
-# A system for the resume tests: it logs every call (case, variant, pid) to calls.log beside it,
-# and a case whose input says `hang` waits while the file `hold` beside it exists, so a test can
-# kill the run while some cells have a trace and others have none.
-HANGING_AGENT = """
-import asyncio, json, os
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-
-
-async def run(case, variant):
-    with open(HERE / "calls.log", "a") as f:
-        f.write(json.dumps([case["id"], variant["name"], os.getpid()]) + "\\n")
-    while case["input"].get("hang") and (HERE / "hold").exists():
-        await asyncio.sleep(0.1)
-    return {"final_answer": case["input"]["answer"], "tool_calls": [{"name": "lookup", "arguments": {}}]}
-"""
-HANGING_CASES = 6  # the last two hang
-HANGING_SYSTEMS = """
-  - name: base
-    adapter: python_function
-    target: hanging_agent:run
-  - name: candidate
-    adapter: python_function
-    target: hanging_agent:run
-"""
-# One case, one variant, no work: the backfill test's runs cost little. Its answer waits while the
-# file `gate` beside it exists, so the test can hold the runs in flight and watch the queue.
-GATED_AGENT = """
-import asyncio
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-
-
-async def run(case, variant):
-    while (HERE / "gate").exists():
-        await asyncio.sleep(0.1)
-    return {"final_answer": case["input"]["answer"], "tool_calls": [{"name": "lookup", "arguments": {}}]}
-"""
-GATED_SYSTEMS = """
-  - name: base
-    adapter: python_function
-    target: gated_agent:run
-    timeout_seconds: 900
-"""
-
-
-def hanging_eval(folder: Path) -> Path:
-    """An eval of HANGING_CASES cases on the hanging agent, its last two cases hanging while `hold` exists."""
-    path = write_eval(folder, cases=HANGING_CASES, systems=HANGING_SYSTEMS)
-    (folder / "hanging_agent.py").write_text(HANGING_AGENT)
-    cases = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
-    for case in cases[-2:]:
-        case["input"]["hang"] = True
-    (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
-    # git's own words in the failure: which lock, which file (a bare exit status 128 says nothing).
-    assert done.returncode == 0, f"git {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}"
-    return done.stdout.strip()
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
-
 
 @dataclass
 class DagsterDev:

@@ -25,8 +25,8 @@ import pytest
 from evalh_pipeline.defs.evals.names import ABANDONED_RUNS_SENSOR
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import EVALH, run_evalh
-from tests.e2e.conftest import HANGING_CASES
+from tests.support.evalh_process import EVALH, run_evalh
+from tests.e2e.support import HANGING_CASES
 from tests.e2e.support import finished_run, graphql, sensor_ticks_after, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -15,9 +15,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from tests.conftest import run_evalh
-from tests.e2e.conftest import commit
-from tests.e2e.support import sensor_ticks_after
+from tests.support.evalh_process import run_evalh
+from tests.e2e.support import commit, sensor_ticks_after, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -37,17 +36,6 @@ def _sensor_state(instance, name):
 
 def _runs(instance, job, trigger):
     return [r for r in instance.get_runs(dg.RunsFilter(job_name=job)) if r.tags.get("evalh/trigger") == trigger]
-
-
-def _wait(condition, timeout, what, log):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}\n--- dagster dev log ---\n"
-                         f"{log.read_text()[-6000:]}")
 
 
 def _assert_complete_run(instance, run, eval_name, variants):
@@ -83,13 +71,13 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
     instance = dagster_dev.instance()
     repo = dagster_dev.repo
     # Running by default (automation.on_fixture_change): its first evaluation records the fingerprint.
-    _wait(lambda: (s := _sensor_state(instance, FIXTURE_SENSOR)) and s.instigator_data
+    wait_for(lambda: (s := _sensor_state(instance, FIXTURE_SENSOR)) and s.instigator_data
           and s.instigator_data.cursor, 180, "the fixture sensor's first evaluation", dagster_dev.log)
 
     (repo / "README.md").write_text("an unrelated change\n")
     since = time.time()
     commit(repo, "unrelated")
-    _wait(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
+    wait_for(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
           "two fixture-sensor ticks after the unrelated commit", dagster_dev.log)
     assert _runs(instance, "fix__run", "fixtures") == []
     assert instance.get_dynamic_partitions("fix__runs") == []  # no partition either
@@ -108,7 +96,7 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
         runs = _runs(instance, "fix__run", "fixtures")
         return runs if runs and runs[0].is_finished else None
 
-    (run,) = _wait(finished, LATENCY_LIMIT + 60, "the fixture run to finish", dagster_dev.log)
+    (run,) = wait_for(finished, LATENCY_LIMIT + 60, "the fixture run to finish", dagster_dev.log)
     record = instance.get_run_record_by_id(run.run_id)
     latency = record.end_time - committed
     print(f"fixture commit -> completed summary: {latency:.1f} s")
@@ -118,7 +106,7 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
 
     # Nothing changed since: still exactly one fixture run after further ticks.
     since = time.time()
-    _wait(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120, "another tick", dagster_dev.log)
+    wait_for(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120, "another tick", dagster_dev.log)
     assert len(_runs(instance, "fix__run", "fixtures")) == 1
 
 
@@ -130,7 +118,7 @@ def test_a_fixture_commit_reuses_the_unchanged_traces_of_the_last_complete_run(d
     instance = dagster_dev.instance()
     repo = dagster_dev.repo
     sensor = "reusing__fixtures_changed"
-    _wait(lambda: (s := _sensor_state(instance, sensor)) and s.instigator_data and s.instigator_data.cursor,
+    wait_for(lambda: (s := _sensor_state(instance, sensor)) and s.instigator_data and s.instigator_data.cursor,
           180, "the reusing eval's first sensor evaluation", dagster_dev.log)
     eval_yaml = repo / "evals" / "reusing" / "eval.yaml"
     by_hand = run_evalh(["run", str(eval_yaml)], {**os.environ, "DAGSTER_HOME": str(dagster_dev.home)}, repo,
@@ -149,7 +137,7 @@ def test_a_fixture_commit_reuses_the_unchanged_traces_of_the_last_complete_run(d
         runs = _runs(instance, "reusing__run", "fixtures")
         return runs if runs and runs[0].is_finished else None
 
-    (run,) = _wait(finished, LATENCY_LIMIT + 60, "the reusing fixture run to finish", dagster_dev.log)
+    (run,) = wait_for(finished, LATENCY_LIMIT + 60, "the reusing fixture run to finish", dagster_dev.log)
     assert run.tags["evalh/reuse_from"] == previous
     _assert_complete_run(instance, run, "reusing", ["base", "candidate"])
     traces = next(e.dagster_event.event_specific_data.materialization.metadata
@@ -169,6 +157,6 @@ def test_a_drift_cron_tick_makes_a_complete_run(dagster_dev):
         return runs[-1] if runs else None
 
     # `* * * * *`: the first evaluation records the latest tick, the next minute starts a run.
-    run = _wait(finished, 240, "a run of the drift cron to finish", dagster_dev.log)
+    run = wait_for(finished, 240, "a run of the drift cron to finish", dagster_dev.log)
     assert run.tags["evalh/drift_tick"].endswith("+00:00")
     _assert_complete_run(instance, run, "drifting", ["base", "candidate"])

@@ -17,7 +17,7 @@ import re
 import dagster as dg
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.e2e.browser import add_and_launch_partition, ui_page
 from tests.e2e.support import finished_run
 

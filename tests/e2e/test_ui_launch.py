@@ -22,7 +22,7 @@ from tests.e2e.support import finished_run, materialized
 pytestmark = pytest.mark.e2e
 
 def _cli_run(dagster_dev, eval_name):
-    from tests.conftest import run_evalh
+    from tests.support.evalh_process import run_evalh
 
     eval_yaml = dagster_dev.repo / "evals" / eval_name / "eval.yaml"
     made = run_evalh(["run", str(eval_yaml)], {**os.environ, "DAGSTER_HOME": str(dagster_dev.home)},

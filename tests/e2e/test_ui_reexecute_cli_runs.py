@@ -24,10 +24,10 @@ import pytest
 
 from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import EVALH, STEADY_SYSTEMS, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.e2e.browser import README, ui_page
-from tests.e2e.conftest import HANGING_CASES
-from tests.e2e.support import finished_run, wait_for
+from tests.e2e.support import HANGING_CASES, finished_run, wait_for
 
 pytestmark = pytest.mark.e2e
 

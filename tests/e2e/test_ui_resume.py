@@ -17,8 +17,7 @@ import dagster as dg
 import pytest
 
 from tests.e2e.browser import README, ui_page
-from tests.e2e.conftest import HANGING_CASES
-from tests.e2e.support import finished_run, graphql, materialized, wait_for
+from tests.e2e.support import HANGING_CASES, finished_run, graphql, materialized, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ import pytest
 
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.e2e.browser import README, ui_page
-from tests.e2e.conftest import free_port
+from tests.support.http_server import free_port
 from tests.e2e.support import wait_for
 from tests.support.viewer_process import running_viewer
 

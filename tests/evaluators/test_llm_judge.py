@@ -18,7 +18,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces, judge_trace
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 CASE = EvalCase(id="c1", input={"question": "How does ABC123 compare with its suburb?"},

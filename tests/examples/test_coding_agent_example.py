@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+
+from tests.support.paths import REPO
 
 EXAMPLE = REPO / "evals" / "coding_agent"
 # (case, variant) -> (changed_the_right_files, tests_pass)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,10 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO
+from tests.support.paths import REPO
+from tests.support.http_server import free_port
 
 EXAMPLE = REPO / "evals" / "http_agent"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 15) -> None:
@@ -44,7 +38,7 @@ def _wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 15) -> N
 
 @pytest.fixture
 def service(monkeypatch):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(EXAMPLE / "service.py"), "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -59,7 +53,7 @@ def service(monkeypatch):
 
 
 def test_the_example_loads_without_the_service(monkeypatch):
-    monkeypatch.setenv("HTTP_AGENT_PORT", str(_free_port()))  # nothing listens there
+    monkeypatch.setenv("HTTP_AGENT_PORT", str(free_port()))  # nothing listens there
     spec = load_eval(EXAMPLE / "eval.yaml")
     assert spec.variant_names == ["agent_simple", "agent_chat"]
 

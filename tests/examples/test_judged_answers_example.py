@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,16 +16,12 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
+from tests.support.http_server import free_port
 
 EXAMPLE = REPO / "evals" / "judged_answers"
 JUDGED = {"answer_quality", "thinking_keeps_instructions"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> dict:
@@ -36,7 +31,7 @@ def _get(url: str) -> dict:
 
 @pytest.fixture
 def judge_url():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.judges.fake_server", "--port", str(port)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -70,7 +65,7 @@ def _cached(result: dict) -> bool:
 
 
 def test_the_example_loads_and_runs_with_the_judge_down(tmp_path, monkeypatch):
-    monkeypatch.setenv("EVALH_JUDGE_URL", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    monkeypatch.setenv("EVALH_JUDGE_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     monkeypatch.chdir(tmp_path)
     spec = load_eval(EXAMPLE / "eval.yaml")
     assert spec.variant_names == ["advisor_v1", "advisor_terse"]

@@ -11,7 +11,7 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def test_the_example_scores_answers_against_its_reference_without_any_server(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.integration
 

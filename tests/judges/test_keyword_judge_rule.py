@@ -15,7 +15,7 @@ from evalh_pipeline.evaluators.llm_judge import LlmJudge
 from evalh_pipeline.judges.fake_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.evaluation import judge_trace
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 CAPITAL = "The answer names the correct capital city"

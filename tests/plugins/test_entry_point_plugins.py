@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 PLUGIN = Path(__file__).parent / "fixture_plugin" / "evalh_fixture_plugin.py"
 

@@ -21,9 +21,8 @@ from evalh_pipeline.runner.retry import prepare_retry
 from evalh_pipeline.runner.stages import write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.results_store import read_store
-from tests.queries.test_compare import A_CELLS, A_RESULTS, _results
-from tests.queries.test_compare import _run as _toy_run
-from tests.runner.test_incremental_reevaluation import FIVE, _run, _spec
+from tests.queries.support import A_CELLS, A_RESULTS, results_of, toy_run
+from tests.support.in_process import FIVE_EVALUATORS, run_in_process, toy_spec
 
 
 class _Reads:
@@ -48,8 +47,8 @@ def _from_scratch(spec, run_dir):
 
 
 def _judged_by_blocks(tmp_path):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     write_summary(spec, run_dir)
     return spec, run_dir
@@ -61,7 +60,7 @@ def _file_of(run_dir, evaluator):
 
 def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_file(tmp_path, monkeypatch):
     spec, run_dir = _judged_by_blocks(tmp_path)
-    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    changed = toy_spec(tmp_path, FIVE_EVALUATORS.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     asyncio.run(evaluate_traces(changed, run_dir))
     reads = _Reads(monkeypatch)
     grouped = []
@@ -80,14 +79,14 @@ def test_after_one_evaluator_is_rejudged_the_summary_reads_only_its_new_file(tmp
 
 
 def test_after_a_run_each_rejudged_evaluator_costs_the_summary_only_its_new_file(tmp_path, monkeypatch):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     write_summary(spec, run_dir)
     reads = _Reads(monkeypatch)
-    first = FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\"")
+    first = FIVE_EVALUATORS.replace("pattern: \"answer\"", "pattern: \"Paris\"")
     for changed, name in ((first, "says_answer"), (first.replace("max_ms: 60000", "max_ms: 1"), "fast"),
                           (first, "fast")):  # one evaluator each time
-        new_spec = _spec(tmp_path, changed)
+        new_spec = toy_spec(tmp_path, changed)
         assert asyncio.run(evaluate_traces(new_spec, run_dir)).evaluators_rejudged == [name]
         reads.files.clear()
 
@@ -99,7 +98,7 @@ def test_after_a_run_each_rejudged_evaluator_costs_the_summary_only_its_new_file
 
 def test_an_evaluator_rejudged_for_one_variant_costs_the_summary_its_file_only(tmp_path, monkeypatch):
     spec, run_dir = _judged_by_blocks(tmp_path)
-    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    changed = toy_spec(tmp_path, FIVE_EVALUATORS.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     asyncio.run(evaluate_traces(changed, run_dir, ["base"]))  # says_answer's file keeps candidate's lines
     reads = _Reads(monkeypatch)
 
@@ -126,13 +125,13 @@ def test_a_run_folder_copied_elsewhere_keeps_its_store_and_a_trace_edited_by_han
 
 
 def test_a_retry_rewrites_the_traces_and_results_and_the_store_follows(tmp_path, monkeypatch):
-    spec = _spec(tmp_path)
+    spec = toy_spec(tmp_path)
     cases = spec.path.parent / "cases.jsonl"
     lines = cases.read_text().splitlines()
     exploding = json.loads(lines[1])
     exploding["input"]["explode"] = ["candidate"]  # the stub agent raises for case_1 on candidate
     cases.write_text("\n".join([lines[0], json.dumps(exploding), *lines[2:]]) + "\n")
-    run_dir = _run(spec)
+    run_dir = run_in_process(spec)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     write_summary(spec, run_dir)
     traces_part = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())["traces_part"]
@@ -193,7 +192,7 @@ def test_a_damaged_or_older_store_is_rebuilt_never_trusted(tmp_path, damage):
 
 def test_only_the_files_of_the_current_store_are_kept(tmp_path):
     spec, run_dir = _judged_by_blocks(tmp_path)
-    asyncio.run(evaluate_traces(_spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1")), run_dir))
+    asyncio.run(evaluate_traces(toy_spec(tmp_path, FIVE_EVALUATORS.replace("max_ms: 60000", "max_ms: 1")), run_dir))
     write_summary(spec, run_dir)
     data = json.loads((run_dir.cells_cache / cell_store.MANIFEST).read_text())
     assert sorted(p.name for p in run_dir.cells_cache.iterdir()) == sorted(
@@ -208,8 +207,8 @@ def _summarize(run_dir, criteria=None):
 
 def _two_runs(tmp_path):
     """Runs A and B of the same cells with different verdicts: a pair to compare."""
-    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
-    b = _toy_run(tmp_path, "B", A_CELLS, _results({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
+    a = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = toy_run(tmp_path, "B", A_CELLS, results_of({("c1", "a"): {"x": "fail"}, ("c2", "a"): {"x": "pass"},
                                                    ("c3", "a"): {"x": "fail"}, ("c1", "b"): {"x": "pass"},
                                                    ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}}))
     return a, b
@@ -234,8 +233,8 @@ def test_compare_answers_from_fresh_stores_without_reading_the_jsonl(tmp_path, m
 
 
 def test_compare_never_reads_a_store_of_other_files(tmp_path, monkeypatch):
-    a = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
-    b = _toy_run(tmp_path, "B", A_CELLS, A_RESULTS)
+    a = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = toy_run(tmp_path, "B", A_CELLS, A_RESULTS)
     _summarize(a)
     _summarize(b)
     # c1 on `a` now fails in B; the file is rewritten with the same size.
@@ -254,8 +253,8 @@ def test_compare_never_reads_a_store_of_other_files(tmp_path, monkeypatch):
 def test_the_store_serves_any_pass_criteria(tmp_path, monkeypatch):
     outcomes = {("c1", "a"): {"x": "pass", "y": "fail"}, ("c2", "a"): {"x": "fail", "y": "pass"}}
     cells = {("c1", "a"): (100, None), ("c2", "a"): (100, None)}
-    a = _toy_run(tmp_path, "A", cells, _results(outcomes), variants=("a",))
-    b = _toy_run(tmp_path, "B", cells, _results(outcomes), {"all_required": ["x"]}, variants=("a",))
+    a = toy_run(tmp_path, "A", cells, results_of(outcomes), variants=("a",))
+    b = toy_run(tmp_path, "B", cells, results_of(outcomes), {"all_required": ["x"]}, variants=("a",))
     _summarize(a)
     _summarize(b)  # summarized under the default criteria, but B's snapshot requires only `x`
     monkeypatch.setattr(cells_module, "load_table", _refuse_jsonl)
@@ -288,7 +287,7 @@ def test_a_reader_queries_the_stores_parquet_in_place_never_a_copy_in_duckdb(tmp
     (at 100,000 cells × 2, copying spilled 169 MB and took a third of `evalh compare`)."""
     from evalh_pipeline.queries.sql import connect
 
-    run = _toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    run = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
     _summarize(run)
     con = connect()
     try:

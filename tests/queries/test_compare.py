@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from evalh_pipeline.queries.compare import compare_runs
-from evalh_pipeline.store.run_dir import RunDirectory
-from tests.queries.test_summary import _write
-
-
-def _run(tmp_path, name, cells, results, pass_criteria=None, variants=("a", "b")):
-    run_dir = RunDirectory(tmp_path / name)
-    _write(run_dir, cells, results)
-    (run_dir.path / "run.json").write_text(json.dumps({"run_id": name, "variants": list(variants)}))
-    config = "eval: {name: toy}\n"
-    if pass_criteria is not None:
-        config += "pass_criteria:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in pass_criteria.items())
-    (run_dir.path / "config.yaml").write_text(config)
-    return run_dir
-
-
-def _results(outcomes):
-    return {(c, v, e): o for (c, v), per in outcomes.items() for e, o in per.items()}
-
-
-A_CELLS = {("c1", "a"): (100, None), ("c2", "a"): (100, None), ("c3", "a"): (100, None),
-           ("c1", "b"): (200, None), ("c2", "b"): (200, None), ("c3", "b"): (200, None)}
-A_RESULTS = _results({("c1", "a"): {"x": "pass"}, ("c2", "a"): {"x": "pass"}, ("c3", "a"): {"x": "fail"},
-                      ("c1", "b"): {"x": "pass"}, ("c2", "b"): {"x": "fail"}, ("c3", "b"): {"x": "fail"}})
+from tests.queries.support import A_CELLS, A_RESULTS, results_of, toy_run
 
 
 def test_flips_and_deltas(tmp_path):
-    a = _run(tmp_path, "A", A_CELLS, A_RESULTS)
+    a = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
     b_cells = {**A_CELLS, ("c2", "a"): (400, "timeout")}  # c2/a errors in B
-    b_results = _results({("c1", "a"): {"x": "pass"}, ("c3", "a"): {"x": "pass"},
+    b_results = results_of({("c1", "a"): {"x": "pass"}, ("c3", "a"): {"x": "pass"},
                           ("c1", "b"): {"x": "fail"}, ("c2", "b"): {"x": "pass"}, ("c3", "b"): {"x": "pass"}})
-    b = _run(tmp_path, "B", b_cells, b_results)
+    b = toy_run(tmp_path, "B", b_cells, b_results)
 
     report = compare_runs(a, b)
 
@@ -58,8 +35,8 @@ def test_flips_and_deltas(tmp_path):
 def test_each_run_uses_its_own_pass_criteria(tmp_path):
     outcomes = {("c1", "a"): {"x": "pass", "y": "fail"}, ("c2", "a"): {"x": "fail", "y": "pass"}}
     cells = {("c1", "a"): (100, None), ("c2", "a"): (100, None)}
-    a = _run(tmp_path, "A", cells, _results(outcomes), variants=("a",))  # default: every evaluator
-    b = _run(tmp_path, "B", cells, _results(outcomes), {"all_required": ["x"]}, variants=("a",))
+    a = toy_run(tmp_path, "A", cells, results_of(outcomes), variants=("a",))  # default: every evaluator
+    b = toy_run(tmp_path, "B", cells, results_of(outcomes), {"all_required": ["x"]}, variants=("a",))
 
     report = compare_runs(a, b)
 
@@ -70,18 +47,18 @@ def test_each_run_uses_its_own_pass_criteria(tmp_path):
 
 
 def test_identical_runs_have_no_flips(tmp_path):
-    a = _run(tmp_path, "A", A_CELLS, A_RESULTS)
-    b = _run(tmp_path, "B", A_CELLS, A_RESULTS)
+    a = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
+    b = toy_run(tmp_path, "B", A_CELLS, A_RESULTS)
     report = compare_runs(a, b)
     assert report.comparison.regressions_count == 0 and not report.has_regressions
     assert all(v.pass_rate_delta == 0 and v.avg_latency_delta_ms == 0 for v in report.variants)
 
 
 def test_variants_and_cases_on_one_side_only_are_not_flips(tmp_path):
-    a = _run(tmp_path, "A", A_CELLS, A_RESULTS)
+    a = toy_run(tmp_path, "A", A_CELLS, A_RESULTS)
     b_cells = {("c1", "a"): (100, None), ("c4", "a"): (100, None), ("c1", "z"): (100, None)}
-    b_results = _results({("c1", "a"): {"x": "pass"}, ("c4", "a"): {"x": "fail"}, ("c1", "z"): {"x": "pass"}})
-    b = _run(tmp_path, "B", b_cells, b_results, variants=("a", "z"))
+    b_results = results_of({("c1", "a"): {"x": "pass"}, ("c4", "a"): {"x": "fail"}, ("c1", "z"): {"x": "pass"}})
+    b = toy_run(tmp_path, "B", b_cells, b_results, variants=("a", "z"))
 
     report = compare_runs(a, b)
 

@@ -8,8 +8,7 @@ import pytest
 
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.queries.compare import compare_runs
-from tests.queries.test_compare import _results, _run
-from tests.queries.test_summary import _summary
+from tests.queries.support import results_of, summarize_records, toy_run
 
 CELLS = {(f"c{i}", v): (100, None) for i in range(1, 5) for v in ("a", "b")}
 
@@ -19,7 +18,7 @@ def test_cells_not_judged_leave_pass_rate_and_regressions_and_are_counted(tmp_pa
     outcomes |= {("c1", "b"): {"judge": "pass"}, ("c2", "b"): {"judge": "fail"},
                  ("c3", "b"): {"judge": "unreachable"}, ("c4", "b"): {"judge": "unreachable"}}
 
-    s = _summary(tmp_path, CELLS, _results(outcomes))
+    s = summarize_records(tmp_path, CELLS, results_of(outcomes))
 
     a, b = s.variants
     assert (b.cases_total, b.cases_passed, b.cases_errored, b.cases_not_judged) == (4, 1, 0, 2)
@@ -39,7 +38,7 @@ def test_an_evaluator_that_raised_still_fails_its_cell(tmp_path):
     outcomes = {(f"c{i}", v): {"judge": "pass"} for i in range(1, 5) for v in ("a", "b")}
     outcomes[("c1", "b")] = {"judge": "error"}
 
-    s = _summary(tmp_path, CELLS, _results(outcomes))
+    s = summarize_records(tmp_path, CELLS, results_of(outcomes))
 
     b = s.variants[1]
     assert (b.cases_passed, b.cases_not_judged) == (3, 0) and s.not_judged is None
@@ -50,7 +49,7 @@ def test_an_evaluator_outside_pass_criteria_not_judged_leaves_the_cell_decided(t
     outcomes = {(f"c{i}", v): {"gate": "pass", "extra": "pass"} for i in range(1, 5) for v in ("a", "b")}
     outcomes[("c1", "b")] = {"gate": "fail", "extra": "unreachable"}
 
-    s = _summary(tmp_path, CELLS, _results(outcomes), PassCriteria(all_required=["gate"]))
+    s = summarize_records(tmp_path, CELLS, results_of(outcomes), PassCriteria(all_required=["gate"]))
 
     b = s.variants[1]
     assert (b.cases_passed, b.cases_not_judged) == (3, 0)
@@ -60,10 +59,10 @@ def test_an_evaluator_outside_pass_criteria_not_judged_leaves_the_cell_decided(t
 
 def test_compare_leaves_out_cases_not_judged_in_either_run(tmp_path):
     passing = {(f"c{i}", "a"): {"judge": "pass"} for i in range(1, 5)}
-    a = _run(tmp_path, "A", {k: v for k, v in CELLS.items() if k[1] == "a"},
-             _results({**passing, ("c4", "a"): {"judge": "unreachable"}}), variants=("a",))
-    b = _run(tmp_path, "B", {k: v for k, v in CELLS.items() if k[1] == "a"},
-             _results({**passing, ("c2", "a"): {"judge": "unreachable"}, ("c3", "a"): {"judge": "unreachable"}}),
+    a = toy_run(tmp_path, "A", {k: v for k, v in CELLS.items() if k[1] == "a"},
+             results_of({**passing, ("c4", "a"): {"judge": "unreachable"}}), variants=("a",))
+    b = toy_run(tmp_path, "B", {k: v for k, v in CELLS.items() if k[1] == "a"},
+             results_of({**passing, ("c2", "a"): {"judge": "unreachable"}, ("c3", "a"): {"judge": "unreachable"}}),
              variants=("a",))
 
     report = compare_runs(a, b)

@@ -2,49 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timedelta, timezone
 
 from evalh_pipeline.config.schema import PassCriteria
 from evalh_pipeline.queries.summary import summarize_run
 from evalh_pipeline.store.run_dir import RunDirectory
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-# What a result whose judge was down records (``unreachable`` in the results below).
-UNREACHABLE = "JudgeUnreachable: judge call to http://127.0.0.1:9/v1/chat/completions failed: ConnectError"
-
-
-def _write(run_dir: RunDirectory, cells: dict, results: dict) -> None:
-    run_dir.path.mkdir(parents=True)
-    with run_dir.traces.open("w") as f:
-        for (case, variant), (latency, error) in cells.items():
-            f.write(json.dumps({
-                "schema_version": "1.0", "run_id": "r", "case_id": case, "variant_name": variant,
-                "started_at": T0.isoformat(), "finished_at": (T0 + timedelta(milliseconds=latency)).isoformat(),
-                "latency_ms": latency, "input": {}, "output": {},
-                "metrics": {"token_input": 10, "cost_usd": 0.5},
-                "error": {"type": error, "message": "x"} if error else None,
-            }) + "\n")
-    with run_dir.results.open("w") as f:
-        for (case, variant, evaluator), outcome in results.items():
-            f.write(json.dumps({
-                "schema_version": "1.0", "run_id": "r", "case_id": case, "variant_name": variant,
-                "evaluator": evaluator, "evaluator_type": "t", "passed": outcome == "pass", "score": 1.0 if outcome == "pass" else 0.0,
-                "reason": "", "started_at": T0.isoformat(), "finished_at": T0.isoformat(), "latency_ms": 0,
-                "error": ({"type": "exception", "message": "x"} if outcome == "error"
-                          else {"type": "judge_unreachable", "message": UNREACHABLE} if outcome == "unreachable"
-                          else None),
-            }) + "\n")
-
-
-def _summary(tmp_path, cells, results, criteria=None, baseline="a"):
-    run_dir = RunDirectory(tmp_path / "run")
-    _write(run_dir, cells, results)
-    return summarize_run(run_dir, variant_order=["a", "b"], pass_criteria=criteria or PassCriteria(), baseline_variant=baseline,
-                         config_path="eval.yaml", config_hash="h", cases_total=2)
-
+from tests.queries.support import summarize_records, write_records
 
 CELLS = {("c1", "a"): (100, None), ("c2", "a"): (200, None), ("c1", "b"): (150, None), ("c2", "b"): (250, "timeout")}
 
@@ -52,7 +14,7 @@ CELLS = {("c1", "a"): (100, None), ("c2", "a"): (200, None), ("c1", "b"): (150, 
 def test_default_criteria_require_every_evaluator_and_count_errors_as_failures(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c1", "a", "y"): "pass", ("c2", "a", "x"): "pass", ("c2", "a", "y"): "error",
                ("c1", "b", "x"): "pass", ("c1", "b", "y"): "pass"}
-    s = _summary(tmp_path, CELLS, results)
+    s = summarize_records(tmp_path, CELLS, results)
     a, b = s.variants
     assert (a.name, a.cases_passed, a.pass_rate) == ("a", 1, 0.5)
     assert (b.cases_passed, b.cases_errored) == (1, 1)  # c2/b has no results: failed, and errored
@@ -63,21 +25,21 @@ def test_default_criteria_require_every_evaluator_and_count_errors_as_failures(t
 
 def test_evaluator_rollups_count_results_whose_evaluator_failed(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c2", "a", "x"): "error", ("c1", "b", "x"): "error", ("c2", "b", "x"): "fail"}
-    s = _summary(tmp_path, CELLS, results)
+    s = summarize_records(tmp_path, CELLS, results)
     (rollup,) = s.by_evaluator
     assert {v: (r.pass_rate, r.errored) for v, r in rollup.by_variant.items()} == {"a": (0.5, 1), "b": (0.0, 1)}
 
 def test_all_required_and_any_required(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c1", "a", "y"): "fail", ("c1", "a", "z"): "pass",
                ("c2", "a", "x"): "pass", ("c2", "a", "y"): "fail", ("c2", "a", "z"): "fail"}
-    s = _summary(tmp_path, CELLS, results, PassCriteria(all_required=["x"], any_required=["y", "z"]))
+    s = summarize_records(tmp_path, CELLS, results, PassCriteria(all_required=["x"], any_required=["y", "z"]))
     assert s.variants[0].cases_passed == 1
 
 
 def test_comparison_lists_regressions_and_improvements_against_the_baseline(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c2", "a", "x"): "fail", ("c1", "b", "x"): "fail", ("c2", "b", "x"): "pass"}
     cells = {**CELLS, ("c2", "b"): (250, None)}  # an errored cell never passes, so never improves
-    s = _summary(tmp_path, cells, results)
+    s = summarize_records(tmp_path, cells, results)
     (delta,) = s.comparison.deltas
     assert (delta.variant, delta.regressions, delta.improvements) == ("b", ["c1"], ["c2"])
     assert delta.pass_rate_delta == 0.0 and delta.avg_latency_delta_ms == 50
@@ -86,7 +48,7 @@ def test_comparison_lists_regressions_and_improvements_against_the_baseline(tmp_
 
 def test_per_evaluator_rollup(tmp_path):
     results = {("c1", "a", "x"): "pass", ("c2", "a", "x"): "fail", ("c1", "b", "x"): "pass", ("c2", "b", "x"): "error"}
-    s = _summary(tmp_path, CELLS, results, baseline=None)
+    s = summarize_records(tmp_path, CELLS, results, baseline=None)
     (rollup,) = s.by_evaluator
     assert rollup.by_variant["a"].pass_rate == 0.5 and rollup.by_variant["b"].pass_rate == 0.5
     assert s.comparison is None
@@ -98,7 +60,7 @@ def test_records_of_another_major_version_are_refused(tmp_path):
     from evalh_pipeline.models.versioning import SchemaVersionError
 
     run_dir = RunDirectory(tmp_path / "run")
-    _write(run_dir, CELLS, {})
+    write_records(run_dir, CELLS, {})
     run_dir.traces.write_text(run_dir.traces.read_text().replace('"schema_version": "1.0"', '"schema_version": "2.0"', 1))
     with pytest.raises(SchemaVersionError, match="2.0"):
         summarize_run(run_dir, variant_order=["a", "b"], pass_criteria=PassCriteria(), baseline_variant="a",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,7 +14,8 @@ from evalh_pipeline.enrichers.registry import ENRICHERS
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, HandlerServer
 
 AGENT = '''
 def run(case, variant):
@@ -41,7 +40,7 @@ class Upstream:
         self.seen: list[str] = []
         upstream = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             def do_GET(self) -> None:  # noqa: N802
                 upstream.seen.append(self.path)
                 trace_id = self.path.rsplit("/", 1)[-1]
@@ -49,27 +48,14 @@ class Upstream:
                     self.send_response(500)
                     self.end_headers()
                     return
-                body = json.dumps({"id": trace_id, "usage": {"input": 111, "output": 22},
-                                   "latency": 0.5, "auth": self.headers.get("authorization")}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_json(200, {"id": trace_id, "usage": {"input": 111, "output": 22},
+                                     "latency": 0.5, "auth": self.headers.get("authorization")})
 
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = HandlerServer(Handler)
+        self.url = self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 @pytest.fixture

@@ -8,41 +8,8 @@ import json
 import os
 
 
-from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
-from evalh_pipeline.runner.stages import prepare_cases
-from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
-
-FIVE = """
-  - name: mentions_paris
-    type: contains_text
-  - name: used_lookup
-    type: tool_called
-    config: {tool_name: lookup}
-  - name: says_answer
-    type: regex_match
-    config: {pattern: "answer"}
-  - name: fast
-    type: latency_under
-    config: {max_ms: 60000}
-  - name: case_sensitive_paris
-    type: contains_text
-    config: {case_sensitive: true}
-"""
-
-
-def _spec(tmp_path, evaluators=FIVE, cases=6):
-    return load_eval(write_eval(tmp_path / "toy", cases=cases, evaluators=evaluators))
-
-
-def _run(spec):
-    info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir))
-    asyncio.run(evaluate_traces(spec, info.run_dir))
-    return info.run_dir
-
+from tests.support.in_process import FIVE_EVALUATORS, run_in_process, toy_spec
 
 def _lines(run_dir):
     return run_dir.results.read_bytes().splitlines()
@@ -56,7 +23,7 @@ def _by_evaluator(lines):
 
 
 def test_every_result_records_its_evaluator_hash_and_every_trace_its_cell_hashes(tmp_path):
-    run_dir = _run(_spec(tmp_path))
+    run_dir = run_in_process(toy_spec(tmp_path))
     results = [json.loads(line) for line in _lines(run_dir)]
     hashes = {r["evaluator"]: r["evaluator_hash"] for r in results}
     assert len(hashes) == 5 and len(set(hashes.values())) == 5 and all(len(h) == 16 for h in hashes.values())
@@ -67,8 +34,8 @@ def test_every_result_records_its_evaluator_hash_and_every_trace_its_cell_hashes
 
 
 def test_an_unchanged_config_rejudges_nothing_and_leaves_the_file_untouched(tmp_path):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     before = run_dir.results.read_bytes()
     stat = os.stat(run_dir.results)
     stats = asyncio.run(evaluate_traces(spec, run_dir))
@@ -77,10 +44,10 @@ def test_an_unchanged_config_rejudges_nothing_and_leaves_the_file_untouched(tmp_
 
 
 def test_changing_one_evaluator_rejudges_exactly_its_results(tmp_path):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     before = _by_evaluator(_lines(run_dir))
-    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    changed = toy_spec(tmp_path, FIVE_EVALUATORS.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     stats = asyncio.run(evaluate_traces(changed, run_dir))
     assert stats.evaluators_rejudged == ["says_answer"]
     assert stats.results == 12 and stats.results_kept == 48
@@ -96,18 +63,18 @@ def test_changing_one_evaluator_rejudges_exactly_its_results(tmp_path):
 
 
 def test_a_removed_evaluator_loses_its_results_and_a_new_one_is_judged(tmp_path):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
-    without_fast = FIVE.replace("  - name: fast\n    type: latency_under\n    config: {max_ms: 60000}\n", "")
-    stats = asyncio.run(evaluate_traces(_spec(tmp_path, without_fast + "  - name: exact\n    type: exact_match\n"
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
+    without_fast = FIVE_EVALUATORS.replace("  - name: fast\n    type: latency_under\n    config: {max_ms: 60000}\n", "")
+    stats = asyncio.run(evaluate_traces(toy_spec(tmp_path, without_fast + "  - name: exact\n    type: exact_match\n"
                                                         "    config: {expected: x}\n"), run_dir))
     assert stats.evaluators_rejudged == ["exact"] and stats.results == 12
     assert set(_by_evaluator(_lines(run_dir))) == {"mentions_paris", "used_lookup", "says_answer", "case_sensitive_paris", "exact"}
 
 
 def test_traces_appended_since_are_judged_by_the_unchanged_evaluators_only(tmp_path):
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     before = _lines(run_dir)
     # A resumed run: a cell's trace is appended after judging (here: one copied line with a new case id).
     line = json.loads(run_dir.traces.read_text().splitlines()[0])
@@ -124,8 +91,8 @@ def test_traces_appended_since_are_judged_by_the_unchanged_evaluators_only(tmp_p
 def test_results_of_a_run_from_before_the_store_are_kept_where_they_carry_matching_hashes(tmp_path):
     import shutil
 
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     shutil.rmtree(run_dir.results_store)  # results.jsonl only, as an older version left it
     stats = asyncio.run(evaluate_traces(spec, run_dir))
     assert stats.results == 0 and stats.results_kept == 60
@@ -140,9 +107,9 @@ def test_results_of_a_run_from_before_the_store_are_kept_where_they_carry_matchi
 
 def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_judging(tmp_path):
     # latency_under declares the one trace field it reads: re-judged alone, it decodes only that.
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
-    strict = _spec(tmp_path, FIVE.replace("max_ms: 60000", "max_ms: 1"))
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
+    strict = toy_spec(tmp_path, FIVE_EVALUATORS.replace("max_ms: 60000", "max_ms: 1"))
     assert asyncio.run(evaluate_traces(strict, run_dir)).evaluators_rejudged == ["fast"]
     incremental = _by_evaluator(_lines(run_dir))
     asyncio.run(evaluate_traces(strict, run_dir, incremental=False))
@@ -158,21 +125,21 @@ def test_an_evaluator_judged_on_trace_projections_gives_the_verdicts_of_a_full_j
 def test_rejudging_a_changed_evaluator_never_reads_the_others_results(tmp_path, monkeypatch):
     from evalh_pipeline.runner import evaluation
 
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     asyncio.run(evaluate_traces(spec, run_dir, incremental=False))
     before = _by_evaluator(_lines(run_dir))
     reads = []
     original = evaluation.entry_lines
     monkeypatch.setattr(evaluation, "entry_lines", lambda *a: reads.append(a[1].file) or original(*a))
-    changed = _spec(tmp_path, FIVE.replace("pattern: \"answer\"", "pattern: \"Paris\""))
+    changed = toy_spec(tmp_path, FIVE_EVALUATORS.replace("pattern: \"answer\"", "pattern: \"Paris\""))
     stats = asyncio.run(evaluate_traces(changed, run_dir))
     assert stats.evaluators_rejudged == ["says_answer"] and stats.results == 12 and stats.results_kept == 48
     assert reads == []  # the other four evaluators' files were not opened
     after = _by_evaluator(_lines(run_dir))
     assert all(after[name] == before[name] for name in before if name != "says_answer")
     # Re-judging one variant keeps the other variant's lines.
-    again = asyncio.run(evaluate_traces(_spec(tmp_path), run_dir, ["base"]))
+    again = asyncio.run(evaluate_traces(toy_spec(tmp_path), run_dir, ["base"]))
     assert again.evaluators_rejudged == ["says_answer"] and again.results == 6
     assert _by_evaluator(_lines(run_dir))["fast"] == before["fast"]
     assert len(_by_evaluator(_lines(run_dir))["says_answer"]) == 12
@@ -183,8 +150,8 @@ def test_a_re_evaluation_with_nothing_changed_reads_no_trace_line_and_no_result_
     from evalh_pipeline.store import results_store
     from evalh_pipeline.store.records import TRACES
 
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     reads = []
 
     def counted(module, name):
@@ -206,8 +173,8 @@ def test_a_run_folder_copied_elsewhere_is_judged_by_content_not_by_its_files_ide
 
     from evalh_pipeline.store.run_dir import RunDirectory
 
-    spec = _spec(tmp_path)
-    run_dir = _run(spec)
+    spec = toy_spec(tmp_path)
+    run_dir = run_in_process(spec)
     copy = RunDirectory(tmp_path / "synced" / run_dir.run_id)
     shutil.copytree(run_dir.path, copy.path)  # new inodes, times: nothing judged again
     assert asyncio.run(evaluate_traces(spec, copy)).results == 0

@@ -16,7 +16,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 
 
 def _judge_config(server: FakeJudgeServer) -> dict:

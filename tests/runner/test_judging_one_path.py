@@ -25,7 +25,8 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evals import write_eval
 from tests.support.killed_run import kill_evalh_when
 
 GOLDEN = Path(__file__).parent / "golden" / "one_path_results.jsonl"

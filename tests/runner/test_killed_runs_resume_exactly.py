@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import EVALH, run_evalh, write_eval
+from tests.support.evalh_process import EVALH, run_evalh
+
+from tests.support.evals import write_eval
 from tests.support.killed_run import kill_evalh_when
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def test_the_settings_handed_in_decide_runs_cache_and_the_evaluators_env_not_the_process(tmp_path, monkeypatch):

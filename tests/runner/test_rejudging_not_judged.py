@@ -14,7 +14,7 @@ from evalh_pipeline.runner.retry import failed_cells, not_judged_results
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _results(run_dir):

@@ -13,7 +13,7 @@ from evalh_pipeline.runner.gates import DRIFT, SUMMARY, Json, Markdown, RunFiles
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _judged_run(tmp_path, extra_yaml: str = ""):

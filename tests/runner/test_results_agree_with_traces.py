@@ -30,7 +30,7 @@ from evalh_pipeline.store import results_store
 from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines
 from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 EVALUATORS = """
   - name: mentions_paris

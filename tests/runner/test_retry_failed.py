@@ -9,7 +9,8 @@ import pytest
 
 from evalh_pipeline.runner.retry import drop_traces, failed_cells, prepare_retry
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -24,7 +24,7 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def _run(tmp_path: Path, shards: int, cases: int = 10) -> tuple:

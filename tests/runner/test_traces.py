@@ -15,7 +15,7 @@ from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemConfigModel, SystemResponse
 from evalh_pipeline.systems.registry import SYSTEMS
 from evalh_pipeline.models import TraceMetrics, TraceOutput
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 class ScriptedConfig(SystemConfigModel):

@@ -8,15 +8,14 @@ test is a python_function in the eval folder.
 from __future__ import annotations
 
 import json
-import threading
 import textwrap
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.http_server import FakeHandler, HandlerServer
 
 AGENT = '''
 def run(case, variant):
@@ -39,12 +38,9 @@ class FakeLLM:
         self.requests: list[dict] = []
         llm = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(FakeHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.body_json()
                 llm.requests.append({"body": body, "headers": dict(self.headers)})
                 prompt = body["messages"][-1]["content"]
                 if "binary judge" in body.get("system", ""):
@@ -52,21 +48,14 @@ class FakeLLM:
                 else:
                     asked = prompt.count("User:") - 1
                     text = "thanks, that's all" if asked >= 3 else f"follow-up question {asked}"
-                reply = json.dumps({"model": body["model"], "content": [{"type": "text", "text": text}],
-                                    "usage": {"input_tokens": 7, "output_tokens": 3}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
+                self.send_json(200, {"model": body["model"], "content": [{"type": "text", "text": text}],
+                                     "usage": {"input_tokens": 7, "output_tokens": 3}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        self.server = HandlerServer(Handler)
+        self.url = self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 @pytest.fixture

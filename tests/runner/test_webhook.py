@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
@@ -14,7 +12,9 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stores.base import StoreContext
 from evalh_pipeline.runner.webhook import WebhookConfig, WebhookError, WebhookStore
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, HandlerServer
 
 
 class Receiver:
@@ -25,27 +25,17 @@ class Receiver:
         self.statuses = list(statuses or [])
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(FakeHandler):
             def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.posts.append({"path": self.path, "body": json.loads(raw), "headers": dict(self.headers)})
+                receiver.posts.append({"path": self.path, "body": self.body_json(), "headers": dict(self.headers)})
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
-                payload = b"ok" if status < 300 else b"overloaded"
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.send_bytes(status, b"ok" if status < 300 else b"overloaded", content_type="text/plain")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        self.server = HandlerServer(Handler)
+        self.url = self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 @pytest.fixture

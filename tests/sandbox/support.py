@@ -7,7 +7,9 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+
+from tests.support.paths import REPO
 from tests.sandbox.engine import IMAGE, Engine
 
 SANDBOX_EVAL = REPO / "evals" / "coding_agent_sandbox"

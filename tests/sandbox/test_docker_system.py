@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.sandbox.engine import build_busybox_image
 from tests.sandbox.support import records, traces_by_variant
 

@@ -17,7 +17,7 @@ import pytest
 from evalh_pipeline.common.containers import ContainerRuntime, RuntimeConfig
 from evalh_pipeline.common.processes import process_start
 from evalh_pipeline.systems.docker import OWNER_LABEL, sweep_dead_runs
-from tests.conftest import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, run_evalh
 from tests.sandbox.engine import build_busybox_image
 from tests.sandbox.support import records
 from tests.support.killed_run import kill_evalh_when

@@ -13,7 +13,7 @@ from evalh_pipeline.config.schema import WorkspaceConfig
 from evalh_pipeline.runner.hashes import CellHashes, covered_fixture_paths, fixture_hash
 from evalh_pipeline.store.fixtures import fixture_fingerprint, tree_sha256, workspace_version
 from evalh_pipeline.store.run_dir import RunDirectory, write_run_header
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 from tests.same_stat import rewrite_keeping_stat
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import run_evalh, write_eval
+from tests.support.evalh_process import run_evalh
+
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, HandlerServer
 
 pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
@@ -26,43 +27,34 @@ class Receiver:
         self.paths: list[str] = []
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
+                body = self.body_bytes()
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver.requests.append(request)
                 receiver.paths.append(self.path)
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
+                self.send_bytes(status, ExportTraceServiceResponse().SerializeToString(),
+                                content_type="application/x-protobuf")
 
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._handler = Handler
+        self._server: HandlerServer | None = None
+        self.url = ""  # set while served
 
     def spans(self) -> list:
         return [span for request in self.requests for rs in request.resource_spans
                 for ss in rs.scope_spans for span in ss.spans]
 
     def __enter__(self) -> Receiver:
-        self.thread.start()
+        self._server = HandlerServer(self._handler)
+        self.url = self._server.url
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        assert self._server is not None
+        self._server.close()
 
 
 def _attrs(span) -> dict:

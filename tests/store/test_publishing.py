@@ -22,7 +22,7 @@ from evalh_pipeline.store.publishing import (
     PublishError, RunPublisher, fetch_run, publish_run, recorded_failures, working_root,
 )
 from evalh_pipeline.store.run_dir import new_run_id
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 from tests.same_stat import rewrite_keeping_stat
 
 RUN_FILES = {"run.json", "config.yaml", "config_hash.txt", "cases.jsonl", "traces.jsonl", "results.jsonl",

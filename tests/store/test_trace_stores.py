@@ -15,7 +15,7 @@ from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
 from evalh_pipeline.store.stores.base import StoreContext, StoreError
 from evalh_pipeline.store.stores.registry import STORES
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 from tests.postgres_server import fresh_schema
 from tests.same_stat import rewrite_keeping_stat
 

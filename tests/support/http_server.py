@@ -1,13 +1,21 @@
-"""A raw HTTP server on loopback for tests of the project's HTTP clients: it answers each
-request with the bytes the test gives, however wrong, which no real server would."""
+"""The one HTTP server of the tests' fakes, on loopback.
+
+- :func:`serve_http` / :func:`serving_http`: a raw server answering each request with the
+  bytes the test gives, however wrong, which no real server would;
+- :class:`HandlerServer` / :func:`serving_handler`: a fake written as a request handler
+  (:class:`FakeHandler`: quiet, reads and answers JSON), served on its own thread.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 LOOPBACK = "127.0.0.1"
 
@@ -74,3 +82,66 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    """A fake's request handler: silent in the test output, with its JSON body read and its
+    JSON answer written in one call each (``do_GET``/``do_POST`` are the fake's own)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass  # a fake's access log would only clutter pytest's output
+
+    def body_bytes(self) -> bytes:
+        """The request body (by its Content-Length; none without one)."""
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def body_json(self) -> Any:
+        """The request body, parsed as JSON."""
+        return json.loads(self.body_bytes())
+
+    def send_bytes(self, status: int, data: bytes, content_type: str = "application/json",
+                   headers: Mapping[str, str] | None = None) -> None:
+        """Answer ``status`` with ``data`` (and a Content-Length)."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        """Answer ``status`` with ``payload`` as JSON."""
+        self.send_bytes(status, json.dumps(payload).encode(), headers=headers)
+
+
+class HandlerServer:
+    """``handler`` served on 127.0.0.1 (a free port) by a threading server on its own thread,
+    from construction until :meth:`close` (or the end of a ``with`` block); ``url`` is its base
+    URL (``http://127.0.0.1:PORT``)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+        self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
+                                        name=f"fake-{handler.__name__}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> HandlerServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """:class:`HandlerServer` for the block; yields its base URL."""
+    with HandlerServer(handler) as server:
+        yield server.url

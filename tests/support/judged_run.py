@@ -18,7 +18,7 @@ from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.labels import append_labels
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def judged_run(folder: Path, run_id: str, *, cases: int = 6, answers: Mapping[str, str] | None = None

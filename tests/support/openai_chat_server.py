@@ -9,12 +9,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOOPBACK = "127.0.0.1"
+from tests.support.http_server import FakeHandler, serving_handler
+
 PREFIX = "Say: "  # the prompt "Say: <answer>" makes the model answer <answer>
 # A request whose messages hold grader_says(REPLY) (in a graded assertion's value) is answered
 # REPLY: the test scripts what a grading model says, whatever prompt the grader wraps it in
@@ -27,11 +26,10 @@ def grader_says(reply: str) -> str:
     return f"<<grader:{base64.b64encode(reply.encode()).decode()}>>"
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(FakeHandler):
     def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-        length = int(self.headers.get("content-length") or 0)
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(self.body_bytes() or b"{}")
         except ValueError:
             body = {}
         if self.path.endswith("/embeddings"):
@@ -46,7 +44,7 @@ class _Echo(BaseHTTPRequestHandler):
             text = text.removeprefix(PREFIX)
         elif scripted:
             text = base64.b64decode(scripted.group(1)).decode()
-        self._send({
+        self.send_json(200, {
             "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": body.get("model", "echo"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
@@ -57,19 +55,8 @@ class _Echo(BaseHTTPRequestHandler):
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else texts or []
         data = [{"object": "embedding", "index": i, "embedding": letter_counts(t)} for i, t in enumerate(texts)]
-        self._send({"object": "list", "data": data, "model": body.get("model"),
+        self.send_json(200, {"object": "list", "data": data, "model": body.get("model"),
                     "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-
-    def _send(self, answer: dict) -> None:
-        payload = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's signature
-        pass  # keep test output clean
 
 
 def letter_counts(text: str) -> list[float]:
@@ -82,12 +69,5 @@ def letter_counts(text: str) -> list[float]:
 @contextmanager
 def echo_chat_server() -> Iterator[str]:
     """Serve the echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``."""
-    server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, name="echo-chat", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{LOOPBACK}:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving_handler(_Echo) as url:
+        yield f"{url}/v1"

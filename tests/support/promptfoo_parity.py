@@ -7,11 +7,20 @@ line of its bundle ``dist/src/index.js`` where the rule is.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from evalh_pipeline.importers.promptfoo import import_promptfoo
+from evalh_pipeline.importers.writing import write_tree
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
 from tests.support.openai_chat_server import PREFIX, grader_says
 
 # (assertion, reply, promptfoo's verdict, where promptfoo decides it)
@@ -138,3 +147,17 @@ def write_config(folder: Path, base_url: str) -> Path:
     path = folder / "promptfooconfig.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     return path
+
+
+def run_imported(config, out, monkeypatch) -> dict[str, dict]:
+    """Import ``config`` into ``out``, run it in-process; the result of each case's own evaluator."""
+    imported = import_promptfoo(config, "parity")
+    assert imported.report.findings == []
+    write_tree(out, imported.files())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    spec = load_eval(out / "eval.yaml")
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    asyncio.run(evaluate_traces(spec, info.run_dir))
+    results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
+    return {r["case_id"]: r for r in results if r["evaluator"].startswith("assert-")}

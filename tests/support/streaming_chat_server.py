@@ -6,12 +6,10 @@ record the same traces."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOOPBACK = "127.0.0.1"
+from tests.support.http_server import FakeHandler, serving_handler
 
 
 def _chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
@@ -22,12 +20,11 @@ def _chunk(delta: dict, finish: str | None = None, usage: dict | None = None) ->
     return b"data: " + json.dumps(event).encode() + b"\n\n"
 
 
-class _Streamer(BaseHTTPRequestHandler):
+class _Streamer(FakeHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = json.loads(self.body_bytes() or b"{}")
         user = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
         text = str(user[-1].get("content", "")) if user else ""
         half = len(text) // 2
@@ -50,19 +47,9 @@ class _Streamer(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's signature
-        pass
-
 
 @contextmanager
 def streaming_chat_server() -> Iterator[str]:
     """Serve the streaming echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``."""
-    server = ThreadingHTTPServer((LOOPBACK, 0), _Streamer)
-    thread = threading.Thread(target=server.serve_forever, name="streaming-chat", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{LOOPBACK}:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving_handler(_Streamer) as url:
+        yield f"{url}/v1"

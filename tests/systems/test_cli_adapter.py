@@ -21,7 +21,7 @@ from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse, Workspace
 from evalh_pipeline.systems.cli import CliConfig, CliSystem
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 CASE = EvalCase(id="c1", input={"question": "What's $HOME; rm -rf / `x`?", "n": 3})
 

@@ -19,7 +19,7 @@ import pytest
 
 from evalh_pipeline.common.processes import process_start
 from evalh_pipeline.systems.git_branch import sweep_dead_runs
-from tests.conftest import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, run_evalh
 from tests.sandbox.support import records, traces_by_variant
 from tests.support.killed_run import kill_evalh_when
 

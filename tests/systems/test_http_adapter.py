@@ -7,7 +7,6 @@ import json
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic import ValidationError
@@ -22,7 +21,8 @@ from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse
 from evalh_pipeline.systems.http import HttpConfig, HttpSystem
 from evalh_pipeline.systems.http_presets import split_think_blocks
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, serving_handler
 
 CASE = EvalCase(id="c1", input={"user_message": 'Capital of "France"?\n}', "n": 3, "tags": ["a", "b"]})
 
@@ -86,10 +86,7 @@ class Backend:
 
 
 def make_handler(backend: Backend):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep pytest output clean
-            pass
-
+    class Handler(FakeHandler):
         def _send(self, status: int, body: bytes, content_type: str = "application/json", length: bool = True):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -177,16 +174,9 @@ def make_handler(backend: Backend):
 @pytest.fixture
 def server():
     backend = Backend()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(backend))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    backend.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
+    with serving_handler(make_handler(backend)) as url:
+        backend.url = url
         yield backend
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def adapter(config: dict, secret_values: frozenset[str] = frozenset()) -> HttpSystem:

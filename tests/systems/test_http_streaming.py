@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic import ValidationError
@@ -16,7 +14,8 @@ from evalh_pipeline.config.errors import ConfigError
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemResponse
 from evalh_pipeline.systems.http import HttpConfig, HttpSystem
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, serving_handler
 
 CASE = EvalCase(id="c1", input={"user_message": "Capital of France?"})
 GAP = 0.05  # seconds between events, so first and last token differ even on a loaded machine
@@ -71,10 +70,7 @@ GENERIC_MAPPING = {
 
 
 def make_handler(seen: list[dict]):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
+    class Handler(FakeHandler):
         def _start(self, content_type: str, length: int | None = None):
             self.send_response(200)
             self.send_header("Content-Type", content_type)
@@ -150,20 +146,13 @@ def make_handler(seen: list[dict]):
 @pytest.fixture
 def server():
     seen: list[dict] = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(seen))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
+    with serving_handler(make_handler(seen)) as served:
 
-    class Server:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        requests = seen
+        class Server:
+            url = served
+            requests = seen
 
-    try:
         yield Server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def call(config: dict, case: EvalCase = CASE) -> SystemResponse:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,8 @@ from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
 from evalh_pipeline.workspaces.artifacts import load_artifact
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
+from tests.support.http_server import FakeHandler, serving_handler
 
 
 @pytest.fixture
@@ -23,26 +22,15 @@ def file_writing_service():
     """A service that takes a folder in its request body and writes a report into it."""
     seen: list[tuple[dict, dict]] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(FakeHandler):
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.body_json()
             seen.append((body, dict(self.headers)))
             Path(body["folder"], "report.md").write_text(f"# {body['question']}\n")
-            reply = json.dumps({"answer": "written"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+            self.send_json(200, {"answer": "written"})
 
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
+    with serving_handler(Handler) as url:
+        yield url, seen
 
 
 def _eval(tmp_path, url: str, workspace: bool = True):

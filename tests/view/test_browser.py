@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +24,8 @@ import pytest
 
 from evalh_pipeline.store.baselines import promote
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.conftest import REPO, run_evalh
+from tests.support.evalh_process import run_evalh
+from tests.support.paths import REPO
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 from tests.support.readiness import wait_until_answering
 from tests.view.support import (
@@ -34,6 +34,7 @@ from tests.view.support import (
     reference,
     write_hostile_eval,
 )
+from tests.support.http_server import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -49,12 +50,6 @@ class Viewer:
     runs: Path
     shots: Path
     run_ids: dict[str, list[str]] = field(default_factory=dict)  # eval -> run ids, oldest first
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _made_run(proc: subprocess.CompletedProcess[str], runs: Path, eval_name: str) -> str:
@@ -85,7 +80,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
     eval_harness_run(runs, AFTER, fixed=("case_00",))
     made["regressions"] = [BEFORE, AFTER]
 
-    port = _free_port()
+    port = free_port()
     log = root / "view.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import pytest
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 from tests.support.readiness import wait_until_answering
 from tests.view.support import write_run
+from tests.support.http_server import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -62,12 +62,6 @@ class Watched:
     requests: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("navigation")
@@ -86,7 +80,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         meta = json.loads((run_dir / "run.json").read_text())
         (run_dir / "run.json").write_text(json.dumps({**meta, "created_at": f"2026-01-0{day}T00:00:00Z"}))
     write_run(runs, LIVE, {"c1": {"main": "first answer"}}, eval_name="live", complete=None)
-    port = _free_port()
+    port = free_port()
     log = root / "view.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import pytest
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 from tests.support.readiness import wait_until_answering
 from tests.view.support import hostile_run
+from tests.support.http_server import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -41,12 +41,6 @@ class Served:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("order")
@@ -55,7 +49,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         meta_path = hostile_run(runs, run_id) / "run.json"
         meta = json.loads(meta_path.read_text())
         meta_path.write_text(json.dumps({**meta, "created_at": created}))
-    port = _free_port()
+    port = free_port()
     log = root / "view.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],

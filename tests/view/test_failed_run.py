@@ -12,7 +12,7 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.view.app import create_app
-from tests.conftest import STEADY_SYSTEMS, write_eval
+from tests.support.evals import STEADY_SYSTEMS, write_eval
 
 
 def _text(html: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -15,6 +14,7 @@ from evalh_pipeline.view.links import (
     viewer_base_url,
     viewer_is_running,
 )
+from tests.support.http_server import FakeHandler, serving_handler
 
 
 def test_a_run_page_url_defaults_to_loopback_and_follows_the_configured_address():
@@ -30,25 +30,14 @@ def test_a_run_id_is_one_path_segment_of_the_url():
 
 
 def test_only_an_evalh_viewer_counts_as_running():
-    class Other(BaseHTTPRequestHandler):
+    class Other(FakeHandler):
         def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"something else")
+            self.send_bytes(200, b"something else", content_type="text/plain")
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Other)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        assert not viewer_is_running(f"http://127.0.0.1:{server.server_address[1]}", timeout_s=5)
-        assert running_viewer_run_url("r1", f"http://127.0.0.1:{server.server_address[1]}", timeout_s=5) is None
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert not viewer_is_running(f"http://127.0.0.1:{server.server_address[1]}", timeout_s=5)
+    with serving_handler(Other) as url:
+        assert not viewer_is_running(url, timeout_s=5)
+        assert running_viewer_run_url("r1", url, timeout_s=5) is None
+    assert not viewer_is_running(url, timeout_s=5)
 
 
 def test_the_pass_rate_interval_is_wilsons():

@@ -7,7 +7,7 @@ import pytest
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.fixtures import copy_from_path
 from evalh_pipeline.workspaces.git import GitWorkspaceConfig
-from tests.conftest import write_eval
+from tests.support.evals import write_eval
 
 
 def test_copy_from_names_the_source_and_makes_it_a_repository_by_default():

@@ -64,6 +64,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalh_pipeline.common.ratelimits.shared import Lease, SharedPool
+from evalh_pipeline.errors import InfrastructureError
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ WINDOW_S = 5.0  # the successes whose rate is measured: the last seconds (at lea
 DEFAULT_WAIT = 1.0  # the pause after a rate limit that says nothing of when to come back
 
 
-class LimitGaveUp(Exception):
+class LimitGaveUp(InfrastructureError):
     """The limit answered nothing but rate limits for the run's budget: no more calls are sent."""
 
 

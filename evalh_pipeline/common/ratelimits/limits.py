@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
+from evalh_pipeline.errors import UserError
 from evalh_pipeline.common.ratelimits.answers import RateLimitAnswer
 from evalh_pipeline.common.ratelimits.limiter import Gate, Limiter, LimitGaveUp
 from evalh_pipeline.common.ratelimits.settings import PoolLimits, RateLimitSettings
@@ -30,7 +31,7 @@ from evalh_pipeline.common.ratelimits.shared import DatabasePools, SharedPool
 T = TypeVar("T")
 
 
-class UnknownPool(ValueError):
+class UnknownPool(UserError, ValueError):
     """A system or judge names a pool that ``run.executor.pools`` does not define."""
 
 

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalh_pipeline.errors import InfrastructureError
+
 if TYPE_CHECKING:
     from evalh_pipeline.models import Trace
     from evalh_pipeline.store.run_dir import RunDirectory
 
 
-class StoreError(RuntimeError):
+class StoreError(InfrastructureError, RuntimeError):
     """A store could not take or give back a run (the message never holds a password)."""
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 from tests.support.scripted_chat_server import ScriptedChatServer
 
 pytestmark = pytest.mark.e2e

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_evalh
-from tests.importers.openai_evals.test_verdict_parity import REGISTRY, SCRIPT
+from tests.support.evalh_process import run_evalh
+from tests.importers.openai_evals.support import REGISTRY, SCRIPT
 from tests.support.scripted_chat_server import ScriptedChatServer
 
 pytestmark = pytest.mark.e2e

@@ -2,7 +2,7 @@
 OpenAI-compatible server, gives openai/evals' verdict on every sample.
 
 The server answers each prompt from a script, so the model's answer is fixed; the expected
-verdicts below are what openai/evals' code (commit 4bfc1f58) decides for that answer:
+verdicts (``SCRIPT``, tests/importers/openai_evals/support.py) are what openai/evals' code (commit 4bfc1f58) decides for that answer:
 
 - Match (evals/elsuite/basic/match.py:50-58, evals/api.py:79-92): the answer
   ``startswith`` one of the ideals (no stripping; no ideal: no match).
@@ -42,29 +42,11 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import new_run_id
+from tests.importers.openai_evals.support import REGISTRY, SCRIPT
 from tests.support.scripted_chat_server import ScriptedChatServer
 
-REGISTRY = Path(__file__).parent / "registry"
 KEY = "sk-parity-test-key-0123456789"
 
-# prompt (the last message) -> the model's answer, and the verdicts of
-# (Match, Includes, Includes ignore_case, FuzzyMatch) for the sample's ideal (data/parity/samples.jsonl).
-SCRIPT = [
-    ("q1", "Paris is the capital.", (True, True, True, True)),             # ideal "Paris"
-    ("q2", "The capital is Paris", (False, True, True, True)),             # not at the start
-    ("q3", "paris", (False, False, True, True)),                           # case differs
-    ("q4", "Paris, France", (True, True, True, True)),                     # ideals ["Lyon", "Paris"]: the second
-    ("q5", "An answer: the Eiffel Tower!", (False, False, True, True)),   # "eiffel tower": normalized, contained
-    ("q6", " Paris", (False, True, True, True)),                           # a leading space: startswith fails
-    ("q7", "the", (False, False, False, True)),                            # ideal "a": both normalize to ""
-    ("q8", "Rome", (False, False, False, False)),
-    ("q9", "Paris", (False, False, False, True)),                          # the ideal contains the answer
-    ("q10", "Paris\u2014France", (False, False, False, False)),            # an em dash is not ASCII punctuation
-    ("q11", "\u00dcn\u00efcode ANSWER", (False, False, True, True)),       # "ünïcode answer": str.lower() folds it
-    ("q12", "(a.b)", (False, False, False, True)),                         # ideal "ab": punctuation removed
-    ("q13 asked as a text prompt", "Paris", (True, True, True, True)),   # input is a string
-    ("q14", "Paris", (False, False, False, None)),                         # ideal []: nothing to match
-]
 # FuzzyMatch raises on a sample without an ideal (utils.py:88): its samples leave q14 out
 # (data/parity/fuzzy_samples.jsonl), and the import skips such a sample with a report line.
 EVALS = ["parity-match", "parity-includes", "parity-includes-ignore-case", "parity-fuzzy-match"]

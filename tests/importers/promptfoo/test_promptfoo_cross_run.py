@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.importers.promptfoo.test_promptfoo_verdict_parity import run_imported
 from tests.support.openai_chat_server import echo_chat_server
-from tests.support.promptfoo_parity import ROWS, write_config
+from tests.support.promptfoo_parity import ROWS, run_imported, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 
 from evalh_pipeline.importers.promptfoo import import_promptfoo
 from evalh_pipeline.importers.writing import write_tree
-from tests.conftest import run_evalh
+from tests.support.evalh_process import run_evalh
 
 pytestmark = pytest.mark.integration
 

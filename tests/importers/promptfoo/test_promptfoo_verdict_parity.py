@@ -3,37 +3,14 @@ verdict promptfoo's own source decides (the rows and their citations: tests/supp
 
 from __future__ import annotations
 
-import asyncio
-import json
 import shutil
 
 import pytest
 
-from evalh_pipeline.importers.promptfoo import import_promptfoo
-from evalh_pipeline.importers.writing import write_tree
-from evalh_pipeline.runner.evaluation import evaluate_traces
-from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.runner.stages import prepare_cases
-from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.run_dir import new_run_id
 from tests.support.openai_chat_server import echo_chat_server
-from tests.support.promptfoo_parity import ROWS, write_config
+from tests.support.promptfoo_parity import ROWS, run_imported, write_config
 
 pytestmark = pytest.mark.integration
-
-
-def run_imported(config, out, monkeypatch) -> dict[str, dict]:
-    """Import ``config`` into ``out``, run it in-process; the result of each case's own evaluator."""
-    imported = import_promptfoo(config, "parity")
-    assert imported.report.findings == []
-    write_tree(out, imported.files())
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    spec = load_eval(out / "eval.yaml")
-    info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir))
-    asyncio.run(evaluate_traces(spec, info.run_dir))
-    results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
-    return {r["case_id"]: r for r in results if r["evaluator"].startswith("assert-")}
 
 
 def test_every_assertion_type_gives_promptfoos_verdict(tmp_path, monkeypatch):

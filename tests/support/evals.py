@@ -1,0 +1,84 @@
+"""A small offline eval written from a template: a stub agent, JSONL cases, two variants."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+AGENT = '''
+import asyncio, json, os
+
+async def run(case, variant):
+    log = os.environ.get("EVALH_TEST_CALL_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(json.dumps([case["id"], variant["name"]]) + "\\n")
+    delay = float(variant["config"].get("delay", 0))
+    await asyncio.sleep(delay)
+    # A test that must act while the run is still going holds the later cases back until
+    # it creates the gate file, so the run cannot end first however slow the machine is.
+    gate, hold_from = os.environ.get("EVALH_TEST_GATE"), variant["config"].get("hold_from")
+    if gate and hold_from is not None and int(case["id"].split("_")[-1]) >= hold_from:
+        while not os.path.exists(gate):
+            await asyncio.sleep(0.02)
+    if case["input"].get("explode") and variant["name"] in case["input"]["explode"]:
+        raise RuntimeError("boom")
+    answer = case["input"]["answer"]
+    if variant["config"].get("break_every") and int(case["id"].split("_")[-1]) % variant["config"]["break_every"] == 0:
+        answer = "wrong"
+    return {"final_answer": answer,
+            "tool_calls": [{"name": "lookup", "arguments": {"q": case["id"]}}],
+            "metrics": {"token_input": 10, "token_output": 5, "cost_usd": 0.001}}
+'''
+
+
+# Two variants of the stub agent that answer alike (the default's candidate regresses).
+STEADY_SYSTEMS = """
+  - name: base
+    adapter: python_function
+    target: stub_agent:run
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+"""
+
+
+def write_eval(folder: Path, *, cases: int = 6, extra_yaml: str = "", systems: str | None = None,
+               evaluators: str | None = None) -> Path:
+    """A small offline eval: `cases` JSONL cases, a stub agent, two variants by default."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stub_agent.py").write_text(AGENT)
+    with (folder / "cases.jsonl").open("w") as f:
+        import json
+
+        for i in range(cases):
+            f.write(json.dumps({"id": f"case_{i}", "input": {"answer": f"answer {i} Paris"},
+                                "metadata": {"group": "even" if i % 2 == 0 else "odd"},
+                                "expected": {"answer_should_include": ["Paris"], "must_call_tools": ["lookup"]}}) + "\n")
+    systems = systems or STEADY_SYSTEMS + "    break_every: 3\n"
+    evaluators = evaluators or """
+  - name: mentions_paris
+    type: contains_text
+  - name: used_lookup
+    type: tool_called
+    config: {tool_name: lookup}
+"""
+    text = f"""
+eval:
+  name: {folder.name}
+dataset:
+  type: jsonl
+  path: cases.jsonl
+systems:{systems}
+evaluators:{evaluators}
+run:
+  max_concurrency: 4
+  baseline_variant: base
+output:
+  - type: local_files
+    path: {folder / "runs"}
+{extra_yaml}
+"""
+    path = folder / "eval.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
