@@ -25,6 +25,8 @@ def record_rate_limits(run_dir: RunDirectory, limits: RateLimits, stage: str) ->
     records = limits.records(stage)
     if not records:
         return
-    with run_dir.rate_limits.open("a", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+    data = "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in records).encode()
+    # One unbuffered append: the shards of a run (runner/shards.py) append from several
+    # processes at once, and one write with O_APPEND never interleaves with another's.
+    with run_dir.rate_limits.open("ab", buffering=0) as out:
+        out.write(data)

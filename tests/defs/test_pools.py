@@ -62,3 +62,21 @@ def test_a_run_counts_its_pool_in_the_instance_database_and_keeps_its_limit(tmp_
         pools = [row[0] for row in db.execute("SELECT pool FROM evalh_pool_buckets")]
         leases = db.execute("SELECT count(*) FROM evalh_pool_leases").fetchone()[0]
     assert pools == [f"pooled/{run_dir.name}/api"] and leases == 0
+
+
+def test_a_pool_holds_across_the_shards_of_a_multiprocess_run(tmp_path, env):
+    # Two variants share one pool of 2; four shards run in four step processes: the limit is
+    # the pool's, counted in the instance database, not 2 per process.
+    with RateLimitedServer(latency=0.2) as server:
+        path = write_eval(tmp_path / "pooled", cases=12, systems=_system("base", server.url) + _system("other", server.url),
+                          extra_yaml="")
+        path.write_text(path.read_text().replace(
+            "run:\n  max_concurrency: 4\n",
+            "run:\n  max_concurrency: 8\n  shards: 4\n  executor:\n    type: multiprocess\n    pools: {api: 2}\n"))
+        done = run_evalh(["run", str(path)], env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert server.total.answered == 24 and server.total.peak_in_flight <= 2
+    [run_dir] = (tmp_path / "pooled" / "runs").iterdir()
+    traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+    assert len({(t["case_id"], t["variant_name"]) for t in traces}) == 24 and len(traces) == 24
+    assert len({t["extra"]["executor"]["pid"] for t in traces}) == 4
