@@ -47,14 +47,24 @@ def _data_file(registry: Path, data: Path, relative: str, row: dict) -> None:
         target.write_text(json.dumps(row) + "\n")
 
 
-def _stage(registry: Path, data: Path, found: RegistryEval) -> None:
+def _data_keys(found: RegistryEval) -> dict[str, str]:
+    """The entry's files under the registry's ``data/``, by the arg that names them."""
     if found.grader == multiple_choice.CLASS:
-        _data_file(registry, data, f"{found.entry_key}.jsonl", STAND_IN_QUESTION)
-        return
-    for key in ("samples_jsonl", "few_shot_jsonl"):
-        value = found.args.get(key)
-        if isinstance(value, str) and value and not Path(value).is_absolute():
-            _data_file(registry, data, value, {"sample": STAND_IN["input"]} if key == "few_shot_jsonl" else STAND_IN)
+        return {"samples_jsonl": f"{found.entry_key}.jsonl"}
+    return {key: value for key in ("samples_jsonl", "few_shot_jsonl")
+            if isinstance(value := found.args.get(key), str) and value and not Path(value).is_absolute()}
+
+
+def data_files(found: RegistryEval) -> list[str]:
+    """The files under the registry's ``data/`` that the entry reads."""
+    return list(_data_keys(found).values())
+
+
+def _stage(registry: Path, data: Path, found: RegistryEval) -> None:
+    for key, value in _data_keys(found).items():
+        row = (STAND_IN_QUESTION if found.grader == multiple_choice.CLASS
+               else {"sample": STAND_IN["input"]} if key == "few_shot_jsonl" else STAND_IN)
+        _data_file(registry, data, value, row)
 
 
 def check(registry: Path, found: RegistryEval, data: Path, out: Path) -> tuple[bool, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REGISTRY = Path(__file__).parent / "registry"
+REGISTRY = Path(__file__).parent / "registry"  # evals/parity.yaml, data/parity/: written here
 
 # prompt (the last message) -> the model's answer, and the verdicts of
 # (Match, Includes, Includes ignore_case, FuzzyMatch) for the sample's ideal (data/parity/samples.jsonl).

@@ -13,8 +13,7 @@ from click.testing import CliRunner
 from evalh_pipeline.cli import main
 from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.runner.loading import load_eval
-
-REGISTRY = Path(__file__).parent / "registry"
+from tests.support.openai_evals_wheel import WheelRegistry
 
 
 def _import(*args: str) -> tuple[int, str]:
@@ -26,12 +25,17 @@ def _cases(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
 
 
-def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp_path):
+def _born_first(registry: WheelRegistry) -> Path:
+    registry.data("born_first/born_first.jsonl")
+    return registry.evals("born-first.yaml")
+
+
+def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(wheel_registry, tmp_path):
     out = tmp_path / "born_first"
-    code, output = _import(str(REGISTRY / "evals" / "born-first.yaml"), "-o", str(out), "--model", "gpt-4o",
-                           "--model", "gpt-4o-mini")
+    source = _born_first(wheel_registry)
+    code, output = _import(str(source), "-o", str(out), "--model", "gpt-4o", "--model", "gpt-4o-mini")
     assert code == 0, output
-    assert "imported born-first: 3 case(s)" in output
+    assert "imported born-first: 122 case(s)" in output
     config = yaml.safe_load((out / "eval.yaml").read_text())
     # Dagster names an eval's assets and jobs after it and allows no `-`: the registry's name is metadata.
     assert config["eval"] == {"name": "born_first", "description": "Test the model's ability to determine who was born first.",
@@ -48,19 +52,18 @@ def test_a_match_eval_imports_as_cases_with_their_own_evaluator_and_dry_runs(tmp
     assert first["expected"] == {"facts": {"ideal": "N"}}
     # Loads as `evalh run --dry-run` loads it: every row validated with the evaluator registry.
     spec = load_eval(out / "eval.yaml", {"OPENAI_API_KEY": "sk-x"}, strict=True)
-    assert [c.evaluators[0].name for c in select_cases(spec, "r")] == ["match"] * 3
+    assert [c.evaluators[0].name for c in select_cases(spec, "r")] == ["match"] * 122
     # What does not map is in the report beside the eval, with its file and line.
     report = (out / "import-report.md").read_text()
-    assert f"- {REGISTRY / 'evals' / 'born-first.yaml'}:6: note: born-first.dev.v0.class: " in report
+    assert f"- {source}:6: note: born-first.dev.v0.class: " in report
     assert "'boostrap_std', which is not computed" in report
 
 
-def test_several_evals_of_a_file_go_to_one_folder_each_and_fuzzy_match_reads_its_args(tmp_path):
+def test_several_evals_of_a_file_go_to_one_folder_each_and_fuzzy_match_reads_its_args(wheel_registry, tmp_path):
     out = tmp_path / "basic"
-    source = tmp_path / "registry"
-    shutil.copytree(REGISTRY, source)
+    wheel_registry.data("test_fuzzy_match/samples.jsonl")
     # test-basic.yaml's test-match uses a test-only grader (TestMatch): import the others.
-    code, output = _import(str(source / "evals" / "test-basic.yaml"), "-o", str(out), "--eval", "test-fuzzy-match")
+    code, output = _import(str(wheel_registry.evals("test-basic.yaml")), "-o", str(out), "--eval", "test-fuzzy-match")
     assert code == 0, output
     config = yaml.safe_load((out / "eval.yaml").read_text())
     assert {k: v for k, v in config["systems"][0].items() if k in ("temperature", "max_tokens")} == {
@@ -70,13 +73,14 @@ def test_several_evals_of_a_file_go_to_one_folder_each_and_fuzzy_match_reads_its
     assert "'f1_score' is not computed" in (out / "import-report.md").read_text()
 
 
-def test_includes_with_ignore_case_and_match_with_few_shot_examples(tmp_path):
-    code, output = _import(str(REGISTRY / "evals" / "test-basic.yaml"), "-o", str(tmp_path / "inc"),
+def test_includes_with_ignore_case_and_match_with_few_shot_examples(wheel_registry, tmp_path):
+    wheel_registry.data("test_fuzzy_match/samples.jsonl", "anagrams/samples.jsonl", "anagrams/fewshot.jsonl")
+    code, output = _import(str(wheel_registry.evals("test-basic.yaml")), "-o", str(tmp_path / "inc"),
                            "--eval", "test-includes-ignore-case")
     assert code == 0, output
     assert _cases(tmp_path / "inc")[1]["evaluators"][0] == {"name": "includes", "type": "contains_text", "config": {
         "any_of": ["Season 11", "11"], "all_of": [], "none_of": [], "case_sensitive": False}}
-    code, output = _import(str(REGISTRY / "evals" / "anagrams.yaml"), "-o", str(tmp_path / "ana"))
+    code, output = _import(str(wheel_registry.evals("anagrams.yaml")), "-o", str(tmp_path / "ana"))
     assert code == 0, output
     # match.py:38-44: the 5 few-shot samples go before the last message.
     messages = [m["content"] for m in _cases(tmp_path / "ana")[0]["input"]["messages"]]
@@ -85,12 +89,13 @@ def test_includes_with_ignore_case_and_match_with_few_shot_examples(tmp_path):
     assert messages[1:3] == ["cebyiilsatisc", "accessibility"] and messages[-1] == "aotliibcyauntc"
 
 
-def test_an_unsupported_grader_is_one_line_and_nothing_is_written(tmp_path):
+def test_an_unsupported_grader_is_one_line_and_nothing_is_written(wheel_registry, tmp_path):
     out = tmp_path / "basic"
-    code, output = _import(str(REGISTRY / "evals" / "test-basic.yaml"), "-o", str(out))
+    source = wheel_registry.evals("test-basic.yaml")
+    code, output = _import(str(source), "-o", str(out))
     assert code == 1
     assert output.strip().splitlines() == [
-        f"error: {REGISTRY / 'evals' / 'test-basic.yaml'}:7 test-match.s1.simple-v0.class: grader "
+        f"error: {source}:7 test-match.s1.simple-v0.class: grader "
         "'evals.elsuite.test.match:TestMatch' has no evalh mapping (supported: evals.elsuite.basic.match:Match, "
         "evals.elsuite.basic.includes:Includes, evals.elsuite.basic.fuzzy_match:FuzzyMatch, "
         "evals.elsuite.modelgraded.classify:ModelBasedClassify, evals.elsuite.multiple_choice:MultipleChoice)"]
@@ -131,7 +136,9 @@ def test_a_missing_samples_file_is_one_line_at_its_key(tmp_path):
 
 
 def test_a_git_lfs_pointer_instead_of_samples_says_so(tmp_path):
-    pointer = (REGISTRY / "data" / "lfs" / "samples.jsonl").read_bytes()
+    # What a checkout without Git LFS has in place of a samples file (the pointer format; our own object).
+    pointer = (b"version https://git-lfs.github.com/spec/v1\n"
+               b"oid sha256:" + b"5e" * 32 + b"\nsize 4096\n")
     line = _bad(tmp_path, _registry(tmp_path, MATCH, samples=pointer))
     assert line.endswith("samples.jsonl:1: a Git LFS pointer, not the samples: fetch them first "
                          "(`git lfs pull` in the openai/evals checkout)")
@@ -163,11 +170,11 @@ def test_unmapped_samples_and_keys_are_reported_and_strict_refuses_them(tmp_path
     assert "samples.jsonl:2: error: input:" in report and "samples.jsonl:3: error: ideal:" in report
 
 
-def test_an_output_folder_with_files_is_refused(tmp_path):
+def test_an_output_folder_with_files_is_refused(wheel_registry, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    code, output = _import(str(REGISTRY / "evals" / "born-first.yaml"), "-o", str(out))
+    code, output = _import(str(_born_first(wheel_registry)), "-o", str(out))
     assert code == 1 and "the output folder exists and is not empty" in output
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
@@ -191,9 +198,9 @@ def test_samples_none_of_which_import_are_one_line_saying_why(tmp_path):
         "samples.jsonl: the samples file holds no sample")
 
 
-def test_a_model_graded_eval_carries_its_spec_and_is_graded_by_the_grader_model(tmp_path):
+def test_a_model_graded_eval_carries_its_spec_and_is_graded_by_the_grader_model(parity_registry, tmp_path):
     out = tmp_path / "closedqa"
-    code, output = _import(str(REGISTRY / "evals" / "parity.yaml"), "-o", str(out), "--eval", "parity-closedqa",
+    code, output = _import(str(parity_registry / "evals" / "parity.yaml"), "-o", str(out), "--eval", "parity-closedqa",
                            "--model", "m-under-test", "--grader-model", "m-grader")
     assert code == 0, output
     (system,) = yaml.safe_load((out / "eval.yaml").read_text())["systems"]

@@ -78,8 +78,9 @@ def _graded_answer(prompt: str) -> str | None:
     return GRADES[int(found.group(1)) - 1][0] if found else None
 
 
-def _import(out: Path) -> None:
-    imported = import_registry_file(REGISTRY / "evals" / "parity.yaml")
+def _import(out: Path, registry: Path) -> None:
+    """The parity evals of ``registry`` (conftest.py's parity_registry: with the wheel's model-graded specs)."""
+    imported = import_registry_file(registry / "evals" / "parity.yaml")
     assert [found.name for found in imported] == EVALS + GRADED
     assert all(all("not computed" in u.text() for u in found.report.findings)
                for found in imported if found.name in EVALS)
@@ -104,9 +105,9 @@ def _results(eval_path: Path, env: dict[str, str]) -> dict[int, dict]:
 
 
 @pytest.mark.integration
-def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(tmp_path):
+def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(parity_registry, tmp_path):
     out = tmp_path / "imported"
-    _import(out)
+    _import(out, parity_registry)
     with ScriptedChatServer({prompt: answer for prompt, answer, _ in SCRIPT}) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
         for column, name in enumerate(EVALS):
@@ -137,9 +138,9 @@ def _oaieval() -> str | None:
 
 @pytest.mark.integration
 @pytest.mark.skipif(_oaieval() is None, reason="openai/evals' oaieval is not installed (pip install evals)")
-def test_oaieval_on_the_same_server_gives_the_same_verdicts(tmp_path):
+def test_oaieval_on_the_same_server_gives_the_same_verdicts(parity_registry, tmp_path):
     out = tmp_path / "imported"
-    _import(out)
+    _import(out, parity_registry)
     # oaieval's own registry holds evals of these names' neighbours: a registry of the parity evals only.
     registry = tmp_path / "oai_registry"
     (registry / "evals").mkdir(parents=True)
@@ -173,9 +174,9 @@ def test_oaieval_on_the_same_server_gives_the_same_verdicts(tmp_path):
 
 
 @pytest.mark.integration
-def test_model_graded_evals_draw_openai_evals_choices_and_scores(tmp_path):
+def test_model_graded_evals_draw_openai_evals_choices_and_scores(parity_registry, tmp_path):
     out = tmp_path / "imported"
-    _import(out)
+    _import(out, parity_registry)
     with ScriptedChatServer(_graded_answer) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
         for column, name in enumerate(GRADED, start=1):
