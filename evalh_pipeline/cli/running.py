@@ -82,11 +82,12 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         # an error there must not leave a partition and a failed Dagster run behind.
         _counted_cases(spec, run_id)
     _require_run_id(run_id)
+    _require_deployment(spec)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume"):
         outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
-                               holding=bool(resume_dir))
+                               holding=bool(resume_dir), deployment_checked=True)
     _print_outcome(outcome, spec)
     if reuse_from:
         _print_reuse(outcome, reuse_from)
@@ -214,7 +215,10 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         say(line)
     from evalh_pipeline.runner.preflight import preflight_problems
 
-    problems = preflight_problems(spec)
+    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.runner.deployment import deployment_problems
+
+    problems = preflight_problems(spec) + deployment_problems(spec, instance_home() / "dagster.yaml")
     if problems:
         # One line each: file:line, the system's key, which system and what a run would meet.
         error(f"{plural(len(problems), 'problem')} a run would meet\n" + "\n".join(map(str, problems)))
@@ -324,16 +328,21 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
 
 
 def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
-                 reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False):
+                 reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False,
+                 deployment_checked: bool = False):
     """Execute the eval's ``job`` (``run``, ``judge`` or ``promote``) for the partition ``run_id``
     in this process, and map its failures to exit codes.
 
     ``holding``: the command holds the run directory's lock, so any CLI Dagster run of this
     partition still recorded as in progress was left by a killed evalh: it is marked failed.
+    ``deployment_checked``: the caller ran :func:`_require_deployment` already.
     """
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.defs.run_options import InfrastructureError, NoSystemAnswered, RunOptions
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
+
+    if not deployment_checked:
+        _require_deployment(spec)
 
     def launch(options: RunOptions):
         with _long_lived_objects():
@@ -379,6 +388,18 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+def _require_deployment(spec: EvalSpec) -> None:
+    """The executor, the instance's storage and the canonical output can take the run
+    (runner/deployment.py): else one line each, exit 2, before the instance is opened."""
+    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.runner.deployment import deployment_problems
+
+    problems = deployment_problems(spec, instance_home() / "dagster.yaml")
+    if problems:
+        error("\n".join(problems))
+        sys.exit(EXIT_CONFIG)
 
 
 def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:

@@ -21,6 +21,7 @@ import dagster as dg
 from evalh_pipeline.common.event_loop import run_coroutine
 from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
+from evalh_pipeline.defs.evals.executors import job_executor
 from evalh_pipeline.defs.evals.metadata import (
     repeats_metadata,
     results_metadata,
@@ -330,12 +331,13 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         }))
 
     checks = build_summary_checks(spec, summary, partitions) + build_drift_checks(spec, drift, partitions)
-    in_process = dg.in_process_executor
+    # run.executor picks where the steps run (the in-process executor by default).
+    executor = job_executor(spec.config.run.executor)
     tags = {EVAL_TAG: name}
     jobs = [
         dg.define_asset_job(
             run_job(name), selection=dg.AssetSelection.assets(cases, traces, results, summary, drift),
-            executor_def=in_process, tags=tags,
+            executor_def=executor, tags=tags,
             description=(f"A whole run of {shown} for one partition (the run id): snapshot the cases, run every "
                          "cell of every variant, judge, summarize and compare with the promoted baseline, with every "
                          "check, in one process. On a partition that exists it resumes: only cells without a trace "
@@ -343,7 +345,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         ),
         dg.define_asset_job(
             judge_job(name), selection=dg.AssetSelection.assets(results, summary, drift),
-            executor_def=in_process, tags=tags,
+            executor_def=executor, tags=tags,
             description=f"Re-judge the persisted traces of the partition's run of {shown} with the current evaluators: "
                         "results, summary and drift; never calls the system.",
         ),
