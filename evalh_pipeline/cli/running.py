@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 @main.command()
 @click.argument("eval_path", type=click.Path())
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
-              help="Finish a killed run: only cells without a trace are run.")
+@click.option("--resume", "resume_dir", type=_RunLocation(),
+              help="Finish a killed run (its folder, or its URL under a URL output): only cells without a trace are run.")
 @click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
               help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
                    "only new or changed cells call the system.")
@@ -69,7 +69,9 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         if selecting:
             error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
             sys.exit(EXIT_CONFIG)
-        run_dir = RunDirectory(Path(resume_dir).resolve())
+        # A run published to a URL is finished in its working copy here, brought up to date first.
+        run_dir = _run_directory(resume_dir, writing=True) if "://" in resume_dir else RunDirectory(Path(resume_dir).resolve())
+        resume_dir = str(run_dir.path)
         meta = run_dir.read_meta() if run_dir.exists() else None
         if meta is None or meta.get("eval_name") != spec.name:
             error(f"{resume_dir} is not a run of eval {spec.name!r}")
@@ -251,13 +253,10 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     if repeats is not None and rejudge_all:
         error("--repeat-judging measures the judges and leaves the results as they are: it does not take --all")
         sys.exit(EXIT_CONFIG)
-    if "://" in run_dir:
-        error("re-evaluate works on a local run directory (or a run id in ./runs)")
-        sys.exit(EXIT_CONFIG)
-    if not Path(run_dir).exists() and eval_path is not None:
+    if "://" not in run_dir and not Path(run_dir).exists() and eval_path is not None:
         # A bare run id with --config: the run lives in that eval's runs folder.
         run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
     if repeats is not None:
@@ -303,7 +302,7 @@ def _repeat_judging(spec: EvalSpec, directory: RunDirectory, repeats: int, max_c
 
 
 @main.command("retry-failed")
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_dir", type=_RunLocation())
 @click.option("--include-evaluator-failures", is_flag=True,
               help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored. "
                    "Results a judge could not give are judged again from the saved traces either way (no system call).")
@@ -312,7 +311,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
     from evalh_pipeline.runner.retry import not_judged_results, prepare_retry
 
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, None)
     with _holding(directory.path, "evalh retry-failed"):

@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
 
 
+# The publish state's section of what was fetched from a canonical URL (its versions there).
+_PULLED = "pulled:"
+
+
 class PublishError(RuntimeError):
     """The canonical output could not take the run directory: the stage that wrote it fails."""
 
@@ -94,6 +98,19 @@ def fetch_run(url: str, cache_dir: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final
+
+
+def working_copy(url: str, cache_dir: Path) -> Path:
+    """The local working copy of the published run at ``url`` (``<output URL>/<run_id>``),
+    brought up to date with it: what a command that writes the run (``--resume``,
+    ``re-evaluate``, ``retry-failed``, ``promote``) works on, on any machine. Its stages then
+    publish back to the URL, as the run's own stages do (:func:`pull_run`)."""
+    output, run_id = url.rstrip("/").rsplit("/", 1)
+    run_dir = RunDirectory(working_root(output, cache_dir) / run_id)
+    RunPublisher(output).pull(run_dir)
+    if not run_dir.exists():
+        raise FileNotFoundError(f"{url} is not a run directory (no run.json)")
+    return run_dir.path
 
 
 def run_url(target: str, run_id: str) -> str:
@@ -166,6 +183,47 @@ class RunPublisher:
             write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
         return report
 
+    def pull(self, run_dir: RunDirectory) -> int:
+        """Fetch what changed at the canonical URL into ``run_dir`` (see :func:`pull_run`)."""
+        import shutil
+
+        from evalh_pipeline.store.object_storage import FsspecObjectStorage
+
+        assert self.canonical is not None
+        storage = FsspecObjectStorage(run_url(self.canonical, run_dir.run_id))
+        # fsspec keeps listings per file system instance (one per process): another machine's
+        # writes since are only seen in a fresh listing.
+        storage.fs.invalidate_cache(storage.root)
+        try:
+            remote: dict[str, dict[str, Any]] = storage.fs.find(storage.root, detail=True)
+        except FileNotFoundError:
+            return 0
+        files = {path[len(storage.root) + 1:]: info for path, info in remote.items() if path.startswith(storage.root + "/")}
+        if "run.json" not in files:
+            return 0  # not a run (yet): a new run starts here
+        run_dir.path.mkdir(parents=True, exist_ok=True)
+        state = _load_state(run_dir)
+        taken: dict[str, str] = state.setdefault(_PULLED + self.canonical, {})
+        sent: dict[str, str] = state.setdefault(self.canonical, {})
+        fetched = 0
+        for relative, info in sorted(files.items()):
+            version = str(info.get("ETag") or info.get("etag") or f"{info.get('size')}:{info.get('LastModified') or info.get('mtime')}")
+            local = run_dir.path / relative
+            if local.exists() and (taken.get(relative) == version or _same_content(local, version)):
+                taken[relative] = version
+                continue
+            part = local.with_name(f".{local.name}.pull.tmp")
+            part.parent.mkdir(parents=True, exist_ok=True)
+            storage.fs.get_file(f"{storage.root}/{relative}", str(part))
+            os.replace(part, local)  # whole, as published: never half a file
+            taken[relative] = version
+            sent[relative] = _file_digest(local)
+            fetched += 1
+            if relative == "results.jsonl":
+                shutil.rmtree(run_dir.results_store, ignore_errors=True)
+        write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
+        return fetched
+
     def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
         from evalh_pipeline.store.object_storage import FsspecObjectStorage, encode_path_part
 
@@ -194,6 +252,24 @@ class RunPublisher:
                 pass
             del seen[relative]
             report.removed[target] = report.removed.get(target, 0) + 1
+
+
+def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:
+    """Bring the local working copy of ``run_dir`` up to its canonical URL (when remote): what
+    another process or machine published since this one last looked. Returns the files fetched.
+
+    The other half of the publisher, for a run whose stages run on several machines (Dagster
+    workers): each stage first pulls what earlier stages wrote elsewhere, works on the local
+    copy, then publishes what it wrote. A remote file is fetched when this copy lacks it or
+    its version (the store's ETag, else its size and time) changed since this copy last took
+    it; what is fetched counts as published (the publisher does not send it back). A fetched
+    ``results.jsonl`` replaces the local results store, now stale: the results are read from
+    it as from a run fetched back (store/results_store.py ``legacy_results``).
+    """
+    publisher = RunPublisher.for_spec(spec)
+    if publisher.canonical is None:
+        return 0
+    return publisher.pull(run_dir)
 
 
 def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
@@ -237,6 +313,19 @@ def _file_digest(path: Path) -> str:
         while block := handle.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _same_content(path: Path, etag: str) -> bool:
+    """Whether ``path`` holds what an object of this ETag holds: S3's ETag of a single-part
+    upload is the MD5 of its bytes (a multipart one, with a ``-``, says nothing: fetched)."""
+    etag = etag.strip('"')
+    if len(etag) != 32 or "-" in etag:
+        return False
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest() == etag
 
 
 def _bytes_digest(data: bytes) -> str:

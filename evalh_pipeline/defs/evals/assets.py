@@ -50,7 +50,7 @@ from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
-from evalh_pipeline.store.publishing import publish_run
+from evalh_pipeline.store.publishing import publish_run, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
@@ -116,6 +116,9 @@ class _Stage:
         self.live = live_spec(context.op_execution_context, loaded)
         self.run_id = run_partition(context.op_execution_context)
         self.run_dir = run_directory(self.live, self.run_id)
+        # A run published to a URL may have been written on another machine (another worker):
+        # the step starts from what its canonical copy holds.
+        pull_run(self.live, self.run_dir)
         self.runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
 
     def require_run(self) -> None:
@@ -312,6 +315,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         runs_root = Path(live.runs_root)
         run_id = run_partition(context)
         run_dir = run_directory(live, run_id)
+        pull_run(live, run_dir)
         if not run_dir.exists():
             raise dg.Failure(f"run {run_id} of {name} does not exist ({run_dir.path} has no run.json): "
                              "pick a partition that is a finished run")
