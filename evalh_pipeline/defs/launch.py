@@ -59,6 +59,7 @@ from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, InfrastructureError, NoSystemAnswered, RunOptions, RunOutcome
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
+from evalh_pipeline.store.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 DEFAULT_HOME = ".dagster_home"
@@ -66,6 +67,8 @@ DEFAULT_HOME = ".dagster_home"
 # `[tool.dagster] code_location_name`; tests/defs/test_dagster_buttons.py checks they agree).
 # The CLI's runs name it as their origin, so Dagster's "Re-execute" buttons find their job.
 CODE_LOCATION = "evalh_pipeline"
+# run.executor types whose steps all run in the launching process (the CLI's own objects).
+IN_PROCESS_TYPES = ("local", "in_process")
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
 MIN_FREE_BYTES = 64 << 20
 
@@ -244,6 +247,8 @@ def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runt
     add_run_partition(instance, spec.name, run_id)
     dagster_run_id, failed = _execute(job_name, instance, spec, run_id, runtime, tags=tags)
     run_dir = run_directory(spec, run_id)
+    # Steps that ran on other machines published the run to its URL: the summary is read here.
+    pull_run(spec, run_dir)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
                       failed_checks=failed)
 
@@ -262,20 +267,23 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     options = options or RunOptions()
     runtime = EvalhRuntime(max_concurrency=options.max_concurrency, progress=options.progress, spec=spec)
     run_id = str(uuid.uuid4())
-    tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()),
-            RUN_DIR_TAG: str(run_directory(spec, partition).path.resolve())}
+    tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()), RUN_DIR_TAG: run_location(spec, partition)}
     try:
-        defs = build_definitions([spec], runtime)[0]
+        # The event log keeps every event for the UI; evalh reports failures itself
+        # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
+        run_config: dict[str, object] = {"loggers": {"console": {"config": {
+            "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}}
+        in_process = job_name == promote_job(spec.name) or spec.config.run.executor.type in IN_PROCESS_TYPES
+        defs = build_definitions([spec], runtime)[0] if in_process else None
         with (cli_runs.executing(instance, run_id), _sigterm_kept(),
               contextlib.redirect_stderr(_StoreFailureLines(sys.stderr))):
-            execute_as_code_location_run(
-                defs, job_name, instance=instance, partition_key=partition, tags=tags, run_id=run_id,
-                # The event log keeps every event for the UI; evalh reports failures itself
-                # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
-                run_config={"loggers": {"console": {"config": {
-                    "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}},
-            )
-    except ConfigError:
+            if defs is not None:
+                execute_as_code_location_run(defs, job_name, instance=instance, partition_key=partition, tags=tags,
+                                             run_id=run_id, run_config=run_config)
+            else:
+                execute_from_code_location(spec, job_name, instance=instance, partition_key=partition, tags=tags,
+                                           run_id=run_id, run_config=run_config)
+    except (ConfigError, InfrastructureError):
         raise
     except dg.DagsterExecutionInterruptedError:
         raise KeyboardInterrupt from None
@@ -352,6 +360,49 @@ def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instanc
         remote_job_origin=code_location_origin(defs, job_name),
     )
     execute_run(in_memory, run, instance, raise_on_error=True)
+
+
+def execute_from_code_location(spec: EvalSpec, job_name: str, *, instance: dg.DagsterInstance, partition_key: str,
+                               tags: dict[str, str], run_id: str, run_config: dict[str, object]) -> None:
+    """Execute ``job_name`` as the code location defines it, on the eval's executor (celery,
+    k8s, docker, multiprocess): every step process rebuilds the job from its pointer
+    (``definitions.code_location``), not from this process's objects, so the eval must be
+    one the code location serves ($EVALH_EVALS_DIR), on every machine at the same path.
+
+    The steps get the code location's runtime resource (no progress bars of this process:
+    the steps report to the event log), and a Dagster instance every process can reach
+    (deploy/dagster.yaml: PostgreSQL)."""
+    from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+    from dagster._core.execution.api import create_execution_plan, execute_run
+    from dagster._core.execution.execute_in_process import merge_run_tags
+
+    from evalh_pipeline.defs.discovery import visible_in_ui
+
+    if not visible_in_ui(spec.path):
+        raise InfrastructureError(f"{spec.path}: run.executor {spec.config.run.executor.type!r} runs the steps in other "
+                          "processes, which load the eval from the code location: put it under $EVALH_EVALS_DIR "
+                          "(the same path on every machine)")
+    # Processes on one machine share a SQLite instance; workers elsewhere cannot.
+    on_one_machine = spec.config.run.executor.type == "multiprocess"
+    if not instance.is_persistent or (not on_one_machine and "sqlite" in type(instance.run_storage).__name__.lower()):
+        raise InfrastructureError(f"run.executor {spec.config.run.executor.type!r} needs a Dagster instance every worker "
+                          f"reaches: PostgreSQL storage in $DAGSTER_HOME/dagster.yaml (deploy/dagster.yaml)")
+    repository = ReconstructableRepository.for_module("evalh_pipeline.defs.definitions", "code_location",
+                                                      working_directory=os.getcwd())
+    recon = ReconstructableJob(repository, job_name)
+    job = recon.get_definition()
+    plan = create_execution_plan(recon, run_config=run_config, instance_ref=instance.get_ref())
+    run = instance.create_run_for_job(
+        job_def=job, execution_plan=plan, run_id=run_id, run_config=run_config,
+        tags={**job.run_tags, **merge_run_tags(job_def=job, partition_key=partition_key, tags=tags,
+                                               asset_selection=None, instance=instance, run_config=run_config)},
+        remote_job_origin=RemoteJobOrigin(
+            repository_origin=RemoteRepositoryOrigin(code_location_origin=RegisteredCodeLocationOrigin(CODE_LOCATION),
+                                                     repository_name=repository.get_definition().name),
+            job_name=job_name),
+        job_code_origin=recon.get_python_origin(),
+    )
+    execute_run(recon, run, instance, raise_on_error=True)
 
 
 class _StoreFailureLines(io.TextIOBase):

@@ -113,6 +113,17 @@ def working_copy(url: str, cache_dir: Path) -> Path:
     return run_dir.path
 
 
+def run_location(spec: EvalSpec, run_id: str) -> str:
+    """Where run ``run_id`` of ``spec`` is, the same on every machine: its canonical URL when
+    the eval publishes to one (each machine's working copy is elsewhere), else its folder."""
+    from evalh_pipeline.store.run_dir import run_directory
+
+    canonical = (list(spec.outputs) or [spec.runs_root])[0]
+    if is_remote(canonical):
+        return run_url(canonical, run_id)
+    return str(run_directory(spec, run_id).path.resolve())
+
+
 def run_url(target: str, run_id: str) -> str:
     """Where one run lives on an output."""
     return f"{target.rstrip('/')}/{run_id}"

@@ -4,31 +4,15 @@ psycopg2 and the queued run coordinator, used by `evalh run` against a real Post
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, run_evalh, write_eval
-from tests.support.redis_server import free_port
 
 TEAM_YAML = REPO / "deploy" / "dagster.yaml"
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def team_postgres() -> Iterator[dict[str, str]]:
-    """A PostgreSQL on 127.0.0.1 and the DAGSTER_PG_* variables deploy/dagster.yaml reads."""
-    from tests.postgres_server import postgres_bin, running_postgres
-
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    port = free_port()
-    with running_postgres(tcp_port=port):
-        # trust authentication: the password is read (the file requires it) and not checked.
-        yield {"DAGSTER_PG_USERNAME": "postgres", "DAGSTER_PG_PASSWORD": "unused", "DAGSTER_PG_HOST": "127.0.0.1",
-               "DAGSTER_PG_PORT": str(port), "DAGSTER_PG_DB": "postgres"}
 
 
 def team_home(tmp_path: Path) -> Path:

@@ -1,0 +1,67 @@
+"""One eval run on the team deployment: `evalh run` with run.executor {type: celery} hands
+the steps to two celery workers (each as if on its own machine), the instance in PostgreSQL,
+the broker a redis-server, the run folder an s3:// URL on moto's S3 server; the run's files
+in S3 give the summary an in-process run gives."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import yaml
+
+from tests.cli.test_remote_output import _with_outputs
+from tests.conftest import run_evalh, write_eval
+from tests.deploy.test_team_instance import TEAM_YAML, team_home
+from tests.support.celery_workers import celery_workers
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+STAGES = ("cases", "traces", "results", "summary", "drift")
+
+
+def summary_rates(fs, run_url: str) -> dict:
+    summary = yaml.safe_load(fs.cat(f"{run_url}/summary.yaml"))
+    return {v["name"]: (v["cases_passed"], v["cases_total"]) for v in summary["variants"]}
+
+
+def test_an_eval_run_executes_its_steps_on_celery_workers_and_publishes_to_s3(
+        tmp_path, env, team_postgres, redis_url, s3_server, monkeypatch):
+    import dagster as dg
+
+    bucket = s3_server.make_bucket(f"team-{uuid.uuid4().hex[:8]}")
+    evals = tmp_path / "evals"
+    path = _with_outputs(write_eval(evals / "toy", cases=6), f"{bucket}/runs")
+    path.write_text(path.read_text().replace("  max_concurrency: 4\n",
+                                             "  max_concurrency: 4\n  executor: {type: celery}\n"))
+    # What every machine has: the instance, the broker, the bucket and the code (the evals folder).
+    shared = {**env, **team_postgres, **s3_server.env(), "EVALH_CELERY_BROKER": redis_url,
+              "EVALH_EVALS_DIR": str(evals)}
+    launcher = {**shared, "DAGSTER_HOME": str(team_home(tmp_path)), "EVALH_CACHE_DIR": str(tmp_path / "launcher")}
+    fs = s3_server.filesystem()
+
+    with celery_workers(2, redis_url, shared, TEAM_YAML) as workers:
+        done = run_evalh(["run", str(path)], launcher, tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr + "".join(w.log.read_text()[-3000:] for w in workers)
+        worker_pids = {w.proc.pid for w in workers}
+
+    [run_dir] = fs.ls(f"{bucket}/runs")
+    run_url = f"s3://{run_dir}"
+    for name, value in {**team_postgres, "DAGSTER_HOME": launcher["DAGSTER_HOME"]}.items():
+        monkeypatch.setenv(name, value)
+    with dg.DagsterInstance.from_config(launcher["DAGSTER_HOME"]) as instance:
+        [run] = instance.get_runs()
+        failures = [str(r.dagster_event.event_specific_data.error)[:3000] for r in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
+        assert run.status == dg.DagsterRunStatus.SUCCESS, failures
+        starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
+        ran_in = {record.step_key: record.dagster_event.pid for record in starts}
+    assert set(ran_in) >= {f"toy__{stage}" for stage in STAGES}
+    assert set(ran_in.values()) <= worker_pids  # no step ran in the launcher (`evalh run`)
+
+    # The same eval in process, to a folder: the same verdicts.
+    local = write_eval(tmp_path / "local" / "toy", cases=6)
+    alone = run_evalh(["run", str(local)], env, tmp_path)
+    assert alone.returncode == 0, alone.stderr
+    [local_run] = (tmp_path / "local" / "toy" / "runs").iterdir()
+    expected = yaml.safe_load((local_run / "summary.yaml").read_text())
+    assert summary_rates(fs, run_url) == {v["name"]: (v["cases_passed"], v["cases_total"]) for v in expected["variants"]}
