@@ -218,7 +218,7 @@ class RunPublisher:
         sent: dict[str, str] = state.setdefault(self.canonical, {})
         fetched = 0
         for relative, info in sorted(files.items()):
-            version = str(info.get("ETag") or info.get("etag") or f"{info.get('size')}:{info.get('LastModified') or info.get('mtime')}")
+            version = _remote_version(info)
             local = run_dir.path / relative
             if local.exists() and (taken.get(relative) == version or _same_content(local, version)):
                 taken[relative] = version
@@ -254,6 +254,9 @@ class RunPublisher:
                 # A change after the hash was taken goes up too, and is uploaded again next time.
                 storage.fs.put_file(str(path), f"{storage.root}/{key}")
             seen[relative] = digest
+            if target == self.canonical:
+                # What this copy put there is no news to its next pull (pull()).
+                state.setdefault(_PULLED + target, {})[relative] = _remote_version(storage.fs.info(f"{storage.root}/{key}"))
             report.uploaded[target] = report.uploaded.get(target, 0) + 1
         for relative in sorted(set(seen) - set(current)):
             key = "/".join(encode_path_part(part) for part in relative.split("/"))
@@ -324,6 +327,11 @@ def _file_digest(path: Path) -> str:
         while block := handle.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _remote_version(info: dict[str, Any]) -> str:
+    """A stored object's version as its store lists it: the ETag, else its size and time."""
+    return str(info.get("ETag") or info.get("etag") or f"{info.get('size')}:{info.get('LastModified') or info.get('mtime')}")
 
 
 def _same_content(path: Path, etag: str) -> bool:

@@ -24,6 +24,7 @@ def test_a_second_machine_takes_what_the_first_published_and_sends_nothing_back(
     (a.path / "results.jsonl").write_text('{"result": 1}\n')
     publisher = RunPublisher(output)
     publisher.publish(a, "traces")
+    assert publisher.pull(a) == 0  # what A put there is no news to A
 
     b_path = working_copy(f"{output}/r1", tmp_path / "b")
     b = RunDirectory(b_path)
@@ -37,6 +38,7 @@ def test_a_second_machine_takes_what_the_first_published_and_sends_nothing_back(
     (b.results_store / "store.json").write_text("{}\n")
     (b.path / "results.jsonl").write_text('{"result": 2}\n')
     publisher.publish(b, "results")
+    assert publisher.pull(b) == 0
     a.results_store.mkdir()
     (a.results_store / "store.json").write_text('{"stale": true}\n')
     assert publisher.pull(a) == 1
