@@ -286,6 +286,48 @@ def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:
     return publisher.pull(run_dir)
 
 
+def publish_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
+    """Put the eval's promoted-baseline pointer and history (store/baselines.py) at the canonical
+    URL (``<url>/baselines/<eval>/``), for the drift stages that run on other machines."""
+    from evalh_pipeline.store.baselines import baseline_folder
+
+    canonical = RunPublisher.for_spec(spec).canonical
+    if canonical is None:
+        return
+    import fsspec
+
+    folder = baseline_folder(runs_root, eval_name)
+    fs, root = fsspec.core.url_to_fs(f"{canonical.rstrip('/')}/{folder.relative_to(runs_root).as_posix()}")
+    for name in ("history.jsonl", "current.json"):  # the pointer last, as promote() writes them
+        if (folder / name).exists():
+            fs.put_file(str(folder / name), f"{root.rstrip('/')}/{name}")
+
+
+def pull_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
+    """Bring the eval's promoted baseline from the canonical URL (when remote): its pointer and
+    history, and the baseline run's files into this machine's working copy, so drift compares
+    against the run promoted on any machine. A URL without a pointer leaves the local one."""
+    from evalh_pipeline.store.baselines import baseline_folder, current_baseline
+
+    publisher = RunPublisher.for_spec(spec)
+    if publisher.canonical is None:
+        return
+    import fsspec
+
+    folder = baseline_folder(runs_root, eval_name)
+    fs, root = fsspec.core.url_to_fs(f"{publisher.canonical.rstrip('/')}/{folder.relative_to(runs_root).as_posix()}")
+    fs.invalidate_cache(root)
+    if not fs.exists(f"{root.rstrip('/')}/current.json"):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("history.jsonl", "current.json"):
+        if fs.exists(f"{root.rstrip('/')}/{name}"):
+            write_atomic(folder / name, fs.cat_file(f"{root.rstrip('/')}/{name}").decode("utf-8"))
+    promoted = current_baseline(runs_root, eval_name)
+    if promoted is not None:
+        publisher.pull(RunDirectory(runs_root / promoted.run_id))
+
+
 def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
     """Publish ``run_dir`` to the outputs of ``spec`` after ``stage`` (a no-op for a local-only eval).
 

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli.test_remote_output import _with_outputs
 from tests.conftest import run_evalh, write_eval
@@ -77,7 +78,17 @@ def test_re_evaluate_retry_failed_and_promote_take_the_url_on_another_machine(tm
 
     promoted = run_evalh(["promote", run_url], b, tmp_path)
     assert promoted.returncode == 0, promoted.stderr
-    assert run_url.rsplit("/", 1)[-1] in promoted.stdout + promoted.stderr
+    run_id = run_url.rsplit("/", 1)[-1]
+    assert run_id in promoted.stdout + promoted.stderr
+
+    # A run made on a third machine compares with the baseline promoted on B.
+    c = machine(tmp_path, env, s3_server, "c")
+    later = run_evalh(["run", str(path)], c, tmp_path)
+    assert later.returncode == 0, later.stderr
+    fs.invalidate_cache()
+    [new_run] = [r for r in fs.ls(run_url.rsplit("/", 1)[0][len("s3://"):]) if r.rsplit("/", 1)[-1] not in (run_id, "baselines")]
+    drift = yaml.safe_load(fs.cat(f"s3://{new_run}/drift.yaml"))
+    assert drift["baseline_run_id"] == run_id
 
 
 def test_inspect_compare_and_drift_read_the_url(tmp_path, env, s3_server, s3_run):

@@ -50,7 +50,7 @@ from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
-from evalh_pipeline.store.publishing import publish_run, pull_run
+from evalh_pipeline.store.publishing import publish_baseline, publish_run, pull_baseline, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
@@ -284,6 +284,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "drift")
         stage.require_run()
+        pull_baseline(stage.live, Path(stage.live.runs_root), name)  # promoted on any machine
         result = write_drift(name, stage.run_dir, Path(stage.live.runs_root))
         if result.comparison is None:
             context.log.info(f"{name} has no promoted baseline: nothing to compare {stage.run_id} with")
@@ -319,11 +320,13 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         if not run_dir.exists():
             raise dg.Failure(f"run {run_id} of {name} does not exist ({run_dir.path} has no run.json): "
                              "pick a partition that is a finished run")
+        pull_baseline(live, runs_root, name)
         previous = current_baseline(runs_root, name)
         try:
             promoted = promote(run_dir)
         except (ValueError, OSError) as exc:
             raise dg.Failure(str(exc)) from None
+        publish_baseline(live, runs_root, name)
         for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
             context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
         context.log_event(dg.AssetMaterialization(asset_key=baseline.key, metadata={
