@@ -124,3 +124,11 @@ def test_evalh_run_refuses_an_unreachable_broker_before_writing_anything(tmp_pat
     assert len(lines) == 1 and "run.executor.broker: no Redis broker reachable at 127.0.0.1:" in lines[0]
     assert not (tmp_path / "toy" / "runs").exists() or not any((tmp_path / "toy" / "runs").iterdir())
     assert not (tmp_path / "calls.log").exists()
+
+
+@pytest.mark.integration
+def test_a_dry_run_names_the_deployment_problems_too(tmp_path, env):
+    path = executor_eval(tmp_path / "toy", f"{{type: celery, broker: 'redis://127.0.0.1:{free_port()}/0'}}")
+    done = run_evalh(["run", str(path), "--dry-run"], env=env, cwd=tmp_path)
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert "run.executor.broker: no Redis broker reachable at 127.0.0.1:" in done.stderr
