@@ -21,7 +21,7 @@ def applied(executor: dg.ExecutorDefinition) -> dict:
     """The executor's config as a run gets it (its configured values over Dagster's defaults)."""
     result = executor.apply_config_mapping({})
     assert result.success, result.errors
-    return result.value["config"]
+    return result.value.get("config", {})
 
 
 def test_multiprocess_takes_its_process_limit():
@@ -39,6 +39,14 @@ def test_celery_reads_its_broker_from_eval_yaml_or_the_environment_at_run_time(m
     monkeypatch.setenv("EVALH_CELERY_BROKER", "redis://from-env:6379/2")
     assert {k: applied(from_env)[k] for k in ("broker", "backend")} == {
         "broker": "redis://from-env:6379/2", "backend": "redis://from-env:6379/2"}
+
+
+@pytest.mark.parametrize("kind, image_key", [("k8s", "job_image"), ("docker", "image")])
+def test_k8s_and_docker_run_the_steps_from_the_image_eval_yaml_names(kind, image_key):
+    # Configured, not run: no cluster or Docker host here (docs/deployment.md).
+    named = job_executor(ExecutorConfig(type=kind, image="registry.example.com/evalh:1"))
+    assert named.name == kind and applied(named)[image_key] == "registry.example.com/evalh:1"
+    assert image_key not in applied(job_executor(ExecutorConfig(type=kind)))  # the run launcher's image
 
 
 def test_the_eval_jobs_use_the_executor_of_run_executor(tmp_path):
