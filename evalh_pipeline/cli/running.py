@@ -220,7 +220,8 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
     from evalh_pipeline.defs.launch import instance_home
     from evalh_pipeline.runner.deployment import deployment_problems
 
-    problems = preflight_problems(spec) + deployment_problems(spec, instance_home() / "dagster.yaml")
+    problems = (preflight_problems(spec) + deployment_problems(spec, instance_home() / "dagster.yaml")
+                + _served_problems(spec))
     if problems:
         # One line each: file:line, the system's key, which system and what a run would meet.
         error(f"{plural(len(problems), 'problem')} a run would meet\n" + "\n".join(map(str, problems)))
@@ -395,10 +396,23 @@ def _require_deployment(spec: EvalSpec) -> None:
     from evalh_pipeline.defs.launch import instance_home
     from evalh_pipeline.runner.deployment import deployment_problems
 
-    problems = deployment_problems(spec, instance_home() / "dagster.yaml")
+    problems = deployment_problems(spec, instance_home() / "dagster.yaml") + _served_problems(spec)
     if problems:
         error("\n".join(problems))
         sys.exit(EXIT_CONFIG)
+
+
+def _served_problems(spec: EvalSpec) -> list[str]:
+    """An executor whose steps run in other processes rebuilds the job from the code location
+    (defs/launch.py ``execute_from_code_location``): the eval must be one it serves."""
+    from evalh_pipeline.defs.discovery import visible_in_ui
+    from evalh_pipeline.defs.launch import IN_PROCESS_TYPES
+
+    executor = spec.config.run.executor.type
+    if executor in IN_PROCESS_TYPES or visible_in_ui(spec.path):
+        return []
+    return [f"{spec.path}: run.executor {executor!r} runs the steps in other processes, which load the eval from "
+            "the code location: put it under $EVALH_EVALS_DIR (the same path on every machine)"]
 
 
 def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:

@@ -281,7 +281,7 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
                 execute_as_code_location_run(defs, job_name, instance=instance, partition_key=partition, tags=tags,
                                              run_id=run_id, run_config=run_config)
             else:
-                execute_from_code_location(spec, job_name, instance=instance, partition_key=partition, tags=tags,
+                execute_from_code_location(job_name, instance=instance, partition_key=partition, tags=tags,
                                            run_id=run_id, run_config=run_config)
     except (ConfigError, InfrastructureError):
         raise
@@ -362,7 +362,7 @@ def execute_as_code_location_run(defs: dg.Definitions, job_name: str, *, instanc
     execute_run(in_memory, run, instance, raise_on_error=True)
 
 
-def execute_from_code_location(spec: EvalSpec, job_name: str, *, instance: dg.DagsterInstance, partition_key: str,
+def execute_from_code_location(job_name: str, *, instance: dg.DagsterInstance, partition_key: str,
                                tags: dict[str, str], run_id: str, run_config: dict[str, object]) -> None:
     """Execute ``job_name`` as the code location defines it, on the eval's executor (celery,
     k8s, docker, multiprocess): every step process rebuilds the job from its pointer
@@ -376,17 +376,8 @@ def execute_from_code_location(spec: EvalSpec, job_name: str, *, instance: dg.Da
     from dagster._core.execution.api import create_execution_plan, execute_run
     from dagster._core.execution.execute_in_process import merge_run_tags
 
-    from evalh_pipeline.defs.discovery import visible_in_ui
-
-    if not visible_in_ui(spec.path):
-        raise InfrastructureError(f"{spec.path}: run.executor {spec.config.run.executor.type!r} runs the steps in other "
-                          "processes, which load the eval from the code location: put it under $EVALH_EVALS_DIR "
-                          "(the same path on every machine)")
-    # Processes on one machine share a SQLite instance; workers elsewhere cannot.
-    on_one_machine = spec.config.run.executor.type == "multiprocess"
-    if not instance.is_persistent or (not on_one_machine and "sqlite" in type(instance.run_storage).__name__.lower()):
-        raise InfrastructureError(f"run.executor {spec.config.run.executor.type!r} needs a Dagster instance every worker "
-                          f"reaches: PostgreSQL storage in $DAGSTER_HOME/dagster.yaml (deploy/dagster.yaml)")
+    # `evalh run` checked first that the code location serves the eval and that an executor
+    # with workers elsewhere has an instance they reach (cli/running.py _require_deployment).
     repository = ReconstructableRepository.for_module("evalh_pipeline.defs.definitions", "code_location",
                                                       working_directory=os.getcwd())
     recon = ReconstructableJob(repository, job_name)

@@ -33,12 +33,20 @@ _STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storag
 PSYCOPG2_SCHEME = "postgresql+psycopg2"
 
 
+# Executors whose steps may run on other machines: they need an instance every machine reaches.
+REMOTE_EXECUTORS = ("celery", "k8s", "docker")
+
+
 def deployment_problems(spec: EvalSpec, instance_yaml: Path | None) -> list[str]:
     """Every problem of the run's executor, instance (``instance_yaml``, when it exists) and
     canonical output, one line each (secrets masked)."""
     problems = executor_problems(spec)
     if instance_yaml is not None and instance_yaml.is_file():
         problems += instance_problems(instance_yaml)
+    if spec.config.run.executor.type in REMOTE_EXECUTORS and not _has_postgres_storage(instance_yaml):
+        problems.append(f"{spec.path.name}: run.executor: executor {spec.config.run.executor.type!r} runs steps on "
+                        f"other machines, which need the Dagster instance too: PostgreSQL storage in "
+                        f"{instance_yaml or '$DAGSTER_HOME/dagster.yaml'} (deploy/dagster.yaml)")
     problems += output_problems(spec)
     return [mask_text(p, spec.secret_values) for p in problems]
 
@@ -102,6 +110,20 @@ def instance_problems(instance_yaml: Path) -> list[str]:
         if problem:
             problems.append(f"{instance_yaml}: {key}: {problem}")
     return problems
+
+
+def _has_postgres_storage(instance_yaml: Path | None) -> bool:
+    """Whether the instance keeps its runs in PostgreSQL (else SQLite files in one folder)."""
+    try:
+        config = yaml.safe_load(instance_yaml.read_text(encoding="utf-8")) if instance_yaml else None
+    except (OSError, yaml.YAMLError):
+        return False
+    if not isinstance(config, dict):
+        return False
+    storage = config.get("storage")
+    runs = config.get("run_storage")
+    return (isinstance(storage, dict) and "postgres" in storage) or (
+        isinstance(runs, dict) and str(runs.get("module", "")).startswith("dagster_postgres"))
 
 
 def _module_config(section: dict[str, Any]) -> Any:

@@ -29,7 +29,7 @@ def executor_eval(folder: Path, executor: str, output: str | None = None) -> Pat
 def test_a_celery_executor_without_a_broker_says_where_to_name_one(tmp_path, monkeypatch):
     monkeypatch.delenv("EVALH_CELERY_BROKER", raising=False)
     spec = load_eval(executor_eval(tmp_path / "toy", "{type: celery}"))
-    assert deployment_problems(spec, None) == [
+    assert deployment_problems(spec, TEAM_YAML) == [
         "eval.yaml: run.executor: executor 'celery' needs a broker: set run.executor.broker or "
         "$EVALH_CELERY_BROKER (redis://HOST:6379/0)"]
 
@@ -38,7 +38,7 @@ def test_a_celery_broker_nobody_listens_on_is_one_line_before_any_cell(tmp_path,
     port = free_port()
     monkeypatch.setenv("EVALH_CELERY_BROKER", f"redis://:hunter2@127.0.0.1:{port}/0")
     spec = load_eval(executor_eval(tmp_path / "toy", "{type: celery}"))
-    [problem] = deployment_problems(spec, None)
+    [problem] = deployment_problems(spec, TEAM_YAML)
     assert problem.startswith(f"eval.yaml: run.executor.broker: no Redis broker reachable at 127.0.0.1:{port} (")
     assert "hunter2" not in problem
 
@@ -51,13 +51,13 @@ def test_a_broker_url_that_is_not_redis_is_refused():
 @pytest.mark.integration
 def test_a_running_redis_is_a_broker_that_answers(tmp_path, redis_url):
     spec = load_eval(executor_eval(tmp_path / "toy", f"{{type: celery, broker: '{redis_url}'}}"))
-    assert deployment_problems(spec, None) == []
+    assert deployment_problems(spec, TEAM_YAML) == []
 
 
 def test_an_executor_whose_extra_is_missing_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(deployment.EXECUTOR_MODULES, "k8s", ("evalh_test_no_such_module", "k8s"))
     spec = load_eval(executor_eval(tmp_path / "toy", "{type: k8s}"))
-    assert deployment_problems(spec, None) == [
+    assert deployment_problems(spec, TEAM_YAML) == [
         "eval.yaml: run.executor: executor 'k8s' needs evalh-test-no-such-module: pip install 'evalh-pipeline[k8s]'"]
 
 
@@ -83,6 +83,18 @@ def test_a_postgres_url_from_an_unset_variable_is_said(tmp_path, monkeypatch):
     assert instance_problems(yaml_path) == [f"{yaml_path}: storage: postgres_url: $EVALH_TEST_PG_URL is not set"]
     monkeypatch.setenv("EVALH_TEST_PG_URL", "postgresql+psycopg2://u@db/dagster")
     assert instance_problems(yaml_path) == []
+
+
+@pytest.mark.parametrize("executor", ["celery", "k8s", "docker"])
+def test_an_executor_with_workers_elsewhere_needs_a_postgresql_instance(tmp_path, executor, monkeypatch):
+    monkeypatch.setenv("EVALH_CELERY_BROKER", f"redis://127.0.0.1:{free_port()}/0")
+    local = tmp_path / "dagster.yaml"
+    local.write_text("telemetry:\n  enabled: false\n")
+    spec = load_eval(executor_eval(tmp_path / "toy", f"{{type: {executor}}}"))
+    needs = (f"eval.yaml: run.executor: executor '{executor}' runs steps on other machines, which need the Dagster "
+             f"instance too: PostgreSQL storage in {local} (deploy/dagster.yaml)")
+    assert needs in deployment_problems(spec, local)
+    assert not [p for p in deployment_problems(spec, TEAM_YAML) if "PostgreSQL storage" in p]
 
 
 def test_the_team_dagster_yaml_and_the_local_one_pass():
