@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -45,6 +46,8 @@ def test_an_eval_run_executes_its_steps_on_celery_workers_and_publishes_to_s3(
         done = run_evalh(["run", str(path)], launcher, tmp_path, timeout=600)
         assert done.returncode == 0, done.stderr + "".join(w.log.read_text()[-3000:] for w in workers)
         worker_pids = {w.proc.pid for w in workers}
+        launcher_files = {p.relative_to(launcher["DAGSTER_HOME"]) for p in Path(launcher["DAGSTER_HOME"]).rglob("*")}
+        worker_logs = [sorted(p.name for p in (w.folder / "dagster_home").rglob("*.out")) for w in workers]
 
     [run_dir] = fs.ls(f"{bucket}/runs")
     run_url = f"s3://{run_dir}"
@@ -58,6 +61,8 @@ def test_an_eval_run_executes_its_steps_on_celery_workers_and_publishes_to_s3(
         ran_in = {record.step_key: record.dagster_event.pid for record in starts}
     assert set(ran_in) >= {f"toy__{stage}" for stage in STAGES}
     assert set(ran_in.values()) <= worker_pids  # no step ran in the launcher (`evalh run`)
+    # Each machine writes its own folder: the steps' logs are on the workers, none in the launcher's.
+    assert sum(map(len, worker_logs)) >= len(STAGES) and not [f for f in launcher_files if f.suffix == ".out"]
 
     # The same eval in process, to a folder: the same verdicts.
     local = write_eval(tmp_path / "local" / "toy", cases=6)
