@@ -30,7 +30,7 @@ def test_evalh_runs_an_eval_on_the_team_instance_in_postgresql(tmp_path, env, te
     path = write_eval(tmp_path / "toy", cases=3)
     done = run_evalh(["run", str(path)], env={**env, **team_postgres, "DAGSTER_HOME": str(home)}, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for name, value in team_postgres.items():
+    for name, value in {**team_postgres, "DAGSTER_HOME": str(home)}.items():
         monkeypatch.setenv(name, value)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert isinstance(instance.run_storage, PostgresRunStorage)
