@@ -105,7 +105,7 @@ def test_a_worker_killed_mid_step_and_the_run_resumed_from_its_url_leaves_every_
     shared = {**env, **team_postgres, **s3_server.env(), "EVALH_CELERY_BROKER": redis_url,
               "EVALH_EVALS_DIR": str(evals), "EVALH_TEST_GATE": str(gate)}
     launcher = {**shared, "DAGSTER_HOME": str(team_home(tmp_path)), "EVALH_CACHE_DIR": str(tmp_path / "launcher")}
-    for name, value in team_postgres.items():
+    for name, value in {**team_postgres, "DAGSTER_HOME": launcher["DAGSTER_HOME"]}.items():
         monkeypatch.setenv(name, value)
     fs = s3_server.filesystem()
 
