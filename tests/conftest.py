@@ -203,3 +203,26 @@ def postgres_dsn() -> Iterator[str]:
                     "(apt-get install postgresql)")
     with running_postgres() as dsn:
         yield dsn
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real redis-server on loopback for the session (skipped, loudly, where none is installed)."""
+    from tests.support.redis_server import redis_server_bin, running_redis
+
+    if redis_server_bin() is None:
+        if os.environ.get("EVALH_REQUIRE_REDIS"):
+            pytest.fail("redis-server is not installed and CI requires the deployment tests (apt-get install redis-server)")
+        pytest.skip("redis-server is not installed: `./dev test` installs it when run as root "
+                    "(apt-get install redis-server)")
+    with running_redis() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on loopback for the session (tests/support/s3_server.py)."""
+    from tests.support.s3_server import running_s3
+
+    with running_s3() as server:
+        yield server

@@ -33,8 +33,11 @@ def _as_owner(cmd: list[str]) -> list[str]:
 
 
 @contextmanager
-def running_postgres() -> Iterator[str]:
-    """Start a cluster; yields a libpq URL for its `postgres` database (over the socket)."""
+def running_postgres(tcp_port: int | None = None) -> Iterator[str]:
+    """Start a cluster; yields a libpq URL for its `postgres` database (over the socket).
+
+    ``tcp_port``: also listen on 127.0.0.1 at that port (for clients that take a host and a
+    port, such as a Dagster instance's ``postgres_db``)."""
     bin_dir = postgres_bin()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
@@ -49,12 +52,14 @@ def running_postgres() -> Iterator[str]:
         subprocess.run(_as_owner([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                                   "--no-sync", "-E", "UTF8", "--locale=C"]),
                        check=True, capture_output=True, timeout=120)
-        options = f"-F -k {sock} -c listen_addresses='' -c fsync=off -c max_connections=50"
+        listen = f"-p {tcp_port} -c listen_addresses=127.0.0.1" if tcp_port else "-c listen_addresses=''"
+        options = f"-F -k {sock} {listen} -c fsync=off -c max_connections=50"
         subprocess.run(_as_owner([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l",
                                   str(root / "log"), "-o", options, "start"]),
                        check=True, capture_output=True, timeout=120)
         try:
-            yield f"postgresql:///postgres?host={sock}&user=postgres"
+            # The socket's name carries the port (.s.PGSQL.<port>).
+            yield f"postgresql:///postgres?host={sock}&user=postgres" + (f"&port={tcp_port}" if tcp_port else "")
         finally:
             subprocess.run(_as_owner([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
                            capture_output=True, timeout=60)

@@ -226,7 +226,7 @@ def promote(run_dir: str, store: str | None, namespace: tuple[str, ...]) -> None
         return
     from evalh_pipeline.cli.running import _materialize, _require_run_id
 
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, writing=True)
     if directory.is_eval_harness_run():
         error(f"{run_dir} was written by eval-harness: evalh reads it (inspect, compare, drift --baseline) "
               "but promotes only its own runs; eval-harness's baselines/<eval> link is read by `evalh drift` "

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 @main.command()
 @click.argument("eval_path", type=click.Path())
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True),
-              help="Finish a killed run: only cells without a trace are run.")
+@click.option("--resume", "resume_dir", type=_RunLocation(),
+              help="Finish a killed run (its folder, or its URL under a URL output): only cells without a trace are run.")
 @click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
               help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
                    "only new or changed cells call the system.")
@@ -78,7 +78,9 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         if selecting:
             error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
             sys.exit(EXIT_CONFIG)
-        run_dir = RunDirectory(Path(resume_dir).resolve())
+        # A run published to a URL is finished in its working copy here, brought up to date first.
+        run_dir = _run_directory(resume_dir, writing=True) if "://" in resume_dir else RunDirectory(Path(resume_dir).resolve())
+        resume_dir = str(run_dir.path)
         meta = run_dir.read_meta() if run_dir.exists() else None
         if meta is None or meta.get("eval_name") != spec.name:
             error(f"{resume_dir} is not a run of eval {spec.name!r}")
@@ -91,12 +93,13 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         # an error there must not leave a partition and a failed Dagster run behind.
         _counted_cases(spec, run_id)
     _require_run_id(run_id)
+    _require_deployment(spec)
     resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume",
                   steps_elsewhere=_steps_elsewhere(spec)):
         outcome = _materialize("run", spec, run_id, max_concurrency, on_interrupt=resume, reuse_from=reuse_from,
-                               holding=bool(resume_dir))
+                               holding=bool(resume_dir), deployment_checked=True)
     _print_outcome(outcome, spec)
     if reuse_from:
         _print_reuse(outcome, reuse_from)
@@ -241,7 +244,10 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         say(line)
     from evalh_pipeline.runner.preflight import preflight_problems
 
-    problems = preflight_problems(spec)
+    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.runner.deployment import deployment_problems
+
+    problems = preflight_problems(spec) + deployment_problems(spec, instance_home() / "dagster.yaml")
     if problems:
         # One line each: file:line, the system's key, which system and what a run would meet.
         error(f"{plural(len(problems), 'problem')} a run would meet\n" + "\n".join(map(str, problems)))
@@ -274,13 +280,10 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     if repeats is not None and rejudge_all:
         error("--repeat-judging measures the judges and leaves the results as they are: it does not take --all")
         sys.exit(EXIT_CONFIG)
-    if "://" in run_dir:
-        error("re-evaluate works on a local run directory (or a run id in ./runs)")
-        sys.exit(EXIT_CONFIG)
-    if not Path(run_dir).exists() and eval_path is not None:
+    if "://" not in run_dir and not Path(run_dir).exists() and eval_path is not None:
         # A bare run id with --config: the run lives in that eval's runs folder.
         run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
     if repeats is not None:
@@ -326,7 +329,7 @@ def _repeat_judging(spec: EvalSpec, directory: RunDirectory, repeats: int, max_c
 
 
 @main.command("retry-failed")
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_dir", type=_RunLocation())
 @click.option("--include-evaluator-failures", is_flag=True,
               help="Also retry cells where an evaluator errored (raised), not only cells whose system call errored. "
                    "Results a judge could not give are judged again from the saved traces either way (no system call).")
@@ -335,7 +338,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     """Run the failed cells of RUN_DIR again, replacing their traces and results."""
     from evalh_pipeline.runner.retry import not_judged_results, prepare_retry
 
-    directory = _run_directory(run_dir)
+    directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, None)
     with _holding(directory.path, "evalh retry-failed", steps_elsewhere=_steps_elsewhere(spec)):
@@ -351,17 +354,22 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
 
 
 def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
-                 reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False):
+                 reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False,
+                 deployment_checked: bool = False):
     """Execute the eval's ``job`` (``run``, ``judge`` or ``promote``) for the partition ``run_id``
     in this process, and map its failures to exit codes.
 
     ``holding``: the command holds the run directory's lock, so any CLI Dagster run of this
     partition still recorded as in progress was left by a killed evalh: it is marked failed.
+    ``deployment_checked``: the caller ran :func:`_require_deployment` already.
     """
     from evalh_pipeline.config import ConfigError
     from evalh_pipeline.defs.run_options import NoSystemAnswered, RunOptions
     from evalh_pipeline.errors import InfrastructureError
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
+
+    if not deployment_checked:
+        _require_deployment(spec)
 
     def launch(options: RunOptions):
         with _long_lived_objects():
@@ -407,6 +415,18 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an infrastructure failure
         error(f"{type(exc).__name__}: {_masked(exc, spec)}" + _finish_hint(spec, run_id, on_interrupt))
         sys.exit(EXIT_INFRA)
+
+
+def _require_deployment(spec: EvalSpec) -> None:
+    """The executor, the instance's storage and the canonical output can take the run
+    (runner/deployment.py): else one line each, exit 2, before the instance is opened."""
+    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.runner.deployment import deployment_problems
+
+    problems = deployment_problems(spec, instance_home() / "dagster.yaml")
+    if problems:
+        error("\n".join(problems))
+        sys.exit(EXIT_CONFIG)
 
 
 def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:

@@ -96,7 +96,13 @@ def _runs_folder() -> Path:
     return _settings().runs_dir or Path("runs").resolve()
 
 
-def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ...] = ()) -> RunDirectory:
+def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ...] = (), *,
+                   writing: bool = False) -> RunDirectory:
+    """The run at ``path`` (a folder, a run id, a published run's URL, a run of ``store``).
+
+    A URL is read from a fresh fetched copy; ``writing`` (a command that changes the run) works
+    on the eval's local working copy of it instead, brought up to date with the URL, and
+    publishes back to it."""
     if store is not None:
         from evalh_pipeline.store.stores.reading import fetch_from_store
 
@@ -115,11 +121,10 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
     elif "://" not in path and not Path(path).exists():
         path = str(_runs_folder() / path)  # a bare run id: the runs folder of the working directory
     if "://" in path:
-        # Only the read-only commands take URLs: they read a fresh local copy.
-        from evalh_pipeline.store.publishing import fetch_run
+        from evalh_pipeline.store.publishing import fetch_run, working_copy
 
         try:
-            path = str(fetch_run(path, _settings().cache))
+            path = str((working_copy if writing else fetch_run)(path, _settings().cache))
         except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
             error(f"cannot fetch {path}: {type(exc).__name__}: {exc}")
             sys.exit(EXIT_INFRA)

@@ -21,7 +21,7 @@ from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
 from evalh_pipeline.config.errors import ConfigError, ConfigIssue
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.config.schema import (IN_PROCESS_EXECUTORS, OUT_OF_PROCESS_EXECUTORS, RETRY_ON, EvalConfig,
+from evalh_pipeline.config.schema import (RETRY_ON, EvalConfig,
                                           EvaluatorConfig, OutputConfig, capture_items_dropping, eval_key)
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.config.yaml_source import KeyPath, YamlDocument, duplicate_keys, format_key_path, load_yaml
@@ -58,7 +58,7 @@ def read_eval(
     the canonical output as written (a URL stays a URL): the layer above names its working copy.
 
     Keys eval-harness tolerates but evalh does not use (an unknown key of a system, an
-    evaluator's config, the dataset, the workspace or an output; ``run.executor``; a
+    evaluator's config, the dataset, the workspace or an output; eval-harness's ``run.executor`` keys; a
     ``retry.on`` value that names no error type) are dropped with a warning naming the file,
     line and the closest known key (``EvalSpec.warnings``); with ``strict`` they are errors.
     So are settings that load but likely miss their aim: an evaluator reading a part of the
@@ -383,16 +383,14 @@ def _eval_harness_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIs
 
 
 def _executor_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
-    """eval-harness's ``run.executor``: accepted, and what it maps to said once (its ``pools``
-    are used: see :func:`_check_pools`)."""
+    """eval-harness's own ``run.executor`` keys (a Ray address, say): accepted and unused, said
+    once. ``type`` picks the Dagster executor and ``pools`` are used (see :func:`_check_pools`)."""
     executor = config.run.executor
     extra = sorted(executor.model_extra or {})
-    # The types that choose a Dagster executor (defs/evals/executors.py) are used, not warned about.
-    if executor.type not in IN_PROCESS_EXECUTORS | OUT_OF_PROCESS_EXECUTORS or extra:
-        return [where.issue(("run", "executor"), (
-            f"executor {executor.type!r} is not used: evalh runs every cell in this process with asyncio "
-            "(run.max_concurrency, run.per_variant_concurrency), and Dagster runs the stages (its run "
-            "launcher and executor decide where: see the Dagster docs for k8s/celery)"))]
+    if extra:
+        return [where.issue(("run", "executor", extra[0]), (
+            f"{', '.join(extra)} not used: executor {executor.type!r} runs the eval's steps as Dagster's "
+            "executor of that type (its settings: broker, backend, max_concurrent, image)"))]
     return []
 
 

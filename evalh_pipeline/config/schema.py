@@ -153,22 +153,47 @@ class RetryConfig(_Strict):
     backoff_seconds: float = Field(default=0.0, ge=0)
 
 
-# The run.executor.type values evalh uses (defs/evals/executors.py maps each to a Dagster
-# executor): the first run every step in the launching process, the others steps in processes
-# of their own. Any other type is accepted with a warning (config/loader.py) and runs in process.
+# run.executor.type -> the Dagster executor of the eval's jobs (defs/evals/executors.py).
+# eval-harness's `local` is the in-process executor; its `k8s` and `celery` are Dagster's.
+EXECUTOR_TYPES = ("in_process", "local", "multiprocess", "celery", "k8s", "docker")
+# eval-harness types with no Dagster executor that can run a run's steps: dagster-dask cannot
+# run DynamicOut (dagster-io/dagster#9785), and there is no Ray or Modal executor for Dagster.
+UNSUPPORTED_EXECUTORS = {"ray": "Ray", "modal": "Modal"}
+# The types whose steps run in the launching process; every other runs steps in processes
+# of their own (runner/shards.py: `auto` shards only for those).
 IN_PROCESS_EXECUTORS = frozenset({"local", "in_process"})
-OUT_OF_PROCESS_EXECUTORS = frozenset({"multiprocess"})
+OUT_OF_PROCESS_EXECUTORS = frozenset(EXECUTOR_TYPES) - IN_PROCESS_EXECUTORS
 
 
 class ExecutorConfig(BaseModel):
-    """eval-harness's ``run.executor``: its ``type`` and other keys are accepted and unused;
-    ``pools`` name limits (a capacity, or max_concurrency, requests_per_second and/or
-    tokens_per_minute)."""
+    """``run.executor``: which Dagster executor runs the eval's steps (``type``), its settings,
+    and ``pools``: named limits (a capacity, or max_concurrency, requests_per_second and/or
+    tokens_per_minute). Other keys (eval-harness's own) are accepted and unused."""
 
     model_config = ConfigDict(extra="allow")
 
     type: str = "local"
     pools: dict[str, PoolLimits] = Field(default_factory=dict)
+    # celery: the Redis broker (and result backend; default: the broker). Unset: $EVALH_CELERY_BROKER
+    # read by each process when the run starts, so the URL (and its password) stays out of eval.yaml.
+    broker: str | None = None
+    backend: str | None = None
+    # multiprocess: at most this many step processes at once (default: the CPU count).
+    max_concurrent: int | None = Field(default=None, ge=1)
+    # k8s and docker: the image the step containers run (default: the run launcher's).
+    image: str | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value in EXECUTOR_TYPES:
+            return value
+        supported = ", ".join(EXECUTOR_TYPES)
+        if value in UNSUPPORTED_EXECUTORS:
+            raise ValueError(f"executor {value!r} is not supported: Dagster has no {UNSUPPORTED_EXECUTORS[value]} "
+                             f"executor that runs a run's shards (dagster-dask cannot run DynamicOut, "
+                             f"dagster-io/dagster#9785); use one of {supported}")
+        raise ValueError(f"unknown executor {value!r}: use one of {supported}")
 
 
 class RunConfig(_Strict):
@@ -181,9 +206,9 @@ class RunConfig(_Strict):
     # A field path of the case (``metadata.document``): cases sharing its value are one cluster
     # for every interval and test of the summary, compare and drift (an evalh extension).
     cluster_by: str | None = None
-    # Accepted for eval-harness compatibility; Dagster executors do this job here. Its
-    # `pools` are used: named limits that systems[].pool and judges' `pool` share (across
-    # processes through the Dagster instance's database: common/ratelimits/shared.py).
+    # The Dagster executor of the eval's jobs (defs/evals/executors.py), and the named limits
+    # (`pools`) that systems[].pool and judges' `pool` share (across processes through the
+    # Dagster instance's database: common/ratelimits/shared.py).
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
     # How the run meets servers' rate limits (an evalh extension).
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)

@@ -129,7 +129,8 @@ def finishing_command(run: dg.DagsterRun) -> str:
         return f"finish the eval run with: evalh re-evaluate {run_dir}"
     if run.job_name.endswith("__promote"):
         return f"promote it again with: evalh promote {run_dir}"
-    if RUN_DIR_TAG in run.tags and not RunDirectory(Path(run_dir)).exists():
+    # A run published to a URL (its tag is the URL) is finished from it on any machine.
+    if RUN_DIR_TAG in run.tags and "://" not in run_dir and not RunDirectory(Path(run_dir)).exists():
         # Killed while `cases` built the run directory: nothing of it was published.
         return f"its run directory {run_dir} was never written; start a new run with: evalh run {eval_file}"
     return f"finish the eval run with: evalh run {eval_file} --resume {run_dir}"

@@ -38,3 +38,12 @@ def load_code_location(default_evals_dir: Path | None = None) -> dg.Definitions:
     """The code location's Definitions, as ``definitions.py`` and ``dagster dev`` load them."""
     folders = evals_dirs(default_evals_dir)
     return build_definitions(discover_evals(folders).specs)[0]
+
+
+def code_location() -> dg.Definitions:
+    """The code location as a process rebuilds it from its name alone (the pointer of a run
+    whose steps run in other processes: a celery worker, a step container): the evals under
+    ``$EVALH_EVALS_DIR``, else the project's ``evals/``, as ``definitions.py`` serves them."""
+    from evalh_pipeline.defs.discovery import project_evals_dir
+
+    return load_code_location(project_evals_dir())

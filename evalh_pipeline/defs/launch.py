@@ -64,6 +64,7 @@ from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, Run
 from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
+from evalh_pipeline.store.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 DEFAULT_HOME = ".dagster_home"
@@ -71,6 +72,7 @@ DEFAULT_HOME = ".dagster_home"
 # `[tool.dagster] code_location_name`; tests/defs/test_dagster_buttons.py checks they agree).
 # The CLI's runs name it as their origin, so Dagster's "Re-execute" buttons find their job.
 CODE_LOCATION = "evalh_pipeline"
+# run.executor types whose steps all run in the launching process (the CLI's own objects).
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
 MIN_FREE_BYTES = 64 << 20
 
@@ -249,6 +251,8 @@ def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runt
     add_run_partition(instance, spec.name, run_id)
     dagster_run_id, failed = _execute(job_name, instance, spec, run_id, runtime, tags=tags)
     run_dir = run_directory(spec, run_id)
+    # Steps that ran on other machines published the run to its URL: the summary is read here.
+    pull_run(spec, run_dir)
     return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
                       failed_checks=failed)
 
@@ -267,22 +271,23 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
     options = options or RunOptions()
     runtime = EvalhRuntime(max_concurrency=options.max_concurrency, progress=options.progress, spec=spec)
     run_id = str(uuid.uuid4())
-    tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()),
-            RUN_DIR_TAG: str(run_directory(spec, partition).path.resolve())}
+    tags = {**tags, EVAL_FILE_TAG: str(Path(spec.path).resolve()), RUN_DIR_TAG: run_location(spec, partition)}
     try:
-        recon = None if runs_in_process(spec) else reconstructable_eval_job(spec, job_name, options.max_concurrency)
+        # The event log keeps every event for the UI; evalh reports failures itself
+        # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
+        run_config: dict[str, object] = {"loggers": {"console": {"config": {
+            "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}}
+        # One path for every executor that runs steps elsewhere (multiprocess, celery, k8s,
+        # docker): each step's process rebuilds the job from the eval file and the command's
+        # narrowing (:func:`reconstructable_eval_job`). The promote job has no step to spread.
+        in_process = job_name == promote_job(spec.name) or runs_in_process(spec)
+        recon = None if in_process else reconstructable_eval_job(spec, job_name, options.max_concurrency)
         defs = build_definitions([spec], runtime)[0] if recon is None else None
         with (cli_runs.executing(instance, run_id), _sigterm_kept(),
               contextlib.redirect_stderr(_StoreFailureLines(sys.stderr))):
-            execute_as_code_location_run(
-                defs, job_name, instance=instance, partition_key=partition, tags=tags, run_id=run_id,
-                # The event log keeps every event for the UI; evalh reports failures itself
-                # (EVALH_LOG_LEVEL=DEBUG shows Dagster's own log).
-                run_config={"loggers": {"console": {"config": {
-                    "log_level": os.environ.get("EVALH_LOG_LEVEL", "CRITICAL")}}}},
-                recon=recon,
-            )
-    except ConfigError:
+            execute_as_code_location_run(defs, job_name, instance=instance, partition_key=partition, tags=tags,
+                                         run_id=run_id, run_config=run_config, recon=recon)
+    except (ConfigError, InfrastructureError):
         raise
     except dg.DagsterExecutionInterruptedError:
         raise KeyboardInterrupt from None
@@ -386,10 +391,15 @@ def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int
             "with the Dagster run: filter on a value that is not a secret"))
     return build_reconstructable_job(
         __name__, eval_job.__name__,
-        reconstructable_args=(str(spec.path), str(spec.runs_root), job_name),
+        # A URL output's working copy is each machine's own (store/publishing.py): "" lets it choose.
+        reconstructable_args=(str(spec.path), "" if _url_output(spec) else str(spec.runs_root), job_name),
         reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
                                 "max_concurrency": max_concurrency},
     )
+
+
+def _url_output(spec: EvalSpec) -> bool:
+    return bool(spec.outputs) and "://" in spec.outputs[0]
 
 
 def eval_job(eval_path: str, runs_root: str, job_name: str, *, dataset_filter: str = "{}",
@@ -407,7 +417,7 @@ def eval_job(eval_path: str, runs_root: str, job_name: str, *, dataset_filter: s
                  for key, value in json.loads(dataset_filter).items()}
     spec = with_selection(spec, selection or None, case_limit)
     run = spec.config.run.model_copy(update={"shards": shards})
-    spec = replace(spec, runs_root=runs_root, config=spec.config.model_copy(update={"run": run}))
+    spec = replace(spec, runs_root=runs_root or spec.runs_root, config=spec.config.model_copy(update={"run": run}))
     runtime = EvalhRuntime(max_concurrency=max_concurrency, spec=spec)
     return build_definitions([spec], runtime)[0].resolve_job_def(job_name)
 

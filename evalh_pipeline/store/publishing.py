@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from evalh_pipeline.config.spec import EvalSpec
 
 
+# The publish state's section of what was fetched from a canonical URL (its versions there).
+_PULLED = "pulled:"
+
+
 class PublishError(InfrastructureError, RuntimeError):
     """The canonical output could not take the run directory: the stage that wrote it fails."""
 
@@ -95,6 +99,30 @@ def fetch_run(url: str, cache_dir: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final
+
+
+def working_copy(url: str, cache_dir: Path) -> Path:
+    """The local working copy of the published run at ``url`` (``<output URL>/<run_id>``),
+    brought up to date with it: what a command that writes the run (``--resume``,
+    ``re-evaluate``, ``retry-failed``, ``promote``) works on, on any machine. Its stages then
+    publish back to the URL, as the run's own stages do (:func:`pull_run`)."""
+    output, run_id = url.rstrip("/").rsplit("/", 1)
+    run_dir = RunDirectory(working_root(output, cache_dir) / run_id)
+    RunPublisher(output).pull(run_dir)
+    if not run_dir.exists():
+        raise FileNotFoundError(f"{url} is not a run directory (no run.json)")
+    return run_dir.path
+
+
+def run_location(spec: EvalSpec, run_id: str) -> str:
+    """Where run ``run_id`` of ``spec`` is, the same on every machine: its canonical URL when
+    the eval publishes to one (each machine's working copy is elsewhere), else its folder."""
+    from evalh_pipeline.store.run_dir import run_directory
+
+    canonical = (list(spec.outputs) or [spec.runs_root])[0]
+    if is_remote(canonical):
+        return run_url(canonical, run_id)
+    return str(run_directory(spec, run_id).path.resolve())
 
 
 def run_url(target: str, run_id: str) -> str:
@@ -167,6 +195,47 @@ class RunPublisher:
             write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
         return report
 
+    def pull(self, run_dir: RunDirectory) -> int:
+        """Fetch what changed at the canonical URL into ``run_dir`` (see :func:`pull_run`)."""
+        import shutil
+
+        from evalh_pipeline.store.object_storage import FsspecObjectStorage
+
+        assert self.canonical is not None
+        storage = FsspecObjectStorage(run_url(self.canonical, run_dir.run_id))
+        # fsspec keeps listings per file system instance (one per process): another machine's
+        # writes since are only seen in a fresh listing.
+        storage.fs.invalidate_cache(storage.root)
+        try:
+            remote: dict[str, dict[str, Any]] = storage.fs.find(storage.root, detail=True)
+        except FileNotFoundError:
+            return 0
+        files = {path[len(storage.root) + 1:]: info for path, info in remote.items() if path.startswith(storage.root + "/")}
+        if "run.json" not in files:
+            return 0  # not a run (yet): a new run starts here
+        run_dir.path.mkdir(parents=True, exist_ok=True)
+        state = _load_state(run_dir)
+        taken: dict[str, str] = state.setdefault(_PULLED + self.canonical, {})
+        sent: dict[str, str] = state.setdefault(self.canonical, {})
+        fetched = 0
+        for relative, info in sorted(files.items()):
+            version = _remote_version(info)
+            local = run_dir.path / relative
+            if local.exists() and (taken.get(relative) == version or _same_content(local, version)):
+                taken[relative] = version
+                continue
+            part = local.with_name(f".{local.name}.pull.tmp")
+            part.parent.mkdir(parents=True, exist_ok=True)
+            storage.fs.get_file(f"{storage.root}/{relative}", str(part))
+            os.replace(part, local)  # whole, as published: never half a file
+            taken[relative] = version
+            sent[relative] = _file_digest(local)
+            fetched += 1
+            if relative == "results.jsonl":
+                shutil.rmtree(run_dir.results_store, ignore_errors=True)
+        write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
+        return fetched
+
     def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
         from evalh_pipeline.store.object_storage import FsspecObjectStorage, encode_path_part
 
@@ -186,6 +255,9 @@ class RunPublisher:
                 # A change after the hash was taken goes up too, and is uploaded again next time.
                 storage.fs.put_file(str(path), f"{storage.root}/{key}")
             seen[relative] = digest
+            if target == self.canonical:
+                # What this copy put there is no news to its next pull (pull()).
+                state.setdefault(_PULLED + target, {})[relative] = _remote_version(storage.fs.info(f"{storage.root}/{key}"))
             report.uploaded[target] = report.uploaded.get(target, 0) + 1
         for relative in sorted(set(seen) - set(current)):
             key = "/".join(encode_path_part(part) for part in relative.split("/"))
@@ -195,6 +267,66 @@ class RunPublisher:
                 pass
             del seen[relative]
             report.removed[target] = report.removed.get(target, 0) + 1
+
+
+def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:
+    """Bring the local working copy of ``run_dir`` up to its canonical URL (when remote): what
+    another process or machine published since this one last looked. Returns the files fetched.
+
+    The other half of the publisher, for a run whose stages run on several machines (Dagster
+    workers): each stage first pulls what earlier stages wrote elsewhere, works on the local
+    copy, then publishes what it wrote. A remote file is fetched when this copy lacks it or
+    its version (the store's ETag, else its size and time) changed since this copy last took
+    it; what is fetched counts as published (the publisher does not send it back). A fetched
+    ``results.jsonl`` replaces the local results store, now stale: the results are read from
+    it as from a run fetched back (store/results_store.py ``legacy_results``).
+    """
+    publisher = RunPublisher.for_spec(spec)
+    if publisher.canonical is None:
+        return 0
+    return publisher.pull(run_dir)
+
+
+def publish_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
+    """Put the eval's promoted-baseline pointer and history (store/baselines.py) at the canonical
+    URL (``<url>/baselines/<eval>/``), for the drift stages that run on other machines."""
+    from evalh_pipeline.store.baselines import baseline_folder
+
+    canonical = RunPublisher.for_spec(spec).canonical
+    if canonical is None:
+        return
+    import fsspec
+
+    folder = baseline_folder(runs_root, eval_name)
+    fs, root = fsspec.core.url_to_fs(f"{canonical.rstrip('/')}/{folder.relative_to(runs_root).as_posix()}")
+    for name in ("history.jsonl", "current.json"):  # the pointer last, as promote() writes them
+        if (folder / name).exists():
+            fs.put_file(str(folder / name), f"{root.rstrip('/')}/{name}")
+
+
+def pull_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
+    """Bring the eval's promoted baseline from the canonical URL (when remote): its pointer and
+    history, and the baseline run's files into this machine's working copy, so drift compares
+    against the run promoted on any machine. A URL without a pointer leaves the local one."""
+    from evalh_pipeline.store.baselines import baseline_folder, current_baseline
+
+    publisher = RunPublisher.for_spec(spec)
+    if publisher.canonical is None:
+        return
+    import fsspec
+
+    folder = baseline_folder(runs_root, eval_name)
+    fs, root = fsspec.core.url_to_fs(f"{publisher.canonical.rstrip('/')}/{folder.relative_to(runs_root).as_posix()}")
+    fs.invalidate_cache(root)
+    if not fs.exists(f"{root.rstrip('/')}/current.json"):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("history.jsonl", "current.json"):
+        if fs.exists(f"{root.rstrip('/')}/{name}"):
+            write_atomic(folder / name, fs.cat_file(f"{root.rstrip('/')}/{name}").decode("utf-8"))
+    promoted = current_baseline(runs_root, eval_name)
+    if promoted is not None:
+        publisher.pull(RunDirectory(runs_root / promoted.run_id))
 
 
 def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
@@ -238,6 +370,24 @@ def _file_digest(path: Path) -> str:
         while block := handle.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _remote_version(info: dict[str, Any]) -> str:
+    """A stored object's version as its store lists it: the ETag, else its size and time."""
+    return str(info.get("ETag") or info.get("etag") or f"{info.get('size')}:{info.get('LastModified') or info.get('mtime')}")
+
+
+def _same_content(path: Path, etag: str) -> bool:
+    """Whether ``path`` holds what an object of this ETag holds: S3's ETag of a single-part
+    upload is the MD5 of its bytes (a multipart one, with a ``-``, says nothing: fetched)."""
+    etag = etag.strip('"')
+    if len(etag) != 32 or "-" in etag:
+        return False
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest() == etag
 
 
 def _bytes_digest(data: bytes) -> str:

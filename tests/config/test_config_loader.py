@@ -188,12 +188,12 @@ def test_empty_evaluator_field_path_is_rejected_at_load(tmp_path):
     assert "evaluators[0].config.field" in config_error(path)
 
 
-def test_eval_harness_executor_loads_with_a_warning_and_its_pools_are_used(tmp_path):
+def test_eval_harness_executor_keys_load_with_a_warning_and_its_pools_are_used(tmp_path):
     text = BASE.replace("    target: agent:run\n", "    target: agent:run\n    pool: gpu\n", 1)
-    path = write(tmp_path, text + "run:\n  executor: {type: ray, address: 'ray://head:10001', pools: {gpu: 2}}\n")
+    path = write(tmp_path, text + "run:\n  executor: {type: k8s, namespace: evals, pools: {gpu: 2}}\n")
     spec = load_eval(path)
     messages = [str(w) for w in spec.warnings]
-    assert any("run.executor: executor 'ray' is not used: evalh runs every cell in this process" in m for m in messages)
+    assert any("run.executor.namespace: namespace not used: executor 'k8s' runs the eval's steps" in m for m in messages)
     assert not any("pool" in m for m in messages)
     assert "pool" not in spec.variants[0].config
     assert spec.variant_pools == {"base": "gpu"}

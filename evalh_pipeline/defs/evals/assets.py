@@ -56,7 +56,7 @@ from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shar
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
-from evalh_pipeline.store.publishing import publish_run
+from evalh_pipeline.store.publishing import publish_baseline, publish_run, pull_baseline, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
@@ -122,6 +122,9 @@ class _Stage:
         self.live = live_spec(context.op_execution_context, loaded)
         self.run_id = run_partition(context.op_execution_context)
         self.run_dir = run_directory(self.live, self.run_id)
+        # A run published to a URL may have been written on another machine (another worker):
+        # the step starts from what its canonical copy holds.
+        pull_run(self.live, self.run_dir)
         self.runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
         # The run's pools are counted in the instance's database (every step process reaches it).
         self.pools_url = instance_pools_url(context.instance) if self.live.config.run.executor.pools else None
@@ -332,6 +335,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "drift")
         stage.require_run()
+        pull_baseline(stage.live, Path(stage.live.runs_root), name)  # promoted on any machine
         result = write_drift(name, stage.run_dir, Path(stage.live.runs_root))
         if result.comparison is None:
             context.log.info(f"{name} has no promoted baseline: nothing to compare {stage.run_id} with")
@@ -363,14 +367,17 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         runs_root = Path(live.runs_root)
         run_id = run_partition(context)
         run_dir = run_directory(live, run_id)
+        pull_run(live, run_dir)
         if not run_dir.exists():
             raise dg.Failure(f"run {run_id} of {name} does not exist ({run_dir.path} has no run.json): "
                              "pick a partition that is a finished run")
+        pull_baseline(live, runs_root, name)
         previous = current_baseline(runs_root, name)
         try:
             promoted = promote(run_dir)
         except (ValueError, OSError) as exc:
             raise dg.Failure(str(exc)) from None
+        publish_baseline(live, runs_root, name)
         for failure in record_baseline(live, promoted.run_id, promoted.promoted_at.isoformat()):
             context.log.warning(f"store {failure.target} did not record baseline {promoted.run_id}: {failure.error}")
         context.log_event(dg.AssetMaterialization(asset_key=baseline.key, metadata={
@@ -382,6 +389,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         }))
 
     checks = build_summary_checks(spec, summary, partitions) + build_drift_checks(spec, drift, partitions)
+    # run.executor picks where the steps run (the in-process executor by default).
     executor = eval_executor(spec)
     tags = {EVAL_TAG: name}
     jobs = [

@@ -23,6 +23,7 @@ from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.runs import live_spec, run_partition
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.gates import DRIFT, GATES, SUMMARY, Gate, GateVerdict, Json, Markdown, RunFiles
+from evalh_pipeline.store.publishing import pull_run
 from evalh_pipeline.store.run_dir import run_directory
 
 
@@ -70,6 +71,7 @@ def _checks(spec: EvalSpec, asset: dg.AssetsDefinition, stage: str,
         op = context.op_execution_context
         live = live_spec(op, spec)
         run_dir = run_directory(live, run_partition(op))
+        pull_run(live, run_dir)  # its stage may have run on another machine (defs/evals/assets.py _Stage)
         if not run_dir.exists():
             raise dg.Failure(f"run {run_dir.run_id} of {spec.name} does not exist ({run_dir.path} has no run.json)")
         files = RunFiles(run_dir)  # the step's checks read summary.yaml / drift.yaml once

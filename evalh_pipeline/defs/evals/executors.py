@@ -1,29 +1,78 @@
-"""Which Dagster executor runs the steps of an eval's jobs: ``run.executor.type`` of eval.yaml.
+"""``run.executor.type`` -> the Dagster executor of an eval's jobs: one small builder per type.
 
-``local`` (eval-harness's default) and ``in_process`` run every step in the launching process,
-as always; ``multiprocess`` runs each step (each shard of ``traces``: runner/shards.py) in a
-process of its own on this machine. Any other type keeps today's in-process behaviour.
+Dagster distributes the steps of a run; evalh writes no scheduler of its own. ``in_process``
+(eval-harness's ``local``, the default) runs every step in the run's process;
+``multiprocess`` gives each step a process; ``celery`` sends each step to a celery worker
+through a Redis broker (dagster-celery); ``k8s`` runs each step as a Kubernetes job
+(dagster-k8s) and ``docker`` as a container (dagster-docker). The extras an executor needs
+are imported when its builder runs (``evalh run`` says which is missing before any cell:
+runner/deployment.py). The eval's settings become the executor's configuration; what
+``run.executor`` leaves unset is Dagster's default, and the celery broker not named in
+eval.yaml is read from ``$EVALH_CELERY_BROKER`` by each process when the run starts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import dagster as dg
 
 from evalh_pipeline.config import EvalSpec
+from evalh_pipeline.config.schema import ExecutorConfig
+from evalh_pipeline.runner.deployment import CELERY_BROKER_ENV
 
-# Keyed by config/schema.py's IN_PROCESS_EXECUTORS and OUT_OF_PROCESS_EXECUTORS.
-EXECUTORS: dict[str, dg.ExecutorDefinition] = {
-    "local": dg.in_process_executor,
-    "in_process": dg.in_process_executor,
-    "multiprocess": dg.multiprocess_executor,
+
+def _in_process(_config: ExecutorConfig) -> dg.ExecutorDefinition:
+    return dg.in_process_executor
+
+
+def _multiprocess(config: ExecutorConfig) -> dg.ExecutorDefinition:
+    if config.max_concurrent is None:
+        return dg.multiprocess_executor
+    return dg.multiprocess_executor.configured({"max_concurrent": config.max_concurrent})
+
+
+def _celery(config: ExecutorConfig) -> dg.ExecutorDefinition:
+    from dagster_celery import celery_executor
+
+    # StringSource: a URL written in eval.yaml, else the variable each process reads at run time.
+    broker: Any = config.broker or {"env": CELERY_BROKER_ENV}
+    return celery_executor.configured({"broker": broker, "backend": config.backend or broker})
+
+
+def _k8s(config: ExecutorConfig) -> dg.ExecutorDefinition:
+    from dagster_k8s import k8s_job_executor
+
+    return k8s_job_executor.configured({"job_image": config.image}) if config.image else k8s_job_executor
+
+
+def _docker(config: ExecutorConfig) -> dg.ExecutorDefinition:
+    from dagster_docker import docker_executor
+
+    return docker_executor.configured({"image": config.image}) if config.image else docker_executor
+
+
+BUILDERS: dict[str, Callable[[ExecutorConfig], dg.ExecutorDefinition]] = {
+    "in_process": _in_process,
+    "local": _in_process,  # eval-harness's name for one machine
+    "multiprocess": _multiprocess,
+    "celery": _celery,
+    "k8s": _k8s,
+    "docker": _docker,
 }
 
 
+def job_executor(config: ExecutorConfig) -> dg.ExecutorDefinition:
+    """The Dagster executor of the eval's jobs for its ``run.executor`` (a type the config accepts)."""
+    return BUILDERS[config.type](config)
+
+
 def eval_executor(spec: EvalSpec) -> dg.ExecutorDefinition:
-    """The Dagster executor of ``spec``'s jobs (in process unless ``run.executor.type`` names another)."""
-    return EXECUTORS.get(spec.config.run.executor.type, dg.in_process_executor)
+    """The Dagster executor of ``spec``'s jobs (``run.executor``)."""
+    return job_executor(spec.config.run.executor)
 
 
 def runs_in_process(spec: EvalSpec) -> bool:
     """Whether ``spec``'s jobs run every step in the launching process."""
-    return eval_executor(spec) is dg.in_process_executor
+    return BUILDERS[spec.config.run.executor.type] is _in_process

@@ -26,6 +26,7 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.store.publishing import run_location
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 RELOAD = "reload the code location (Deployment → Reload, or restart `dagster dev`)"
@@ -74,8 +75,10 @@ def other_eval_problem(context: dg.OpExecutionContext, live: EvalSpec) -> str:
     eval_file, run_dir = tags.get(EVAL_FILE_TAG), tags.get(RUN_DIR_TAG)
     if not eval_file and not run_dir:
         return ""  # a run the UI, a sensor or a backfill launched: this code location's own
-    here = run_directory(live, run_partition(context)).path.resolve()
-    if (not eval_file or Path(eval_file) == live.path.resolve()) and (not run_dir or Path(run_dir) == here):
+    # A run published to a URL is named by its URL: each machine's working copy is elsewhere.
+    here = run_location(live, run_partition(context))
+    same_folder = run_dir == here if "://" in here else Path(run_dir or "") == Path(here)
+    if (not eval_file or Path(eval_file) == live.path.resolve()) and (not run_dir or same_folder):
         return ""
     return (f"this run belongs to {eval_file or live.path} (run folder {run_dir or here}), not to {live.path} "
             f"(run folder {here}) that this code location serves as {live.name!r}; {finishing_command(context.run)}")

@@ -1,0 +1,54 @@
+"""RunPublisher.pull: a working copy brought up to date with its s3:// canonical copy, as a
+stage on another machine starts (moto's S3 server on loopback)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from evalh_pipeline.store.publishing import RunPublisher, working_copy, working_root
+from evalh_pipeline.store.run_dir import RunDirectory
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_second_machine_takes_what_the_first_published_and_sends_nothing_back(tmp_path, s3_server, monkeypatch):
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    output = f"{s3_server.make_bucket(f'pull-{uuid.uuid4().hex[:8]}')}/runs"
+    a = RunDirectory(working_root(output, tmp_path / "a") / "r1")
+    a.path.mkdir(parents=True)
+    (a.path / "run.json").write_text('{"run_id": "r1"}\n')
+    (a.path / "traces.jsonl").write_text('{"cell": 1}\n')
+    (a.path / "results.jsonl").write_text('{"result": 1}\n')
+    publisher = RunPublisher(output)
+    publisher.publish(a, "traces")
+    assert publisher.pull(a) == 0  # what A put there is no news to A
+
+    b_path = working_copy(f"{output}/r1", tmp_path / "b")
+    b = RunDirectory(b_path)
+    assert b_path == working_root(output, tmp_path / "b") / "r1"
+    assert (b.path / "traces.jsonl").read_text() == '{"cell": 1}\n'
+    assert publisher.publish(b, "traces").uploaded == {}  # what it fetched counts as published
+    assert publisher.pull(b) == 0  # nothing changed since
+
+    # B judges again (its results store and results.jsonl) and publishes; A, stale, pulls.
+    b.results_store.mkdir()
+    (b.results_store / "store.json").write_text("{}\n")
+    (b.path / "results.jsonl").write_text('{"result": 2}\n')
+    publisher.publish(b, "results")
+    assert publisher.pull(b) == 0
+    a.results_store.mkdir()
+    (a.results_store / "store.json").write_text('{"stale": true}\n')
+    assert publisher.pull(a) == 1
+    assert (a.path / "results.jsonl").read_text() == '{"result": 2}\n'
+    assert not a.results_store.exists()  # read from results.jsonl now, not from A's stale store
+
+
+def test_a_url_that_holds_no_run_is_no_working_copy(tmp_path, s3_server, monkeypatch):
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    output = f"{s3_server.make_bucket(f'pull-{uuid.uuid4().hex[:8]}')}/runs"
+    with pytest.raises(FileNotFoundError, match="is not a run directory"):
+        working_copy(f"{output}/missing", tmp_path)
