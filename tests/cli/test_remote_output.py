@@ -5,18 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support.deployment import with_outputs
 from tests.support.evalh_process import run_evalh
 
 from tests.support.evals import write_eval
-
-
-def _with_outputs(path: Path, *outputs: str) -> Path:
-    text = path.read_text()
-    start = text.index("output:\n")
-    end = text.index("\n", text.index("    path: ", start)) + 1
-    entries = "".join(f"  - type: local_files\n    path: {target}\n" for target in outputs)
-    path.write_text(text[:start] + "output:\n" + entries + text[end:])
-    return path
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -30,7 +22,7 @@ def test_run_with_a_file_url_output_publishes_the_run_and_records_a_failing_mirr
     remote = tmp_path / "remote" / "runs"
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the mirror wants a folder\n")
-    path = _with_outputs(write_eval(tmp_path / "toy", cases=3), f"file://{remote}", f"file://{blocker}/runs")
+    path = with_outputs(write_eval(tmp_path / "toy", cases=3), f"file://{remote}", f"file://{blocker}/runs")
     env = {**env, "EVALH_CACHE_DIR": str(tmp_path / "cache")}
 
     proc = run_evalh(["run", str(path)], env, tmp_path)

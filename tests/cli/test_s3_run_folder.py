@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli.test_remote_output import _with_outputs
-from tests.conftest import run_evalh, write_eval
+from tests.support.deployment import with_outputs
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def trace_cells(fs, run_url: str) -> list[tuple[str, str]]:
 def s3_run(tmp_path, env, s3_server):
     """An eval whose output is an s3:// URL, run once on machine A; yields (eval path, run URL, fs)."""
     bucket = s3_server.make_bucket(f"evals-{uuid.uuid4().hex[:8]}")
-    path = _with_outputs(write_eval(tmp_path / "toy", cases=4), f"{bucket}/runs")
+    path = with_outputs(write_eval(tmp_path / "toy", cases=4), f"{bucket}/runs")
     done = run_evalh(["run", str(path)], machine(tmp_path, env, s3_server, "a"), tmp_path)
     assert done.returncode == 0, done.stderr
     fs = s3_server.filesystem()

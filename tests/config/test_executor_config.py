@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalh_pipeline.runner.loading import load_eval
-from tests.config.test_config_loader import BASE, config_error, write
+from tests.config.support import BASE, config_error, write
 
 SUPPORTED = "use one of in_process, local, multiprocess, celery, k8s, docker"
 

@@ -9,7 +9,7 @@ from evalh_pipeline.config.schema import ExecutorConfig
 from evalh_pipeline.defs.evals.assets import build_eval_assets
 from evalh_pipeline.defs.evals.executors import job_executor
 from evalh_pipeline.runner.loading import load_eval
-from tests.runner.test_deployment import executor_eval
+from tests.support.deployment import executor_eval
 
 
 @pytest.mark.parametrize("kind", ["local", "in_process"])

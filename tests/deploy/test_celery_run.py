@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli.test_remote_output import _with_outputs
-from tests.conftest import run_evalh, write_eval
-from tests.deploy.test_team_instance import TEAM_YAML, team_home
+from tests.support.deployment import with_outputs
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
+from tests.support.deployment import TEAM_YAML, team_home
 from tests.support.celery_workers import celery_workers
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -33,7 +34,7 @@ def test_an_eval_run_executes_its_steps_on_celery_workers_and_publishes_to_s3(
 
     bucket = s3_server.make_bucket(f"team-{uuid.uuid4().hex[:8]}")
     evals = tmp_path / "evals"
-    path = _with_outputs(write_eval(evals / "toy", cases=6), f"{bucket}/runs")
+    path = with_outputs(write_eval(evals / "toy", cases=6), f"{bucket}/runs")
     path.write_text(path.read_text().replace("  max_concurrency: 4\n",
                                              "  max_concurrency: 4\n  executor: {type: celery}\n"))
     # What every machine has: the instance, the broker, the bucket and the code (the evals folder).
@@ -93,11 +94,11 @@ def test_a_worker_killed_mid_step_and_the_run_resumed_from_its_url_leaves_every_
 
     import dagster as dg
 
-    from tests.conftest import EVALH
+    from tests.support.evalh_process import EVALH
 
     bucket = s3_server.make_bucket(f"team-{uuid.uuid4().hex[:8]}")
     evals = tmp_path / "evals"
-    path = _with_outputs(write_eval(evals / "toy", cases=6), f"{bucket}/runs")
+    path = with_outputs(write_eval(evals / "toy", cases=6), f"{bucket}/runs")
     # Cells from case 2 on wait for the gate file: the traces step is mid-way when its worker dies.
     path.write_text(path.read_text().replace("  max_concurrency: 4\n", "  max_concurrency: 4\n  executor: {type: celery}\n")
                     .replace("    target: stub_agent:run\n", "    target: stub_agent:run\n    hold_from: 2\n"))

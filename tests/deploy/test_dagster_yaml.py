@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
-from tests.deploy.test_team_instance import TEAM_YAML
+from tests.support.deployment import TEAM_YAML
 
 
 def test_the_team_and_the_local_instance_share_the_run_queue_limits():

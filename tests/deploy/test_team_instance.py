@@ -3,23 +3,14 @@ psycopg2 and the queued run coordinator, used by `evalh run` against a real Post
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_evalh, write_eval
-
-TEAM_YAML = REPO / "deploy" / "dagster.yaml"
+from tests.support.deployment import team_home
+from tests.support.evalh_process import run_evalh
+from tests.support.evals import write_eval
 
 pytestmark = pytest.mark.integration
-
-
-def team_home(tmp_path: Path) -> Path:
-    home = tmp_path / "team_home"
-    home.mkdir()
-    shutil.copy(TEAM_YAML, home / "dagster.yaml")
-    return home
 
 
 def test_evalh_runs_an_eval_on_the_team_instance_in_postgresql(tmp_path, env, team_postgres, monkeypatch):

@@ -11,19 +11,10 @@ from evalh_pipeline.cli.group import EXIT_CONFIG
 from evalh_pipeline.runner import deployment
 from evalh_pipeline.runner.deployment import broker_problem, deployment_problems, instance_problems
 from evalh_pipeline.runner.loading import load_eval
-from tests.conftest import REPO, run_evalh, write_eval
+from tests.support.deployment import TEAM_YAML, executor_eval
+from tests.support.evalh_process import run_evalh
 from tests.support.redis_server import free_port
 
-TEAM_YAML = REPO / "deploy" / "dagster.yaml"
-
-
-def executor_eval(folder: Path, executor: str, output: str | None = None) -> Path:
-    path = write_eval(folder, cases=2)
-    text = path.read_text().replace("  max_concurrency: 4\n", f"  max_concurrency: 4\n  executor: {executor}\n")
-    if output:
-        text = text.replace(f"    path: {folder / 'runs'}\n", f"    path: {output}\n")
-    path.write_text(text)
-    return path
 
 
 def test_a_celery_executor_without_a_broker_says_where_to_name_one(tmp_path, monkeypatch):
