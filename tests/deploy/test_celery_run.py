@@ -21,6 +21,9 @@ from tests.support.celery_workers import celery_workers
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 STAGES = ("cases", "traces", "results", "summary", "drift")
+# Each stage's step; traces is a graph of steps (runner/shards.py): its one shard stands for it.
+TRACES_STEP = "toy__traces.toy__traces_shard[shard_1_of_1]"
+STEPS = {f"toy__{stage}" for stage in STAGES if stage != "traces"} | {TRACES_STEP}
 
 
 def summary_rates(fs, run_url: str) -> dict:
@@ -60,7 +63,7 @@ def test_an_eval_run_executes_its_steps_on_celery_workers_and_publishes_to_s3(
         assert run.status == dg.DagsterRunStatus.SUCCESS, failures
         starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
         ran_in = {record.step_key: record.dagster_event.pid for record in starts}
-    assert set(ran_in) >= {f"toy__{stage}" for stage in STAGES}
+    assert set(ran_in) >= STEPS
     assert set(ran_in.values()) <= worker_pids  # no step ran in the launcher (`evalh run`)
     # Each machine writes its own folder: the steps' logs are on the workers, none in the launcher's.
     assert sum(map(len, worker_logs)) >= len(STAGES) and not [f for f in launcher_files if f.suffix == ".out"]
@@ -116,7 +119,7 @@ def test_a_worker_killed_mid_step_and_the_run_resumed_from_its_url_leaves_every_
         try:
             with dg.DagsterInstance.from_config(launcher["DAGSTER_HOME"]) as instance:
                 deadline = time.monotonic() + 300
-                while (pid := step_pid(instance, "toy__traces")) is None or not calls.exists():
+                while (pid := step_pid(instance, TRACES_STEP)) is None or not calls.exists():
                     assert first.poll() is None and time.monotonic() < deadline, first.stderr.read() if first.poll() else ""
                     time.sleep(0.2)
             [lost] = [w for w in workers if w.proc.pid == pid]
