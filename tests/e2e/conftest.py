@@ -63,6 +63,8 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "checked", cases=2, systems=STEADY_SYSTEMS)  # the Checks list after a failed run
     write_eval(evals / "routed", cases=2, systems=STEADY_SYSTEMS)  # the README's ways around the UI
+    sharded = write_eval(evals / "sharded", cases=6, systems=STEADY_SYSTEMS)  # the traces stage's shard steps
+    sharded.write_text(sharded.read_text().replace("run:\n", "run:\n  shards: 3\n", 1))
     write_eval(evals / "reusing", cases=4, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true, reuse_unchanged_traces: true}\n")
     for name in ("killable", "abandoned", "reexecuted"):  # UI runs killed; `evalh run` killed; re-executed
