@@ -305,15 +305,16 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
 
 
 def _repeat_judging(spec: EvalSpec, directory: RunDirectory, repeats: int, max_concurrency: int | None) -> None:
-    """`re-evaluate --repeat-judging K`: measure each judge's flip rate, one line per evaluator."""
-    import asyncio
-
-    from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
+    """`re-evaluate --repeat-judging K`: the eval's judge-consistency job on the run's partition
+    (a Dagster run, as every route), then each judge's flip rate, one line per evaluator."""
+    from evalh_pipeline.models import JudgeConsistency
 
     err.line(f"judging every trace of run {directory.run_id} {repeats} times with each judge "
              "(no system call; results are not changed)")
     with _holding(directory.path, "evalh re-evaluate --repeat-judging"):
-        measured = asyncio.run(measure_judge_consistency(spec, directory, repeats, max_concurrency=max_concurrency))
+        _materialize("judge_consistency", spec, directory.run_id, max_concurrency, repeats=repeats, holding=True)
+    measured = [JudgeConsistency.model_validate_json(line)
+                for line in directory.judge_consistency.read_text(encoding="utf-8").splitlines() if line.strip()]
     for line in measured:
         name = escape_control(line.evaluator)
         if line.skipped is not None:
@@ -355,8 +356,9 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
 
 def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
                  reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False,
-                 deployment_checked: bool = False):
-    """Execute the eval's ``job`` (``run``, ``judge`` or ``promote``) for the partition ``run_id``
+                 deployment_checked: bool = False, repeats: int = 0):
+    """Execute the eval's ``job`` (``run``, ``judge``, ``promote`` or ``judge_consistency``, which
+    judges each trace ``repeats`` times) for the partition ``run_id``
     in this process, and map its failures to exit codes.
 
     ``holding``: the command holds the run directory's lock, so any CLI Dagster run of this
@@ -380,6 +382,8 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
             for ended in dagster.end_abandoned_runs(instance, spec.name, run_id, f"finished by `evalh {job}` "
                                                     f"(process {os.getpid()})"):
                 err.line(f"marked Dagster run {ended} of {run_id} failed: the evalh that ran it was killed")
+        if job == "judge_consistency":
+            return dagster.materialize_judge_consistency(spec, run_id, repeats, instance=instance, runtime=options)
         action = {"run": dagster.materialize_run, "judge": dagster.materialize_reevaluation,
                   "promote": dagster.materialize_promotion}[job]
         return action(spec, run_id, instance=instance, runtime=options)

@@ -49,10 +49,12 @@ from evalh_pipeline.defs.evals.names import (
     EVAL_TAG,
     PARTITION_TAG,
     REJUDGE_TAG,
+    REPEATS_TAG,
     REUSE_FROM_TAG,
     RUN_DIR_TAG,
     TRIGGER_TAG,
     judge_job,
+    judge_consistency_job,
     promote_job,
     run_id_problem,
     run_job,
@@ -241,6 +243,24 @@ def materialize_promotion(spec: EvalSpec, run_id: str, *, instance: dg.DagsterIn
     return Promotion(run_id=run_id, previous_run_id=str(previous), dagster_run_id=dagster_run_id)
 
 
+@dataclass
+class JudgeMeasurement:
+    run_dir: Path  # its judge_consistency.jsonl holds the flip rates
+    dagster_run_id: str
+
+
+def materialize_judge_consistency(spec: EvalSpec, run_id: str, repeats: int, *, instance: dg.DagsterInstance,
+                                  runtime: RunOptions | None = None) -> JudgeMeasurement:
+    """Run the eval's judge-consistency job on the partition ``run_id``: every trace judged
+    ``repeats`` times by each judge, the flip rates written to the run's judge_consistency.jsonl."""
+    add_run_partition(instance, spec.name, run_id)
+    dagster_run_id, _ = _execute(judge_consistency_job(spec.name), instance, spec, run_id, runtime,
+                                 tags={TRIGGER_TAG: "cli", REPEATS_TAG: str(repeats)})
+    run_dir = run_directory(spec, run_id)
+    pull_run(spec, run_dir)  # written where the step ran: read here
+    return JudgeMeasurement(run_dir=run_dir.path, dagster_run_id=dagster_run_id)
+
+
 def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runtime: RunOptions | None,
                  job_name: str) -> RunOutcome:
     tags = {TRIGGER_TAG: "cli"}
@@ -280,7 +300,7 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
         # One path for every executor that runs steps elsewhere (multiprocess, celery, k8s,
         # docker): each step's process rebuilds the job from the eval file and the command's
         # narrowing (:func:`reconstructable_eval_job`). The promote job has no step to spread.
-        in_process = job_name == promote_job(spec.name) or runs_in_process(spec)
+        in_process = job_name in (promote_job(spec.name), judge_consistency_job(spec.name)) or runs_in_process(spec)
         recon = None if in_process else reconstructable_eval_job(spec, job_name, options.max_concurrency)
         defs = build_definitions([spec], runtime)[0] if recon is None else None
         with (cli_runs.executing(instance, run_id), _sigterm_kept(),

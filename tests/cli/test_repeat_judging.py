@@ -153,3 +153,13 @@ def test_repeat_judging_needs_at_least_two_repeats(measured):
     assert refused.stderr.strip().splitlines() == [
         "error: --repeat-judging 1: K must be 2 or more (a verdict per cell cannot disagree with itself)"]
     assert (measured["run"] / "judge_consistency.jsonl").read_bytes() == before
+
+
+def test_repeat_judging_is_a_dagster_run_of_the_judge_consistency_job(measured):
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(measured["env"]["DAGSTER_HOME"]) as instance:
+        runs = [r for r in instance.get_runs() if r.job_name.endswith("__judge_consistency")]
+    assert len(runs) == 1 and runs[0].status == dg.DagsterRunStatus.SUCCESS
+    assert runs[0].tags["evalh/repeat_judging"] == str(K)
+    assert runs[0].tags["dagster/partition"] == measured["run"].name

@@ -31,8 +31,9 @@ from evalh_pipeline.defs.evals.metadata import (
     significance_metadata,
     traces_metadata,
 )
-from evalh_pipeline.defs.evals.names import EVAL_TAG, judge_job, promote_job, run_job, runs_partitions
-from evalh_pipeline.defs.evals.runs import live_spec, rejudge_all, reuse_source, run_partition
+from evalh_pipeline.defs.evals.names import (EVAL_TAG, judge_consistency_job, judge_job, promote_job, run_job,
+                                             runs_partitions)
+from evalh_pipeline.defs.evals.runs import judging_repeats, live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.common.masking import mask_text
@@ -50,6 +51,7 @@ from evalh_pipeline.queries.report import (
 from evalh_pipeline.runner.drift import RunDrift, write_drift
 from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
 from evalh_pipeline.runner.hashes import file_version
+from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.shards import collect_traces as collect_shard_traces
 from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shards
@@ -409,6 +411,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                         "results, summary and drift; never calls the system.",
         ),
         _promote_job(name, promote_run, partitions, tags),
+        _judge_consistency_job(spec, partitions, tags),
     ]
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
                       checks=checks, sensors=build_eval_sensors(spec))
@@ -451,6 +454,38 @@ def _promote_job(name: str, promote_run: dg.OpDefinition, partitions: dg.Partiti
         promote_run()
 
     return promote_runs
+
+
+def _judge_consistency_job(spec: EvalSpec, partitions: dg.PartitionsDefinition,
+                           tags: dict[str, str]) -> dg.JobDefinition:
+    """``<eval>__judge_consistency``: partitioned like the runs; a measurement of the judges, not a stage."""
+    name = spec.name
+
+    @dg.op(name=f"{name}__measure_judges", required_resource_keys={RUNTIME_KEY},
+           description=f"Judge every answered trace of the partition's run of `{name}` K times (tag "
+                       "evalh/repeat_judging, default 3) with each evaluator that calls a model: each judge's "
+                       "flip rate in judge_consistency.jsonl. Results, summary and systems are untouched.")
+    def measure_judges(context: dg.OpExecutionContext) -> None:
+        live = live_spec(context, spec)
+        run_id = run_partition(context)
+        run_dir = run_directory(live, run_id)
+        if not run_dir.exists():
+            raise dg.Failure(f"run {run_id} of {name} does not exist ({run_dir.path} has no run.json): "
+                             "pick a partition that is a finished run")
+        runtime: EvalhRuntime = getattr(context.resources, RUNTIME_KEY)
+        measured = run_coroutine(measure_judge_consistency(live, run_dir, judging_repeats(context),
+                                                           max_concurrency=runtime.max_concurrency))
+        for line in measured:
+            context.log.info(f"{line.evaluator}: " + (f"skipped, {line.skipped}" if line.skipped is not None
+                                                       else f"flip rate {line.flip_rate}, {line.cells} cells"))
+
+    @dg.job(name=judge_consistency_job(name), partitions_def=partitions, executor_def=dg.in_process_executor,
+            tags=tags, description=f"Measure how often the judges of `{name}` flip on the partition's run "
+                                    "(`evalh re-evaluate RUN --repeat-judging K`).")
+    def judge_consistency_runs() -> None:
+        measure_judges()
+
+    return judge_consistency_runs
 
 
 def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:

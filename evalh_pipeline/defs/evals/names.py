@@ -21,6 +21,7 @@ DRIFT_TICK_TAG = "evalh/drift_tick"
 # `automation.reuse_unchanged_traces`.
 REUSE_FROM_TAG = "evalh/reuse_from"
 REJUDGE_TAG = "evalh/rejudge"  # "all": re-judge every result (`evalh re-evaluate --all`)
+REPEATS_TAG = "evalh/repeat_judging"  # K: how often the judge-consistency job judges each trace
 PARTITION_TAG = "dagster/partition"  # Dagster's own: the partition key of a partitioned run
 # On the CLI's runs: the eval file and the run directory it worked on (absolute paths), so a
 # run whose evalh was killed can say which command finishes it (defs/cli_runs.py).
@@ -56,6 +57,11 @@ def run_job(eval_name: str) -> str:
 def judge_job(eval_name: str) -> str:
     """Re-judge a run's persisted traces: results -> summary -> drift (never calls the system)."""
     return f"{eval_name}__judge"
+
+
+def judge_consistency_job(eval_name: str) -> str:
+    """Judge a run's persisted traces K times with each judge: flip rates, results untouched."""
+    return f"{eval_name}__judge_consistency"
 
 
 def promote_job(eval_name: str) -> str:

@@ -20,6 +20,7 @@ from evalh_pipeline.defs.evals.names import (
     EVAL_FILE_TAG,
     PARTITION_TAG,
     REJUDGE_TAG,
+    REPEATS_TAG,
     REUSE_FROM_TAG,
     RUN_DIR_TAG,
     run_id_problem,
@@ -116,6 +117,15 @@ def reuse_source(context: dg.OpExecutionContext, live: EvalSpec) -> RunDirectory
     if not source.exists():
         raise dg.Failure(f"tag {REUSE_FROM_TAG}={tagged!r}: {source.path} is not a run directory (no run.json)")
     return source
+
+
+def judging_repeats(context: dg.OpExecutionContext) -> int:
+    """How often the judge-consistency job judges each trace (tag ``evalh/repeat_judging``; 3 unset)."""
+    text = context.run.tags.get(REPEATS_TAG, "3")
+    if not text.isdigit() or int(text) < 2:
+        raise dg.Failure(f"tag {REPEATS_TAG}={text!r}: K must be a whole number of 2 or more "
+                         "(a verdict per cell cannot disagree with itself)")
+    return int(text)
 
 
 def rejudge_all(context: dg.OpExecutionContext) -> bool:
