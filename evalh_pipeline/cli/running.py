@@ -244,7 +244,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         say(line)
     from evalh_pipeline.runner.preflight import preflight_problems
 
-    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.defs.instance_config import instance_home
     from evalh_pipeline.runner.deployment import deployment_problems
 
     problems = preflight_problems(spec) + deployment_problems(spec, instance_home() / "dagster.yaml")
@@ -424,7 +424,7 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
 def _require_deployment(spec: EvalSpec) -> None:
     """The executor, the instance's storage and the canonical output can take the run
     (runner/deployment.py): else one line each, exit 2, before the instance is opened."""
-    from evalh_pipeline.defs.launch import instance_home
+    from evalh_pipeline.defs.instance_config import instance_home
     from evalh_pipeline.runner.deployment import deployment_problems
 
     problems = deployment_problems(spec, instance_home() / "dagster.yaml")

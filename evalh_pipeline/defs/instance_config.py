@@ -13,6 +13,17 @@ same partition waits at its first write instead of interleaving with the CLI's.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+DEFAULT_HOME = ".dagster_home"
+
+
+def instance_home() -> Path:
+    """``$DAGSTER_HOME`` if set, else ``./.dagster_home`` (no Dagster import: a dry run reads it too)."""
+    home = os.environ.get("DAGSTER_HOME")
+    return Path(home) if home else Path(DEFAULT_HOME).resolve()
+
 EVAL_RUNS_IN_FLIGHT = 4
 MAX_CONCURRENT_RUNS = 8
 

@@ -60,7 +60,7 @@ from evalh_pipeline.defs.evals.names import (
     run_job,
     runs_partitions,
 )
-from evalh_pipeline.defs.instance_config import INSTANCE_YAML
+from evalh_pipeline.defs.instance_config import INSTANCE_YAML, instance_home
 from evalh_pipeline.defs.resources import EvalhRuntime
 from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, RunOptions, RunOutcome
 from evalh_pipeline.errors import InfrastructureError
@@ -69,7 +69,6 @@ from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
-DEFAULT_HOME = ".dagster_home"
 # The code location the UI serves (workspace.yaml's `location_name`, pyproject's
 # `[tool.dagster] code_location_name`; tests/defs/test_dagster_buttons.py checks they agree).
 # The CLI's runs name it as their origin, so Dagster's "Re-execute" buttons find their job.
@@ -77,12 +76,6 @@ CODE_LOCATION = "evalh_pipeline"
 # run.executor types whose steps all run in the launching process (the CLI's own objects).
 # Below this much free space the instance's SQLite storage fails mid-run ("disk I/O error").
 MIN_FREE_BYTES = 64 << 20
-
-
-def instance_home() -> Path:
-    """``$DAGSTER_HOME`` if set, else ``./.dagster_home``."""
-    home = os.environ.get("DAGSTER_HOME")
-    return Path(home) if home else Path(DEFAULT_HOME).resolve()
 
 
 def local_instance() -> dg.DagsterInstance:

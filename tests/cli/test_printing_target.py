@@ -69,6 +69,8 @@ def test_prints_of_an_isolated_target_land_in_their_cells_trace_and_never_break_
     (run_dir,) = [p for p in (tmp_path / "toy" / "runs").iterdir() if p.name != "baselines"]
     traces = {(t["variant_name"], t["case_id"]): t
               for t in map(json.loads, (run_dir / "traces.jsonl").read_text().splitlines())}
+    for trace in traces.values():  # where the cell ran (runner/shards.py): not what it printed
+        assert trace["extra"].pop("executor")["shard"] == "1-of-1"
     for case_id in ("case_1", "case_2", "case_3"):
         assert traces["base", case_id]["extra"] == {"stdout": f"said-on-stdout base {case_id}\n",
                                                     "stderr": f"said-on-stderr base {case_id}\n"}

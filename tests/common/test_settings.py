@@ -39,6 +39,8 @@ ENVIRONMENT_READERS = {
     "embedders/base.py": "an Embedder built without an env",
     "common/git.py": "git's child environment in a repository evalh does not own, outer git's variables dropped",
     "common/containers.py": "the docker/podman CLI's child environment (DOCKER_HOST, PATH) when none is handed in",
+    "runner/deployment.py": "the check before a run reads what each Dagster process will read when it starts: "
+                            "$EVALH_CELERY_BROKER and the {env: ...} values of the instance's dagster.yaml",
 }
 
 

@@ -31,8 +31,8 @@ from evalh_pipeline.defs.evals.metadata import (
     significance_metadata,
     traces_metadata,
 )
-from evalh_pipeline.defs.evals.names import (EVAL_TAG, judge_consistency_job, judge_job, promote_job, run_job,
-                                             runs_partitions)
+from evalh_pipeline.defs.evals.names import (EVAL_TAG, judge_consistency_job, judge_job, op_prefix, promote_job,
+                                             run_job, runs_partitions)
 from evalh_pipeline.defs.evals.runs import judging_repeats, live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
@@ -208,7 +208,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     # the last collects them: the asset is materialized only once every shard is in.
     shard_op_tags = {"kind": "evalh"}
 
-    @dg.op(name=f"{name}__plan_traces", required_resource_keys={RUNTIME_KEY}, ins={"cases": dg.In(dg.Nothing)},
+    @dg.op(name=f"{op_prefix(name)}__plan_traces", required_resource_keys={RUNTIME_KEY}, ins={"cases": dg.In(dg.Nothing)},
            out=dg.DynamicOut(Shard), tags=shard_op_tags,
            description="Plan the run's shards of cells (run.json), after copying reused traces (--reuse).")
     def plan_traces(context: dg.OpExecutionContext):  # type: ignore[no-untyped-def]
@@ -219,7 +219,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         for shard in plan_trace_shards(stage.live, stage.run_dir, reuse_source(context, stage.live)):
             yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.label.replace('-', '_')}")
 
-    @dg.op(name=f"{name}__traces_shard", required_resource_keys={RUNTIME_KEY}, tags=shard_op_tags,
+    @dg.op(name=f"{op_prefix(name)}__traces_shard", required_resource_keys={RUNTIME_KEY}, tags=shard_op_tags,
            description="Run the cells of one shard that have no trace yet.")
     def traces_shard(context: dg.OpExecutionContext, shard: Shard) -> TraceStats:
         stage = _Stage(context, spec, "traces")
@@ -231,7 +231,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                          "had traces" + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stats
 
-    @dg.op(name=f"{name}__collect_traces", required_resource_keys={RUNTIME_KEY}, out=dg.Out(dg.Nothing),
+    @dg.op(name=f"{op_prefix(name)}__collect_traces", required_resource_keys={RUNTIME_KEY}, out=dg.Out(dg.Nothing),
            tags=shard_op_tags, description="Collect every shard's traces into traces.jsonl and materialize them.")
     def collect_traces(context: dg.OpExecutionContext, shards: list[TraceStats]):  # type: ignore[no-untyped-def]
         stage = _Stage(context, spec, "traces")

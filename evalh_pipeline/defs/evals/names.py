@@ -5,6 +5,8 @@ The README, the CLI and the tests refer to these names; change them here only.
 
 from __future__ import annotations
 
+import hashlib
+
 import re
 
 STAGES = ("cases", "traces", "results", "summary", "drift")
@@ -57,6 +59,21 @@ def run_job(eval_name: str) -> str:
 def judge_job(eval_name: str) -> str:
     """Re-judge a run's persisted traces: results -> summary -> drift (never calls the system)."""
     return f"{eval_name}__judge"
+
+
+# The longest eval name an op inside a graph asset is named after in full. A step's key is
+# "<graph>.<op>[mapping key]" and Dagster's file system storage makes it one path component
+# (at most 255 bytes): with a 128-character eval name in both halves it would not fit.
+_OP_PREFIX_MAX = 48
+
+
+def op_prefix(eval_name: str) -> str:
+    """The prefix of the eval's ops inside its graph assets: the name, or for a long one its
+    start and 8 hex digits of its sha256 (op names stay unique across evals)."""
+    if len(eval_name) <= _OP_PREFIX_MAX:
+        return eval_name
+    digest = hashlib.sha256(eval_name.encode("utf-8")).hexdigest()[:8]
+    return f"{eval_name[:_OP_PREFIX_MAX - 9]}_{digest}"
 
 
 def judge_consistency_job(eval_name: str) -> str:
