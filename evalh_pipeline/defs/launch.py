@@ -323,7 +323,26 @@ def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partit
         raise InfrastructureError(f"{job_name} failed: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - anything else is the orchestration failing
         raise InfrastructureError(f"{job_name} failed: {_instance_problem(instance_home(), exc)}") from exc
+    failed_step = _failed_step(instance, run_id)
+    if failed_step:
+        raise InfrastructureError(f"{job_name} failed: {failed_step}")
     return run_id, _failed_checks(instance, run_id)
+
+
+def _failed_step(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The first step failure of a run whose steps ran in other processes (those raise nothing
+    here: the run just ends failed), a blocking gate's aside; "" if none."""
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.status != dg.DagsterRunStatus.FAILURE:
+        return ""
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        error = record.dagster_event.step_failure_data.error if record.dagster_event else None
+        if error is not None and error.cls_name == DagsterAssetCheckFailedError.__name__:
+            continue  # a gate: reported with the other failed checks
+        cause = error.cause if error is not None and error.cause is not None else error
+        text = (cause.message.strip().splitlines() or [""])[-1] if cause is not None else "no error recorded"
+        return f"step {record.step_key}: {text}"
+    return ""
 
 
 def code_location_origin(repository_name: str, job_name: str) -> RemoteJobOrigin:

@@ -53,4 +53,5 @@ def test_the_eval_jobs_use_the_executor_of_run_executor(tmp_path):
     spec = load_eval(executor_eval(tmp_path / "toy", "{type: celery, broker: 'redis://127.0.0.1:6379/0'}"))
     built = build_eval_assets(spec)
     executors = {job.name: job.executor_def.name for job in built.jobs}
-    assert executors == {"toy__run": "celery", "toy__judge": "celery", "toy__promote": "in_process"}
+    assert executors == {"toy__run": "celery", "toy__judge": "celery", "toy__promote": "in_process",
+                         "toy__judge_consistency": "in_process"}

@@ -88,3 +88,16 @@ def add_and_launch_partition(page: Any, name: str) -> None:
     page.get_by_text("Select a partition or create one", exact=True).first.click()
     page.get_by_text(name, exact=True).first.click()
     page.get_by_role("button", name="Launch 1 run").click()
+
+
+def search_jobs(page: Any, text: str) -> None:
+    """**Jobs** → **Search and filter jobs** → ``text``, Enter (the list shows only the jobs in view)."""
+    page.get_by_text("Jobs", exact=True).first.click()
+    page.get_by_label("Search and filter jobs").wait_for(state="attached")
+    page.locator(".CodeMirror").first.click()  # the box is a CodeMirror editor: typed into, not filled
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    other = "fix__run" if "quick" in text else "quick__run"  # another eval's job: gone once filtered
+    page.locator(f'a[href$="/jobs/{other}"]').first.wait_for(state="detached")
+    page.keyboard.press("Escape")  # the box's suggestions stay open over the list until then
+    page.locator("[data-radix-popper-content-wrapper]").first.wait_for(state="detached")

@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.e2e.browser import README, launch_new_partition, type_into, ui_page
+from tests.e2e.browser import README, launch_new_partition, search_jobs, type_into, ui_page
 from tests.e2e.support import finished_run, materialized
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,7 @@ def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
             "**Save** → **Launch 1 run**") in README.read_text()
     instance = dagster_dev.instance()
     with ui_page(dagster_dev) as page:
-        page.get_by_text("Jobs", exact=True).first.click()
+        search_jobs(page, "quick")  # the list shows only the jobs in view: four per eval
         page.get_by_text("quick__run", exact=True).first.click()
         page.get_by_role("button", name="Materialize all").click()              # 1
         page.get_by_text("Add a partition", exact=True).first.click()           # 2
@@ -82,7 +82,7 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
     run_id = run_dir.name
     traces_before = (run_dir / "traces.jsonl").read_bytes()
     with ui_page(dagster_dev) as page:
-        page.get_by_text("Jobs", exact=True).first.click()
+        search_jobs(page, "rejudged")  # the list shows only the jobs in view: four per eval
         page.get_by_text("rejudged__judge", exact=True).first.click()
         page.get_by_role("button", name="Materialize all").click()
         page.get_by_text("Select a partition or create one", exact=True).first.click()
@@ -97,7 +97,7 @@ def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_de
         assert (run_dir / "traces.jsonl").read_bytes() == traces_before  # write-once: no cell ran
 
         page.goto(dagster_dev.url + "/")
-        page.get_by_text("Jobs", exact=True).first.click()
+        search_jobs(page, "rejudged")
         page.get_by_text("rejudged__promote", exact=True).first.click()
         page.get_by_text("Launchpad", exact=True).first.click()
         # The Partition box lists the partitions once the launchpad has loaded them (its sort

@@ -16,7 +16,7 @@ import pytest
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
 from tests.support.evalh_process import run_evalh
-from tests.e2e.browser import README, ui_page
+from tests.e2e.browser import README, search_jobs, ui_page
 from tests.support.http_server import free_port
 from tests.e2e.support import wait_for
 from tests.support.viewer_process import running_viewer
@@ -46,18 +46,6 @@ def _cli_run(dagster_dev, **env: str):
 def _asset_link(page, asset: str):
     """The shown link to ``<eval>/<asset>`` in a list of assets (each name is also in a hidden copy)."""
     return page.locator(f'a[href^="/assets/{EVAL}/{asset}"]:visible').first
-
-
-def _search_jobs(page, text: str) -> None:
-    """**Jobs** → **Search and filter jobs** → ``text``, Enter (the list shows only the jobs in view)."""
-    page.get_by_text("Jobs", exact=True).first.click()
-    page.get_by_label("Search and filter jobs").wait_for(state="attached")
-    page.locator(".CodeMirror").first.click()  # the box is a CodeMirror editor: typed into, not filled
-    page.keyboard.type(text)
-    page.keyboard.press("Enter")
-    page.locator('a[href$="/jobs/quick__run"]').first.wait_for(state="detached")  # another eval's
-    page.keyboard.press("Escape")  # the box's suggestions stay open over the list until then
-    page.locator("[data-radix-popper-content-wrapper]").first.wait_for(state="detached")
 
 
 def _partition(page, run_id: str):
@@ -95,11 +83,11 @@ def test_each_eval_is_one_entry_of_the_catalog_by_key_prefix(dagster_dev):
 
 def test_an_evals_jobs_are_listed_by_searching_its_name(dagster_dev):
     assert ("**Jobs** → **Search and filter jobs** → the eval's name, Enter → `<eval>__run`, `<eval>__judge`, "
-            "`<eval>__promote`") in _readme()
+            "`<eval>__promote`, `<eval>__judge_consistency`") in _readme()
     with ui_page(dagster_dev) as page:
-        _search_jobs(page, EVAL)
+        search_jobs(page, EVAL)
         listed = {a.get_attribute("href").rsplit("/", 1)[-1] for a in page.locator('a[href*="/jobs/"]:visible').all()}
-        assert listed == {f"{EVAL}__run", f"{EVAL}__judge", f"{EVAL}__promote"}, listed
+        assert listed == {f"{EVAL}__run", f"{EVAL}__judge", f"{EVAL}__promote", f"{EVAL}__judge_consistency"}, listed
 
 
 def test_a_runs_pass_rates_are_on_its_partition_and_the_pickers_filter_its_id_by_time(dagster_dev):
@@ -117,7 +105,7 @@ def test_a_runs_pass_rates_are_on_its_partition_and_the_pickers_filter_its_id_by
         page.get_by_text("viewer", exact=True).first.wait_for()
 
         # The judge job's picker lists bare ids, filtered as you type the day.
-        _search_jobs(page, EVAL)
+        search_jobs(page, EVAL)
         page.locator(f'a[href$="/jobs/{EVAL}__judge"]:visible').first.click()
         page.get_by_role("button", name="Materialize all").click()
         page.get_by_text("Select a partition or create one", exact=True).first.click()
