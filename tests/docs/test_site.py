@@ -1,7 +1,9 @@
-"""The documentation site builds with no warning, every page is in its nav, no internal link is dead."""
+"""The documentation site builds with no warning, every page is in its nav, no internal link is dead;
+the README is the short page that points into it."""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -10,6 +12,9 @@ import pytest
 import yaml
 
 from tests.support.docs_site import DOCS, MKDOCS_YML, build_site, markdown_pages, nav_pages
+from tests.support.paths import REPO
+
+README = REPO / "README.md"
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +103,15 @@ def test_the_site_loads_nothing_from_the_network(site):
             if tag in text:
                 loaded.append(f"{path.relative_to(site)}: {tag}")
     assert loaded == []
+
+
+def test_the_readme_is_short_and_its_links_and_images_resolve():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 150
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert "docs/getting-started.md" in targets and "docs/screenshots/run.png" in targets
+    missing = [t for t in targets if not urlsplit(t).scheme and not (README.parent / t).exists()]
+    assert missing == []
+    # The two commands, as .ci/run runs the second.
+    assert "./dev demo" in text and "./dev test" in text
+    assert (README.parent / ".ci" / "run").read_text().rstrip().endswith("exec ./dev test")
