@@ -58,6 +58,29 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page():
     assert len(in_nav) == len(set(in_nav)), "a page is in the nav twice"
 
 
+def test_the_reference_names_every_command_key_and_exported_name(site):
+    import evalh_pipeline
+    from evalh_pipeline.cli import main
+    from evalh_pipeline.config.schema import EvalConfig
+    from evalh_pipeline.models import EvalCase
+
+    cli = (site / "reference" / "cli.html").read_text()
+    assert [name for name in main.commands if f"evalh {name}" not in cli] == []
+    eval_yaml = (site / "reference" / "eval-yaml.html").read_text()
+    assert [key for key in EvalConfig.model_fields if f"<code>{key}</code>" not in eval_yaml] == []
+    cases = (site / "reference" / "cases.html").read_text()
+    assert [key for key in EvalCase.model_fields if f"<code>{key}</code>" not in cases] == []
+    api = (site / "reference" / "api.html").read_text()
+    assert [name for name in evalh_pipeline.__all__ if name != "__version__" and f'id="{_api_id(name)}"' not in api] == []
+
+
+def _api_id(name: str) -> str:
+    # mkdocstrings anchors each object by its path as written in the page (module.Name).
+    import evalh_pipeline
+
+    return f"{evalh_pipeline._EXPORTS[name]}.{name}"
+
+
 def test_the_site_builds_and_holds_the_reference_generated_from_the_code(site):
     cli = (site / "reference" / "cli.html").read_text()
     assert "--dry-run" in cli and "--fail-on-gate" in cli and "evalh schema" in cli
