@@ -27,6 +27,16 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     return MARKER.sub(lambda m: render(_document(m.group(1), m.group(2))), markdown)
 
 
+# Docstrings cite other objects with Sphinx roles (:func:`x`), which mkdocstrings leaves as text
+# before the code span it renders: drop the role, keep the name.
+_SPHINX_ROLE = re.compile(r":(?:func|class|meth|attr|mod|data|exc|obj):(?=<code>)")
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Drop the Sphinx roles left before code spans in rendered docstrings."""
+    return _SPHINX_ROLE.sub("", html)
+
+
 def _document(kind: str, name: str) -> dict[str, Any]:
     if kind == "schema":
         from evalh_pipeline.config.json_schemas import KINDS, json_schema
@@ -57,11 +67,13 @@ def _table(schema: dict[str, Any]) -> str:
     if not properties:
         return "An object with any keys.\n"
     required = set(schema.get("required", []))
-    rows = ["| key | type | required | default | description |", "|---|---|---|---|---|"]
+    described = any(prop.get("description") for prop in properties.values())
+    rows = ["| key | type | required | default |" + (" description |" if described else ""),
+            "|---|---|---|---|" + ("---|" if described else "")]
     for key, prop in properties.items():
         default = f"`{_cell(json.dumps(prop['default']))}`" if "default" in prop else ""
-        rows.append(f"| `{key}` | {_type(prop)} | {'yes' if key in required else ''} | {default} | "
-                    f"{_cell(_one_paragraph(prop.get('description', '')))} |")
+        description = f" {_cell(_one_paragraph(prop.get('description', '')))} |" if described else ""
+        rows.append(f"| `{key}` | {_type(prop)} | {'yes' if key in required else ''} | {default} |{description}")
     extra = schema.get("additionalProperties")
     note = "\nOther keys: refused.\n" if extra is False else "\nOther keys: allowed (the plugin's own config model checks them).\n" \
         if extra is not None else ""
