@@ -20,9 +20,9 @@ EVAL_FILES = [p for p in EXAMPLES if re.search(r"^(eval|cases):", p.read_text(),
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_shipped_schema_is_the_one_the_models_generate(kind):
-    # A model changed without `python -c "from evalh_pipeline.config.json_schemas import
-    # write_shipped_schemas; write_shipped_schemas()"` fails here.
-    assert shipped_schema_path(kind).read_text(encoding="utf-8") == schema_text(kind)
+    assert shipped_schema_path(kind).read_text(encoding="utf-8") == schema_text(kind), (
+        "a model changed: rewrite the shipped schemas with .venv/bin/python -c 'from "
+        "evalh_pipeline.config.json_schemas import write_shipped_schemas; write_shipped_schemas()'")
     assert json.loads(shipped_schema_path(kind).read_text())["$schema"].endswith("2020-12/schema")
 
 
