@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 from click.testing import CliRunner
@@ -35,3 +36,22 @@ def test_the_eval_schema_requires_what_eval_yaml_requires():
     schema = _schema("eval")
     assert {"eval", "systems"} <= set(schema["required"])
     assert "evaluators" in schema["properties"]
+
+
+def test_the_cases_schema_is_a_cases_file_of_rows():
+    schema = _schema("cases")
+    cases_file = {"schema_version": "1.0", "cases": [{"id": "a", "input": {"q": "?"}}]}
+    jsonschema.validate(cases_file, schema)
+    try:
+        jsonschema.validate({"cases": [{"input": {"q": "?"}}]}, schema)
+    except jsonschema.ValidationError as exc:
+        assert "'id' is a required property" in exc.message
+    else:
+        raise AssertionError("a row without an id passed the schema")
+
+
+def test_path_prints_the_schema_file_the_package_ships():
+    result = CliRunner().invoke(main, ["schema", "eval", "--path"], standalone_mode=False)
+    assert result.exit_code == 0, result.output
+    shipped = Path(result.output.strip())
+    assert shipped.name == "eval.schema.json" and json.loads(shipped.read_text()) == _schema("eval")

@@ -11,7 +11,14 @@ from typing import Any
 
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def documentation() -> str:
+    """The README and every page of the docs site, joined: the UI routes the tests hold the UI
+    to are written there (docs/guides/dagster-ui.md, the demo's in docs/getting-started.md)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return "\n\n".join(page.read_text(encoding="utf-8") for page in pages)
 
 
 @contextmanager

@@ -1,8 +1,8 @@
-"""Every UI route the README gives is walked by an e2e test, so a route that stops existing fails CI.
+"""Every UI route the docs gives is walked by an e2e test, so a route that stops existing fails CI.
 
 A route is a chain of `→` steps starting from something a user clicks first (a bold item of
 Dagster's navigation, a run or asset page, the viewer). ROUTES names the test that walks each
-one (each of those tests also asserts the README's words); a route written into the README
+one (each of those tests also asserts the docs' words); a route written into the docs
 without a test here fails this file, and so does a route whose words changed.
 """
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import README
+from tests.e2e.browser import documentation
 
 HERE = Path(__file__).resolve().parent
 
-# The README's route (whitespace collapsed) → the e2e tests (file::function) that walk it.
+# The docs' route (whitespace collapsed) → the e2e tests (file::function) that walk it.
 ROUTES = {
     "**Catalog** → the folder button beside the search box → `quickstart/` → `summary` → **Partitions**":
         ["test_ui_routes.py::test_each_eval_is_one_entry_of_the_catalog_by_key_prefix"],
@@ -59,21 +59,21 @@ _START = re.compile(r"\*\*(?:Overview|Runs|Catalog|Assets|Jobs|Automation|Lineag
                     r"|(?:page|run|assets|`evalh view`|\)) →")
 
 
-def _readme() -> str:
-    return " ".join(README.read_text().split())
+def _docs() -> str:
+    return " ".join(documentation().split())
 
 
 @pytest.mark.parametrize("route", list(ROUTES))
 def test_each_route_is_in_the_readme_and_its_test_exists(route):
-    assert route in _readme(), f"the README no longer gives this route: {route}"
+    assert route in _docs(), f"the docs no longer gives this route: {route}"
     for test in ROUTES[route]:
         file, function = test.split("::")
         assert f"def {function}(" in (HERE / file).read_text(), f"{test} does not exist"
 
 
 def test_every_route_in_the_readme_is_walked_by_a_test():
-    text = _readme()
+    text = _docs()
     covered = [(m.start(), m.start() + len(route)) for route in ROUTES for m in re.finditer(re.escape(route), text)]
     unwalked = [text[max(0, m.start() - 60):m.end() + 80] for m in _START.finditer(text)
                 if not any(start <= m.start() < end for start, end in covered)]
-    assert not unwalked, "routes in the README that no e2e test walks (add the test to ROUTES):\n" + "\n".join(unwalked)
+    assert not unwalked, "routes in the docs that no e2e test walks (add the test to ROUTES):\n" + "\n".join(unwalked)

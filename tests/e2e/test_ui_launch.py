@@ -1,7 +1,7 @@
-"""The README's UI routes, driven in a real browser (Playwright + Debian's chromium) against `dagster dev`.
+"""The docs' UI routes, driven in a real browser (Playwright + Debian's chromium) against `dagster dev`.
 
 Every eval run is a partition of `<eval>__runs`: a new run is a new partition (added in the
-launch dialog), re-judging and promoting pick an existing one. Each route is the README's,
+launch dialog), re-judging and promoting pick an existing one. Each route is the docs',
 word for word, so the two cannot drift apart.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.e2e.browser import README, launch_new_partition, search_jobs, type_into, ui_page
+from tests.e2e.browser import documentation, launch_new_partition, search_jobs, type_into, ui_page
 from tests.e2e.support import finished_run, materialized
 
 pytestmark = pytest.mark.e2e
@@ -33,9 +33,9 @@ def _cli_run(dagster_dev, eval_name):
 
 
 def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
-    # The route as the README states it, so the two cannot drift apart.
+    # The route as the docs states it, so the two cannot drift apart.
     assert ("**Jobs** → **`<eval>__run`** → **Materialize all** → **Add a partition** → type a name → "
-            "**Save** → **Launch 1 run**") in README.read_text()
+            "**Save** → **Launch 1 run**") in documentation()
     instance = dagster_dev.instance()
     with ui_page(dagster_dev) as page:
         search_jobs(page, "quick")  # the list shows only the jobs in view: four per eval
@@ -72,7 +72,7 @@ def test_a_new_run_from_the_ui_is_a_new_partition_in_five_actions(dagster_dev):
 
 
 def test_rejudging_and_promoting_a_run_from_the_ui_pick_its_partition(dagster_dev):
-    text = README.read_text()
+    text = documentation()
     assert ("**Jobs** → **`<eval>__judge`** → **Materialize all** → **Select a partition or create one** → "
             "the run's id → **Launch 1 run**") in text
     assert ("**Jobs** → **`<eval>__promote`** → **Launchpad** → **Partition**: the run's id → "

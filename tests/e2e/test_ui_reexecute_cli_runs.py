@@ -26,7 +26,7 @@ from evalh_pipeline.runner.stages import load_summary
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.support.evalh_process import EVALH, run_evalh
 from tests.support.evals import STEADY_SYSTEMS, write_eval
-from tests.e2e.browser import README, ui_page
+from tests.e2e.browser import documentation, ui_page
 from tests.e2e.support import HANGING_CASES, finished_run, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +35,7 @@ EVAL = "reexecuted"
 VARIANTS = ("base", "candidate")
 HANGING = {(f"case_{i}", v) for i in (HANGING_CASES - 2, HANGING_CASES - 1) for v in VARIANTS}
 ALL_CELLS = {(f"case_{i}", v) for i in range(HANGING_CASES) for v in VARIANTS}
-# Why the buttons are disabled on a CLI run of an eval the code location does not serve (the README says so).
+# Why the buttons are disabled on a CLI run of an eval the code location does not serve (the docs says so).
 NOT_FOUND = '"outside__run" is not available in your definitions.'
 # Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 30 s.
 TIMEOUT = 300
@@ -90,7 +90,7 @@ def _click_reexecute(page, dagster_dev, run_id: str, strategy: str | None) -> No
 
 
 def test_from_failure_on_a_killed_cli_run_calls_only_the_cells_without_a_trace(dagster_dev, tmp_path):
-    assert "Dagster's own buttons work on" in README.read_text()
+    assert "Dagster's own buttons work on" in documentation()
     instance = dagster_dev.instance()
     folder = _folder(dagster_dev)
     (folder / "hold").write_text("")

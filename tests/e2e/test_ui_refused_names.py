@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from evalh_pipeline.defs.evals.names import RUN_ID_RULE
-from tests.e2e.browser import README, add_and_launch_partition, type_into, ui_page
+from tests.e2e.browser import documentation, add_and_launch_partition, type_into, ui_page
 from tests.e2e.support import finished_run
 
 pytestmark = pytest.mark.e2e
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.e2e
 EVAL = "quick"
 
 
-def _readme() -> str:
-    return " ".join(README.read_text().split())
+def _docs() -> str:
+    return " ".join(documentation().split())
 
 
 def _launch_dialog(page):
@@ -31,7 +31,7 @@ def _launch_dialog(page):
 
 
 def test_the_add_partition_dialog_refuses_a_name_with_a_space_and_says_which_substrings(dagster_dev):
-    assert "a warning icon in the box whose tooltip reads \"The following substrings are not allowed" in _readme()
+    assert "a warning icon in the box whose tooltip reads \"The following substrings are not allowed" in _docs()
     with ui_page(dagster_dev) as page:
         _launch_dialog(page)
         page.get_by_text("Add a partition", exact=True).first.click()
@@ -48,8 +48,8 @@ def test_the_add_partition_dialog_refuses_a_name_with_a_space_and_says_which_sub
 def test_a_name_evalh_refuses_fails_the_first_step_with_one_line_and_writes_nothing(dagster_dev):
     reason = f"dagster._core.definitions.events.Failure: '..' cannot be a run id (a partition key and a folder name): " \
              f"use {RUN_ID_RULE}"
-    assert reason.replace("'..'", "'<name>'") in _readme()
-    assert 'Execution of run for "<eval>__run" failed. Steps failed: [\'<eval>__cases\'].' in _readme()
+    assert reason.replace("'..'", "'<name>'") in _docs()
+    assert 'Execution of run for "<eval>__run" failed. Steps failed: [\'<eval>__cases\'].' in _docs()
     instance = dagster_dev.instance()
     runs_folder = dagster_dev.repo / "evals" / EVAL / "runs"
     before = sorted(p.name for p in runs_folder.iterdir()) if runs_folder.exists() else []

@@ -1,4 +1,4 @@
-"""Resuming a killed run from the UI, in a real browser against `dagster dev`: the README's route, word for word.
+"""Resuming a killed run from the UI, in a real browser against `dagster dev`: the docs' route, word for word.
 
 A run of the `killable` eval is launched, and its run worker is killed (SIGKILL) while the
 cells of four cases have a trace and the cells of two hang; Dagster's code server marks the
@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.e2e.browser import README, ui_page
+from tests.e2e.browser import documentation, ui_page
 from tests.e2e.support import HANGING_CASES, finished_run, graphql, materialized, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -91,7 +91,7 @@ def _assert_resumed(dagster_dev, partition: str, calls_before: int) -> None:
 
 
 def test_from_failure_on_a_killed_run_runs_only_the_cells_without_a_trace(dagster_dev):
-    assert "open the failed Dagster run → **Re-execute all (\\*)** ▾ → **From failure**" in README.read_text()
+    assert "open the failed Dagster run → **Re-execute all (\\*)** ▾ → **From failure**" in documentation()
     instance = dagster_dev.instance()
     killed, calls_before = _killed_run(dagster_dev, "killed_then_retried")
     with ui_page(dagster_dev) as page:
@@ -113,7 +113,7 @@ def test_from_failure_on_a_killed_run_runs_only_the_cells_without_a_trace(dagste
 
 def test_materializing_traces_of_a_killed_run_runs_only_the_cells_without_a_trace(dagster_dev):
     assert ("**Catalog** → `<eval>/` → `traces` → **Materialize…** → **Select a partition or create one** → "
-            "the run's id → **Launch 1 run**") in README.read_text()
+            "the run's id → **Launch 1 run**") in documentation()
     instance = dagster_dev.instance()
     _, calls_before = _killed_run(dagster_dev, "killed_then_traced")
     with ui_page(dagster_dev) as page:

@@ -1,6 +1,6 @@
-"""The README's ways around the Dagster UI ("Finding your way in the Dagster UI"), walked in chromium.
+"""The docs' ways around the Dagster UI ("Finding your way in the Dagster UI"), walked in chromium.
 
-Each test checks that the README states the route word for word, then clicks it through in a
+Each test checks that the docs states the route word for word, then clicks it through in a
 real browser against `dagster dev` (and `evalh view` as a process where the route goes
 there), so a route that stops existing in the UI fails here. Clicks are counted where the
 README gives a count.
@@ -16,7 +16,7 @@ import pytest
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
 from tests.support.evalh_process import run_evalh
-from tests.e2e.browser import README, search_jobs, ui_page
+from tests.e2e.browser import documentation, search_jobs, ui_page
 from tests.support.http_server import free_port
 from tests.e2e.support import wait_for
 from tests.support.viewer_process import running_viewer
@@ -27,8 +27,8 @@ EVAL = "routed"
 ASSETS = ("baseline", "cases", "drift", "results", "summary", "traces")
 
 
-def _readme() -> str:
-    return " ".join(README.read_text().split())
+def _docs() -> str:
+    return " ".join(documentation().split())
 
 
 def _env(dagster_dev, **extra: str) -> dict[str, str]:
@@ -62,7 +62,7 @@ def _open_eval_by_prefix(page, url: str) -> None:
 
 
 def test_each_eval_is_one_entry_of_the_catalog_by_key_prefix(dagster_dev):
-    text = _readme()
+    text = _docs()
     assert ("**Catalog** → the folder button beside the search box → `<eval>/` → its six assets.") in text
     assert ("(**Catalog** → the folder button beside the search box → `quickstart/` → `summary` → "
             "**Partitions**: the run and its metadata") in text
@@ -83,7 +83,7 @@ def test_each_eval_is_one_entry_of_the_catalog_by_key_prefix(dagster_dev):
 
 def test_an_evals_jobs_are_listed_by_searching_its_name(dagster_dev):
     assert ("**Jobs** → **Search and filter jobs** → the eval's name, Enter → `<eval>__run`, `<eval>__judge`, "
-            "`<eval>__promote`, `<eval>__judge_consistency`") in _readme()
+            "`<eval>__promote`, `<eval>__judge_consistency`") in _docs()
     with ui_page(dagster_dev) as page:
         search_jobs(page, EVAL)
         listed = {a.get_attribute("href").rsplit("/", 1)[-1] for a in page.locator('a[href*="/jobs/"]:visible').all()}
@@ -92,7 +92,7 @@ def test_an_evals_jobs_are_listed_by_searching_its_name(dagster_dev):
 
 def test_a_runs_pass_rates_are_on_its_partition_and_the_pickers_filter_its_id_by_time(dagster_dev):
     assert ("**Catalog** → `<eval>/` → `summary` → **Partitions** → the run's id shows its latest "
-            "materialization (`pass_rate/<variant>`") in _readme()
+            "materialization (`pass_rate/<variant>`") in _docs()
     run_id = _cli_run(dagster_dev).name
     day = run_id[:10]  # a run id evalh makes starts with its UTC start time
     with ui_page(dagster_dev) as page:
@@ -114,7 +114,7 @@ def test_a_runs_pass_rates_are_on_its_partition_and_the_pickers_filter_its_id_by
 
 
 def test_from_the_summary_to_a_trace_in_two_clicks_and_back_to_the_dagster_run_in_one(dagster_dev, tmp_path):
-    text = _readme()
+    text = _docs()
     assert ("**Catalog** → `<eval>/` → `summary` → the latest materialization's `viewer` link → "
             "a cell of the matrix") in text
     assert "a run's page in `evalh view` → **Dagster:** `run <id>`" in text
@@ -158,7 +158,7 @@ def test_from_the_summary_to_a_trace_in_two_clicks_and_back_to_the_dagster_run_i
 
 def test_a_partition_without_a_run_folder_is_deleted_from_the_assets_menu(dagster_dev):
     assert ("the asset's page (e.g. `<eval>/cases`) → the **▾** beside **Materialize…** → **Delete partitions** → "
-            "**Select a partition** → the run's id → **Delete 1 partition**") in _readme()
+            "**Select a partition** → the run's id → **Delete 1 partition**") in _docs()
     instance = dagster_dev.instance()
     partitions = f"{EVAL}__runs"
     instance.add_dynamic_partitions(partitions, ["orphan-1"])  # as a UI run that wrote nothing leaves it

@@ -4,8 +4,8 @@ The runs are made by `evalh run` (the quickstart eval twice, the coding agent wi
 workspace, an eval whose system answers with markup and script) beside two run folders in
 eval-harness 2.0.2's layout carrying eval-harness's own verdicts (tests/view/support.py).
 Every page is opened in the browser; each test screenshots its page. With
-``EVALH_UPDATE_SCREENSHOTS=1`` the screenshots are written to docs/screenshots/ (the README
-shows them); otherwise to the test's temporary folder.
+``EVALH_UPDATE_SCREENSHOTS=1`` the screenshots are written to docs/screenshots/ (the viewer
+guide, docs/guides/viewer.md, shows them); otherwise to the test's temporary folder.
 """
 
 from __future__ import annotations
@@ -278,9 +278,9 @@ def test_hostile_content_renders_as_inert_text(viewer, watched):
     assert response is not None and response.status == 404 and "root:" not in page.content()
 
 
-def test_the_screenshots_the_readme_shows_exist(viewer):
+def test_the_screenshots_the_viewer_guide_shows_exist(viewer):
     if os.environ.get("EVALH_UPDATE_SCREENSHOTS") != "1":
         pytest.skip("screenshots are only written to docs/screenshots/ with EVALH_UPDATE_SCREENSHOTS=1")
-    readme = (REPO / "README.md").read_text()
+    guide = (REPO / "docs" / "guides" / "viewer.md").read_text()
     for shot in sorted(viewer.shots.glob("*.png")):
-        assert f"docs/screenshots/{shot.name}" in readme, shot.name
+        assert f"](../screenshots/{shot.name})" in guide, shot.name
