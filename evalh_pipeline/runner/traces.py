@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
-from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
+from evalh_pipeline.models import RunVariant, Trace, TraceError
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
 from evalh_pipeline.runner.cells import Cell, iter_cells
 from evalh_pipeline.runner.deadlines import Deadlines
@@ -175,23 +175,25 @@ async def _produce_traces(
 
         deadlines = Deadlines()  # the cells' timeouts, on one timer
 
-        async def one_cell(cell: Cell) -> tuple[TraceRecord, FilesystemArtifact | None]:
+        run_id = run_dir.run_id
+
+        def one_cell(cell: Cell) -> Awaitable[TraceRecord]:
+            """The cell's run (a coroutine handed on as it is: no frame of its own per cell)."""
             adapter = adapters[cell.variant.name]
             limiter = limiters[cell.variant.name]
-            stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
+            stamps = hashes.of(cell)  # built into the record: cheaper than setting three fields after
             if workspaces is None or isinstance(adapter, AdapterError):
-                return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines,
-                                       limiter=limiter), None
-            return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
-                                           deadlines, limiter)
+                return _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, limiter=limiter)
+            return _run_in_workspace(cell, run_id, adapter, retry, budget, pricer, workspaces, stamps, deadlines,
+                                     limiter)
 
         with traces_appender(part_path(run_dir, shard)) as out:
             async def work(cell: Cell) -> None:
                 if per_variant is None:
-                    record, artifact = await one_cell(cell)
+                    record = await one_cell(cell)
                 else:
                     async with per_variant[cell.variant.name]:
-                        record, artifact = await one_cell(cell)
+                        record = await one_cell(cell)
                 chain = enrichers.get(cell.variant.name)
                 if record["messages"] or chain or capture or stores:
                     # The plugins (and the views derived from messages) take the model, a
@@ -337,14 +339,13 @@ def _limiter(spec: EvalSpec, limits: RateLimits, variant: RunVariant,
 async def _run_in_workspace(
     cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
     workspaces: WorkspaceAdapter, stamps: dict[str, str | None], deadlines: Deadlines, limiter: Limiter | None,
-) -> tuple[TraceRecord, FilesystemArtifact | None]:
+) -> TraceRecord:
     """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
     try:
         workspace = await asyncio.to_thread(workspaces.prepare, cell.case, cell.variant, cell.sample)
     except Exception as exc:  # noqa: BLE001 - a cell whose workspace fails errors alone
         failed = AdapterError(f"workspace not prepared: {type(exc).__name__}: {exc}", type="workspace_error")
-        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps, deadlines), None
-    artifact = None
+        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps, deadlines)
     try:
         async def reset() -> None:
             await asyncio.to_thread(workspaces.reset, workspace)
@@ -356,8 +357,7 @@ async def _run_in_workspace(
             # A timed-out system that could not be stopped may still write: freeze a copy first.
             error = record["error"]
             may_run = error is not None and error.type == "timeout" and not adapter.stops_on_timeout
-            artifact = await asyncio.to_thread(
-                functools.partial(workspaces.collect_artifacts, workspace, system_may_run=may_run))
+            await asyncio.to_thread(functools.partial(workspaces.collect_artifacts, workspace, system_may_run=may_run))
         except Exception as exc:  # noqa: BLE001
             message = f"artifacts not collected: {type(exc).__name__}: {exc}"
             if record["error"] is None:
@@ -367,7 +367,7 @@ async def _run_in_workspace(
     finally:
         # Shielded: a cancelled run still removes the workspace (the thread finishes anyway).
         await asyncio.shield(asyncio.to_thread(workspaces.cleanup, workspace))
-    return record, artifact
+    return record
 
 
 START_ERROR = "config_error"

@@ -38,7 +38,9 @@ def response_from_dict(value: Any) -> SystemResponse:
         {**call, "arguments": call.get("input", {})} if isinstance(call, dict) and "arguments" not in call else call
         for call in value.get("tool_calls") or []
     ]
-    metrics = {k: v for k, v in (value.get("metrics") or {}).items() if k in _METRIC_KEYS}
+    metrics = value.get("metrics") or {}
+    if not _METRIC_KEYS.issuperset(metrics):  # keys of no metric are dropped (a copy only then)
+        metrics = {k: v for k, v in metrics.items() if k in _METRIC_KEYS}
     try:
         response = SystemResponse.model_validate(
             {
