@@ -399,11 +399,9 @@ def _to_judge(select: _Select | None, traces: Path, variants: set[str], skim: bo
     """(trace, its line's hash, the positions of the evaluators to judge it by; None: every
     one) for each trace to judge, in the traces file's order."""
     for position, (number, line) in enumerate(iter_raw_lines(traces)):
-        # The variant read off the line skips other variants' traces without parsing them.
-        if skim:
-            leading = TRACES.leading(line, "variant_name")
-            if leading is not None and leading[0] not in variants:
-                continue
+        # The variant read off the line's head skips other variants' traces without parsing them.
+        if skim and TRACES.read_fields(line, "variant_name")[0] not in variants:
+            continue
         trace_hash = TRACES.content_hash(line)
         chosen = select(position, trace_hash) if select is not None else None
         if chosen is not None and not chosen:

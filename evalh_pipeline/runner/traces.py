@@ -16,7 +16,8 @@ from pathlib import Path
 
 from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
-from evalh_pipeline.models import FilesystemArtifact, RunVariant, Trace, TraceError
+from evalh_pipeline.models import RunVariant, Trace, TraceError
+from evalh_pipeline.models.versioning import SCHEMA_VERSION
 from evalh_pipeline.runner.cells import Cell, iter_cells
 from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
@@ -26,7 +27,7 @@ from evalh_pipeline.common.ratelimits import Limiter, RateLimitAnswer, RateLimit
 from evalh_pipeline.common.retrying import retry_on_result
 from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.common.pricing import Pricer
-from evalh_pipeline.store.recording import trace_line
+from evalh_pipeline.store.recording import TraceRecord, record_line, trace_line
 from evalh_pipeline.runner.reuse import reuse_traces
 from evalh_pipeline.runner.shards import (
     WHOLE, Shard, Where, done_cells, part_path, shard_case_count, shard_case_ids, writer_lock,
@@ -72,14 +73,15 @@ class TraceStats:
     # it instead of reading the file again. "" when not known (the pass failed to write).
     traces_digest: str = ""
 
-    def count(self, trace: Trace) -> None:
-        counts = self.by_variant.setdefault(trace.variant_name, {"run": 0, "errored": 0})
+    def count(self, variant_name: str, error: TraceError | None) -> None:
+        """Count one cell of ``variant_name`` that ran (``error``: its trace's, None: none)."""
+        counts = self.by_variant.setdefault(variant_name, {"run": 0, "errored": 0})
         counts["run"] += 1
         self.cells_run += 1
-        if trace.error is not None:
+        if error is not None:
             counts["errored"] += 1
             self.cells_errored += 1
-            self.errors_by_type[trace.error.type] = self.errors_by_type.get(trace.error.type, 0) + 1
+            self.errors_by_type[error.type] = self.errors_by_type.get(error.type, 0) + 1
 
     def add(self, other: TraceStats) -> None:
         """Add the counts of another shard's pass of the same run (its digest is not this file's)."""
@@ -173,38 +175,46 @@ async def _produce_traces(
 
         deadlines = Deadlines()  # the cells' timeouts, on one timer
 
-        async def one_cell(cell: Cell) -> tuple[Trace, FilesystemArtifact | None]:
+        run_id = run_dir.run_id
+
+        def one_cell(cell: Cell) -> Awaitable[TraceRecord]:
+            """The cell's run (a coroutine handed on as it is: no frame of its own per cell)."""
             adapter = adapters[cell.variant.name]
             limiter = limiters[cell.variant.name]
-            stamps = hashes.of(cell)  # built into the Trace: cheaper than setting three fields after
+            stamps = hashes.of(cell)  # built into the record: cheaper than setting three fields after
             if workspaces is None or isinstance(adapter, AdapterError):
-                return await _run_cell(cell, run_dir.run_id, adapter, retry, budget, pricer, stamps, deadlines,
-                                       limiter=limiter), None
-            return await _run_in_workspace(cell, run_dir.run_id, adapter, retry, budget, pricer, workspaces, stamps,
-                                           deadlines, limiter)
+                return _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, limiter=limiter)
+            return _run_in_workspace(cell, run_id, adapter, retry, budget, pricer, workspaces, stamps, deadlines,
+                                     limiter)
 
         with traces_appender(part_path(run_dir, shard)) as out:
             async def work(cell: Cell) -> None:
                 if per_variant is None:
-                    trace, artifact = await one_cell(cell)
+                    record = await one_cell(cell)
                 else:
                     async with per_variant[cell.variant.name]:
-                        trace, artifact = await one_cell(cell)
-                # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
+                        record = await one_cell(cell)
                 chain = enrichers.get(cell.variant.name)
-                if chain:  # most variants have none: no coroutine per cell for an empty chain
-                    await enrich_trace(chain, cell.case, trace)
-                apply_capture(trace, capture)
-                trace.extra["executor"] = where
-                annotate_trace(stores, trace)
-                # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
-                line, trace = trace_line(trace)
-                masked = mask_json_line(line, spec.secret_values)
-                if masked is not line:
-                    # Judged as stored, so re-evaluation gives the same verdicts.
-                    line, trace = masked, Trace.model_validate_json(masked)
-                trace.trace_hash = out.write(line)  # the hash of the line as written: what its results record
-                stats.count(trace)
+                if record["messages"] or chain or capture or stores:
+                    # The plugins (and the views derived from messages) take the model, a
+                    # boundary: built here only for the cells that meet one.
+                    trace = Trace.model_validate(record)
+                    apply_tool_views(trace)
+                    # Post-capture, before the trace is persisted: evaluators and stores see the final trace.
+                    if chain:
+                        await enrich_trace(chain, cell.case, trace)
+                    apply_capture(trace, capture)
+                    trace.extra["executor"] = where
+                    annotate_trace(stores, trace)
+                    # Serializing (and capping) belongs to the cell: a bad output errors it, not the run.
+                    line, trace = trace_line(trace)
+                    error = trace.error
+                else:
+                    record["extra"] = {**record["extra"], "executor": where}
+                    line, error = record_line(record)
+                # Stored masked: judged as stored, so re-evaluation gives the same verdicts.
+                out.write(mask_json_line(line, spec.secret_values))
+                stats.count(cell.variant.name, error)
                 progress.advance(phase)
 
             # The buffered lines reach the kernel at least this often while cells run.
@@ -329,36 +339,35 @@ def _limiter(spec: EvalSpec, limits: RateLimits, variant: RunVariant,
 async def _run_in_workspace(
     cell: Cell, run_id: str, adapter: SystemAdapter, retry: RetryPolicy, budget: CostBudget, pricer: Pricer,
     workspaces: WorkspaceAdapter, stamps: dict[str, str | None], deadlines: Deadlines, limiter: Limiter | None,
-) -> tuple[Trace, FilesystemArtifact | None]:
+) -> TraceRecord:
     """prepare -> run -> collect -> cleanup; cleanup runs whatever happened before it."""
     try:
         workspace = await asyncio.to_thread(workspaces.prepare, cell.case, cell.variant, cell.sample)
     except Exception as exc:  # noqa: BLE001 - a cell whose workspace fails errors alone
         failed = AdapterError(f"workspace not prepared: {type(exc).__name__}: {exc}", type="workspace_error")
-        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps, deadlines), None
-    artifact = None
+        return await _run_cell(cell, run_id, failed, retry, budget, pricer, stamps, deadlines)
     try:
         async def reset() -> None:
             await asyncio.to_thread(workspaces.reset, workspace)
 
-        trace = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, workspace, reset,
-                                limiter=limiter)
+        record = await _run_cell(cell, run_id, adapter, retry, budget, pricer, stamps, deadlines, workspace, reset,
+                                 limiter=limiter)
         try:
             # A crashed system still gets its artifacts: what it changed before failing matters.
             # A timed-out system that could not be stopped may still write: freeze a copy first.
-            may_run = trace.error is not None and trace.error.type == "timeout" and not adapter.stops_on_timeout
-            artifact = await asyncio.to_thread(
-                functools.partial(workspaces.collect_artifacts, workspace, system_may_run=may_run))
+            error = record["error"]
+            may_run = error is not None and error.type == "timeout" and not adapter.stops_on_timeout
+            await asyncio.to_thread(functools.partial(workspaces.collect_artifacts, workspace, system_may_run=may_run))
         except Exception as exc:  # noqa: BLE001
             message = f"artifacts not collected: {type(exc).__name__}: {exc}"
-            if trace.error is None:
-                trace.error = TraceError(type="workspace_error", message=message)
+            if record["error"] is None:
+                record["error"] = TraceError(type="workspace_error", message=message)
             else:
-                trace.extra["workspace_error"] = message
+                record["extra"]["workspace_error"] = message
     finally:
         # Shielded: a cancelled run still removes the workspace (the thread finishes anyway).
         await asyncio.shield(asyncio.to_thread(workspaces.cleanup, workspace))
-    return trace, artifact
+    return record
 
 
 START_ERROR = "config_error"
@@ -413,9 +422,9 @@ async def _run_cell(
     cell: Cell, run_id: str, adapter: SystemAdapter | AdapterError, retry: RetryPolicy, budget: CostBudget,
     pricer: Pricer, stamps: dict[str, str | None], deadlines: Deadlines, workspace: Workspace | None = None,
     reset: Callable[[], Awaitable[None]] | None = None, *, limiter: Limiter | None = None,
-) -> Trace:
-    """One cell -> one Trace (with the cell's hashes, ``stamps``). Never raises: every
-    failure becomes ``Trace.error``.
+) -> TraceRecord:
+    """One cell -> its trace as a :data:`TraceRecord` (with the cell's hashes, ``stamps``).
+    Never raises: every failure becomes its ``error``.
 
     ``reset`` runs before each retry (a workspace is re-seeded, so no attempt sees another's edits).
     With a ``limiter``, each attempt goes through the rate limit (:func:`_call_limited`).
@@ -454,9 +463,10 @@ async def _run_cell(
     budget.add(response.metrics.cost_usd)
     if attempt > 1:
         response.metrics.custom["attempts"] = attempt
-    # model_validate of a dict: the same validation as Trace(**fields) without the keyword
-    # call through BaseModel.__init__ (~8,000 fewer instructions a cell).
-    trace = Trace.model_validate({
+    # The Trace's fields in its order, holding the checked response's values as they are:
+    # encoded to its line without building a Trace (store/recording.py record_line).
+    return {
+        "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "case_id": cell.case.id,
         "variant_name": cell.variant.name,
@@ -474,9 +484,9 @@ async def _run_cell(
         "error": error,
         "extra": response.extra,
         **stamps,
-    })
-    apply_tool_views(trace)
-    return trace
+        "reused_from": None,
+        "trace_hash": None,
+    }
 
 
 # One call's outcome: the response, its error, and (rate_limited) the wait the server asked for.

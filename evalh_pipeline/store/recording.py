@@ -14,7 +14,9 @@ line is made here, inside the cell:
   further; ``extra.truncated`` lists each cut with its original size. Readers
   (DuckDB, ``inspect``, ``compare``) accept records up to 16 MiB.
 
-The fast path (a normal trace) is one serialization and a length check.
+The fast path (a normal trace) is one serialization and a length check. A cell hands its
+trace over as a :data:`TraceRecord` (:func:`record_line`): the Trace's fields, encoded
+without building the model; only a record that fails the fast path becomes a ``Trace``.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
-from evalh_pipeline.models import EvaluationResult, Trace, TraceError
+from evalh_pipeline.models import EvaluationResult, Trace, TraceError, TraceOutput
 
 # Longest text (characters) kept in any one field of a trace; the rest is cut and noted.
 MAX_TEXT_CHARS = 1_000_000
@@ -81,6 +83,27 @@ def trace_line(trace: Trace) -> tuple[bytes, Trace]:
     return recorded.__pydantic_serializer__.to_json(recorded), recorded
 
 
+# A trace as plain fields: every field of Trace, in its order, each value exactly as a Trace
+# holds it (the checked response's models, aware datetimes, ...). What a cell makes; its line
+# is the line the Trace of the same fields encodes to, byte for byte.
+TraceRecord = dict[str, Any]
+
+
+def record_line(record: TraceRecord) -> tuple[bytes, TraceError | None]:
+    """The JSON line (UTF-8, no newline) of the trace ``record`` holds, and that trace's error:
+    one encoding of the plain fields; a record JSON cannot hold, or too large, is recorded as
+    :func:`trace_line` records its Trace."""
+    try:
+        line = to_json(record, inf_nan_mode="null")  # as the model: a non-finite float is null
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError):
+        line = None
+    output = record["output"]
+    if line is not None and len(line) <= MAX_TRACE_BYTES and not _long_output(output):
+        return line, record["error"]
+    line, trace = trace_line(Trace.model_validate(record))
+    return line, trace.error
+
+
 def result_line(result: EvaluationResult) -> str:
     """An evaluation result's JSON line, made serializable and bounded like a trace's."""
     try:
@@ -119,7 +142,10 @@ def json_safe(value: Any) -> tuple[Any, list[str]]:
 
 def _long_text(trace: Trace) -> bool:
     """True when a top-level text of the trace is over the per-text cap (cheap checks only)."""
-    output = trace.output
+    return _long_output(trace.output)
+
+
+def _long_output(output: TraceOutput) -> bool:
     return any(len(text) > MAX_TEXT_CHARS for text in (output.final_answer, output.thinking) if text)
 
 

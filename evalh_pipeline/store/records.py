@@ -14,10 +14,9 @@ Two fast paths keep large runs cheap and stay byte-identical to the models:
 
 * :meth:`RecordCodec.encode_values` writes a line from values that are already exactly
   as the model would hold them, without validating a model first;
-* :meth:`RecordCodec.leading` and :meth:`RecordCodec.lines_where` read the first string
-  fields of a line (say, the variant of a trace) with a regular expression built from the
-  field order, without parsing the line. A line written another way (other key order,
-  escapes in a name) does not match and takes the slow path, so they are only shortcuts.
+* :meth:`RecordCodec.read_fields` reads the first fields of a line (say, the variant of a
+  trace) by parsing only its head (the fields a writer puts first), the whole line when
+  they are not all there.
 """
 
 from __future__ import annotations
@@ -25,13 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import types
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, create_model
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from evalh_pipeline.models import EvalCase, EvaluationResult, Trace
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
@@ -41,6 +39,9 @@ M = TypeVar("M", bound=BaseModel)
 
 # The content of a JSON string without escapes; never crosses a line.
 _PLAIN_STRING = rb'[^"\\\n]*'
+# Bytes of a line's head :meth:`RecordCodec.read_fields` parses first: the leading fields
+# (ids, names, the sample) of any record whose ids are not very long.
+_HEAD_BYTES = 512
 
 
 class RecordCodec(Generic[M]):
@@ -64,9 +65,7 @@ class RecordCodec(Generic[M]):
         # How a line of the current schema starts (as the model writes it), and its validator.
         self._current = b'{"schema_version":' + to_json(SCHEMA_VERSION) + b","
         self._validate_json: Callable[[bytes], M] = model.__pydantic_validator__.validate_json
-        self._patterns: dict[tuple[str, ...], re.Pattern[bytes]] = {}
         self._views: dict[tuple[str, ...], type[BaseModel]] = {}  # projection models, by their fields
-        self._all_str: set[tuple[str, ...]] = set()  # the names of patterns that read only str fields
         # Every field in order, with its default when that is a plain value; the others
         # (required, or made by a factory) are filled in by encode_values.
         self._template: dict[str, Any] = {}
@@ -227,117 +226,28 @@ class RecordCodec(Generic[M]):
 
         return decode
 
-    def leading(self, line: bytes, *names: str) -> tuple[Any, ...] | None:
-        """The values of the str/int fields ``names`` read off the start of ``line``, or None.
-
-        None when the line is not laid out as this codec writes it (or a string has an
-        escape): the caller then parses the line. A field with a default that the line
-        omits (1.x writers that predate it) reads as its default.
-        """
-        match = self._pattern(names).match(line)
-        if match is None:
-            return None
-        groups = match.groups()
-        if None not in groups and names in self._all_str:  # the common case: decode and done
-            return tuple(raw.decode("utf-8") for raw in groups)
-        return tuple(
-            self._default(name) if raw is None else raw.decode("utf-8") if self._is_str(name) else int(raw)
-            for name, raw in zip(names, groups)
-        )
-
     def read_fields(self, line: bytes | str, *names: str) -> tuple[Any, ...]:
-        """The values of the fields ``names`` of a line: :meth:`leading`, else a JSON parse."""
+        """The values of the top-level fields ``names`` of a line (a field the line omits, as
+        1.x writers omit the ones that came later, reads as its default).
+
+        The line's head is parsed first, cut after a comma so that no number is cut short
+        (an unfinished string or value is left out by the partial parse): the leading
+        fields of a record are there. Whatever the head does not hold, the whole line gives.
+        """
         raw = line.encode("utf-8") if isinstance(line, str) else line
-        fast = self.leading(raw, *names)
-        if fast is not None:
-            return fast
-        record = json.loads(raw)
+        cut = raw.rfind(b",", 0, _HEAD_BYTES) + 1 if len(raw) > _HEAD_BYTES else 0
+        if cut:
+            try:
+                head = from_json(raw[:cut], allow_partial=True)
+            except ValueError:
+                head = None  # not JSON from its start: the whole line says how
+            if isinstance(head, dict) and all(name in head for name in names):
+                return tuple(head[name] for name in names)
+        try:
+            record = from_json(raw)
+        except ValueError:
+            record = json.loads(raw)  # what the stricter parser refuses (a lone surrogate escape)
         return tuple(record[name] if name in record else self._default(name) for name in names)
-
-    def lines_where(self, allowed: Mapping[str, Collection[str] | None]) -> re.Pattern[bytes]:
-        """A pattern matching ``\\n`` + a whole line whose leading str fields are in ``allowed``.
-
-        ``allowed`` maps required str fields to the values accepted (None: any value). Run
-        over a block of whole lines with a newline put first, ``sub(b"", ...)`` drops the
-        matching lines; lines of another layout never match, so the caller checks the rest.
-        """
-        def alternatives(values: Collection[str] | None) -> bytes:
-            if values is None:
-                return b'"' + _PLAIN_STRING + b'"'
-            # Spelled as the writer encodes them; another spelling just takes the slow check.
-            names = b"|".join(re.escape(to_json(v)[1:-1]) for v in sorted(values)) or b"(?!)"
-            return b'"(?:' + names + b')"'
-
-        for name in allowed:
-            if not (self._is_str(name) and self.model.model_fields[name].is_required()):
-                raise ValueError(f"{self.model.__name__}.{name} is not a required str field")
-        return re.compile(b"\\n" + self._prefix({n: alternatives(v) for n, v in allowed.items()}) + rb"[^\n]*(?=\n)")
-
-    def _pattern(self, names: tuple[str, ...]) -> re.Pattern[bytes]:
-        pattern = self._patterns.get(names)
-        if pattern is None:
-            groups = {name: b"(" + _value_pattern(self.model, name) + b")" for name in names}
-            for name in names:
-                if self._is_str(name):
-                    groups[name] = b'"' + groups[name] + b'"'
-            pattern = self._patterns[names] = re.compile(self._prefix(groups))
-            if all(self._is_str(name) for name in names):
-                self._all_str.add(names)
-        return pattern
-
-    def _is_str(self, name: str) -> bool:
-        return _scalar(self.model.model_fields[name].annotation) is str
-
-    def _prefix(self, content: Mapping[str, bytes]) -> bytes:
-        """``{"key":value,...`` through the last field named in ``content`` and the ``,`` or ``}`` after it.
-
-        Fields named in ``content`` match its (whole JSON value) pattern; the others before
-        them are matched by type. A field with a default may be missing (1.x writers that
-        predate it omit it).
-        """
-        last = max(self.fields.index(name) for name in content)
-        out = b"\\{"
-        for index, name in enumerate(self.fields[: last + 1]):
-            if name in content:
-                value = content[name]
-            elif self._is_str(name):
-                value = b'"' + _value_pattern(self.model, name) + b'"'
-            else:
-                value = _value_pattern(self.model, name)
-            # Each key/value ends with its separator, so an absent optional one leaves no gap.
-            part = re.escape(json.dumps(name).encode()) + b":" + value + (b"," if index < last else b"[,}]")
-            if self.model.model_fields[name].is_required():
-                out += part
-            elif index < last:
-                out += b"(?:" + part + b")?"
-            else:
-                # Absent only if the next key is the one after it: the field is not further on.
-                after = self.fields[index + 1] if index + 1 < len(self.fields) else None
-                ahead = re.escape(json.dumps(after).encode()) + b":" if after else b"\\}"
-                out += b"(?:" + part + b"|(?=" + ahead + b"))"
-        return out
-
-
-def _value_pattern(model: type[BaseModel], name: str) -> bytes:
-    """A pattern for the JSON value of a str (its content, no quotes) or int field."""
-    annotation = _scalar(model.model_fields[name].annotation)
-    if annotation is str:
-        return _PLAIN_STRING
-    if annotation is int:
-        return rb"-?\d+"
-    raise TypeError(
-        f"{model.__name__}.{name} ({annotation!r}) stands before a field read off a line; "
-        "only str and int fields can: move it after, or teach store/records.py its pattern"
-    )
-
-
-def _scalar(annotation: Any) -> Any:
-    """``X`` for ``X`` or ``X | None``; anything else unchanged."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
 
 
 def _digest(body: bytes) -> str:

@@ -4,6 +4,7 @@ and check every adapter's answer the same way before it becomes a trace."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,7 +39,9 @@ def response_from_dict(value: Any) -> SystemResponse:
         {**call, "arguments": call.get("input", {})} if isinstance(call, dict) and "arguments" not in call else call
         for call in value.get("tool_calls") or []
     ]
-    metrics = {k: v for k, v in (value.get("metrics") or {}).items() if k in _METRIC_KEYS}
+    metrics = value.get("metrics") or {}
+    if not _METRIC_KEYS.issuperset(metrics):  # keys of no metric are dropped (a copy only then)
+        metrics = {k: v for k, v in metrics.items() if k in _METRIC_KEYS}
     try:
         response = SystemResponse.model_validate(
             {
@@ -60,16 +63,32 @@ def response_from_dict(value: Any) -> SystemResponse:
 
 def checked_response(response: SystemResponse) -> SystemResponse:
     """``response`` once its metrics pass :class:`TraceMetrics`'s rules (types, counts within
-    0..2**53, finite non-negative costs), whichever adapter built it and however (an adapter
-    that sets fields one by one skips pydantic's checks); raises :class:`AdapterError` with
-    the message a python function's malformed answer gets."""
+    0..2**53, finite non-negative costs) and its timing fields :class:`SystemResponse`'s,
+    whichever adapter built it and however (an adapter that sets fields one by one skips
+    pydantic's checks); raises :class:`AdapterError` with the message a python function's
+    malformed answer gets. The only check between an adapter's answer and its trace line."""
     try:
         # Its fields as they are now (an adapter may have set them one by one, unchecked):
         # the same values and errors as validating its model_dump(), without the copy.
         response.metrics = TraceMetrics.model_validate(response.metrics.__dict__)
     except ValidationError as exc:
         raise malformed_response(exc, ("metrics",)) from None
+    started, finished, latency = response.started_at, response.finished_at, response.latency_ms
+    if not (_is_time(started) and _is_time(finished) and (latency is None or type(latency) is int)):
+        # Set by hand to something else: the model's rules (and coercions) for them. The trace
+        # line holds these values as they are (runner/traces.py), so they are checked here.
+        try:
+            timing = SystemResponse.model_validate(
+                {"started_at": started, "finished_at": finished, "latency_ms": latency})
+        except ValidationError as exc:
+            raise malformed_response(exc) from None
+        response.started_at, response.finished_at = timing.started_at, timing.finished_at
+        response.latency_ms = timing.latency_ms
     return response
+
+
+def _is_time(value: Any) -> bool:
+    return value is None or isinstance(value, datetime)
 
 
 def malformed_response(exc: ValidationError, prefix: tuple[str, ...] = ()) -> AdapterError:

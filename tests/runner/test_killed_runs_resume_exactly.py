@@ -22,7 +22,11 @@ from tests.support.killed_run import kill_evalh_when
 
 pytestmark = pytest.mark.integration
 
-CASES = 1500  # x 2 variants: 3,000 cells
+CASES = 5000  # x 2 variants: 10,000 cells
+# Fixed seeds: the random kill points are the same on every run of the suite (a failure
+# names its seed and replays). Each seed kills the run three times, then resumes it to the end.
+SEEDS = (3301, 7919)
+KILLS = 3
 # Summary fields that differ between two runs of the same cells: ids, times, where it ran
 # (the two evals differ in their folders, so in their config hashes).
 _VARYING = ("run_id", "started_at", "finished_at", "config_path", "config_hash", "avg_latency_ms", "avg_latency_delta_ms")
@@ -55,13 +59,13 @@ def _traced_cells(traces: Path) -> list[tuple[str, str, int]]:
     return [(t["case_id"], t["variant_name"], t.get("sample", 0)) for t in map(json.loads, raw.splitlines())]
 
 
-def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_path, env):
-    seed = random.randrange(1 << 30)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_path, env, seed):
     rng = random.Random(seed)
     cells = CASES * 2
 
     reference = _eval(tmp_path / "whole")
-    done = run_evalh(["run", str(reference)], env, tmp_path, timeout=600)
+    done = run_evalh(["run", str(reference)], env, tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr
     (whole,) = (tmp_path / "whole" / "runs").iterdir()
 
@@ -72,25 +76,31 @@ def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_pa
         found = sorted(runs.glob("*/traces.jsonl")) if runs.exists() else []
         return found[0] if found else None
 
-    # First kill: during the traces stage, at a random number of durable traces.
-    first = rng.randrange(1, cells // 2)
-    kill_evalh_when([*EVALH, "run", str(killed)], env, tmp_path, tmp_path / "first.log",
+    # First kill: during the first launch's traces stage, at a random number of durable traces.
+    first = rng.randrange(1, cells // 3)
+    kill_evalh_when([*EVALH, "run", str(killed)], env, tmp_path, tmp_path / "kill0.log",
                     lambda: (t := traces_file()) is not None and _lines(t) >= first,
                     what=f"{first} traces (seed {seed})")
     traces = traces_file()
     assert traces is not None
-    complete = traces.read_bytes().rsplit(b"\n", 1)[0]  # a torn tail is no trace
-    durable = {(t["case_id"], t["variant_name"]) for t in map(json.loads, complete.splitlines())}
-    calls_before = Path(env["EVALH_TEST_CALL_LOG"]).read_text().count("\n")
+    again: list[tuple[str, str]] = []
+    resume = ["run", str(killed), "--resume", str(traces.parent)]
+    for kill in range(1, KILLS + 1):
+        if _lines(traces) >= cells:
+            break  # killed after its last trace: what is left is judging, for the final resume
+        durable, calls_before = _durable(traces), len(_calls(env))
+        # Each resume killed at a random later point: in its traces stage, or (the last
+        # kills) maybe once its traces are all in, while it judges or summarizes.
+        at = rng.randrange(_lines(traces) + 1, min(cells, _lines(traces) + cells // 3) + 1)
+        kill_evalh_when([*EVALH, *resume], env, tmp_path, tmp_path / f"kill{kill}.log", lambda at=at: _lines(traces) >= at,
+                        what=f"{at} traces (kill {kill}, seed {seed})")
+        again += [c for c in _calls(env)[calls_before:] if c[:2] in durable]
 
-    # Second kill: the resume, at a random later point (maybe once its traces are all in,
-    # while it judges or summarizes).
-    second = rng.randrange(_lines(traces) + 1, cells + 1)
-    kill_evalh_when([*EVALH, "run", str(killed), "--resume", str(traces.parent)], env, tmp_path,
-                    tmp_path / "second.log", lambda: _lines(traces) >= second, what=f"{second} traces (seed {seed})")
-
-    finished = run_evalh(["run", str(killed), "--resume", str(traces.parent)], env, tmp_path, timeout=600)
+    durable, calls_before = _durable(traces), len(_calls(env))
+    finished = run_evalh(resume, env, tmp_path, timeout=900)
     assert finished.returncode == 0, finished.stderr
+    again += [c for c in _calls(env)[calls_before:] if c[:2] in durable]
+    assert not again, f"cells called again after their trace was durable (seed {seed}): {again[:5]}"
 
     traced = _traced_cells(traces)
     assert len(traced) == len(set(traced)) == cells, f"seed {seed}"
@@ -98,9 +108,18 @@ def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_pa
     judged = [(r["case_id"], r["variant_name"], r.get("sample", 0), r["evaluator"]) for r in results]
     assert len(judged) == len(set(judged)) == cells * 2, f"seed {seed}"
     assert _comparable(traces.parent / "summary.yaml") == _comparable(whole / "summary.yaml"), f"seed {seed}"
-    calls = [tuple(json.loads(line)) for line in Path(env["EVALH_TEST_CALL_LOG"]).read_text().splitlines()]
-    again = [c for c in calls[calls_before:] if c in durable]
-    assert not again, f"cells called again after their trace was durable (seed {seed}): {again[:5]}"
+
+
+def _durable(traces: Path) -> set[tuple[str, str]]:
+    """The cells whose trace is in ``traces`` as a complete line (a torn tail is no trace)."""
+    complete = traces.read_bytes().rsplit(b"\n", 1)[0] if traces.exists() else b""
+    return {(t["case_id"], t["variant_name"]) for t in map(json.loads, complete.splitlines())}
+
+
+def _calls(env: dict[str, str]) -> list[tuple[str, ...]]:
+    """Every call of the stub system so far, in order (its call log)."""
+    log = Path(env["EVALH_TEST_CALL_LOG"])
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_ctrl_c_leaves_the_trace_of_every_cell_that_finished(tmp_path, env):

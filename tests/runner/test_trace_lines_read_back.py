@@ -1,7 +1,8 @@
 """Every trace line the cell path writes is one the models read back unchanged: random valid
 system outputs go through the runner's own path (a python_function's dict checked into a
-response, the cell's trace, its line written and sealed by the traces appender), and the
-line read back through ``Trace`` and encoded again is the same bytes."""
+response, the cell's trace as plain fields, encoded once without a Trace, its line written
+and sealed by the traces appender), and the line read back through ``Trace`` and encoded
+again is the same bytes; it is also the line the Trace of the same fields encodes to."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
 from evalh_pipeline.runner.traces import _run_cell
 from evalh_pipeline.store.jsonl import iter_lines
-from evalh_pipeline.store.recording import trace_line
-from evalh_pipeline.store.records import traces_appender
+from evalh_pipeline.store.recording import record_line, trace_line
+from evalh_pipeline.store.records import TRACES, traces_appender
 from evalh_pipeline.systems.base import SystemAdapter, SystemContext, SystemResponse, Workspace
 from evalh_pipeline.systems.response import response_from_dict
 
@@ -66,14 +67,15 @@ class _Returning(SystemAdapter):
         return response_from_dict(self.answer)
 
 
-def _written_line(answer: dict[str, Any], folder: Path) -> bytes:
+def _written_line(answer: dict[str, Any], folder: Path, asked: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The sealed line the lean path wrote for ``answer``, and the line the model path gives."""
     variant = RunVariant(name="v", adapter="returning", config={})
     adapter = _Returning(variant, SystemContext(eval_dir=folder))
     adapter.answer = answer
-    cell = Cell(EvalCase(id="c1", input={"q": "?"}), variant, 0)
+    cell = Cell(EvalCase(id="c1", input=asked), variant, 0)
     stamps = {"case_hash": "a" * 16, "variant_hash": "b" * 16, "fixture_hash": "c" * 16}
 
-    async def one() -> Trace:
+    async def one() -> dict[str, Any]:
         deadlines = Deadlines()
         try:
             return await _run_cell(cell, "run", adapter, RetryPolicy(RetryConfig()), CostBudget(None), Pricer.for_path(None), stamps,
@@ -81,21 +83,24 @@ def _written_line(answer: dict[str, Any], folder: Path) -> bytes:
         finally:
             deadlines.close()
 
-    trace = asyncio.run(one())
-    assert trace.error is None, trace.error
-    line, _ = trace_line(trace)
+    record = asyncio.run(one())
+    assert record["error"] is None, record["error"]
+    by_model, _ = trace_line(Trace.model_validate(record))
+    line, error = record_line(record)
+    assert error is None
     path = folder / "traces.jsonl"
     with traces_appender(path) as out:
         out.write(line)
     ((_, written),) = list(iter_lines(path))
-    return written.rstrip("\n").encode("utf-8")
+    return written.rstrip("\n").encode("utf-8"), by_model + b"\n"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(OUTPUT)
-def test_a_written_trace_line_reads_back_through_the_model_unchanged(answer):
+@given(OUTPUT, OBJECT)
+def test_a_written_trace_line_reads_back_through_the_model_unchanged(answer, asked):
     with tempfile.TemporaryDirectory() as tmp:
-        line = _written_line(answer, Path(tmp))
+        line, by_model = _written_line(answer, Path(tmp), asked)
     read = Trace.model_validate_json(line)
     assert read.__pydantic_serializer__.to_json(read) == line
     assert read.trace_hash is not None
+    assert TRACES.seal(by_model)[0] == line + b"\n"  # the bytes the model path writes

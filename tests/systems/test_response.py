@@ -65,3 +65,23 @@ def test_a_non_finite_cost_set_by_hand_errors_the_cell_naming_it():
     response.metrics.cost_usd = math.inf
     with pytest.raises(AdapterError, match=r"^system returned a malformed response: metrics\.cost_usd: "):
         checked_response(response)
+
+
+@pytest.mark.parametrize(("field", "value", "kept"), [
+    ("latency_ms", 12.0, 12),
+    ("latency_ms", "12", 12),
+    ("started_at", "2026-01-02T03:04:05Z", None),
+])
+def test_timing_set_by_hand_is_coerced_as_the_model_coerces_it(field, value, kept):
+    response = SystemResponse()
+    setattr(response, field, value)
+    checked = getattr(checked_response(response), field)
+    assert checked == (kept if kept is not None else SystemResponse(**{field: value}).started_at)
+
+
+@pytest.mark.parametrize(("field", "value"), [("latency_ms", 12.5), ("finished_at", "yesterday")])
+def test_timing_the_model_refuses_errors_the_cell_naming_it(field, value):
+    response = SystemResponse()
+    setattr(response, field, value)
+    with pytest.raises(AdapterError, match=rf"^system returned a malformed response: {field}: "):
+        checked_response(response)
