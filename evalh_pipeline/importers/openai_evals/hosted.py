@@ -19,7 +19,9 @@ or runs holding their ``output_items``), or ``{"eval": ..., "runs": [...], "outp
 [...]}``. Each datasource item becomes a case: its fields under ``input.item``, the run's
 message template rendered with them as ``input.messages`` (``{{item.x}}`` is fixed per item,
 so it is rendered once here). A ``string_check`` whose ``input`` is ``{{sample.output_text}}``
-becomes the case's own evaluator with the reference rendered from its item; every other
+becomes the case's own evaluator with the reference rendered from its item; a ``python``
+grader becomes ``openai_python_grader``, a ``score_model`` ``openai_score_model`` and a
+``label_model`` (approximated) ``openai_model_graded``, each with the case's item; every other
 criterion is reported. Each run's model becomes an ``http`` system (``openai_chat``); its output
 items become ``baseline.yaml``, which replays them (``replay`` system) and also passes each
 criterion as OpenAI recorded it (``extra.openai_results``).
