@@ -20,6 +20,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "llm_judge": "evalh_pipeline.evaluators.llm_judge:LlmJudge",
         "openai_model_graded": "evalh_pipeline.evaluators.openai_model_graded:OpenAIModelGraded",
         "openai_python_grader": "evalh_pipeline.evaluators.openai_python_grader:OpenAIPythonGrader",
+        "openai_score_model": "evalh_pipeline.evaluators.openai_score_model:OpenAIScoreModel",
         "promptfoo_assert": "evalh_pipeline.evaluators.promptfoo_assert:PromptfooAssert",
         "promptfoo_graded": "evalh_pipeline.evaluators.promptfoo_graded:PromptfooGraded",
         "promptfoo_script": "evalh_pipeline.evaluators.promptfoo_script:PromptfooScript",

@@ -19,7 +19,9 @@ or runs holding their ``output_items``), or ``{"eval": ..., "runs": [...], "outp
 [...]}``. Each datasource item becomes a case: its fields under ``input.item``, the run's
 message template rendered with them as ``input.messages`` (``{{item.x}}`` is fixed per item,
 so it is rendered once here). A ``string_check`` whose ``input`` is ``{{sample.output_text}}``
-becomes the case's own evaluator with the reference rendered from its item; every other
+becomes the case's own evaluator with the reference rendered from its item; a ``python``
+grader becomes ``openai_python_grader``, a ``score_model`` ``openai_score_model`` and a
+``label_model`` (approximated) ``openai_model_graded``, each with the case's item; every other
 criterion is reported. Each run's model becomes an ``http`` system (``openai_chat``); its output
 items become ``baseline.yaml``, which replays them (``replay`` system) and also passes each
 criterion as OpenAI recorded it (``extra.openai_results``).
@@ -37,6 +39,7 @@ from typing import Any, cast
 from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.common.yaml_files import dump_yaml
 from evalh_pipeline.config.schema import eval_key
+from evalh_pipeline.evaluators.openai_score_model import SAMPLING as SCORE_SAMPLING
 from evalh_pipeline.importers.openai_evals.importer import DEFAULT_MODEL, ENDPOINT
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 from evalh_pipeline.importers.writing import ImportedFiles
@@ -270,6 +273,12 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                        "needs source (text) and pass_threshold (a number)",
                        "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
             continue
+        if kind == "score_model":
+            mapping = _score_model(criterion, key, file, report)
+            if mapping is not None:
+                mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": False,
+                               "mapping": mapping})
+            continue
         if kind == "label_model":
             mapping = _label_model(criterion, key, file, report)
             if mapping is not None:
@@ -280,7 +289,6 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
             "text_similarity": "a similarity score (fuzzy_match, bleu, gleu, meteor, rouge_*, cosine) against "
                                "pass_threshold has no identical evaluator here (evalh's fuzzy_match is openai/evals' "
                                "normalized containment, a yes/no, not a score)",
-            "score_model": "a model-graded score; not translated to llm_judge (its verdicts would differ)",
             "multi": "a grader combining others is not translated",
         }.get(str(kind), f"grader type {kind!r} is not known to the import")
         report.add(file, None, f"{key} ({criterion.get('name')!r}, {kind})", why,
@@ -330,6 +338,44 @@ def _label_model(criterion: dict[str, Any], key: str, file: str,
                 "config": {"prompt": prompt, "choice_strings": labels, "choice_scores": scores,
                            "eval_type": "classify", "parse_type": "classify", "match_fn": "exact", "model": model}}
     return evaluator
+
+
+def _score_model(criterion: dict[str, Any], key: str, file: str,
+                 report: ImportReport) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """A ``score_model`` as the ``openai_score_model`` evaluator: its messages (templates over
+    ``item`` and ``sample``, rendered per answer), ``range``, ``pass_threshold``, model and
+    sampling parameters, with the case's item."""
+    messages, model, threshold = criterion.get("input"), criterion.get("model"), criterion.get("pass_threshold")
+    bounds = criterion.get("range", [0, 1])
+    params = criterion.get("sampling_params") or {}
+    problem = None
+    if not (isinstance(model, str) and model):
+        problem = "model is missing"
+    elif not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
+        problem = "pass_threshold must be a number (without it OpenAI records a score, not a verdict)"
+    elif not (isinstance(bounds, list) and len(bounds) == 2 and all(
+            isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds) and bounds[0] < bounds[1]):
+        problem = "range must be [low, high] with low < high"
+    elif not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        problem = "input must be a list of messages"
+    elif not isinstance(params, dict) or set(params) - set(SCORE_SAMPLING):
+        problem = f"sampling_params may hold only {', '.join(SCORE_SAMPLING)}"
+    else:
+        texts = [_content_text(m.get("content")) for m in messages]
+        refs = [m.group(1).split(".")[0] for t in texts for m in _TEMPLATE.finditer(t or "")]
+        if any(t is None for t in texts):
+            problem = "a message's content is neither text nor an input_text part"
+        elif any(r not in ("item", "sample") for r in refs):
+            problem = "its messages use templates outside the item and sample namespaces"
+    if problem is not None:
+        report.add(file, None, f"{key} ({criterion.get('name')!r}, score_model)", problem,
+                   "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
+        return None
+    prompt = [{"role": str(m.get("role", "user")), "content": _content_text(m.get("content")) or ""}
+              for m in cast(list[dict[str, Any]], messages)]
+    config = {"input": prompt, "range": list(cast(list[float], bounds)), "pass_threshold": float(cast(float, threshold)),
+              "model": model, **({"sampling_params": params} if params else {})}
+    return lambda item: {"type": "openai_score_model", "config": {**config, "item": item}}
 
 
 def _content_text(content: Any) -> str | None:

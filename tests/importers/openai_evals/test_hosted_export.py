@@ -82,7 +82,7 @@ def test_items_become_cases_with_rendered_messages_and_string_checks(tmp_path):
                                           {"role": "user", "content": "Capital of France?"}]
     assert [(e["name"], e["type"]) for e in first["evaluators"]] == [
         ("exact", "regex_match"), ("not the question", "regex_match"), ("mentions", "contains_text"),
-        ("mentions any case", "contains_text"), ("grader", "openai_model_graded")]
+        ("mentions any case", "contains_text"), ("grader", "openai_model_graded"), ("score", "openai_score_model")]
     assert first["evaluators"][2]["config"]["any_of"] == ["Paris"]
     # The label_model: its messages with the item rendered in and the answer as {completion},
     # a passing label the top score.
@@ -106,7 +106,7 @@ def test_every_criterion_that_does_not_map_is_one_report_line():
     report = import_hosted_export(HOSTED / "export.json").report
     kinds = [item.key for item in report.findings]
     assert kinds == ["testing_criteria[4] ('close', text_similarity)", "testing_criteria[5] ('grader', label_model)",
-                     "testing_criteria[6] ('score', score_model)", "testing_criteria[7] ('py', python)"]
+                     "testing_criteria[7] ('py', python)"]
     assert all("baseline.yaml passes it as OpenAI recorded it" in item.text() for item in report.findings)
     assert report.findings[1].what.startswith("approximated by openai_model_graded")
 

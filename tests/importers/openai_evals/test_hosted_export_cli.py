@@ -28,7 +28,7 @@ def test_an_export_imports_dry_runs_and_its_baseline_replays_openais_verdicts(tm
     out = tmp_path / "capitals"
     proc = run_evalh(["import", "openai-evals", str(HOSTED / "export.json"), "-o", str(out)], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "imported capitals: 3 case(s), 3 error(s), 1 note(s)" in proc.stdout
+    assert "imported capitals: 3 case(s), 2 error(s), 1 note(s)" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["baseline-cases.yaml", "baseline.yaml", "cases.jsonl",
                                                      "eval.yaml", "import-report.md"]
     proc = run_evalh(["run", str(out / "eval.yaml"), "--dry-run"], {**env, "OPENAI_API_KEY": KEY}, tmp_path)
@@ -47,12 +47,15 @@ def test_an_export_imports_dry_runs_and_its_baseline_replays_openais_verdicts(tm
     judged = {(r["case_id"], r["evaluator"]): r["passed"] for r in results}
     assert judged == recorded and len(judged) == 3 * 8
 
-    # A fresh run of the imported eval: the model now answers item-1 exactly, and the label
-    # grader (label_model, approximated) says yes.
+    # A fresh run of the imported eval: the model now answers item-1 exactly, the label
+    # grader (label_model, approximated) says yes and the score grader (score_model) gives
+    # 0.75 of [0, 1] against its pass_threshold 0.5.
     answers = {"Capital of France?": "Paris", "Capital of Japan?": "Tokyo", "Capital of Peru?": "Lima"}
 
     def script(prompt: str) -> str | None:
         grading = prompt.startswith("Is ") and "Answer the question by printing only" in prompt
+        if prompt.startswith("Score "):
+            return '{"steps": [{"description": "matches", "conclusion": "good"}], "result": 0.75}'
         return "yes" if grading else answers.get(prompt)
 
     with ScriptedChatServer(script) as server:
@@ -62,7 +65,9 @@ def test_an_export_imports_dry_runs_and_its_baseline_replays_openais_verdicts(tm
     fresh_run = _run_dir(runs, {baseline_run})
     fresh = {(r["case_id"], r["evaluator"]): r["passed"]
              for r in map(json.loads, (fresh_run / "results.jsonl").read_text().splitlines())}
-    assert all(fresh.values()) and len(fresh) == 3 * 5  # the string checks and the label grader
+    assert all(fresh.values()) and len(fresh) == 3 * 6  # the string checks, the label and score graders
+    scored = sorted(r.body["messages"][0]["content"] for r in server.requests if "response_format" in r.body)
+    assert scored == ["Score Lima", "Score Paris", "Score Tokyo"]
     graded = [r.body["messages"][0]["content"] for r in server.requests if r.body["model"] == "gpt-4o-mini"
               and r.body["messages"][0]["content"].startswith("Is ")]
     assert sorted(g.split("\n")[0] for g in graded) == ["Is Lima the capital asked in Capital of Peru??",
@@ -84,7 +89,7 @@ def test_strict_refuses_an_export_with_unmapped_criteria_and_writes_nothing(tmp_
                      env, tmp_path)
     assert proc.returncode != 0
     assert "testing_criteria[5] ('grader', label_model)" in proc.stderr
-    assert "4 construct(s) do not map (--strict); nothing written" in proc.stderr
+    assert "3 construct(s) do not map (--strict); nothing written" in proc.stderr
     assert not out.exists()
 
 
