@@ -29,15 +29,13 @@ class OpenAICompatibleConfig(EmbedderConfigModel):
     pool: str | None = None
 
 
-class OpenAICompatibleEmbedder(Embedder):
+class OpenAICompatibleEmbedder(Embedder[OpenAICompatibleConfig]):
     """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama,
     LM Studio, llama.cpp server, ...). Key and base URL are read from the environment when
     the evaluator is built; servers that need no key work without one. Every request goes
     through the run's limiter of its pool, else of its host and key (common/ratelimits/):
     a rate limit is waited out (honouring Retry-After), and one that lasts past
     ``timeout_seconds`` errors the result ``rate_limited``."""
-
-    Config = OpenAICompatibleConfig
 
     def __init__(self, type_name, config=None, env=None, rate_limits=None) -> None:
         super().__init__(type_name, config, env, rate_limits)

@@ -94,10 +94,8 @@ def _assign(target: dict[str, Any], path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-class HttpEnricher(TraceEnricher):
+class HttpEnricher(TraceEnricher[HttpEnricherConfig]):
     """GET (or POST) one JSON document per trace; merge the configured fields."""
-
-    Config = HttpEnricherConfig
 
     async def start(self) -> None:
         from evalh_pipeline.common.http_client import HttpClient

@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 # EvaluatorContext lives in common/ (judges and embedders are built with it too); named here for evaluators.
-__all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorContext", "SyncEvaluator", "Verdict"]
+__all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorConfigT", "EvaluatorContext", "SyncEvaluator", "Verdict"]
 
 
 class EvaluatorConfigModel(BaseModel):
@@ -45,6 +47,9 @@ class EvaluatorConfigModel(BaseModel):
         return (*self.TRACE_FIELDS, *([field] if isinstance(field, str) else []))
 
 
+EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=EvaluatorConfigModel, default=EvaluatorConfigModel)
+
+
 @dataclass
 class Verdict:
     """An evaluator's judgement; the engine wraps it into an EvaluationResult with timings."""
@@ -55,14 +60,15 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class Evaluator(ABC):
-    """Judges one trace. Subclasses set ``Config`` and implement :meth:`evaluate`.
+class Evaluator(Configured[EvaluatorConfigT], ABC):
+    """Judges one trace. Subclasses name their config model as the parameter
+    (``class Mine(Evaluator[MineConfig])``) and implement :meth:`evaluate`.
 
     Evaluators hold no state between calls and read nothing but their arguments (no
     environment, no files outside the artifact), so re-evaluation is deterministic.
     """
 
-    Config: ClassVar[type[EvaluatorConfigModel]] = EvaluatorConfigModel
+    Config: ClassVar[type[EvaluatorConfigModel]]  # set from the generic parameter (common/configured.py)
     #: The Trace fields :meth:`evaluate` reads, for an evaluator that reads a few (None: any).
     #: Re-evaluation then validates only these fields of each trace (plus the cell's identity
     #: and ``error``) when every evaluator it runs declares its own: an evaluator changed in a
@@ -82,7 +88,7 @@ class Evaluator(ABC):
     ) -> None:
         self.name = name
         self.type_name = type_name
-        self.config = self.Config.model_validate(config)
+        self.config = self._validated_config(config)
         self.context = context or EvaluatorContext()
 
     @abstractmethod
@@ -94,7 +100,7 @@ class Evaluator(ABC):
         a cached answer would repeat the first verdict). Without a cache, nothing to do."""
 
 
-class SyncEvaluator(Evaluator):
+class SyncEvaluator(Evaluator[EvaluatorConfigT]):
     """An evaluator that does no I/O: subclasses implement :meth:`evaluate_sync`.
 
     Re-evaluation calls ``evaluate_sync`` directly, without an event-loop round trip per

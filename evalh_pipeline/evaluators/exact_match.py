@@ -29,10 +29,8 @@ class ExactMatchConfig(EvaluatorConfigModel):
         return self
 
 
-class ExactMatch(SyncEvaluator):
+class ExactMatch(SyncEvaluator[ExactMatchConfig]):
     """Compares with ``==``; strings can be compared case-insensitively and stripped."""
-
-    Config = ExactMatchConfig
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)

@@ -49,11 +49,10 @@ class FuzzyMatchConfig(EvaluatorConfigModel):
         return check_field_path(value)
 
 
-class FuzzyMatch(SyncEvaluator):
+class FuzzyMatch(SyncEvaluator[FuzzyMatchConfig]):
     """Passes when the field's text and one of ``any_of`` contain each other once normalized
     (see the module docstring); a missing field is empty text."""
 
-    Config = FuzzyMatchConfig
     reads_case = False
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:

@@ -188,7 +188,7 @@ def assertions_pass(pass_when: str, required_results: list[bool]) -> bool:
     return held >= int(pass_when.removeprefix("k_of_n="))
 
 
-class LlmJudge(Evaluator):
+class LlmJudge(Evaluator[LlmJudgeConfig]):
     """Asks a judge model, in one call, about every assertion and/or the rubric.
 
     The judge sees the sections listed in ``include_in_prompt`` (default input and final
@@ -198,7 +198,6 @@ class LlmJudge(Evaluator):
     retry) raises, so the result carries ``error``.
     """
 
-    Config = LlmJudgeConfig
     calls_model = True
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:

@@ -44,10 +44,9 @@ class OpenAIPythonGraderConfig(EvaluatorConfigModel):
     timeout_seconds: float = Field(default=60.0, gt=0)
 
 
-class OpenAIPythonGrader(Evaluator):
+class OpenAIPythonGrader(Evaluator[OpenAIPythonGraderConfig]):
     """Calls the grader's ``grade(sample, item)`` on the answer (see the module doc)."""
 
-    Config = OpenAIPythonGraderConfig
     reads_case = False
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:

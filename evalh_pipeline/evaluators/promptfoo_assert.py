@@ -430,10 +430,9 @@ def extract_json_objects(text: str) -> list[Any]:
     return found
 
 
-class PromptfooAssert(SyncEvaluator):
+class PromptfooAssert(SyncEvaluator[PromptfooAssertConfig]):
     """Judges the answer as promptfoo's assertion of the same type would (see the module doc)."""
 
-    Config = PromptfooAssertConfig
     reads_case = False
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:

@@ -134,10 +134,9 @@ def factuality_choice(reply: str) -> tuple[str | None, str]:
     return legacy.group(1).upper(), reason.group(1).strip() if reason and reason.group(1) else reply
 
 
-class PromptfooGraded(Evaluator):
+class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
     """Asks the grading model as promptfoo's assertion does and reads its reply by promptfoo's rule."""
 
-    Config = PromptfooGradedConfig
     calls_model = True  # its grading call is not cached: nothing to bypass
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:

@@ -188,10 +188,8 @@ def _parse_float(value: Any) -> float | None:
     return float(found.group(1).replace("Infinity", "inf")) if found else None
 
 
-class PromptfooScript(Evaluator):
+class PromptfooScript(Evaluator[PromptfooScriptConfig]):
     """Runs the assertion's code on the answer (see the module doc)."""
-
-    Config = PromptfooScriptConfig
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg: PromptfooScriptConfig = self.config  # type: ignore[assignment]

@@ -49,7 +49,7 @@ with warnings.catch_warnings():
             return check_field_path(value)
 
 
-class SchemaMatch(SyncEvaluator):
+class SchemaMatch(SyncEvaluator[SchemaMatchConfig]):
     """Validates ``field`` (default ``output.structured``) against the inline ``schema``.
 
     A string field holding JSON (e.g. ``output.final_answer`` of a JSON-mode model) is parsed
@@ -57,8 +57,6 @@ class SchemaMatch(SyncEvaluator):
     remote references are never fetched, so re-evaluation stays offline and deterministic.
     ``format`` is an annotation, not checked, as the JSON Schema drafts specify by default.
     """
-
-    Config = SchemaMatchConfig
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)

@@ -78,7 +78,7 @@ class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
         return self
 
 
-class ThinkingDoesNotLeak(Evaluator):
+class ThinkingDoesNotLeak(Evaluator[ThinkingDoesNotLeakConfig]):
     """Passes when no forbidden pattern occurs in ``output.thinking`` or in any
     ``messages[].thinking`` (system prompts, secrets, personal data the model reasoned about)
     and, with a ``judge:`` block, when the judge finds the assertions about the thinking hold.
@@ -88,8 +88,6 @@ class ThinkingDoesNotLeak(Evaluator):
     the thinking was absent. Patterns are checked first: a pattern leak fails the trace
     without paying for a judge.
     """
-
-    Config = ThinkingDoesNotLeakConfig
 
     def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)

@@ -86,7 +86,7 @@ class CliConfig(SystemConfigModel):
         return self
 
 
-class CliSystem(SystemAdapter):
+class CliSystem(SystemAdapter[CliConfig]):
     """Runs ``command`` (an argv list, never a shell) once per cell; POSIX only.
 
     - ``command`` items may hold ``{{ case.<path> }}`` and ``{{ case_json }}`` templates,
@@ -124,8 +124,6 @@ class CliSystem(SystemAdapter):
       timeout), the whole group is killed with SIGKILL and the command reaped before the
       cancellation propagates.
     """
-
-    Config = CliConfig
 
     async def start(self) -> None:
         cfg = self.config

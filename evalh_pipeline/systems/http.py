@@ -281,7 +281,7 @@ def _request_url(cfg: HttpConfig) -> URL:
     return URL(str(httpx.URL(cfg.endpoint).copy_merge_params(params)))
 
 
-class HttpSystem(SystemAdapter):
+class HttpSystem(SystemAdapter[HttpConfig]):
     """Sends one request per cell and maps the JSON response into the trace.
 
     - A workspace's host path goes to the service (``{{ workspace.path }}``, the
@@ -310,8 +310,6 @@ class HttpSystem(SystemAdapter):
     - 5xx -> ``http_5xx``; other non-2xx, non-JSON, bodies over ``max_response_bytes`` and
       network errors -> ``adapter_error``. Timeouts are the runner's.
     """
-
-    Config = HttpConfig
 
     @classmethod
     def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:

@@ -70,7 +70,7 @@ class PythonFunctionConfig(SystemConfigModel):
     workers: int | None = Field(default=None, ge=1)
 
 
-class PythonFunctionSystem(SystemAdapter):
+class PythonFunctionSystem(SystemAdapter[PythonFunctionConfig]):
     """Calls ``target(case: dict, variant: dict)``; see the module doc for ``isolation``.
 
     The eval's folder and the working directory are importable. With a workspace,
@@ -78,8 +78,6 @@ class PythonFunctionSystem(SystemAdapter):
     workspace's container is in ``variant["_workspace_sandbox"]`` (``container``,
     ``exec_prefix``, ...): the function changes the files through it.
     """
-
-    Config = PythonFunctionConfig
 
     @property
     def stops_on_timeout(self) -> bool:

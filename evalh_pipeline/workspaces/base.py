@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypeVar
 
 from evalh_pipeline.errors import CellError
 from evalh_pipeline.models import EvalCase, FileEntry, FilesystemArtifact, RunVariant
@@ -41,6 +42,7 @@ from evalh_pipeline.workspaces.artifacts import ARTIFACT_FILE, dump_artifact
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, render_diff_text
 from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_bytes, key_to_path, take_snapshot
 from evalh_pipeline.workspaces.ownership import create_container, recover_stale
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
@@ -108,6 +110,9 @@ class WorkspaceConfigModel(BaseModel):
         return value
 
 
+WorkspaceConfigT = TypeVar("WorkspaceConfigT", bound=WorkspaceConfigModel, default=WorkspaceConfigModel)
+
+
 @dataclass(frozen=True)
 class WorkspaceContext:
     """What a workspace adapter needs to know about the run it serves."""
@@ -141,10 +146,10 @@ class WorkspaceError(CellError, RuntimeError):
     """A workspace could not be prepared or collected (the cell errors as ``workspace_error``)."""
 
 
-class WorkspaceAdapter(ABC):
+class WorkspaceAdapter(Configured[WorkspaceConfigT], ABC):
     """One configured workspace type for a run; builds, collects and removes cell workspaces."""
 
-    Config: ClassVar[type[WorkspaceConfigModel]] = WorkspaceConfigModel
+    Config: ClassVar[type[WorkspaceConfigModel]]  # set from the generic parameter (common/configured.py)
     kind: ClassVar[str] = "base"
     # Top-level names left out of manifests (git's own folder).
     exclude_top: ClassVar[frozenset[str]] = frozenset()
@@ -153,7 +158,7 @@ class WorkspaceAdapter(ABC):
     sandboxed: ClassVar[bool] = False
 
     def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
-        self.config = self.Config.model_validate(config)
+        self.config = self._validated_config(config)
         self.context = context
         self.base_path = self._base_path()
         self.storage: FsspecObjectStorage = storage_for(self.config.object_storage, context.run_dir / "artifacts",

@@ -119,10 +119,9 @@ def is_repository_root(path: Path) -> bool:
     return Path(top).resolve() == path.resolve()
 
 
-class GitWorkspace(WorkspaceAdapter):
+class GitWorkspace(WorkspaceAdapter[GitWorkspaceConfig]):
     """A shallow clone per cell, committed before and after the run."""
 
-    Config = GitWorkspaceConfig
     kind = "git"
     exclude_top = frozenset({".git"})
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from pydantic import field_validator
+from typing_extensions import TypeVar
 
 from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
@@ -38,10 +39,13 @@ class TempdirSnapshotConfig(WorkspaceConfigModel):
         return None if value is None else relative_config_path(value, "copy_from")
 
 
-class TempdirSnapshotWorkspace(WorkspaceAdapter):
+# docker_volume's workspace is this one with more keys.
+TempdirSnapshotConfigT = TypeVar("TempdirSnapshotConfigT", bound=TempdirSnapshotConfig, default=TempdirSnapshotConfig)
+
+
+class TempdirSnapshotWorkspace(WorkspaceAdapter[TempdirSnapshotConfigT]):
     """Copy, snapshot, diff: the portable workspace."""
 
-    Config = TempdirSnapshotConfig
     kind = "tempdir_snapshot"
 
     @classmethod

@@ -19,10 +19,9 @@ class LocalFilesConfig(StoreConfig):
     path: str = "runs"
 
 
-class LocalFilesStore(TraceStore):
+class LocalFilesStore(TraceStore[LocalFilesConfig]):
     """Validation only: the run directory is the engine's own working surface."""
 
-    Config = LocalFilesConfig
     mirrors = False
 
     def write_run(self, run_dir, stage: str) -> None:  # noqa: ANN001 - never called for local files

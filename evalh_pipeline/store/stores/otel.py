@@ -81,10 +81,8 @@ def _nanos(value: Any) -> int | None:
     return int(stamp.timestamp() * 1_000_000_000)
 
 
-class OtelStore(TraceStore):
+class OtelStore(TraceStore[OtelConfig]):
     """Exports each persisted trace as one span; records which were accepted."""
-
-    Config = OtelConfig
 
     @property
     def endpoint(self) -> str:

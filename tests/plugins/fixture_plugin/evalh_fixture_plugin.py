@@ -19,10 +19,8 @@ class ShoutConfig(SystemConfigModel):
     suffix: str = "!"
 
 
-class ShoutSystem(SystemAdapter):
+class ShoutSystem(SystemAdapter[ShoutConfig]):
     """Answers with the case's ``input.text`` upper-cased, plus ``suffix``."""
-
-    Config = ShoutConfig
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         return SystemResponse(output=TraceOutput(final_answer=case.input["text"].upper() + self.config.suffix))
@@ -32,10 +30,8 @@ class WordCountConfig(EvaluatorConfigModel):
     min_words: int
 
 
-class WordCountAtLeast(Evaluator):
+class WordCountAtLeast(Evaluator[WordCountConfig]):
     """Passes when the final answer has at least ``min_words`` words."""
-
-    Config = WordCountConfig
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         words = len((trace.output.final_answer or "").split())
@@ -48,10 +44,8 @@ class CopyStoreConfig(StoreConfig):
     path: str
 
 
-class TracesCopyStore(TraceStore):
+class TracesCopyStore(TraceStore[CopyStoreConfig]):
     """A store plugin: keeps a copy of each run's traces.jsonl at `path/<run_id>.jsonl`."""
-
-    Config = CopyStoreConfig
 
     def write_run(self, run_dir, stage: str) -> None:
         target = Path(self.config.path) / f"{run_dir.run_id}.jsonl"
@@ -63,10 +57,8 @@ class StampConfig(EnricherConfig):
     label: str = "stamped"
 
 
-class StampEnricher(TraceEnricher):
+class StampEnricher(TraceEnricher[StampConfig]):
     """An enricher plugin: writes its label into extra.stamp."""
-
-    Config = StampConfig
 
     async def enrich(self, case: EvalCase, trace: Trace) -> None:
         trace.extra["stamp"] = self.config.label
