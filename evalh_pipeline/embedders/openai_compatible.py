@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError, EmbedderRateLimited
 from evalh_pipeline.common.http_client import HttpClient, HttpError, Response
-from evalh_pipeline.common.ratelimits import RateLimitAnswer, call_within_limit, rate_limit_of
+from evalh_pipeline.common.ratelimits import RateLimitAnswer, RateLimits, call_within_limit, rate_limit_of
 from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.tls import default_ssl_context
 
@@ -37,7 +40,8 @@ class OpenAICompatibleEmbedder(Embedder[OpenAICompatibleConfig]):
     a rate limit is waited out (honouring Retry-After), and one that lasts past
     ``timeout_seconds`` errors the result ``rate_limited``."""
 
-    def __init__(self, type_name, config=None, env=None, rate_limits=None) -> None:
+    def __init__(self, type_name: str, config: Mapping[str, Any] | None = None,
+                 env: Mapping[str, str] | None = None, rate_limits: RateLimits | None = None) -> None:
         super().__init__(type_name, config, env, rate_limits)
         c = self.config
         self.base_url = (c.base_url or self.env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
@@ -62,7 +66,7 @@ class OpenAICompatibleEmbedder(Embedder[OpenAICompatibleConfig]):
     async def _batch(self, client: HttpClient, texts: list[str]) -> list[list[float]]:
         c = self.config
         url = f"{self.base_url}/embeddings"
-        body: dict = {"model": c.model, "input": texts}
+        body: dict[str, Any] = {"model": c.model, "input": texts}
         if c.dimensions is not None:
             body["dimensions"] = c.dimensions
 

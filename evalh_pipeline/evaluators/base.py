@@ -47,7 +47,9 @@ class EvaluatorConfigModel(BaseModel):
         return (*self.TRACE_FIELDS, *([field] if isinstance(field, str) else []))
 
 
-EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=EvaluatorConfigModel, default=EvaluatorConfigModel)
+# Any pydantic model may configure an evaluator (the judges' configs extend JudgeSettings);
+# EvaluatorConfigModel is the usual base, with ``description`` and the load-time hooks.
+EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=BaseModel, default=EvaluatorConfigModel)
 
 
 @dataclass
@@ -68,7 +70,7 @@ class Evaluator(Configured[EvaluatorConfigT], ABC):
     environment, no files outside the artifact), so re-evaluation is deterministic.
     """
 
-    Config: ClassVar[type[EvaluatorConfigModel]]  # set from the generic parameter (common/configured.py)
+    Config: ClassVar[type[BaseModel]]  # set from the generic parameter (common/configured.py)
     #: The Trace fields :meth:`evaluate` reads, for an evaluator that reads a few (None: any).
     #: Re-evaluation then validates only these fields of each trace (plus the cell's identity
     #: and ``error``) when every evaluator it runs declares its own: an evaluator changed in a

@@ -294,8 +294,10 @@ def _remove_tree(path: Path) -> None:
             os.chmod(name, stat.S_IRWXU)
         func(name)
 
-    hook = {"onexc": make_writable} if sys.version_info >= (3, 12) else {"onerror": make_writable}
-    shutil.rmtree(path, **hook)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=make_writable)
+    else:
+        shutil.rmtree(path, onerror=make_writable)
 
 
 def _last_line(text: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
@@ -46,7 +48,7 @@ class ContainsText(SyncEvaluator[ContainsTextConfig]):
     ``none_of`` its ``answer_should_not_include``; an explicit empty list turns that off.
     """
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
         self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads

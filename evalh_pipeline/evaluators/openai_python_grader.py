@@ -50,7 +50,7 @@ class OpenAIPythonGrader(Evaluator[OpenAIPythonGraderConfig]):
     reads_case = False
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        cfg: OpenAIPythonGraderConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         answer = as_text(trace.output.final_answer)
         sample: dict[str, Any] = {"output_text": answer}
         try:

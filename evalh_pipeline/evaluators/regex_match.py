@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -48,7 +48,7 @@ class RegexMatch(SyncEvaluator[RegexMatchConfig]):
 
     reads_case = False
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         flags = 0
         for flag in self.config.flags:

@@ -67,7 +67,7 @@ class SemanticSimilarity(Evaluator[SemanticSimilarityConfig]):
     that cannot embed (server down, bad answer) raises, so the result is an ``error``.
     """
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._field = FieldPath(self.config.field)
         self._reference = FieldPath(self.config.reference_path) if self.config.reference_path else None

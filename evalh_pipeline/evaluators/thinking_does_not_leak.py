@@ -89,7 +89,7 @@ class ThinkingDoesNotLeak(Evaluator[ThinkingDoesNotLeakConfig]):
     without paying for a judge.
     """
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         flags = 0 if self.config.case_sensitive else re.IGNORECASE
         self._patterns = [
