@@ -296,6 +296,7 @@ async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: 
     try:
         if stdin is not None:
             pipe = transport.get_pipe_transport(0)
+            assert isinstance(pipe, asyncio.WriteTransport)  # stdin=PIPE
             pipe.write(stdin)  # buffered by the transport; a command that never reads is fine
             pipe.close()
         await asyncio.shield(proto.exited)  # a cancelled await must not cancel the exit signal itself

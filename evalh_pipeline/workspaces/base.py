@@ -168,7 +168,7 @@ class WorkspaceAdapter(Configured[WorkspaceConfigT], ABC):
         self._totals_lock = threading.Lock()  # cells clean up in worker threads
 
     @classmethod
-    def config_problems(cls, config: WorkspaceConfigModel, eval_dir: Path) -> list[tuple[str, str]]:
+    def config_problems(cls, config: WorkspaceConfigT, eval_dir: Path) -> list[tuple[str, str]]:
         """(key, message) for config values that validate but name things that do not exist."""
         return []
 

@@ -27,6 +27,7 @@ from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
     WorkspaceAdapter,
     WorkspaceConfigModel,
+    WorkspaceContext,
     WorkspaceError,
     fixture_folder_problem,
     relative_config_path,
@@ -125,7 +126,7 @@ class GitWorkspace(WorkspaceAdapter[GitWorkspaceConfig]):
     kind = "git"
     exclude_top = frozenset({".git"})
 
-    def __init__(self, config: dict[str, Any], context) -> None:  # noqa: ANN001 - WorkspaceContext
+    def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
         super().__init__(config, context)
         self.source = resolve_input_path(self.config.source_repo, context.eval_dir)
         self._source_is_repo: bool | None = None
