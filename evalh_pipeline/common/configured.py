@@ -15,7 +15,8 @@ from typing_extensions import NoDefault, TypeVar
 
 __all__ = ["ConfigT", "Configured"]
 
-ConfigT = TypeVar("ConfigT", bound=BaseModel, default=BaseModel)
+# Covariant: an Evaluator[ExactMatchConfig] is an Evaluator (its config is read, never replaced).
+ConfigT = TypeVar("ConfigT", bound=BaseModel, default=BaseModel, covariant=True)
 
 
 class Configured(Generic[ConfigT]):

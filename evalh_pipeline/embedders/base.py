@@ -22,7 +22,7 @@ class EmbedderConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-EmbedderConfigT = TypeVar("EmbedderConfigT", bound=EmbedderConfigModel, default=EmbedderConfigModel)
+EmbedderConfigT = TypeVar("EmbedderConfigT", bound=EmbedderConfigModel, default=EmbedderConfigModel, covariant=True)
 
 
 class EmbedderError(InfrastructureError, RuntimeError):

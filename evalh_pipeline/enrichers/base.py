@@ -42,7 +42,7 @@ class EnricherConfig(BaseModel):
     name: str | None = None
 
 
-EnricherConfigT = TypeVar("EnricherConfigT", bound=EnricherConfig, default=EnricherConfig)
+EnricherConfigT = TypeVar("EnricherConfigT", bound=EnricherConfig, default=EnricherConfig, covariant=True)
 
 
 @dataclass(frozen=True)

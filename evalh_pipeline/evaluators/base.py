@@ -49,7 +49,7 @@ class EvaluatorConfigModel(BaseModel):
 
 # Any pydantic model may configure an evaluator (the judges' configs extend JudgeSettings);
 # EvaluatorConfigModel is the usual base, with ``description`` and the load-time hooks.
-EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=BaseModel, default=EvaluatorConfigModel)
+EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=BaseModel, default=EvaluatorConfigModel, covariant=True)
 
 
 @dataclass

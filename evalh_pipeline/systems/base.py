@@ -109,7 +109,7 @@ class SystemConfigModel(BaseModel):
         return {}
 
 
-SystemConfigT = TypeVar("SystemConfigT", bound=SystemConfigModel, default=SystemConfigModel)
+SystemConfigT = TypeVar("SystemConfigT", bound=SystemConfigModel, default=SystemConfigModel, covariant=True)
 
 
 class SystemAdapter(Configured[SystemConfigT], ABC):

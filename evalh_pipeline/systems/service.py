@@ -87,7 +87,7 @@ def free_port() -> int:
 
 
 # Each service system (git_branch, docker) adds its own keys to ServiceConfig.
-ServiceConfigT = TypeVar("ServiceConfigT", bound=ServiceConfig, default=ServiceConfig)
+ServiceConfigT = TypeVar("ServiceConfigT", bound=ServiceConfig, default=ServiceConfig, covariant=True)
 
 
 class ServiceSystem(SystemAdapter[ServiceConfigT]):

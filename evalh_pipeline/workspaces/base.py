@@ -109,8 +109,12 @@ class WorkspaceConfigModel(BaseModel):
             raise ValueError(f"object_storage must be a URL such as file:///abs/path, memory://name or s3://bucket/prefix, got {value!r}")
         return value
 
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        """(key, message) for config values that validate but name things that do not exist."""
+        return []
 
-WorkspaceConfigT = TypeVar("WorkspaceConfigT", bound=WorkspaceConfigModel, default=WorkspaceConfigModel)
+
+WorkspaceConfigT = TypeVar("WorkspaceConfigT", bound=WorkspaceConfigModel, default=WorkspaceConfigModel, covariant=True)
 
 
 @dataclass(frozen=True)
@@ -166,11 +170,6 @@ class WorkspaceAdapter(Configured[WorkspaceConfigT], ABC):
         self.limits = DiffLimits(max_file_bytes=self.config.max_diff_file_bytes, max_diff_bytes=self.config.max_diff_bytes)
         self.totals = WorkspaceAccounting()
         self._totals_lock = threading.Lock()  # cells clean up in worker threads
-
-    @classmethod
-    def config_problems(cls, config: WorkspaceConfigT, eval_dir: Path) -> list[tuple[str, str]]:
-        """(key, message) for config values that validate but name things that do not exist."""
-        return []
 
     def _base_path(self) -> Path:
         if self.config.base_path:

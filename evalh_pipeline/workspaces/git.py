@@ -70,6 +70,10 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
     def _relative(cls, value: str) -> str:
         return relative_config_path(value, "source_repo")
 
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        problem = fixture_folder_problem(self.source_repo, eval_dir, "source folder")
+        return [("source_repo", problem)] if problem else []
+
 
 def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = (),
             timeout: float = GIT_TIMEOUT_SECONDS) -> bytes:
@@ -130,11 +134,6 @@ class GitWorkspace(WorkspaceAdapter[GitWorkspaceConfig]):
         super().__init__(config, context)
         self.source = resolve_input_path(self.config.source_repo, context.eval_dir)
         self._source_is_repo: bool | None = None
-
-    @classmethod
-    def config_problems(cls, config: GitWorkspaceConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        problem = fixture_folder_problem(config.source_repo, eval_dir, "source folder")
-        return [("source_repo", problem)] if problem else []
 
     def _seed(self, workspace: PreparedWorkspace) -> None:
         tree = workspace.path

@@ -38,20 +38,19 @@ class TempdirSnapshotConfig(WorkspaceConfigModel):
     def _relative(cls, value: str | None) -> str | None:
         return None if value is None else relative_config_path(value, "copy_from")
 
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        problem = fixture_folder_problem(self.copy_from, eval_dir, "fixture folder") if self.copy_from else None
+        return [("copy_from", problem)] if problem else []
+
 
 # docker_volume's workspace is this one with more keys.
-TempdirSnapshotConfigT = TypeVar("TempdirSnapshotConfigT", bound=TempdirSnapshotConfig, default=TempdirSnapshotConfig)
+TempdirSnapshotConfigT = TypeVar("TempdirSnapshotConfigT", bound=TempdirSnapshotConfig, default=TempdirSnapshotConfig, covariant=True)
 
 
 class TempdirSnapshotWorkspace(WorkspaceAdapter[TempdirSnapshotConfigT]):
     """Copy, snapshot, diff: the portable workspace."""
 
     kind = "tempdir_snapshot"
-
-    @classmethod
-    def config_problems(cls, config: TempdirSnapshotConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        problem = fixture_folder_problem(config.copy_from, eval_dir, "fixture folder") if config.copy_from else None
-        return [("copy_from", problem)] if problem else []
 
     @property
     def source(self) -> Path | None:

@@ -49,7 +49,7 @@ class StoreConfig(BaseModel):
         return value
 
 
-StoreConfigT = TypeVar("StoreConfigT", bound=StoreConfig, default=StoreConfig)
+StoreConfigT = TypeVar("StoreConfigT", bound=StoreConfig, default=StoreConfig, covariant=True)
 
 
 @dataclass(frozen=True)
