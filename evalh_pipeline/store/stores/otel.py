@@ -250,11 +250,11 @@ class OtelStore(TraceStore[OtelConfig]):
         exporter = OTLPSpanExporter(endpoint=self.endpoint, headers=dict(self.config.headers),
                                     timeout=self.config.timeout_seconds)
         try:
-            result = exporter.export(collect.spans)
+            exported = exporter.export(collect.spans)
         finally:
-            exporter.shutdown()
+            exporter.shutdown()  # type: ignore[no-untyped-call]  # opentelemetry leaves it unannotated
             provider.shutdown()
-        if result is not SpanExportResult.SUCCESS:
+        if exported is not SpanExportResult.SUCCESS:
             raise StoreError(f"{self.endpoint} did not accept {len(collect.spans)} span(s)")
 
 

@@ -277,7 +277,8 @@ class SqlStore(ReadableStore[StoreConfigT]):
 
 def _load_state(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return state
     except (FileNotFoundError, json.JSONDecodeError):
         return {}  # no or broken state: a full compare, nothing worse
 
@@ -285,4 +286,5 @@ def _load_state(path: Path) -> dict[str, Any]:
 def _as_dict(value: Any) -> dict[str, str] | None:
     if value is None or isinstance(value, dict):
         return value
-    return json.loads(value)
+    decoded: dict[str, str] = json.loads(value)
+    return decoded
