@@ -84,6 +84,9 @@ class Evaluator(Configured[EvaluatorConfigT], ABC):
     #: True when judging calls a model (a judge): the same trace may get another verdict on
     #: another call. ``evalh re-evaluate --repeat-judging`` measures these only.
     calls_model: bool = False
+    #: The hash of this evaluator's name, type and config (runner/hashes.py): set by the runner
+    #: that builds it, as results record it (``evaluator_hash``).
+    config_hash: str
 
     def __init__(
         self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None
