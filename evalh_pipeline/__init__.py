@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "SystemConfigModel": "evalh_pipeline.systems.base",
     "SystemContext": "evalh_pipeline.systems.base",
     "SystemResponse": "evalh_pipeline.systems.base",
+    "Workspace": "evalh_pipeline.systems.base",
     # Judge backends
     "JUDGE_BACKENDS": "evalh_pipeline.judges.registry",
     "JudgeBackend": "evalh_pipeline.judges.base",
@@ -78,6 +79,7 @@ _EXPORTS: dict[str, str] = {
     "ReadableStore": "evalh_pipeline.store.stores.base",
     "StoreConfig": "evalh_pipeline.store.stores.base",
     "StoreContext": "evalh_pipeline.store.stores.base",
+    "RunDirectory": "evalh_pipeline.store.run_dir",
     "TraceStore": "evalh_pipeline.store.stores.base",
     # Registration
     "Registry": "evalh_pipeline.registry",
@@ -104,11 +106,11 @@ __all__ = [
     "EnricherContext", "EvalCase", "EvalSpec", "EvalhError", "EvaluationResult", "Evaluator",
     "EvaluatorConfigModel", "ExpectedBehavior", "FilesystemArtifact", "HumanLabel",
     "InfrastructureError", "JUDGE_BACKENDS", "JudgeBackend", "JudgeReply", "NotARunFolder",
-    "ReadableStore", "Registry", "RunFolder", "RunSummary", "RunVariant", "STORES", "SYSTEMS",
+    "ReadableStore", "Registry", "RunDirectory", "RunFolder", "RunSummary", "RunVariant", "STORES", "SYSTEMS",
     "StoreConfig", "StoreContext", "SyncEvaluator", "SystemAdapter", "SystemConfigModel",
     "SystemContext", "SystemResponse", "ToolCall", "ToolResult", "Trace", "TraceEnricher",
     "TraceError", "TraceMessage", "TraceMetrics", "TraceOutput", "TraceStore", "UnknownTypeError",
-    "UserError", "VariantSummary", "Verdict", "WORKSPACES", "WorkspaceAdapter",
+    "UserError", "VariantSummary", "Verdict", "WORKSPACES", "Workspace", "WorkspaceAdapter",
     "WorkspaceConfigModel", "__version__", "load_eval", "open_run",
 ]
 
@@ -159,9 +161,17 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from evalh_pipeline.registry import Registry, UnknownTypeError
     from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runs import NotARunFolder, RunFolder, open_run
+    from evalh_pipeline.store.run_dir import RunDirectory
     from evalh_pipeline.store.stores.base import ReadableStore, StoreConfig, StoreContext, TraceStore
     from evalh_pipeline.store.stores.registry import STORES
-    from evalh_pipeline.systems.base import AdapterError, SystemAdapter, SystemConfigModel, SystemContext, SystemResponse
+    from evalh_pipeline.systems.base import (
+        AdapterError,
+        SystemAdapter,
+        SystemConfigModel,
+        SystemContext,
+        SystemResponse,
+        Workspace,
+    )
     from evalh_pipeline.systems.registry import SYSTEMS
     from evalh_pipeline.workspaces.base import WorkspaceAdapter, WorkspaceConfigModel
     from evalh_pipeline.workspaces.registry import WORKSPACES

@@ -18,7 +18,7 @@ import re
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Self, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -221,7 +221,7 @@ def progress_bars() -> RichProgress:
     class _LazyBars(RichProgress):
         _drawing: set[threading.Thread] = set()
 
-        def __enter__(self) -> RichProgress:
+        def __enter__(self) -> Self:
             return self  # stop() on exit is a no-op if nothing was drawn
 
         def start(self) -> None:

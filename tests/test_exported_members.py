@@ -18,11 +18,11 @@ EXPECTED = [
     "EnricherContext", "EvalCase", "EvalSpec", "EvalhError", "EvaluationResult", "Evaluator",
     "EvaluatorConfigModel", "ExpectedBehavior", "FilesystemArtifact", "HumanLabel",
     "InfrastructureError", "JUDGE_BACKENDS", "JudgeBackend", "JudgeReply", "NotARunFolder",
-    "ReadableStore", "Registry", "RunFolder", "RunSummary", "RunVariant", "STORES", "SYSTEMS",
+    "ReadableStore", "Registry", "RunDirectory", "RunFolder", "RunSummary", "RunVariant", "STORES", "SYSTEMS",
     "StoreConfig", "StoreContext", "SyncEvaluator", "SystemAdapter", "SystemConfigModel",
     "SystemContext", "SystemResponse", "ToolCall", "ToolResult", "Trace", "TraceEnricher",
     "TraceError", "TraceMessage", "TraceMetrics", "TraceOutput", "TraceStore", "UnknownTypeError",
-    "UserError", "VariantSummary", "Verdict", "WORKSPACES", "WorkspaceAdapter",
+    "UserError", "VariantSummary", "Verdict", "WORKSPACES", "Workspace", "WorkspaceAdapter",
     "WorkspaceConfigModel", "__version__", "load_eval", "open_run",
 ]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel
 
@@ -93,6 +93,12 @@ def as_text(value: Any) -> str:
     return "" if value is None else value if isinstance(value, str) else str(value)
 
 
+@overload
+def check_field_path(value: str) -> str: ...
+@overload
+def check_field_path(value: None) -> None: ...
+@overload
+def check_field_path(value: str | None) -> str | None: ...
 def check_field_path(value: str | None) -> str | None:
     """Pydantic validator body: a field path must parse (so errors surface when the eval loads)."""
     if value is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -221,6 +221,7 @@ def _too_deep(value: Any) -> bool:
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

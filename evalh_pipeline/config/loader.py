@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import re
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from evalh_pipeline.common.file_kinds import not_a_file_problem
 from evalh_pipeline.config.env import MissingEnvVar, Substitution, expand_env, secret_values
@@ -240,7 +241,7 @@ def _check_outside_sandbox(
 
 
 def _captured_for(where: _Locator, evaluator: EvaluatorConfig, validated: BaseModel,
-                  capture: list[str]) -> list[ConfigIssue]:
+                  capture: Sequence[str]) -> list[ConfigIssue]:
     """A warning for each ``trace.capture`` item an evaluator reads that the list leaves out:
     its traces reach it without that part (eval-harness ignores ``trace.capture``)."""
     read = getattr(validated, "trace_fields_read", None)
@@ -303,7 +304,7 @@ def _unexpanded(issue: ConfigIssue, substitutions: list[Substitution], secrets: 
             pattern = rf"(?<!\w){value}(?!\w)"
         else:
             pattern = rf"(?<=['\"]){value}(?=['\"])"
-        message = re.sub(pattern, lambda _, name=name: name, message, flags=re.IGNORECASE)
+        message = re.sub(pattern, lambda _: name, message, flags=re.IGNORECASE)  # noqa: B023 - called at once
     for secret in sorted(secrets, key=len, reverse=True):
         # A secret from the host, or the part of a value that is one.
         message = re.sub(re.escape(secret), lambda _: MASK, message, flags=re.IGNORECASE)
@@ -320,7 +321,7 @@ def _check_workspace(
         return issues, warnings, cleaned
     cls = workspaces.get(workspace["type"])
     model = cls.Config.model_validate(cleaned)
-    issues = [where.issue(("workspace", key), message) for key, message in cls.config_problems(model, eval_dir)]
+    issues = [where.issue(("workspace", key), message) for key, message in model.config_problems(eval_dir)]
     # Artifacts are read again after the run (re-evaluate, inspect, view): the storage must
     # be reachable and outlive the process, as the canonical output must.
     storage = getattr(model, "object_storage", None)
@@ -398,7 +399,7 @@ def _check_pools(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:
     """Every ``pool`` a system or an evaluator (its judge, its embedder) names is one of ``run.executor.pools``."""
     pools = config.run.executor.pools
     known = ", ".join(sorted(pools)) or "none defined"
-    named = [(("systems", i, "pool"), (system.model_extra or {}).get("pool")) for i, system in enumerate(config.systems)]
+    named: list[tuple[tuple[str | int, ...], Any]] = [(("systems", i, "pool"), (system.model_extra or {}).get("pool")) for i, system in enumerate(config.systems)]
     named += [(("evaluators", i, "config", "pool"), e.config.get("pool")) for i, e in enumerate(config.evaluators)]
     named += [(("evaluators", i, "config", "embedder", "pool"), e.config["embedder"].get("pool"))
               for i, e in enumerate(config.evaluators) if isinstance(e.config.get("embedder"), dict)]
@@ -618,7 +619,7 @@ def _check_plugin_config(
     return [where.issue(base, "could not validate")], warnings, cleaned
 
 
-def _pydantic_message(err: Any, root: type[BaseModel], owner: str | None = None) -> str:
+def _pydantic_message(err: ErrorDetails, root: type[BaseModel], owner: str | None = None) -> str:
     kind = err.get("type")
     if kind == "extra_forbidden":
         allowed = ", ".join(_allowed_keys(root, tuple(err["loc"])[:-1])) or "none"

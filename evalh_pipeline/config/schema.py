@@ -8,6 +8,7 @@ rather than a silently ignored key. Adapter-specific keys of ``systems[]`` and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -109,7 +110,7 @@ CAPTURED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def capture_items_dropping(field: str, capture: list[str]) -> list[str]:
+def capture_items_dropping(field: str, capture: Sequence[str]) -> list[str]:
     """The capture items missing from ``capture`` whose fields ``field`` reads (at or under one).
 
     ``field`` is a trace field path (``output.thinking``, ``messages[0].thinking``); an empty

@@ -121,11 +121,11 @@ def load_yaml(path: Path, *, yaml11_booleans: bool = False) -> YamlDocument:
         raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
     try:
-        data = _construct(node, (), lines, loader_class("")) if node is not None else None
+        parsed = _construct(node, (), lines, loader_class("")) if node is not None else None
     except yaml.YAMLError as exc:  # an unknown tag (!!python/object), a bad !!binary or timestamp, a bad merge
         line, problem = describe_yaml_error(exc, text)
         raise ConfigError.single(path.name, line, "", f"invalid YAML: {problem}") from None
-    return YamlDocument(path=path, data=data, lines=lines)
+    return YamlDocument(path=path, data=parsed, lines=lines)
 
 
 def duplicate_keys(path: Path, *, yaml11_booleans: bool = False) -> list[DuplicateKey]:
@@ -141,7 +141,7 @@ def duplicate_keys(path: Path, *, yaml11_booleans: bool = False) -> list[Duplica
         return []
 
 
-def _scan_duplicates(events: Any, loader: _Loader) -> list[DuplicateKey]:
+def _scan_duplicates(events: Any, loader: yaml.SafeLoader) -> list[DuplicateKey]:
     found: list[DuplicateKey] = []
     # One frame per open collection: [path, is_mapping, expecting_key, key -> line, current key, index].
     stack: list[list[Any]] = []
@@ -162,13 +162,15 @@ def _scan_duplicates(events: Any, loader: _Loader) -> list[DuplicateKey]:
         if isinstance(event, yaml.ScalarEvent):
             if stack and stack[-1][1] and stack[-1][2]:
                 frame = stack[-1]
-                tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value,
-                                                                                    event.implicit)
+                # types-PyYAML leaves Resolver.resolve unannotated (third-party untyped).
+                tag = event.tag if event.tag not in (None, "!") else loader.resolve(  # type: ignore[no-untyped-call]
+                    yaml.ScalarNode, event.value, event.implicit)
                 if tag == "tag:yaml.org,2002:merge":
                     frame[4] = "<<"
                 else:
                     key = (event.value if tag == "tag:yaml.org,2002:str"  # most keys: no constructor call
                            else loader.construct_object(yaml.ScalarNode(tag, event.value), deep=True))
+                    assert event.start_mark is not None  # the parser marks every event
                     line = event.start_mark.line + 1
                     name = key if isinstance(key, (str, int)) else str(key)
                     if key in frame[3]:
@@ -187,7 +189,7 @@ def _scan_duplicates(events: Any, loader: _Loader) -> list[DuplicateKey]:
     return found
 
 
-def _construct(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: _Loader) -> Any:
+def _construct(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], loader: yaml.SafeLoader) -> Any:
     lines.setdefault(key_path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         # `<<: *base` merge keys: PyYAML copies the merged pairs in front of the node's own

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.errors import InfrastructureError
 
@@ -18,6 +20,9 @@ class EmbedderConfigModel(BaseModel):
     """Base of embedder option models: unknown keys are errors, caught when the eval loads."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+EmbedderConfigT = TypeVar("EmbedderConfigT", bound=EmbedderConfigModel, default=EmbedderConfigModel, covariant=True)
 
 
 class EmbedderError(InfrastructureError, RuntimeError):
@@ -31,8 +36,9 @@ class EmbedderRateLimited(EmbedderError):
     error_type = "rate_limited"  # the result's error.type (models/result.py NOT_JUDGED_ERRORS)
 
 
-class Embedder(ABC):
-    """Maps texts to vectors. Subclasses set ``Config`` and implement :meth:`_embed`.
+class Embedder(Configured[EmbedderConfigT], ABC):
+    """Maps texts to vectors. Subclasses name their config model as the parameter
+    (``class Mine(Embedder[MineConfig])``) and implement :meth:`_embed`.
 
     ``env`` is read at construction only (keys, base URLs). ``rate_limits``: the run's limits
     (shared with its systems and judges), for an embedder that calls a server; None: its own.
@@ -41,13 +47,13 @@ class Embedder(ABC):
     variant and sample, and an embedder is deterministic for a given model.
     """
 
-    Config: ClassVar[type[EmbedderConfigModel]] = EmbedderConfigModel
+    Config: ClassVar[type[EmbedderConfigModel]]  # set from the generic parameter (common/configured.py)
     cache_size: ClassVar[int] = 4096
 
     def __init__(self, type_name: str, config: Mapping[str, Any] | None = None,
                  env: Mapping[str, str] | None = None, rate_limits: RateLimits | None = None) -> None:
         self.type_name = type_name
-        self.config = self.Config.model_validate(dict(config or {}))
+        self.config = self._validated_config(dict(config or {}))
         self.env: Mapping[str, str] = dict(os.environ) if env is None else env
         self.rate_limits = rate_limits or RateLimits()
         self._cache: OrderedDict[str, list[float]] = OrderedDict()

@@ -32,11 +32,9 @@ class HashingConfig(EmbedderConfigModel):
         return self
 
 
-class HashingEmbedder(Embedder):
+class HashingEmbedder(Embedder[HashingConfig]):
     """Counts each word and each character n-gram of each word (padded with spaces, as
     fastText does) into ``dim`` signed buckets chosen by a stable hash (crc32)."""
-
-    Config = HashingConfig
 
     @property
     def model(self) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import Field
 
 from evalh_pipeline.embedders.base import Embedder, EmbedderConfigModel, EmbedderError, EmbedderRateLimited
 from evalh_pipeline.common.http_client import HttpClient, HttpError, Response
-from evalh_pipeline.common.ratelimits import RateLimitAnswer, call_within_limit, rate_limit_of
+from evalh_pipeline.common.ratelimits import RateLimitAnswer, RateLimits, call_within_limit, rate_limit_of
 from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.tls import default_ssl_context
 
@@ -29,7 +32,7 @@ class OpenAICompatibleConfig(EmbedderConfigModel):
     pool: str | None = None
 
 
-class OpenAICompatibleEmbedder(Embedder):
+class OpenAICompatibleEmbedder(Embedder[OpenAICompatibleConfig]):
     """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama,
     LM Studio, llama.cpp server, ...). Key and base URL are read from the environment when
     the evaluator is built; servers that need no key work without one. Every request goes
@@ -37,9 +40,8 @@ class OpenAICompatibleEmbedder(Embedder):
     a rate limit is waited out (honouring Retry-After), and one that lasts past
     ``timeout_seconds`` errors the result ``rate_limited``."""
 
-    Config = OpenAICompatibleConfig
-
-    def __init__(self, type_name, config=None, env=None, rate_limits=None) -> None:
+    def __init__(self, type_name: str, config: Mapping[str, Any] | None = None,
+                 env: Mapping[str, str] | None = None, rate_limits: RateLimits | None = None) -> None:
         super().__init__(type_name, config, env, rate_limits)
         c = self.config
         self.base_url = (c.base_url or self.env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
@@ -64,7 +66,7 @@ class OpenAICompatibleEmbedder(Embedder):
     async def _batch(self, client: HttpClient, texts: list[str]) -> list[list[float]]:
         c = self.config
         url = f"{self.base_url}/embeddings"
-        body: dict = {"model": c.model, "input": texts}
+        body: dict[str, Any] = {"model": c.model, "input": texts}
         if c.dimensions is not None:
             body["dimensions"] = c.dimensions
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from evalh_pipeline.common.ratelimits import RateLimits
 from evalh_pipeline.errors import UserError
@@ -84,7 +85,7 @@ def build_embedder(spec: str | Mapping[str, Any], env: Mapping[str, str] | None 
     return EMBEDDERS.get(name)(name, options, env, rate_limits)
 
 
-def _message(err: Any, cls: type[Embedder]) -> str:
+def _message(err: ErrorDetails, cls: type[Embedder]) -> str:
     if err.get("type") == "extra_forbidden":
         return f"unknown option (allowed: {', '.join(['name', *cls.Config.model_fields]) or 'none'})"
     return err["msg"].removeprefix("Value error, ")

@@ -24,10 +24,8 @@ class SentenceTransformersConfig(EmbedderConfigModel):
     model: str = DEFAULT_MODEL
 
 
-class SentenceTransformersEmbedder(Embedder):
+class SentenceTransformersEmbedder(Embedder[SentenceTransformersConfig]):
     """Embeddings of a sentence-transformers model, computed locally."""
-
-    Config = SentenceTransformersConfig
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -31,10 +31,8 @@ class WordLlamaConfig(EmbedderConfigModel):
     dim: Literal[64, 128, 256] = 256
 
 
-class WordLlamaEmbedder(Embedder):
+class WordLlamaEmbedder(Embedder[WordLlamaConfig]):
     """Mean-pooled WordLlama ``l2_supercat`` embeddings, computed locally with numpy."""
-
-    Config = WordLlamaConfig
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

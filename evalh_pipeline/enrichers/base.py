@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
+
+from evalh_pipeline.common.configured import Configured
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import EvalCase, Trace
@@ -39,19 +42,23 @@ class EnricherConfig(BaseModel):
     name: str | None = None
 
 
+EnricherConfigT = TypeVar("EnricherConfigT", bound=EnricherConfig, default=EnricherConfig, covariant=True)
+
+
 @dataclass(frozen=True)
 class EnricherContext:
     eval_dir: Path
     secret_values: frozenset[str] = frozenset()
 
 
-class TraceEnricher:
-    """Base class: set ``Config`` and implement :meth:`enrich` (mutate the trace in place)."""
+class TraceEnricher(Configured[EnricherConfigT]):
+    """Base class: name the config model as the parameter (``class Mine(TraceEnricher[MineConfig])``)
+    and implement :meth:`enrich` (mutate the trace in place)."""
 
-    Config: ClassVar[type[EnricherConfig]] = EnricherConfig
+    Config: ClassVar[type[EnricherConfig]]  # set from the generic parameter (common/configured.py)
 
     def __init__(self, config: Mapping[str, Any], context: EnricherContext) -> None:
-        self.config = self.Config.model_validate(dict(config))
+        self.config = self._validated_config(dict(config))
         self.context = context
 
     @property

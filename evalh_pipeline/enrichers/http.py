@@ -57,7 +57,7 @@ class HttpEnricherConfig(EnricherConfig):
     @field_validator("merge")
     @classmethod
     def _targets(cls, value: dict[str, str]) -> dict[str, str]:
-        from jsonpath_ng.ext import parse
+        from jsonpath_ng.ext.parser import parse
 
         for target, path in value.items():
             if FieldPath(target).parts[0] not in MERGEABLE:
@@ -84,7 +84,7 @@ def _render(text: str, case: EvalCase, trace: Trace, quoted: bool) -> str:
 
 def _assign(target: dict[str, Any], path: str, value: Any) -> None:
     parts = FieldPath(path).parts
-    node = target
+    node: dict[Any, Any] = target  # a numeric part of the path is a key too, as the JSON it becomes
     for part in parts[:-1]:
         if not isinstance(node, dict):
             raise ValueError(f"merge target {path!r}: {part!r} is not an object")
@@ -94,10 +94,8 @@ def _assign(target: dict[str, Any], path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-class HttpEnricher(TraceEnricher):
+class HttpEnricher(TraceEnricher[HttpEnricherConfig]):
     """GET (or POST) one JSON document per trace; merge the configured fields."""
-
-    Config = HttpEnricherConfig
 
     async def start(self) -> None:
         from evalh_pipeline.common.http_client import HttpClient
@@ -113,7 +111,7 @@ class HttpEnricher(TraceEnricher):
             await client.aclose()
 
     async def enrich(self, case: EvalCase, trace: Trace) -> None:
-        from jsonpath_ng.ext import parse
+        from jsonpath_ng.ext.parser import parse
 
         from evalh_pipeline.models import Trace as TraceModel
 

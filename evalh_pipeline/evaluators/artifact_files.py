@@ -52,7 +52,8 @@ class ArtifactFiles:
                 if not os.path.realpath(path).startswith(top + os.sep):
                     return None  # reached through a linked folder: not part of this side
             try:
-                return self.fs.cat_file(path)
+                data: bytes = self.fs.cat_file(path)  # fsspec is untyped
+                return data
             except (FileNotFoundError, IsADirectoryError):
                 return None
 

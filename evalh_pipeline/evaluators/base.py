@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 # EvaluatorContext lives in common/ (judges and embedders are built with it too); named here for evaluators.
-__all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorContext", "SyncEvaluator", "Verdict"]
+__all__ = ["Evaluator", "EvaluatorConfigModel", "EvaluatorConfigT", "EvaluatorContext", "SyncEvaluator", "Verdict"]
 
 
 class EvaluatorConfigModel(BaseModel):
@@ -45,6 +47,11 @@ class EvaluatorConfigModel(BaseModel):
         return (*self.TRACE_FIELDS, *([field] if isinstance(field, str) else []))
 
 
+# Any pydantic model may configure an evaluator (the judges' configs extend JudgeSettings);
+# EvaluatorConfigModel is the usual base, with ``description`` and the load-time hooks.
+EvaluatorConfigT = TypeVar("EvaluatorConfigT", bound=BaseModel, default=EvaluatorConfigModel, covariant=True)
+
+
 @dataclass
 class Verdict:
     """An evaluator's judgement; the engine wraps it into an EvaluationResult with timings."""
@@ -55,14 +62,15 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class Evaluator(ABC):
-    """Judges one trace. Subclasses set ``Config`` and implement :meth:`evaluate`.
+class Evaluator(Configured[EvaluatorConfigT], ABC):
+    """Judges one trace. Subclasses name their config model as the parameter
+    (``class Mine(Evaluator[MineConfig])``) and implement :meth:`evaluate`.
 
     Evaluators hold no state between calls and read nothing but their arguments (no
     environment, no files outside the artifact), so re-evaluation is deterministic.
     """
 
-    Config: ClassVar[type[EvaluatorConfigModel]] = EvaluatorConfigModel
+    Config: ClassVar[type[BaseModel]]  # set from the generic parameter (common/configured.py)
     #: The Trace fields :meth:`evaluate` reads, for an evaluator that reads a few (None: any).
     #: Re-evaluation then validates only these fields of each trace (plus the cell's identity
     #: and ``error``) when every evaluator it runs declares its own: an evaluator changed in a
@@ -76,13 +84,16 @@ class Evaluator(ABC):
     #: True when judging calls a model (a judge): the same trace may get another verdict on
     #: another call. ``evalh re-evaluate --repeat-judging`` measures these only.
     calls_model: bool = False
+    #: The hash of this evaluator's name, type and config (runner/hashes.py): set by the runner
+    #: that builds it, as results record it (``evaluator_hash``).
+    config_hash: str
 
     def __init__(
         self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None
     ) -> None:
         self.name = name
         self.type_name = type_name
-        self.config = self.Config.model_validate(config)
+        self.config = self._validated_config(config)
         self.context = context or EvaluatorContext()
 
     @abstractmethod
@@ -94,7 +105,7 @@ class Evaluator(ABC):
         a cached answer would repeat the first verdict). Without a cache, nothing to do."""
 
 
-class SyncEvaluator(Evaluator):
+class SyncEvaluator(Evaluator[EvaluatorConfigT]):
     """An evaluator that does no I/O: subclasses implement :meth:`evaluate_sync`.
 
     Re-evaluation calls ``evaluate_sync`` directly, without an event-loop round trip per

@@ -80,7 +80,7 @@ class CommandConfig(EvaluatorConfigModel):
         return env_mapping(value)
 
 
-class Command(Evaluator):
+class Command(Evaluator[CommandConfig]):
     """Passes when ``command`` exits with ``expected_exit_code`` (default 0) in a copy of ``after/``.
 
     - Each evaluation copies the artifact's full post-run tree into a new temporary
@@ -112,8 +112,6 @@ class Command(Evaluator):
 
     Needs a workspace: an eval without ``workspace:`` gets an error result. POSIX only.
     """
-
-    Config = CommandConfig
 
     def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
@@ -296,8 +294,10 @@ def _remove_tree(path: Path) -> None:
             os.chmod(name, stat.S_IRWXU)
         func(name)
 
-    hook = {"onexc": make_writable} if sys.version_info >= (3, 12) else {"onerror": make_writable}
-    shutil.rmtree(path, **hook)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=make_writable)
+    else:
+        shutil.rmtree(path, onerror=make_writable)
 
 
 def _last_line(text: str) -> str:

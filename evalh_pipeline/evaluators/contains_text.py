@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator
 
 from evalh_pipeline.evaluators.base import EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
@@ -39,16 +41,14 @@ class ContainsTextConfig(EvaluatorConfigModel):
                           f"since {keys} {'is' if len(unset) == 1 else 'are'} not set (set {keys}, [] for none)")}
 
 
-class ContainsText(SyncEvaluator):
+class ContainsText(SyncEvaluator[ContainsTextConfig]):
     """Passes when every ``all_of``, at least one ``any_of`` and no ``none_of`` string occurs.
 
     Without ``all_of`` the case's ``expected.answer_should_include`` is used, and without
     ``none_of`` its ``answer_should_not_include``; an explicit empty list turns that off.
     """
 
-    Config = ContainsTextConfig
-
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
         self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads

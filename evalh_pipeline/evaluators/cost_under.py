@@ -13,14 +13,13 @@ class CostUnderConfig(EvaluatorConfigModel):
     max_usd: float = Field(gt=0)  # the check is strict (cost < max_usd), so 0 could never pass
 
 
-class CostUnder(SyncEvaluator):
+class CostUnder(SyncEvaluator[CostUnderConfig]):
     """Passes when ``metrics.cost_usd < max_usd`` (eval-harness's rule: equal fails).
 
     ``cost_usd`` is the total billed cost, thinking tokens included. A trace without a cost
     fails rather than passing as free: a budget check that cannot see the bill proves nothing.
     """
 
-    Config = CostUnderConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

@@ -29,12 +29,10 @@ class ExactMatchConfig(EvaluatorConfigModel):
         return self
 
 
-class ExactMatch(SyncEvaluator):
+class ExactMatch(SyncEvaluator[ExactMatchConfig]):
     """Compares with ``==``; strings can be compared case-insensitively and stripped."""
 
-    Config = ExactMatchConfig
-
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._field = FieldPath(self.config.field)
         # A literal `expected` wins over `expected_from`, as in eval-harness.

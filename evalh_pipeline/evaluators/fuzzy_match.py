@@ -9,6 +9,8 @@ empty texts match, one empty text matches nothing, otherwise either contains the
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 import string
 
@@ -49,14 +51,13 @@ class FuzzyMatchConfig(EvaluatorConfigModel):
         return check_field_path(value)
 
 
-class FuzzyMatch(SyncEvaluator):
+class FuzzyMatch(SyncEvaluator[FuzzyMatchConfig]):
     """Passes when the field's text and one of ``any_of`` contain each other once normalized
     (see the module docstring); a missing field is empty text."""
 
-    Config = FuzzyMatchConfig
     reads_case = False
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._path = FieldPath(self.config.field)
         self.trace_fields = self._path.model_fields_read(Trace)  # per instance: the field it reads

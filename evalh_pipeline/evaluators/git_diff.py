@@ -91,7 +91,7 @@ class GitDiffConfig(EvaluatorConfigModel):
         return self
 
 
-class GitDiff(Evaluator):
+class GitDiff(Evaluator[GitDiffConfig]):
     """Checks what the run changed on disk, from the artifact's diff (any workspace kind).
 
     - ``expected_modified`` / ``expected_added`` / ``expected_removed``: path globs (see
@@ -119,8 +119,6 @@ class GitDiff(Evaluator):
 
     Needs a workspace: an eval without ``workspace:`` gets an error result.
     """
-
-    Config = GitDiffConfig
 
     def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)

@@ -13,14 +13,13 @@ class LatencyFirstTokenUnderConfig(EvaluatorConfigModel):
     max_ms: float = Field(gt=0)
 
 
-class LatencyFirstTokenUnder(SyncEvaluator):
+class LatencyFirstTokenUnder(SyncEvaluator[LatencyFirstTokenUnderConfig]):
     """Passes when ``metrics.latency_first_token_ms < max_ms`` (eval-harness's rule: equal fails).
 
     Only streaming adapters measure the first token; on a non-streaming trace the metric is
     unset and the check fails saying so, rather than passing a latency nobody measured.
     """
 
-    Config = LatencyFirstTokenUnderConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

@@ -19,14 +19,13 @@ class LatencyUnderConfig(EvaluatorConfigModel):
         return {}
 
 
-class LatencyUnder(SyncEvaluator):
+class LatencyUnder(SyncEvaluator[LatencyUnderConfig]):
     """Passes when ``trace.latency_ms < max_ms`` (eval-harness's rule: equal fails).
 
     ``latency_ms`` is measured by the runner around the whole call (adapters cannot set it),
     so it is always present, for failed cells too: a timeout shows up as a slow cell.
     """
 
-    Config = LatencyUnderConfig
     trace_fields = frozenset({"latency_ms"})
     reads_case = False
 

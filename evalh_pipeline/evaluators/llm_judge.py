@@ -63,10 +63,11 @@ class RubricConfig(BaseModel):
     @model_validator(mode="after")
     def _threshold_on_scale(self) -> "RubricConfig":
         values = self.values
-        numeric = all(isinstance(v, (int, float)) for v in values)
-        if numeric and not (isinstance(self.pass_threshold, (int, float)) and min(values) <= self.pass_threshold <= max(values)):
+        numbers = [v for v in values if not isinstance(v, str)]
+        numeric = len(numbers) == len(values)
+        if numeric and not (isinstance(self.pass_threshold, (int, float)) and min(numbers) <= self.pass_threshold <= max(numbers)):
             raise ValueError(f"pass_threshold {self.pass_threshold!r} must be a number within the scale "
-                             f"{min(values)}..{max(values)}")
+                             f"{min(numbers)}..{max(numbers)}")
         if not numeric and self.pass_threshold not in values:
             raise ValueError(f"pass_threshold {self.pass_threshold!r} must be one of the scale {list(values)}")
         return self
@@ -74,7 +75,7 @@ class RubricConfig(BaseModel):
     def passes(self, score: Any) -> bool:
         values = self.values
         if all(isinstance(v, (int, float)) for v in values):
-            return score >= self.pass_threshold
+            return bool(score >= self.pass_threshold)
         return values.index(score) >= values.index(self.pass_threshold)
 
     def numeric(self, score: Any) -> float:
@@ -188,7 +189,7 @@ def assertions_pass(pass_when: str, required_results: list[bool]) -> bool:
     return held >= int(pass_when.removeprefix("k_of_n="))
 
 
-class LlmJudge(Evaluator):
+class LlmJudge(Evaluator[LlmJudgeConfig]):
     """Asks a judge model, in one call, about every assertion and/or the rubric.
 
     The judge sees the sections listed in ``include_in_prompt`` (default input and final
@@ -198,10 +199,9 @@ class LlmJudge(Evaluator):
     retry) raises, so the result carries ``error``.
     """
 
-    Config = LlmJudgeConfig
     calls_model = True
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self.judge = Judge(self.config, self.context)
         self._assertions = self.config.assertions

@@ -111,10 +111,9 @@ class ModelGradedConfig(EvaluatorConfigModel):
         return self
 
 
-class OpenAIModelGraded(Evaluator):
+class OpenAIModelGraded(Evaluator[ModelGradedConfig]):
     """Asks a model to classify the answer as openai/evals' ModelBasedClassify does (module docstring)."""
 
-    Config = ModelGradedConfig
     reads_case = False
     calls_model = True  # its grading call is not cached: nothing to bypass
 

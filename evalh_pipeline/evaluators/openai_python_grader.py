@@ -44,14 +44,13 @@ class OpenAIPythonGraderConfig(EvaluatorConfigModel):
     timeout_seconds: float = Field(default=60.0, gt=0)
 
 
-class OpenAIPythonGrader(Evaluator):
+class OpenAIPythonGrader(Evaluator[OpenAIPythonGraderConfig]):
     """Calls the grader's ``grade(sample, item)`` on the answer (see the module doc)."""
 
-    Config = OpenAIPythonGraderConfig
     reads_case = False
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        cfg: OpenAIPythonGraderConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         answer = as_text(trace.output.final_answer)
         sample: dict[str, Any] = {"output_text": answer}
         try:

@@ -106,17 +106,16 @@ def score_of(reply: str | None, low: float, high: float) -> tuple[float | None, 
     return float(result), ""
 
 
-class OpenAIScoreModel(Evaluator):
+class OpenAIScoreModel(Evaluator[OpenAIScoreModelConfig]):
     """Asks the grading model with the grader's messages and passes when its result reaches
     ``pass_threshold`` (see the module doc)."""
 
-    Config = OpenAIScoreModelConfig
     reads_case = False
     calls_model = True  # its grading call is not cached: nothing to bypass
 
     def grading_body(self, answer: str) -> dict[str, Any]:
         """The chat-completions request that grades ``answer``."""
-        cfg: OpenAIScoreModelConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         sample: dict[str, Any] = {"output_text": answer}
         try:
             sample["output_json"] = json.loads(answer)
@@ -128,7 +127,7 @@ class OpenAIScoreModel(Evaluator):
         return {"model": cfg.model, "messages": messages, "response_format": RESPONSE_FORMAT, **params}
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        cfg: OpenAIScoreModelConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         reply = await grading_reply(self.context.env, cfg, self.grading_body(as_text(trace.output.final_answer)))
         detail: dict[str, Any] = {"grader_reply": reply, "model": cfg.model, "range": list(cfg.range)}
         score, why = score_of(reply, *cfg.range)

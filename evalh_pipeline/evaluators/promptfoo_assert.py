@@ -29,10 +29,12 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any, Literal
 
 import yaml
 from jsonschema import validators
+from jsonschema.protocols import Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import model_validator
 
@@ -270,7 +272,7 @@ def _strict_equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b))
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
-    return a == b
+    return bool(a == b)
 
 
 def bleu_score(candidate: str, references: list[str]) -> float:
@@ -430,16 +432,15 @@ def extract_json_objects(text: str) -> list[Any]:
     return found
 
 
-class PromptfooAssert(SyncEvaluator):
+class PromptfooAssert(SyncEvaluator[PromptfooAssertConfig]):
     """Judges the answer as promptfoo's assertion of the same type would (see the module doc)."""
 
-    Config = PromptfooAssertConfig
     reads_case = False
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
-        cfg: PromptfooAssertConfig = self.config
-        self._schema = None
+        cfg = self.config
+        self._schema: Validator | bool | None = None
         if cfg.assertion in ("is-json", "contains-json") and cfg.value:
             self._schema = validators.validator_for(cfg.value, default=validators.Draft7Validator)(cfg.value) \
                 if isinstance(cfg.value, dict) else cfg.value
@@ -518,7 +519,7 @@ class PromptfooAssert(SyncEvaluator):
             hit = needle.lower() in output.lower() if kind == "icontains" else needle in output
             return hit, f'Expected output to {neg}contain "{needle}"'
         if kind in _LIST_TYPES:
-            fold = (lambda s: s.lower()) if kind.startswith("i") else (lambda s: s)
+            fold: Callable[[str], str] = (lambda s: s.lower()) if kind.startswith("i") else (lambda s: s)
             needles = [js_string(v) for v in value]
             present = [fold(n) in fold(output) for n in needles]
             if kind.endswith("-any"):
@@ -551,7 +552,7 @@ class PromptfooAssert(SyncEvaluator):
             return False, "Expected output to be valid JSON"
         if self._schema is None:
             return True, "Expected output to be valid JSON"
-        errors = self._schema_errors(parsed)
+        errors = self._schema_errors(self._schema, parsed)
         return not errors, (f"JSON does not conform to the provided schema. Errors: {errors}"
                             if errors else "Output is JSON that conforms to the provided schema")
 
@@ -565,15 +566,15 @@ class PromptfooAssert(SyncEvaluator):
             return True, "Expected output to contain valid JSON"
         errors = ""
         for value in values:
-            errors = self._schema_errors(value)
+            errors = self._schema_errors(self._schema, value)
             if not errors:
                 return True, "Output contains JSON conforming to the provided schema"
         return False, f"JSON does not conform to the provided schema. Errors: {errors}"
 
-    def _schema_errors(self, value: Any) -> str:
-        if isinstance(self._schema, bool):
-            return "" if self._schema else "boolean schema is false"
-        return ", ".join(e.message for e in self._schema.iter_errors(value))
+    def _schema_errors(self, schema: Validator | bool, value: Any) -> str:
+        if isinstance(schema, bool):
+            return "" if schema else "boolean schema is false"
+        return ", ".join(e.message for e in schema.iter_errors(value))
 
     def _threshold(self, measured: float, said: str, unit: str, detail: dict[str, Any],
                    limit: float | None = None) -> Verdict:

@@ -76,7 +76,7 @@ _QUESTION = (
 )
 _EPSILON = 2.220446049250313e-16  # JavaScript's Number.EPSILON
 _LEGACY_CHOICE = re.compile(r"\s*\(?([a-eA-E])\)")
-_DEFAULT_SCORES = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0}
+_DEFAULT_SCORES: dict[Literal["A", "B", "C", "D", "E"], float] = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0}
 
 
 class PromptfooGradedConfig(EvaluatorConfigModel):
@@ -134,20 +134,19 @@ def factuality_choice(reply: str) -> tuple[str | None, str]:
     return legacy.group(1).upper(), reason.group(1).strip() if reason and reason.group(1) else reply
 
 
-class PromptfooGraded(Evaluator):
+class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
     """Asks the grading model as promptfoo's assertion does and reads its reply by promptfoo's rule."""
 
-    Config = PromptfooGradedConfig
     calls_model = True  # its grading call is not cached: nothing to bypass
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
-        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         self._embedder = build_embedder(cfg.embedder, self.context.env) if cfg.check == "answer-relevance" else None
 
     def grading_messages(self, case: EvalCase, answer: str) -> list[dict[str, str]]:
         """The grading call's messages for ``answer`` to ``case``."""
-        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         question = render_case_template(cfg.prompt, case.model_dump(mode="json"), strict=False)
         if cfg.check == "answer-relevance":
             return [{"role": "user", "content": _QUESTION.format(answer=answer)}]
@@ -157,7 +156,7 @@ class PromptfooGraded(Evaluator):
                 {"role": "user", "content": _FACTUALITY_USER.format(input=question, ideal=cfg.value, completion=answer)}]
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         messages = self.grading_messages(case, as_text(trace.output.final_answer))
         if cfg.check == "answer-relevance":
             return await self._relevance(case, messages)
@@ -179,14 +178,15 @@ class PromptfooGraded(Evaluator):
     async def _relevance(self, case: EvalCase, messages: list[dict[str, str]]) -> Verdict:
         """matchesAnswerRelevance (index.js:485-540): three generated questions, each embedded
         against the query; the mean cosine against the threshold."""
-        cfg: PromptfooGradedConfig = self.config  # type: ignore[assignment]
-        questions = []
+        cfg = self.config
+        questions: list[str] = []
         for _ in range(3):
             reply = await grading_reply(self.context.env, cfg, {"model": cfg.model, "messages": messages})
             if not reply:
                 return Verdict(False, "No output", score=0.0, detail={"check": cfg.check, "questions": questions})
             questions.append(reply)
-        variables = case.input.get("vars") if isinstance(case.input.get("vars"), dict) else {}
+        given = case.input.get("vars")
+        variables = given if isinstance(given, dict) else {}
         query = variables.get("query")
         if not isinstance(query, str):
             query = render_case_template(cfg.prompt, case.model_dump(mode="json"), strict=False)

@@ -188,13 +188,11 @@ def _parse_float(value: Any) -> float | None:
     return float(found.group(1).replace("Infinity", "inf")) if found else None
 
 
-class PromptfooScript(Evaluator):
+class PromptfooScript(Evaluator[PromptfooScriptConfig]):
     """Runs the assertion's code on the answer (see the module doc)."""
 
-    Config = PromptfooScriptConfig
-
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
-        cfg: PromptfooScriptConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
         variables = case.input.get("vars") if isinstance(case.input.get("vars"), dict) else {}
         output = openai_chat_output(trace) if cfg.openai_tool_calls else as_text(trace.output.final_answer)
         job = {"output": output, "code": cfg.code, "source": cfg.source,

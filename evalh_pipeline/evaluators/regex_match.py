@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -38,7 +38,7 @@ class RegexMatchConfig(EvaluatorConfigModel):
         return check_field_path(value)
 
 
-class RegexMatch(SyncEvaluator):
+class RegexMatch(SyncEvaluator[RegexMatchConfig]):
     """Python ``re`` on a field's text (``output.final_answer`` unless ``field`` says otherwise).
 
     ``match: search`` (default) looks for the pattern anywhere; ``fullmatch`` needs the whole
@@ -46,10 +46,9 @@ class RegexMatch(SyncEvaluator):
     must not be a full match. A missing field is empty text, as in ``contains_text``.
     """
 
-    Config = RegexMatchConfig
     reads_case = False
 
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         flags = 0
         for flag in self.config.flags:

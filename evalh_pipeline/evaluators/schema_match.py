@@ -26,7 +26,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
 
     class SchemaMatchConfig(EvaluatorConfigModel):
-        schema: dict[str, Any]
+        schema: dict[str, Any]  # type: ignore[assignment]  # the key users write shadows pydantic's deprecated BaseModel.schema()
         field: str = "output.structured"
         # A string field holding JSON text is parsed before validation. Off by default: eval-harness
         # validates the value as it is (a JSON answer in final_answer is a string there).
@@ -49,7 +49,7 @@ with warnings.catch_warnings():
             return check_field_path(value)
 
 
-class SchemaMatch(SyncEvaluator):
+class SchemaMatch(SyncEvaluator[SchemaMatchConfig]):
     """Validates ``field`` (default ``output.structured``) against the inline ``schema``.
 
     A string field holding JSON (e.g. ``output.final_answer`` of a JSON-mode model) is parsed
@@ -58,18 +58,16 @@ class SchemaMatch(SyncEvaluator):
     ``format`` is an annotation, not checked, as the JSON Schema drafts specify by default.
     """
 
-    Config = SchemaMatchConfig
-
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._validator = _build_validator(self.config.schema)
         self._path = FieldPath(self.config.field)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # Judging workers get evaluators by pickle; the compiled validator is rebuilt there.
         return {**self.__dict__, "_validator": None}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._validator = _build_validator(self.config.schema)
 
@@ -110,5 +108,5 @@ def _capped(message: str) -> str:
     return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "…"
 
 
-def _build_validator(schema: dict) -> Any:
+def _build_validator(schema: dict[str, Any]) -> Any:
     return validators.validator_for(schema)(schema, registry=METASCHEMAS)

@@ -60,16 +60,14 @@ class SemanticSimilarityConfig(EvaluatorConfigModel):
         return self
 
 
-class SemanticSimilarity(Evaluator):
+class SemanticSimilarity(Evaluator[SemanticSimilarityConfig]):
     """Passes when cosine(embed(field), embed(reference)) >= ``threshold``; score = the cosine.
 
     A missing or empty field or reference fails with a reason saying which; an embedder
     that cannot embed (server down, bad answer) raises, so the result is an ``error``.
     """
 
-    Config = SemanticSimilarityConfig
-
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         self._field = FieldPath(self.config.field)
         self._reference = FieldPath(self.config.reference_path) if self.config.reference_path else None

@@ -12,7 +12,7 @@ class StreamCompletedConfig(EvaluatorConfigModel):
     TRACE_FIELDS = ("metrics.stream_completed",)
 
 
-class StreamCompleted(SyncEvaluator):
+class StreamCompleted(SyncEvaluator[StreamCompletedConfig]):
     """Passes when ``metrics.stream_completed`` is true.
 
     A stream that was cut off (dropped connection, timeout mid-stream) can still leave a
@@ -20,7 +20,6 @@ class StreamCompleted(SyncEvaluator):
     not stream, which fails too: the evaluator was asked about a stream that does not exist.
     """
 
-    Config = StreamCompletedConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

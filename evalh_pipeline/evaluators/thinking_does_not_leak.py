@@ -78,7 +78,7 @@ class ThinkingDoesNotLeakConfig(EvaluatorConfigModel):
         return self
 
 
-class ThinkingDoesNotLeak(Evaluator):
+class ThinkingDoesNotLeak(Evaluator[ThinkingDoesNotLeakConfig]):
     """Passes when no forbidden pattern occurs in ``output.thinking`` or in any
     ``messages[].thinking`` (system prompts, secrets, personal data the model reasoned about)
     and, with a ``judge:`` block, when the judge finds the assertions about the thinking hold.
@@ -89,9 +89,7 @@ class ThinkingDoesNotLeak(Evaluator):
     without paying for a judge.
     """
 
-    Config = ThinkingDoesNotLeakConfig
-
-    def __init__(self, name: str, type_name: str, config: dict, context: EvaluatorContext | None = None) -> None:
+    def __init__(self, name: str, type_name: str, config: dict[str, Any], context: EvaluatorContext | None = None) -> None:
         super().__init__(name, type_name, config, context)
         flags = 0 if self.config.case_sensitive else re.IGNORECASE
         self._patterns = [

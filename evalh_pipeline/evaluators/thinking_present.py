@@ -18,7 +18,7 @@ class ThinkingPresentConfig(EvaluatorConfigModel):
         return (*self.TRACE_FIELDS, *(["metrics.token_thinking"] if self.allow_token_count_only else []))
 
 
-class ThinkingPresent(SyncEvaluator):
+class ThinkingPresent(SyncEvaluator[ThinkingPresentConfig]):
     """Passes when ``output.thinking`` has at least ``min_chars`` characters
     (whitespace included: eval-harness passes any non-empty string).
 
@@ -27,8 +27,6 @@ class ThinkingPresent(SyncEvaluator):
     true`` a positive count is accepted when the text is absent; when text is present it is
     what gets judged, so a too-short thinking text still fails.
     """
-
-    Config = ThinkingPresentConfig
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
         cfg = self.config

@@ -13,7 +13,7 @@ class ThinkingTokensUnderConfig(EvaluatorConfigModel):
     max_tokens: int = Field(ge=1)  # the check is strict (tokens < max_tokens), so 0 could never pass
 
 
-class ThinkingTokensUnder(SyncEvaluator):
+class ThinkingTokensUnder(SyncEvaluator[ThinkingTokensUnderConfig]):
     """Passes when ``metrics.token_thinking < max_tokens`` (eval-harness's rule: equal fails).
 
     Providers bill thinking tokens separately, so this bounds reasoning spend per case. The
@@ -21,7 +21,6 @@ class ThinkingTokensUnder(SyncEvaluator):
     fails and says so instead of assuming no thinking happened.
     """
 
-    Config = ThinkingTokensUnderConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

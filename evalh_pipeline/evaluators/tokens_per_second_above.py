@@ -25,14 +25,13 @@ class TokensPerSecondAboveConfig(EvaluatorConfigModel):
         return data
 
 
-class TokensPerSecondAbove(SyncEvaluator):
+class TokensPerSecondAbove(SyncEvaluator[TokensPerSecondAboveConfig]):
     """Passes when ``metrics.tokens_per_second > min`` (eval-harness's documented rule).
 
     The metric is set by streaming adapters; a trace without it fails and says so, since a
     throughput floor cannot be met by a figure that was never measured.
     """
 
-    Config = TokensPerSecondAboveConfig
     trace_fields = frozenset({"metrics"})
     reads_case = False
 

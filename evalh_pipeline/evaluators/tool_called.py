@@ -35,7 +35,7 @@ class ToolCalledConfig(EvaluatorConfigModel):
         return self
 
 
-class ToolCalled(SyncEvaluator):
+class ToolCalled(SyncEvaluator[ToolCalledConfig]):
     """Checks ``tool_name`` — or, without it, each of the case's ``expected.must_call_tools``.
 
     ``args_match`` is a partial match on the call's arguments: values may use
@@ -43,7 +43,6 @@ class ToolCalled(SyncEvaluator):
     dicts match partially, lists element by element, as in eval-harness.
     """
 
-    Config = ToolCalledConfig
     trace_fields = frozenset({"tool_calls", "tool_results"})
 
     def evaluate_sync(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:

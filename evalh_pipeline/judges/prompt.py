@@ -191,4 +191,5 @@ def parse_answer(text: str, schema: dict[str, Any]) -> dict[str, Any]:
     items = answer.get("assertions")
     if items is not None and sorted(item["index"] for item in items) != list(range(1, len(items) + 1)):
         raise BadJudgeAnswer("judge answer does not give exactly one verdict per assertion index")
-    return answer
+    verdicts: dict[str, Any] = answer  # the schema's top level is an object
+    return verdicts

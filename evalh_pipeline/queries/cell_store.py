@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalh_pipeline.queries.cells import CELL_TRACES_SQL, VERDICTS_SQL
-from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table
+from evalh_pipeline.queries.sql import RESULT_COLUMNS, TRACE_COLUMNS, duckdb, load_table, one_row
 from evalh_pipeline.store.jsonl import complete_lines_digest, count_lines
 from evalh_pipeline.store.results_store import read_store
 from evalh_pipeline.store.run_dir import RunDirectory
@@ -155,8 +155,8 @@ def load_store(con: duckdb.DuckDBPyConnection, run_dir: RunDirectory, *, suffix:
 def drop_rows(con: duckdb.DuckDBPyConnection, *, suffix: str = "") -> None:
     """Drop ``cell_traces{suffix}`` and ``verdicts{suffix}``, views of a store or tables."""
     for name in (f"cell_traces{suffix}", f"verdicts{suffix}"):
-        (views,) = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $name",
-                               {"name": name}).fetchone()
+        (views,) = one_row(con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $name",
+                                       {"name": name}))
         con.execute(f"DROP {'VIEW' if views else 'TABLE'} IF EXISTS {name}")
 
 

@@ -162,7 +162,7 @@ HAVING NOT bool_or(v.not_judged)
 """
 
 
-def variant_summary(row: tuple) -> VariantSummary:
+def variant_summary(row: tuple[Any, ...]) -> VariantSummary:
     """A VariantSummary from a VARIANTS_SQL row (samples reported only when a case has several)."""
     name, cases, passed, errored, latency, cost, tokens_in, tokens_out = row[:8]
     samples = {}
@@ -190,8 +190,11 @@ def variant_summary(row: tuple) -> VariantSummary:
 class PassRule(Protocol):
     """What the cell verdict needs of ``pass_criteria`` (config.schema.PassCriteria fits)."""
 
-    all_required: list[str]
-    any_required: list[str]
+    @property
+    def all_required(self) -> list[str]: ...
+
+    @property
+    def any_required(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)

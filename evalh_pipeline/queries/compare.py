@@ -40,7 +40,7 @@ from evalh_pipeline.queries.significance import (
     score_sql,
     scores_by_group,
 )
-from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.queries.sql import connect, one_row
 from evalh_pipeline.stats.multiplicity import holm
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -164,7 +164,8 @@ class RunComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON types: the records in it as their models dump them."""
-        return _plain(self)
+        plain: dict[str, Any] = _plain(self)
+        return plain
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -213,7 +214,7 @@ def _compare_runs(run_a: RunDirectory, run_b: RunDirectory) -> RunComparison:
         load_case_clusters(con, run_b, snapshot_cluster_by(run_b))
         stats = {name: (a, b) for name, a, b in con.execute(VARIANT_PAIRS_SQL).fetchall()}
         flips = {row[0]: row for row in con.execute(FLIPS_SQL).fetchall()}
-        (cells_b,) = con.execute("SELECT count(*) FROM cells_b").fetchone()
+        (cells_b,) = one_row(con.execute("SELECT count(*) FROM cells_b"))
         significance = paired_by_group(con.execute(PAIRED_SQL).fetchall())
         per_evaluator: dict[str, dict[str, PairedStats]] = {}
         scores = scores_by_group(con.execute(EVALUATOR_SCORES_SQL).fetchall())

@@ -49,7 +49,7 @@ class Inspection(BaseModel):
     cells: list[InspectedCell]
 
 
-def _key(record: dict[str, Any]) -> Key:
+def _key(record: dict[str, Any]) -> tuple[Any, Any, int]:  # a raw record's values, as found
     return record.get("case_id"), record.get("variant_name"), record.get("sample") or 0
 
 

@@ -100,10 +100,10 @@ def label_verdicts(runs_root: Path, labels: dict[tuple[str, str, str], HumanLabe
     content's hash, so no run's traces are hashed again to find it. A label whose cell has no
     verdict there any more (a deleted run, an evaluator that errored) is left out."""
     wanted: dict[str, dict[tuple[str, str, int, str], HumanLabel]] = {}
-    for label in labels.values():
-        if label.key not in known:
-            cell = (label.case_id, label.variant_name, label.sample, label.evaluator)
-            wanted.setdefault(label.run_id, {})[cell] = label
+    for given in labels.values():
+        if given.key not in known:
+            cell = (given.case_id, given.variant_name, given.sample, given.evaluator)
+            wanted.setdefault(given.run_id, {})[cell] = given
     cells: dict[tuple[str, str, str], JudgedCell] = {}
     for run_id, by_cell in wanted.items():
         run_dir = RunDirectory(runs_root / run_id)

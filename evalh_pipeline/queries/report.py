@@ -150,7 +150,7 @@ def _mde(stats: Any) -> str:
 
 def reading(stats: Any) -> str:
     """One comparison in words: its verdict, what it can see and how it was clustered."""
-    text = stats.verdict
+    text: str = stats.verdict
     if stats.mde is not None:
         text += f"; {power_line(stats.mde)}"
     if stats.clusters is not None and stats.design_effect is not None:
@@ -232,26 +232,25 @@ def comparison_section(summary: RunSummary, baseline_variant: str | None = None)
 
 def repeats_section(summary: RunSummary) -> str:
     """pass@k, pass^k and flaky cases per variant (runs with several samples per case), or ""."""
-    repeated = [v for v in summary.variants if v.repeats is not None]
+    repeated = [(v.name, v.repeats) for v in summary.variants if v.repeats is not None]
     if not repeated:
         return ""
-    ks = sorted({k for v in repeated for k in v.repeats.pass_at_k})
-    lines = [f"{max(v.repeats.samples_per_case for v in repeated)} samples per case. pass@k: the chance that at "
+    ks = sorted({k for _, r in repeated for k in r.pass_at_k})
+    lines = [f"{max(r.samples_per_case for _, r in repeated)} samples per case. pass@k: the chance that at "
              "least one of k samples passes; pass^k: that all k pass (unbiased estimators). A flaky case's samples "
              "disagree.", "",
              "| variant | " + " | ".join(f"pass@{k}" for k in ks) + " | " + " | ".join(f"pass^{k}" for k in ks)
              + " | flaky cases |",
              "|---|" + "---:|" * (2 * len(ks) + 1)]
-    for v in repeated:
-        r = v.repeats
+    for name, r in repeated:
         cells = [f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "–" for k in ks]
         cells += [f"{r.pass_hat_k[k]:.1%}" if k in r.pass_hat_k else "–" for k in ks]
-        lines.append(f"| {v.name} | " + " | ".join(cells) + f" | {len(r.flaky_cases)} |")
-    for v in repeated:
-        fractions = ", ".join(f"{key}: {count}" for key, count in v.repeats.case_pass_fractions.items())
-        lines += ["", f"Cases of `{v.name}` by samples passed: {fractions}"]
-        if v.repeats.flaky_cases:
-            lines.append(_listed(v.name, v.repeats.flaky_cases).replace("- ", "Flaky in ", 1))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(r.flaky_cases)} |")
+    for name, r in repeated:
+        fractions = ", ".join(f"{key}: {count}" for key, count in r.case_pass_fractions.items())
+        lines += ["", f"Cases of `{name}` by samples passed: {fractions}"]
+        if r.flaky_cases:
+            lines.append(_listed(name, r.flaky_cases).replace("- ", "Flaky in ", 1))
     return "\n".join(lines)
 
 

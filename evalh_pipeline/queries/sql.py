@@ -10,16 +10,28 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.errors import UserError
 
-try:
-    # DuckDB's engine itself: the `duckdb` package re-exports this C++ extension and adds a
-    # pure-Python relational API that these queries never use, and that alone costs about
-    # 0.1 s to import, a fifth of the budget of `evalh compare` as a whole process.
-    import _duckdb as duckdb
-except ImportError:  # a DuckDB release that does not ship the engine as `_duckdb`
-    import duckdb
+if TYPE_CHECKING:
+    import duckdb as duckdb  # the same API as _duckdb; re-exported for the other queries
+else:
+    try:
+        # DuckDB's engine itself: the `duckdb` package re-exports this C++ extension and adds a
+        # pure-Python relational API that these queries never use, and that alone costs about
+        # 0.1 s to import, a fifth of the budget of `evalh compare` as a whole process.
+        import _duckdb as duckdb
+    except ImportError:  # a DuckDB release that does not ship the engine as `_duckdb`
+        import duckdb
+
+
+def one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate); DuckDB types it maybe-None."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the query returned no row")
+    return row
 
 TRACE_COLUMNS = {
     "schema_version": "VARCHAR",
@@ -117,7 +129,7 @@ def load_table(con: duckdb.DuckDBPyConnection, name: str, path: Path, columns: d
             f"{MAX_RECORD_BYTES // (1024 * 1024)} MB): {message}"
         ) from None
     check_versions(con, name, what)
-    (rows,) = con.execute(f"SELECT count(*) FROM {name}").fetchone()
+    rows: int = one_row(con.execute(f"SELECT count(*) FROM {name}"))[0]
     if strict:
         return rows
     expected = count_complete_lines(path)

@@ -170,7 +170,7 @@ def paired_stats(con: Any, baseline: str, store: Store | None = None, cluster_by
     found: dict[tuple[Any, Any], PairedStats] = {}
     todo = []
     for name in names:
-        known = store.recall(_PAIRED_MEMO, name, memo_key) if store is not None and name is not None else None
+        known: Any = store.recall(_PAIRED_MEMO, name, memo_key) if store is not None and name is not None else None
         try:
             found.update({(variant, name): PairedStats.model_validate(stats) for variant, stats in known})
         except (TypeError, ValueError):  # nothing remembered (None), or not in this shape: computed again

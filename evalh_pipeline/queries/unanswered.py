@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalh_pipeline.queries.sql import connect, jsonl_table
+from evalh_pipeline.queries.sql import connect, jsonl_table, one_row
 
 _COLUMNS = {
     "error": "STRUCT(type VARCHAR, message VARCHAR)",
@@ -48,13 +48,13 @@ def unanswered_run(traces: Path) -> Unanswered | None:
     con = connect()
     try:
         unanswered = "error IS NOT NULL AND output.final_answer IS NULL AND output.structured IS NULL"
-        cells, silent = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE {unanswered}) FROM {table}").fetchone()
+        cells, silent = one_row(con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {unanswered}) FROM {table}"))
         if not cells or silent != cells:
             return None
-        error_type, message, count = con.execute(
+        error_type, message, count = one_row(con.execute(
             f"SELECT coalesce(error.type, '?'), coalesce(error.message, ''), count(*) AS n FROM {table} "
-            "GROUP BY ALL ORDER BY n DESC, 1, 2 LIMIT 1").fetchone()
+            "GROUP BY ALL ORDER BY n DESC, 1, 2 LIMIT 1"))
     finally:
         con.close()
     return Unanswered(cells=cells, error_type=error_type, message=message, count=count)

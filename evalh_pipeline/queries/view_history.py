@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from evalh_pipeline.queries.cell_store import answer_again, drop_rows
 from evalh_pipeline.queries.cells import PASS_FRACTIONS_SQL, load_cells, run_pass_criteria
-from evalh_pipeline.queries.sql import connect
+from evalh_pipeline.queries.sql import connect, one_row
 from evalh_pipeline.queries.view_answers import CellAnswer, cell_answers
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -68,8 +68,8 @@ def _eval_history(runs: Sequence[RunDirectory], *, offset: int, limit: int, unst
         for run, variant, cases, passed in con.execute(RATES_SQL).fetchall():
             page.rates[(run, variant)] = (cases, passed)
         con.execute(UNSTABLE_SQL)
-        page.total_cases, page.unstable_cases = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE unstable) FROM case_stability").fetchone()
+        page.total_cases, page.unstable_cases = one_row(con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE unstable) FROM case_stability"))
         where = "WHERE unstable" if unstable_only else ""
         page.cases = [(c, bool(u)) for c, u in con.execute(
             f"SELECT case_id, unstable FROM case_stability {where} ORDER BY unstable DESC, case_id "

@@ -40,7 +40,7 @@ from evalh_pipeline.queries.significance import (
     score_sql,
     scores_by_group,
 )
-from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
+from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect, one_row
 from evalh_pipeline.queries.view_answers import CellAnswer, cell_answers
 from evalh_pipeline.store.run_dir import RunDirectory
 
@@ -268,7 +268,7 @@ class RunCells:
             source = f"(SELECT DISTINCT case_id FROM cells) WHERE {' AND '.join(conditions)}"
         else:
             source = "(SELECT DISTINCT case_id FROM cell_traces)"
-        (total,) = self.con.execute(f"SELECT count(*) FROM {source}", params).fetchone()
+        (total,) = one_row(self.con.execute(f"SELECT count(*) FROM {source}", params))
         cases = [c for (c,) in self.con.execute(
             f"SELECT case_id FROM {source} ORDER BY case_id LIMIT {int(limit)} OFFSET {int(offset)}", params).fetchall()]
         page = MatrixPage(total=total, offset=offset, limit=limit, cases=cases)
@@ -283,12 +283,12 @@ class RunCells:
     def neighbours(self, case_id: str) -> CaseNeighbours:
         """The cases before and after ``case_id`` in the matrix's order, and the next failed one."""
         self._cells()
-        row = self.con.execute(
+        row = one_row(self.con.execute(
             """SELECT (SELECT max(case_id) FROM cells WHERE case_id < $id),
                       (SELECT min(case_id) FROM cells WHERE case_id > $id),
                       (SELECT min(case_id) FROM cells WHERE case_id > $id AND NOT coalesce(passed, false)),
                       (SELECT min(case_id) FROM cells WHERE NOT coalesce(passed, false))""",
-            {"id": case_id}).fetchone()
+            {"id": case_id}))
         previous, following, next_failed, first_failed = row
         # After the last failure, the next one is the first again (as a search wraps around).
         return CaseNeighbours(previous, following, next_failed or (first_failed if first_failed != case_id else None))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evalh_pipeline.queries.sql import MAX_RECORD_BYTES, connect
-from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
+from evalh_pipeline.queries.sql import duckdb  # the engine module sql.py picked
 from evalh_pipeline.store.run_dir import RunDirectory
 
 EXCERPT_BEFORE, EXCERPT_CHARS = 60, 200

@@ -46,7 +46,7 @@ class CaseEvaluatorGroup(Evaluator):
         built = self._built.get(digest)
         if built is None:
             built = EVALUATORS.get(entry.type)(entry.name, entry.type, entry.config, self.context)
-            built.config_hash = digest  # type: ignore[attr-defined]
+            built.config_hash = digest
             self._built[digest] = built
         return built
 

@@ -115,10 +115,8 @@ class UserSimulatorConfig(SystemConfigModel):
         return self
 
 
-class UserSimulatorSystem(SystemAdapter):
+class UserSimulatorSystem(SystemAdapter[UserSimulatorConfig]):
     """Drives a conversation between a simulated user (an LLM) and ``inner_system``."""
-
-    Config = UserSimulatorConfig
 
     @classmethod
     def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ README ("Webhook output").
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 from pydantic import Field, field_validator, model_validator
@@ -263,10 +263,8 @@ def _json_or_empty(response: httpx.Response) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class WebhookStore(TraceStore):
+class WebhookStore(TraceStore[WebhookConfig]):
     """``output: [{type: webhook, ...}]``: posts the run when its summary is written."""
-
-    Config: ClassVar[type[StoreConfig]] = WebhookConfig
 
     @property
     def label(self) -> str:

@@ -56,7 +56,7 @@ def mcnemar_exact_p_value(worse: int, better: int) -> float:
         for i in range(low + 1):
             tail += term
             term = term * (moved - i) // (i + 1)
-        return min(1.0, 2 * tail / 2**moved)
+        return min(1.0, 2 * tail / (1 << moved))
     # log C(moved, i) - moved*log 2, summed from the largest term (i = low) downwards.
     log_half = moved * math.log(2.0)
 

@@ -25,7 +25,7 @@ def _exact_p(r_plus: float, n: int) -> float:
             counts[s] += counts[s - rank]
     low = min(r_plus, total - r_plus)
     tail = sum(counts[: math.floor(low) + 1])
-    return min(1.0, 2.0 * tail / 2 ** n)
+    return min(1.0, 2.0 * tail / (1 << n))
 
 
 def wilcoxon_signed_rank(differences: Mapping[float, int]) -> float | None:

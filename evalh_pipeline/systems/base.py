@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar
 
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.containers import Sandbox
 from evalh_pipeline.models import EvalCase, RunVariant, ToolCall, ToolResult, TraceMessage, TraceMetrics, TraceOutput
@@ -107,14 +109,18 @@ class SystemConfigModel(BaseModel):
         return {}
 
 
-class SystemAdapter(ABC):
+SystemConfigT = TypeVar("SystemConfigT", bound=SystemConfigModel, default=SystemConfigModel, covariant=True)
+
+
+class SystemAdapter(Configured[SystemConfigT], ABC):
     """One configured way to call the system under test; one instance per variant.
 
-    Subclasses set ``Config`` (validated when the eval loads) and implement :meth:`run`.
+    Subclasses name their config model as the parameter (``class Mine(SystemAdapter[MineConfig])``,
+    validated when the eval loads) and implement :meth:`run`.
     :meth:`start` and :meth:`close` bracket a run (open and close clients, pools).
     """
 
-    Config: ClassVar[type[SystemConfigModel]] = SystemConfigModel
+    Config: ClassVar[type[SystemConfigModel]]  # set from the generic parameter (common/configured.py)
 
     @property
     def stops_on_timeout(self) -> bool:
@@ -125,7 +131,7 @@ class SystemAdapter(ABC):
     def __init__(self, variant: RunVariant, context: SystemContext) -> None:
         self.variant = variant
         self.context = context
-        self.config = self.Config.model_validate(variant.config)
+        self.config = self._validated_config(variant.config)
 
     @classmethod
     def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:

@@ -86,7 +86,7 @@ class CliConfig(SystemConfigModel):
         return self
 
 
-class CliSystem(SystemAdapter):
+class CliSystem(SystemAdapter[CliConfig]):
     """Runs ``command`` (an argv list, never a shell) once per cell; POSIX only.
 
     - ``command`` items may hold ``{{ case.<path> }}`` and ``{{ case_json }}`` templates,
@@ -124,8 +124,6 @@ class CliSystem(SystemAdapter):
       timeout), the whole group is killed with SIGKILL and the command reaped before the
       cancellation propagates.
     """
-
-    Config = CliConfig
 
     async def start(self) -> None:
         cfg = self.config
@@ -298,6 +296,7 @@ async def _run_process(argv: list[str], *, stdin: bytes | None, cwd: Path, env: 
     try:
         if stdin is not None:
             pipe = transport.get_pipe_transport(0)
+            assert isinstance(pipe, asyncio.WriteTransport)  # stdin=PIPE
             pipe.write(stdin)  # buffered by the transport; a command that never reads is fine
             pipe.close()
         await asyncio.shield(proto.exited)  # a cancelled await must not cancel the exit signal itself

@@ -115,11 +115,8 @@ def sweep_dead_runs(runtime: ContainerRuntime) -> list[str]:
     return removed
 
 
-class DockerSystem(ServiceSystem):
+class DockerSystem(ServiceSystem[DockerConfig]):
     """A service container per variant; cells go to the inner adapter (see the module docstring)."""
-
-    Config = DockerConfig
-    config: DockerConfig
 
     _container: str | None = None
     _relay: asyncio.Server | None = None

@@ -122,11 +122,8 @@ def sweep_dead_runs(parent: Path | None = None) -> list[Path]:
     return removed
 
 
-class GitBranchSystem(ServiceSystem):
+class GitBranchSystem(ServiceSystem[GitBranchConfig]):
     """A branch's service per variant; cells go to the inner adapter (see the module docstring)."""
-
-    Config = GitBranchConfig
-    config: GitBranchConfig
 
     _folder: Path | None = None
     _worktree: Path | None = None

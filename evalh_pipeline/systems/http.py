@@ -10,7 +10,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
-from jsonpath_ng.ext import parse as parse_jsonpath
+from jsonpath_ng.ext.parser import parse as parse_jsonpath
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from yarl import URL
 
@@ -281,7 +281,7 @@ def _request_url(cfg: HttpConfig) -> URL:
     return URL(str(httpx.URL(cfg.endpoint).copy_merge_params(params)))
 
 
-class HttpSystem(SystemAdapter):
+class HttpSystem(SystemAdapter[HttpConfig]):
     """Sends one request per cell and maps the JSON response into the trace.
 
     - A workspace's host path goes to the service (``{{ workspace.path }}``, the
@@ -310,8 +310,6 @@ class HttpSystem(SystemAdapter):
     - 5xx -> ``http_5xx``; other non-2xx, non-JSON, bodies over ``max_response_bytes`` and
       network errors -> ``adapter_error``. Timeouts are the runner's.
     """
-
-    Config = HttpConfig
 
     @classmethod
     def works_outside_sandbox(cls, config: dict[str, Any]) -> bool:
@@ -438,7 +436,7 @@ class HttpSystem(SystemAdapter):
                 if cfg.stream and 200 <= status < 300 and (
                         fmt != "sse" or "text/event-stream" in content_type.lower()):
                     stream = self._new_stream(started)
-                    raw = b""
+                    raw: bytes | None = b""
                     try:
                         await READERS[fmt](resp, stream, cfg.max_response_bytes)
                     except StreamTooLarge:
@@ -568,7 +566,7 @@ def _text(values: list[Any] | None, sep: str) -> str | None:
         if value is None:
             continue
         if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, ...]
-            texts = [p.get("text") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            texts: list[str] = [p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
             parts.append("".join(texts) if texts else json.dumps(value, ensure_ascii=False))
         elif isinstance(value, str):
             parts.append(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
+from jsonpath_ng.ext.parser import parse as parse_jsonpath
 from jsonpath_ng.jsonpath import Child, Fields, Index, Root
 
 _MISSING = object()

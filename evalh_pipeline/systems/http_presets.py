@@ -22,7 +22,8 @@ def _chat_messages(case: dict[str, Any]) -> list[Any] | None:
     """OpenAI/Anthropic-style messages from ``case.input.messages`` or ``case.input.user_message``."""
     data = case.get("input") or {}
     if isinstance(data.get("messages"), list):
-        return data["messages"]
+        messages: list[Any] = data["messages"]
+        return messages
     if data.get("user_message") is not None:
         return [{"role": "user", "content": data["user_message"]}]
     return None

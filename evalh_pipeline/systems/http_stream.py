@@ -316,7 +316,8 @@ class MappedStream(Stream):
             self.done = True
 
     def _call_fragment(self, item: dict[str, Any]) -> None:
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        function = item.get("function")
+        fn: dict[str, Any] = function if isinstance(function, dict) else item
         name, args = fn.get("name"), fn.get("arguments", fn.get("args", fn.get("input")))
         slot = None
         if item.get("index") is not None:

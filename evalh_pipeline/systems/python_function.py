@@ -70,7 +70,7 @@ class PythonFunctionConfig(SystemConfigModel):
     workers: int | None = Field(default=None, ge=1)
 
 
-class PythonFunctionSystem(SystemAdapter):
+class PythonFunctionSystem(SystemAdapter[PythonFunctionConfig]):
     """Calls ``target(case: dict, variant: dict)``; see the module doc for ``isolation``.
 
     The eval's folder and the working directory are importable. With a workspace,
@@ -78,8 +78,6 @@ class PythonFunctionSystem(SystemAdapter):
     workspace's container is in ``variant["_workspace_sandbox"]`` (``container``,
     ``exec_prefix``, ...): the function changes the files through it.
     """
-
-    Config = PythonFunctionConfig
 
     @property
     def stops_on_timeout(self) -> bool:
@@ -98,7 +96,7 @@ class PythonFunctionSystem(SystemAdapter):
     async def start(self) -> None:
         # Encoded once per run (a variant JSON cannot hold fails here, at start, not in every
         # cell); each cell's target gets its own copy, decoded from these bytes.
-        self._variant_json = self.variant.model_dump_json(exclude=_NOT_FOR_TARGET).encode()
+        self._variant_json = self.variant.model_dump_json(exclude=set(_NOT_FOR_TARGET)).encode()
         self._workers: WorkerPool | None = None
         if self.config.isolation == "process":
             size = self.config.workers or max(1, min(self.context.max_concurrency, os.cpu_count() or 1))
@@ -209,7 +207,8 @@ def resolve_target(target: str, eval_dir: Path | str, init_kwargs: dict[str, Any
         raise AdapterError(f"{module_name!r} has no callable {attr!r}")
     if init_kwargs is not None:
         fn = fn(**init_kwargs)
-    return fn
+    function: Callable[..., Any] = fn
+    return function
 
 
 def _forget_if_shadowed(module_name: str, eval_dir: Path) -> None:
@@ -330,6 +329,7 @@ class WorkerPool:
             stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=2**20,
         )
         worker = _Worker(process)
+        assert process.stdout is not None and process.stderr is not None  # created with PIPE
         worker.stderr = asyncio.create_task(_forward_stderr(process.stderr))
         hello = await _read_frame(process.stdout)
         if hello is None or "start_error" in hello:
@@ -340,6 +340,7 @@ class WorkerPool:
 
     async def _read(self, worker: _Worker) -> None:
         stream = worker.process.stdout
+        assert stream is not None  # created with PIPE
         while True:
             try:
                 reply = await _read_frame(stream)
@@ -347,7 +348,8 @@ class WorkerPool:
                 reply = None
             if reply is None:
                 break
-            future = worker.pending.pop(reply.get("id"), None)
+            ident = reply.get("id")
+            future = worker.pending.pop(ident, None) if isinstance(ident, int) else None
             if future is not None and not future.done():
                 future.set_result(reply)
         code = await worker.process.wait()
@@ -365,8 +367,10 @@ class WorkerPool:
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             worker.pending[ident] = future
             try:
-                _write_frame(worker.process.stdin, {"id": ident, "case": case, "variant": variant})
-                await worker.process.stdin.drain()
+                stdin = worker.process.stdin
+                assert stdin is not None  # created with PIPE
+                _write_frame(stdin, {"id": ident, "case": case, "variant": variant})
+                await stdin.drain()
                 reply = await future
             except WorkerLost:
                 continue  # another cell's timeout killed this worker: start over on a fresh one
@@ -483,6 +487,7 @@ async def _read_frame(stream: asyncio.StreamReader) -> dict[str, Any] | None:
 
     try:
         header = await stream.readexactly(HEADER.size)
-        return json.loads(await stream.readexactly(HEADER.unpack(header)[0]))
+        frame: dict[str, Any] = json.loads(await stream.readexactly(HEADER.unpack(header)[0]))
+        return frame
     except asyncio.IncompleteReadError:
         return None

@@ -135,7 +135,7 @@ def main(argv: list[str]) -> None:
             if body is None:
                 break
             request = json.loads(body)
-            loop.call_soon_threadsafe(lambda r=request: loop.create_task(call(r)))
+            loop.call_soon_threadsafe(loop.create_task, call(request))  # the coroutine runs on the loop
         # End of input: the parent is gone or done. Leave at once, even if a call blocks the loop.
         os._exit(0)
 

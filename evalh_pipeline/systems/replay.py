@@ -21,7 +21,7 @@ class ReplayConfig(SystemConfigModel):
     model_config = ConfigDict(extra="allow")
 
 
-class ReplaySystem(SystemAdapter):
+class ReplaySystem(SystemAdapter[ReplayConfig]):
     """Returns each case's ``embedded_trace`` as the cell's response (or, when the case has
     ``embedded_traces``, a mapping of variant name to trace, the variant's own).
 
@@ -31,8 +31,6 @@ class ReplaySystem(SystemAdapter):
     ``systems[].metadata.source``, else the trace's ``extra.source_platform``). A case
     without an embedded trace fails its cell (``adapter_error``).
     """
-
-    Config = ReplayConfig
 
     async def run(self, case: EvalCase, workspace: Workspace | None) -> SystemResponse:
         extra_keys = case.model_extra or {}

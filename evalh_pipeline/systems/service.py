@@ -11,6 +11,7 @@ from abc import abstractmethod
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
+from typing_extensions import TypeVar
 
 from evalh_pipeline.common.http_client import HttpClient, HttpError
 from evalh_pipeline.common.tls import default_ssl_context
@@ -85,14 +86,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class ServiceSystem(SystemAdapter):
+# Each service system (git_branch, docker) adds its own keys to ServiceConfig.
+ServiceConfigT = TypeVar("ServiceConfigT", bound=ServiceConfig, default=ServiceConfig, covariant=True)
+
+
+class ServiceSystem(SystemAdapter[ServiceConfigT]):
     """Starts a service once per variant, waits until healthy, delegates each cell to the inner adapter.
 
     A service that never gets healthy fails :meth:`start` with its last output lines; the runner
     then fails every cell of the variant with that message and the run goes on.
     """
 
-    config: ServiceConfig
     _inner: SystemAdapter | None = None
     _ran: str = ""  # the commit or image the service was started from
 

@@ -29,7 +29,7 @@ from evalh_pipeline.queries.calibration import EvaluatorCalibration, run_calibra
 from evalh_pipeline.queries.cell_store import answer_again
 from evalh_pipeline.queries.compare import compare_runs
 from evalh_pipeline.queries.sql import UnreadableRecordsError
-from evalh_pipeline.queries.sql import duckdb  # type: ignore[attr-defined]  # the engine module sql.py picked
+from evalh_pipeline.queries.sql import duckdb  # the engine module sql.py picked
 from evalh_pipeline.queries.view_cell import read_artifact, read_case
 from evalh_pipeline.queries.view_history import eval_history
 from evalh_pipeline.queries.rate_limits import rate_limit_records

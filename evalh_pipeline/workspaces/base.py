@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypeVar
 
 from evalh_pipeline.errors import CellError
 from evalh_pipeline.models import EvalCase, FileEntry, FilesystemArtifact, RunVariant
@@ -41,6 +42,7 @@ from evalh_pipeline.workspaces.artifacts import ARTIFACT_FILE, dump_artifact
 from evalh_pipeline.workspaces.diffing import DiffLimits, build_file_diff, render_diff_text
 from evalh_pipeline.workspaces.manifest import HASH_ALGORITHM, Snapshot, hash_bytes, key_to_path, take_snapshot
 from evalh_pipeline.workspaces.ownership import create_container, recover_stale
+from evalh_pipeline.common.configured import Configured
 from evalh_pipeline.common.trees import remove_tree, tree_bytes
 from evalh_pipeline.store.object_storage import FsspecObjectStorage, artifact_key, storage_for
 from evalh_pipeline.common.copying import copy_tree
@@ -107,6 +109,13 @@ class WorkspaceConfigModel(BaseModel):
             raise ValueError(f"object_storage must be a URL such as file:///abs/path, memory://name or s3://bucket/prefix, got {value!r}")
         return value
 
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        """(key, message) for config values that validate but name things that do not exist."""
+        return []
+
+
+WorkspaceConfigT = TypeVar("WorkspaceConfigT", bound=WorkspaceConfigModel, default=WorkspaceConfigModel, covariant=True)
+
 
 @dataclass(frozen=True)
 class WorkspaceContext:
@@ -141,10 +150,10 @@ class WorkspaceError(CellError, RuntimeError):
     """A workspace could not be prepared or collected (the cell errors as ``workspace_error``)."""
 
 
-class WorkspaceAdapter(ABC):
+class WorkspaceAdapter(Configured[WorkspaceConfigT], ABC):
     """One configured workspace type for a run; builds, collects and removes cell workspaces."""
 
-    Config: ClassVar[type[WorkspaceConfigModel]] = WorkspaceConfigModel
+    Config: ClassVar[type[WorkspaceConfigModel]]  # set from the generic parameter (common/configured.py)
     kind: ClassVar[str] = "base"
     # Top-level names left out of manifests (git's own folder).
     exclude_top: ClassVar[frozenset[str]] = frozenset()
@@ -153,7 +162,7 @@ class WorkspaceAdapter(ABC):
     sandboxed: ClassVar[bool] = False
 
     def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
-        self.config = self.Config.model_validate(config)
+        self.config = self._validated_config(config)
         self.context = context
         self.base_path = self._base_path()
         self.storage: FsspecObjectStorage = storage_for(self.config.object_storage, context.run_dir / "artifacts",
@@ -161,11 +170,6 @@ class WorkspaceAdapter(ABC):
         self.limits = DiffLimits(max_file_bytes=self.config.max_diff_file_bytes, max_diff_bytes=self.config.max_diff_bytes)
         self.totals = WorkspaceAccounting()
         self._totals_lock = threading.Lock()  # cells clean up in worker threads
-
-    @classmethod
-    def config_problems(cls, config: WorkspaceConfigModel, eval_dir: Path) -> list[tuple[str, str]]:
-        """(key, message) for config values that validate but name things that do not exist."""
-        return []
 
     def _base_path(self) -> Path:
         if self.config.base_path:

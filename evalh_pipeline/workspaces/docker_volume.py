@@ -49,13 +49,11 @@ class DockerVolumeConfig(TempdirSnapshotConfig, SandboxSpec):
         return SandboxSpec.model_validate(self.model_dump(include=set(SandboxSpec.model_fields)))
 
 
-class DockerVolumeWorkspace(TempdirSnapshotWorkspace):
+class DockerVolumeWorkspace(TempdirSnapshotWorkspace[DockerVolumeConfig]):
     """A sandbox container per cell; the files are diffed as tempdir_snapshot's are."""
 
-    Config = DockerVolumeConfig
     kind = "docker_volume"
     sandboxed = True
-    config: DockerVolumeConfig
 
     def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
         super().__init__(config, context)

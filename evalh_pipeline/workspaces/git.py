@@ -27,6 +27,7 @@ from evalh_pipeline.workspaces.base import (
     PreparedWorkspace,
     WorkspaceAdapter,
     WorkspaceConfigModel,
+    WorkspaceContext,
     WorkspaceError,
     fixture_folder_problem,
     relative_config_path,
@@ -68,6 +69,10 @@ class GitWorkspaceConfig(WorkspaceConfigModel):
     @classmethod
     def _relative(cls, value: str) -> str:
         return relative_config_path(value, "source_repo")
+
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        problem = fixture_folder_problem(self.source_repo, eval_dir, "source folder")
+        return [("source_repo", problem)] if problem else []
 
 
 def run_git(cwd: Path, *args: str | bytes, trusted: tuple[Path, ...] = (),
@@ -119,22 +124,16 @@ def is_repository_root(path: Path) -> bool:
     return Path(top).resolve() == path.resolve()
 
 
-class GitWorkspace(WorkspaceAdapter):
+class GitWorkspace(WorkspaceAdapter[GitWorkspaceConfig]):
     """A shallow clone per cell, committed before and after the run."""
 
-    Config = GitWorkspaceConfig
     kind = "git"
     exclude_top = frozenset({".git"})
 
-    def __init__(self, config: dict[str, Any], context) -> None:  # noqa: ANN001 - WorkspaceContext
+    def __init__(self, config: dict[str, Any], context: WorkspaceContext) -> None:
         super().__init__(config, context)
         self.source = resolve_input_path(self.config.source_repo, context.eval_dir)
         self._source_is_repo: bool | None = None
-
-    @classmethod
-    def config_problems(cls, config: GitWorkspaceConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        problem = fixture_folder_problem(config.source_repo, eval_dir, "source folder")
-        return [("source_repo", problem)] if problem else []
 
     def _seed(self, workspace: PreparedWorkspace) -> None:
         tree = workspace.path

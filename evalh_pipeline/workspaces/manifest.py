@@ -23,12 +23,17 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Protocol
 
 from evalh_pipeline.common.file_kinds import NotARegularFile, open_regular, special_kind
 from evalh_pipeline.models import FileEntry, FileManifest
 
+_blake3: ModuleType | None
 try:  # the `fast` extra
-    import blake3 as _blake3
+    import blake3
+
+    _blake3 = blake3
 except ImportError:  # pragma: no cover - exercised only without the extra
     _blake3 = None
 
@@ -36,9 +41,18 @@ HASH_ALGORITHM = "blake3" if _blake3 is not None else "sha256"
 _CHUNK = 1 << 20
 
 
-def new_hasher():  # noqa: ANN201 - hashlib and blake3 objects share no public base class
+class Hasher(Protocol):
+    """What hashlib's and blake3's hashers share (they have no common base class)."""
+
+    def update(self, data: bytes, /) -> object: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def new_hasher() -> Hasher:
     """A fresh hasher of :data:`HASH_ALGORITHM`."""
-    return _blake3.blake3() if _blake3 is not None else hashlib.sha256()
+    hasher: Hasher = _blake3.blake3() if _blake3 is not None else hashlib.sha256()
+    return hasher
 
 
 def hash_bytes(data: bytes) -> str:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from pydantic import field_validator
+from typing_extensions import TypeVar
 
 from evalh_pipeline.config.paths import resolve_input_path
 from evalh_pipeline.workspaces.base import (
@@ -37,17 +38,19 @@ class TempdirSnapshotConfig(WorkspaceConfigModel):
     def _relative(cls, value: str | None) -> str | None:
         return None if value is None else relative_config_path(value, "copy_from")
 
+    def config_problems(self, eval_dir: Path) -> list[tuple[str, str]]:
+        problem = fixture_folder_problem(self.copy_from, eval_dir, "fixture folder") if self.copy_from else None
+        return [("copy_from", problem)] if problem else []
 
-class TempdirSnapshotWorkspace(WorkspaceAdapter):
+
+# docker_volume's workspace is this one with more keys.
+TempdirSnapshotConfigT = TypeVar("TempdirSnapshotConfigT", bound=TempdirSnapshotConfig, default=TempdirSnapshotConfig, covariant=True)
+
+
+class TempdirSnapshotWorkspace(WorkspaceAdapter[TempdirSnapshotConfigT]):
     """Copy, snapshot, diff: the portable workspace."""
 
-    Config = TempdirSnapshotConfig
     kind = "tempdir_snapshot"
-
-    @classmethod
-    def config_problems(cls, config: TempdirSnapshotConfig, eval_dir: Path) -> list[tuple[str, str]]:
-        problem = fixture_folder_problem(config.copy_from, eval_dir, "fixture folder") if config.copy_from else None
-        return [("copy_from", problem)] if problem else []
 
     @property
     def source(self) -> Path | None:

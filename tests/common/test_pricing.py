@@ -163,10 +163,8 @@ class TokenConfig(SystemConfigModel):
     cost: float | None = None
 
 
-class TokenSystem(SystemAdapter):
+class TokenSystem(SystemAdapter[TokenConfig]):
     """Reports tokens and (optionally) a cost; never a network call."""
-
-    Config = TokenConfig
 
     async def run(self, case, workspace):
         metrics = TraceMetrics(token_input=self.config.token_input, token_output=self.config.token_output,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import textwrap
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import evalh_pipeline
 from tests.support.evalh_process import run_evalh
 
 PLUGIN = Path(__file__).parent / "fixture_plugin" / "evalh_fixture_plugin.py"
@@ -121,3 +123,15 @@ def test_plugin_store_and_enricher_are_used_from_yaml_by_type_name(tmp_path, plu
     unknown = run_evalh(["run", "--dry-run", str(path)], {**plugin_env, "PYTHONPATH": ""}, tmp_path)
     said = " ".join(unknown.stderr.split())
     assert unknown.returncode == 1 and "unknown output type 'traces_copy'" in said and "unknown enricher 'stamp'" in said
+
+
+def test_the_plugin_imports_nothing_from_evalh_pipeline_but_its_public_api() -> None:
+    imported: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(PLUGIN.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evalh_pipeline"):
+            imported += [(node.module or "", alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            assert not any(alias.name.startswith("evalh_pipeline") for alias in node.names)
+    assert imported, "the plugin is built on evalh_pipeline"
+    assert {module for module, _ in imported} == {"evalh_pipeline"}
+    assert {name for _, name in imported} <= set(evalh_pipeline.__all__)

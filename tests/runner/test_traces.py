@@ -25,10 +25,9 @@ class ScriptedConfig(SystemConfigModel):
     fail_first: int = 0
 
 
-class ScriptedSystem(SystemAdapter):
+class ScriptedSystem(SystemAdapter[ScriptedConfig]):
     """A system whose behaviour per case id is scripted from YAML: ok, raise, hang, 5xx."""
 
-    Config = ScriptedConfig
     in_flight = 0
     max_in_flight = 0
     calls: list[str] = []

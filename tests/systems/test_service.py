@@ -18,10 +18,9 @@ from tests.support.http_server import Answer, free_port, port_of, serve_http
 pytestmark = pytest.mark.integration
 
 
-class LocalService(ServiceSystem):
+class LocalService(ServiceSystem[ServiceConfig]):
     """A "service" that is already listening on ``port`` (nothing to start or stop)."""
 
-    Config = ServiceConfig
     port = 0
     exited: str | None = None
 

@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 from urllib.parse import urlsplit
 
 from evalh_pipeline.errors import UserError
@@ -109,6 +109,10 @@ class RateLimits:
                                                  gate=self.gate)
         return found
 
+    @overload
+    def scoped(self, pool: str | None, url: str, credential: str | None) -> Limiter: ...
+    @overload
+    def scoped(self, pool: str | None, url: str | None, credential: str | None) -> Limiter | None: ...
     def scoped(self, pool: str | None, url: str | None, credential: str | None) -> Limiter | None:
         """The pool's limiter if one is named, else the endpoint's (None: neither)."""
         if pool is not None:

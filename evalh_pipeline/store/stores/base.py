@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypeVar
+
+from evalh_pipeline.common.configured import Configured
 
 from evalh_pipeline.errors import InfrastructureError
 
@@ -46,6 +49,9 @@ class StoreConfig(BaseModel):
         return value
 
 
+StoreConfigT = TypeVar("StoreConfigT", bound=StoreConfig, default=StoreConfig, covariant=True)
+
+
 @dataclass(frozen=True)
 class StoreContext:
     """Where relative paths in a store's config resolve, and the values never to print."""
@@ -66,20 +72,21 @@ class StoredRun:
     results: int = 0
 
 
-class TraceStore:
+class TraceStore(Configured[StoreConfigT]):
     """Base of every ``output[]`` type other than the run directory itself.
 
-    Subclasses set ``Config`` (validated at load, errors reported with file:line:key) and
+    Subclasses name their config model as the parameter (``class Mine(TraceStore[MineConfig])``;
+    validated at load, errors reported with file:line:key) and
     implement :meth:`write_run`. ``label`` names the store in warnings and in
     ``publish.jsonl`` without credentials.
     """
 
-    Config: ClassVar[type[StoreConfig]] = StoreConfig
+    Config: ClassVar[type[StoreConfig]]  # set from the generic parameter (common/configured.py)
     # False for a store the engine works in (local_files): nothing to copy.
     mirrors: ClassVar[bool] = True
 
     def __init__(self, config: Mapping[str, Any], context: StoreContext) -> None:
-        self.config = self.Config.model_validate(dict(config))
+        self.config = self._validated_config(dict(config))
         self.context = context
 
     @property
@@ -101,7 +108,7 @@ class TraceStore:
         """Release connections (default: nothing)."""
 
 
-class ReadableStore(TraceStore):
+class ReadableStore(TraceStore[StoreConfigT]):
     """A store the read-only commands can read runs back from."""
 
     def list_runs(self, namespace: Mapping[str, str] | None = None, eval_name: str | None = None) -> list[StoredRun]:

@@ -7,9 +7,14 @@ validates the entry.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import ConfigDict
 
 from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
+
+if TYPE_CHECKING:
+    from evalh_pipeline.store.run_dir import RunDirectory
 
 
 class LocalFilesConfig(StoreConfig):
@@ -19,11 +24,10 @@ class LocalFilesConfig(StoreConfig):
     path: str = "runs"
 
 
-class LocalFilesStore(TraceStore):
+class LocalFilesStore(TraceStore[LocalFilesConfig]):
     """Validation only: the run directory is the engine's own working surface."""
 
-    Config = LocalFilesConfig
     mirrors = False
 
-    def write_run(self, run_dir, stage: str) -> None:  # noqa: ANN001 - never called for local files
+    def write_run(self, run_dir: RunDirectory, stage: str) -> None:  # never called for local files
         return None

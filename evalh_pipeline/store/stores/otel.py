@@ -81,10 +81,8 @@ def _nanos(value: Any) -> int | None:
     return int(stamp.timestamp() * 1_000_000_000)
 
 
-class OtelStore(TraceStore):
+class OtelStore(TraceStore[OtelConfig]):
     """Exports each persisted trace as one span; records which were accepted."""
-
-    Config = OtelConfig
 
     @property
     def endpoint(self) -> str:
@@ -252,11 +250,11 @@ class OtelStore(TraceStore):
         exporter = OTLPSpanExporter(endpoint=self.endpoint, headers=dict(self.config.headers),
                                     timeout=self.config.timeout_seconds)
         try:
-            result = exporter.export(collect.spans)
+            exported = exporter.export(collect.spans)
         finally:
-            exporter.shutdown()
+            exporter.shutdown()  # type: ignore[no-untyped-call]  # opentelemetry leaves it unannotated
             provider.shutdown()
-        if result is not SpanExportResult.SUCCESS:
+        if exported is not SpanExportResult.SUCCESS:
             raise StoreError(f"{self.endpoint} did not accept {len(collect.spans)} span(s)")
 
 

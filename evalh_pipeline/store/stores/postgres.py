@@ -104,10 +104,8 @@ def dsn_passwords(dsn: str) -> frozenset[str]:
     return frozenset(v for v in found | words if len(v) >= 3)
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(SqlStore[PostgresConfig]):
     """A PostgreSQL database (psycopg 3)."""
-
-    Config = PostgresConfig
 
     def __init__(self, config: Mapping[str, Any], context: Any) -> None:
         super().__init__(config, context)

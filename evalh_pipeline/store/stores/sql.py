@@ -22,7 +22,7 @@ from typing import Any
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.store.stores import records
-from evalh_pipeline.store.stores.base import ReadableStore, StoredRun, StoreError, namespace_json
+from evalh_pipeline.store.stores.base import ReadableStore, StoreConfigT, StoredRun, StoreError, namespace_json
 from evalh_pipeline.store.stores.records import Row
 
 # Per-row tables: (logical name, key columns after run_id, extra indexed columns).
@@ -45,7 +45,7 @@ class Dialect:
         return self.tables[name]
 
 
-class SqlStore(ReadableStore):
+class SqlStore(ReadableStore[StoreConfigT]):
     """A :class:`ReadableStore` over a DB-API connection; subclasses connect and migrate."""
 
     dialect: Dialect
@@ -277,7 +277,8 @@ class SqlStore(ReadableStore):
 
 def _load_state(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return state
     except (FileNotFoundError, json.JSONDecodeError):
         return {}  # no or broken state: a full compare, nothing worse
 
@@ -285,4 +286,5 @@ def _load_state(path: Path) -> dict[str, Any]:
 def _as_dict(value: Any) -> dict[str, str] | None:
     if value is None or isinstance(value, dict):
         return value
-    return json.loads(value)
+    decoded: dict[str, str] = json.loads(value)
+    return decoded

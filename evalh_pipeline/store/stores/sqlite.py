@@ -77,10 +77,9 @@ class SqliteConfig(StoreConfig):
     path: str = "runs.db"
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(SqlStore[SqliteConfig]):
     """A SQLite file; safe for several processes on one machine (WAL, busy timeout)."""
 
-    Config = SqliteConfig
     dialect = SQLITE
 
     @property
