@@ -16,7 +16,7 @@ import pytest
 from evalh_pipeline.queries.calibration import run_calibration
 from evalh_pipeline.store.labels import read_labels
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+from tests.support.browser_page import fresh_page
 from tests.support.http_server import free_port
 from tests.support.judged_run import judged_run
 from tests.support.viewer_process import running_viewer
@@ -51,26 +51,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
+def page(served: Served, chromium: Any) -> Iterator[Any]:
     """A chromium page; on a failure, its screenshot and text go with the error."""
-    sync_playwright = browser_or_skip()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            opened = browser.new_page(viewport={"width": 1400, "height": 900})
-            opened.set_default_timeout(60_000)
-            dialogs: list[str] = []
-            opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            opened.dialogs = dialogs
-            try:
-                yield opened
-            except Exception as exc:
-                shot = served.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
-                opened.screenshot(path=str(shot), full_page=True)
-                exc.add_note(f"screenshot: {shot}\npage text:\n{opened.inner_text('body')[:3000]}")
-                raise
-        finally:
-            browser.close()
+    with fresh_page(chromium, served.log) as opened:
+        dialogs: list[str] = []
+        opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        opened.dialogs = dialogs
+        yield opened
 
 
 def test_a_hostile_answer_is_shown_as_inert_text(served, page):
