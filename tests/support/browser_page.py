@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +44,30 @@ def fresh_page(browser: Any, log: Path, viewport: tuple[int, int] = (1400, 900))
             raise
     finally:
         context.close()
+
+
+@dataclass
+class Watched:
+    """A chromium page and what it did besides: dialogs, script errors, requests."""
+
+    page: Any
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+def watch(page: Any, *, console_errors: bool = False) -> Watched:
+    """Record ``page``'s dialogs (dismissed), uncaught script errors (with ``console_errors``,
+    the console's errors too) and requests from now on."""
+    seen = Watched(page)
+
+    def on_dialog(dialog: Any) -> None:
+        seen.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    if console_errors:
+        page.on("console", lambda message: seen.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
+    page.on("request", lambda request: seen.requests.append(request.url))
+    return seen

@@ -31,6 +31,7 @@ from tests.view.support import (
     write_hostile_eval,
 )
 from tests.support.http_server import free_port
+from tests.support.browser_page import Watched, watch
 from tests.support.viewer_process import running_viewer
 
 pytestmark = pytest.mark.e2e
@@ -83,31 +84,12 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
         yield Viewer(url=url, runs=runs, shots=shots, run_ids=made)
 
 
-@dataclass
-class Watched:
-    """A browser page and everything it did: dialogs, console errors, requests, script errors."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-
-
 @pytest.fixture
 def watched(chromium: Any, viewer: Viewer) -> Iterator[Watched]:
     context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
-    seen = Watched(page)
-
-    def on_dialog(dialog: Any) -> None:
-        seen.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("console", lambda message: seen.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
-    page.on("request", lambda request: seen.requests.append(request.url))
+    seen = watch(page, console_errors=True)
     try:
         yield seen
     finally:

@@ -12,15 +12,13 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.browser_page import fresh_page
+from tests.support.browser_page import Watched, fresh_page, watch
 from tests.support.http_server import free_port
-from tests.support.viewer_process import running_viewer
+from tests.support.viewer_process import ServedRuns, running_viewer
 from tests.view.support import write_run
 
 pytestmark = pytest.mark.e2e
@@ -41,25 +39,8 @@ TREND = ((), (("c1", "candidate"),), (("c1", "candidate"), ("c2", "candidate"), 
 LIVE = "2026-04-01T00-00-00-000000_live"  # a run still running: no summary, its traces growing
 
 
-@dataclass
-class Served:
-    url: str
-    log: Path
-    runs: Path
-
-
-@dataclass
-class Watched:
-    """A chromium page and what it did besides: dialogs, uncaught script errors, requests."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRuns]:
     root = tmp_path_factory.mktemp("navigation")
     runs = root / "runs"
     write_run(runs, RUN, {
@@ -78,21 +59,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     write_run(runs, LIVE, {"c1": {"main": "first answer"}}, eval_name="live", complete=None)
     log = root / "view.log"
     with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
-        yield Served(url=url, log=log, runs=runs)
+        yield ServedRuns(url=url, runs=runs, log=log)
 
 
 @pytest.fixture
-def watched(served: Served, chromium: Any) -> Iterator[Watched]:
+def watched(served: ServedRuns, chromium: Any) -> Iterator[Watched]:
     with fresh_page(chromium, served.log) as page:
-        seen = Watched(page)
-
-        def on_dialog(dialog: Any) -> None:
-            seen.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        page.on("dialog", on_dialog)
-        page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
-        page.on("request", lambda request: seen.requests.append(request.url))
+        seen = watch(page)
         yield seen
         # Nothing injected ran, the viewer's own script raised nothing, nothing came from elsewhere.
         assert seen.dialogs == [] and seen.errors == []

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.browser_page import fresh_page
 from tests.support.http_server import free_port
-from tests.support.viewer_process import running_viewer
+from tests.support.viewer_process import ServedRuns, running_viewer
 from tests.view.support import hostile_run
 
 pytestmark = pytest.mark.e2e
@@ -31,14 +29,8 @@ RUNS = (("2026-06-01T00-00-00-000000_hostile", "2026-06-01T00:00:00Z"),
         ("2026-06-03T00-00-00-000000_hostile", "2026-06-03T00:00:00Z"))
 
 
-@dataclass
-class Served:
-    url: str
-    log: Path
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRuns]:
     root = tmp_path_factory.mktemp("order")
     runs = root / "runs"
     for run_id, created in RUNS:
@@ -47,11 +39,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         meta_path.write_text(json.dumps({**meta, "created_at": created}))
     log = root / "view.log"
     with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
-        yield Served(url=url, log=log)
+        yield ServedRuns(url=url, runs=runs, log=log)
 
 
 @pytest.fixture
-def page(served: Served, chromium: Any) -> Iterator[Any]:
+def page(served: ServedRuns, chromium: Any) -> Iterator[Any]:
     """A chromium page on the viewer; on a failure, its screenshot and text go with the error."""
     with fresh_page(chromium, served.log) as opened:
         yield opened
