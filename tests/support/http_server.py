@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -47,11 +48,19 @@ def _answering(answer: Answer) -> Connection:
     return handle
 
 
+async def serve_connections(connection: Connection, tls: ssl.SSLContext | None = None
+                            ) -> tuple[asyncio.Server, str]:
+    """A server on 127.0.0.1 (a free port) serving every connection with ``connection`` (over
+    TLS with ``tls``), and its base URL (``http(s)://127.0.0.1:PORT``). Use it with ``async with``."""
+    server = await asyncio.start_server(connection, LOOPBACK, 0, ssl=tls)
+    scheme = "https" if tls else "http"
+    return server, f"{scheme}://{LOOPBACK}:{server.sockets[0].getsockname()[1]}"
+
+
 async def serve_http(answer: Answer) -> tuple[asyncio.Server, str]:
     """A server on 127.0.0.1 (a free port) answering every request with ``answer(head)``,
     and its base URL (``http://127.0.0.1:PORT``). Use the server with ``async with``."""
-    server = await asyncio.start_server(_answering(answer), LOOPBACK, 0)
-    return server, f"http://{LOOPBACK}:{server.sockets[0].getsockname()[1]}"
+    return await serve_connections(_answering(answer))
 
 
 class ConnectionServer:
@@ -70,8 +79,8 @@ class ConnectionServer:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, LOOPBACK, 0))
-        self.port = int(self._server.sockets[0].getsockname()[1])
+        self._server, url = self._loop.run_until_complete(serve_connections(self._connection))
+        self.port = port_of(url)
         self._ready.set()
         self._loop.run_forever()
         # The connections close() cancelled end, then the loop is closed: left open, it is
