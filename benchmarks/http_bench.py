@@ -99,6 +99,30 @@ def ideal_makespan(n: int, concurrency: int) -> float:
     return end
 
 
+MENTIONS_SUBURB = ("  - name: mentions_suburb\n    type: contains_text\n"
+                   "    config: {any_of: [Richmond, Brunswick, Carlton, Fitzroy]}\n")
+
+
+def write_eval_yaml(folder: Path, name: str, systems: str, evaluators: str, concurrency: int) -> None:
+    """``folder``/eval.yaml over its cases.jsonl: ``systems`` and ``evaluators`` (YAML list items),
+    model_a the baseline variant, runs written under ``folder``/runs (shared by the HTTP benches)."""
+    (folder / "eval.yaml").write_text(f"""\
+eval:
+  name: {name}
+dataset:
+  type: jsonl
+  path: {folder.resolve()}/cases.jsonl
+systems:
+{systems}evaluators:
+{evaluators}run:
+  max_concurrency: {concurrency}
+  baseline_variant: model_a
+output:
+  - type: local_files
+    path: {folder.resolve()}/runs/
+""")
+
+
 def write_fixture(folder: Path, n: int, concurrency: int, endpoint: str, tool: str) -> Path:
     """cases.jsonl + eval.yaml for ``tool`` (each tool's own spelling of a streaming system)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -119,27 +143,9 @@ def write_fixture(folder: Path, n: int, concurrency: int, endpoint: str, tool: s
                          f"    stream_tool_call_field: \"$.choices[0].delta.tool_calls[0]\"\n")
         systems.append(f"  - name: {name}\n    adapter: http\n    provider: openai_chat\n{streaming}"
                        f"    endpoint: {endpoint}\n    timeout_seconds: 30\n")
-    (folder / "eval.yaml").write_text(f"""\
-eval:
-  name: http_bench
-dataset:
-  type: jsonl
-  path: {folder.resolve()}/cases.jsonl
-systems:
-{''.join(systems)}evaluators:
-  - name: calls_listing_tool
-    type: tool_called
-    config: {{tool_name: get_listing_details}}
-  - name: mentions_suburb
-    type: contains_text
-    config: {{any_of: [Richmond, Brunswick, Carlton, Fitzroy]}}
-run:
-  max_concurrency: {concurrency}
-  baseline_variant: model_a
-output:
-  - type: local_files
-    path: {folder.resolve()}/runs/
-""")
+    calls_tool = ("  - name: calls_listing_tool\n    type: tool_called\n"
+                  "    config: {tool_name: get_listing_details}\n")
+    write_eval_yaml(folder, "http_bench", "".join(systems), calls_tool + MENTIONS_SUBURB, concurrency)
     return folder
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measuring as bench  # noqa: E402 - the shared measuring helpers (re-execs under .venv if needed)
-from http_bench import Server, user_message  # noqa: E402
+from http_bench import MENTIONS_SUBURB, Server, user_message, write_eval_yaml  # noqa: E402
 from sse_server import SUBURBS  # noqa: E402
 
 WALL_RATIO, SHARE_429, KEY_TOLERANCE = 1.15, 0.10, 0.15
@@ -61,24 +61,7 @@ def write_fixture(folder: Path, n: int, concurrency: int, endpoint: str, keys: l
         f"  - name: {name}\n    adapter: http\n    provider: openai_chat\n    model: {name}\n    stream: true\n"
         f"    endpoint: {endpoint}\n    headers: {{Authorization: \"{key}\"}}\n    timeout_seconds: 120\n"
         for name, key in (("model_a", keys[0]), ("model_b", keys[-1])))
-    (folder / "eval.yaml").write_text(f"""\
-eval:
-  name: ratelimit_bench
-dataset:
-  type: jsonl
-  path: {folder.resolve()}/cases.jsonl
-systems:
-{systems}evaluators:
-  - name: mentions_suburb
-    type: contains_text
-    config: {{any_of: [Richmond, Brunswick, Carlton, Fitzroy]}}
-run:
-  max_concurrency: {concurrency}
-  baseline_variant: model_a
-output:
-  - type: local_files
-    path: {folder.resolve()}/runs/
-""")
+    write_eval_yaml(folder, "ratelimit_bench", systems, MENTIONS_SUBURB, concurrency)
     return folder
 
 

@@ -38,3 +38,9 @@ def test_every_in_process_http_fake_is_served_by_the_shared_loopback_helper() ->
     serving = sorted(str(path.relative_to(TESTS)) for path in TESTS.rglob("*.py")
                      if "HTTPServer(" in path.read_text() and path != Path(__file__))
     assert serving == sorted(["support/http_server.py", *_STANDALONE_SERVERS])
+
+
+def test_every_raw_socket_fake_listens_through_the_shared_loopback_helper() -> None:
+    listening = sorted(str(path.relative_to(TESTS)) for path in TESTS.rglob("*.py")
+                       if "asyncio.start_server(" in path.read_text() and path != Path(__file__))
+    assert listening == ["support/http_server.py"]

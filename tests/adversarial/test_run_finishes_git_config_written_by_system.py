@@ -12,12 +12,12 @@ Real `evalh run`, real git, a real repository as the source.
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
 
 import pytest
 
 from tests.support.evalh_process import run_evalh
+from tests.support.seed_workspace import write_seed
 
 pytestmark = pytest.mark.e2e
 
@@ -59,13 +59,8 @@ def run(case, variant):
 def test_git_settings_the_system_writes_never_run_during_evalhs_git_calls(tmp_path, env):
     folder = tmp_path / "ev"
     seed, marks = folder / "seed", tmp_path / "marks"
-    seed.mkdir(parents=True)
+    write_seed(seed, "seed\n", git=True)
     marks.mkdir()
-    (seed / "README.md").write_text("seed\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    subprocess.run([*git, "init", "-q", str(seed)], check=True)
-    subprocess.run([*git, "-C", str(seed), "add", "-A"], check=True)
-    subprocess.run([*git, "-C", str(seed), "commit", "-qm", "seed"], check=True)
     (folder / "agent.py").write_text(AGENT)
     (folder / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": {}}) + "\n")
     (folder / "eval.yaml").write_text(textwrap.dedent(f"""\

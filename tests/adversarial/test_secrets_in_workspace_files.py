@@ -6,7 +6,6 @@ Real `evalh run`; git kind with a real git repository as the seed."""
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from tests.adversarial.leaks import files_containing
 from tests.support.evalh_process import run_evalh
+from tests.support.seed_workspace import write_seed
 
 pytestmark = pytest.mark.e2e
 
@@ -33,14 +33,7 @@ def run(case, variant):
 @pytest.mark.parametrize("kind", ["tempdir_snapshot", "git"])
 def test_a_secret_the_system_writes_into_its_workspace_is_stored_masked(tmp_path: Path, env: dict, kind: str) -> None:
     folder = tmp_path / "ev"
-    seed = folder / "seed"
-    seed.mkdir(parents=True)
-    (seed / "README.md").write_text("seed readme\n")
-    if kind == "git":
-        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-        subprocess.run([*git, "init", "-q", str(seed)], check=True)
-        subprocess.run([*git, "-C", str(seed), "add", "-A"], check=True)
-        subprocess.run([*git, "-C", str(seed), "commit", "-qm", "seed"], check=True)
+    write_seed(folder / "seed", "seed readme\n", git=kind == "git")
     (folder / "writer.py").write_text(AGENT)
     (folder / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": {"q": 1}}) + "\n")
     (folder / "eval.yaml").write_text(textwrap.dedent(f"""\

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from tests.adversarial.leaks import files_containing
 from tests.support.evalh_process import run_evalh
+from tests.support.seed_workspace import write_seed
 
 pytestmark = pytest.mark.e2e
 
@@ -52,14 +52,7 @@ def names_containing(roots: list[Path], secret: str) -> list[str]:
 @pytest.mark.parametrize("kind", ["tempdir_snapshot", "git"])
 def test_a_secret_used_as_a_file_name_is_stored_masked(tmp_path: Path, env: dict, kind: str) -> None:
     folder = tmp_path / "ev"
-    seed = folder / "seed"
-    seed.mkdir(parents=True)
-    (seed / "README.md").write_text("seed\n")
-    if kind == "git":
-        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-        subprocess.run([*git, "init", "-q", str(seed)], check=True)
-        subprocess.run([*git, "-C", str(seed), "add", "-A"], check=True)
-        subprocess.run([*git, "-C", str(seed), "commit", "-qm", "seed"], check=True)
+    write_seed(folder / "seed", "seed\n", git=kind == "git")
     (folder / "agent.py").write_text(AGENT)
     (folder / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": {}}) + "\n")
     (folder / "eval.yaml").write_text(textwrap.dedent(f"""\

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.evals import write_function_eval
 from tests.support.evalh_process import EVALH
 from tests.support.pty_terminal import run_on_terminal
 
@@ -82,15 +83,7 @@ def _results(run: Path) -> list[dict]:
 def outage(tmp_path_factory):
     """A promoted baseline judged in full, then a run whose judge is stopped mid-run."""
     root = tmp_path_factory.mktemp("outage")
-    home = root / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    folder = root / "outage"
-    folder.mkdir()
-    (folder / "agent.py").write_text(AGENT)
-    (folder / "eval.yaml").write_text(EVAL)
-    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case_{i}", "input": {"q": "capital of France?"}})
-                                                + "\n" for i in range(CASES)))
+    home, folder = write_function_eval(root, "outage", agent=AGENT, eval_yaml=EVAL, cases=CASES)
     judge = FakeJudgeServer().start()
     port = judge._httpd.server_address[1]
     env = {**os.environ, "DAGSTER_HOME": str(home), "JUDGE_URL": judge.url}

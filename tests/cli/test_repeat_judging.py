@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.stats.proportions import wilson_interval
+from tests.support.evals import write_function_eval
 from tests.support.evalh_process import EVALH, run_evalh
 from tests.support.pty_terminal import run_on_terminal
 from tests.support.scripted_chat_server import ScriptedChatServer
@@ -81,15 +82,7 @@ class AlternatingJudge:
 def measured(tmp_path_factory):
     """A run judged once, then measured with --repeat-judging 3 on a terminal."""
     root = tmp_path_factory.mktemp("consistency")
-    home = root / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    folder = root / "eval"
-    folder.mkdir()
-    (folder / "agent.py").write_text(AGENT)
-    (folder / "eval.yaml").write_text(EVAL)
-    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case_{i}", "input": {"q": "capital of France?"}})
-                                                + "\n" for i in range(CASES)))
+    home, folder = write_function_eval(root, "eval", agent=AGENT, eval_yaml=EVAL, cases=CASES)
     script = AlternatingJudge()
     with ScriptedChatServer(script) as judge:
         env = {**os.environ, "DAGSTER_HOME": str(home), "JUDGE_URL": judge.base_url,

@@ -23,7 +23,7 @@ from evalh_pipeline.common.http_client import (
     TransportError,
 )
 from evalh_pipeline.common.tls import default_ssl_context
-from tests.support.http_server import free_port
+from tests.support.http_server import free_port, serve_connections
 
 pytestmark = pytest.mark.integration
 
@@ -47,8 +47,8 @@ async def _serve(reply: bytes | None, *, stall: bool = False, seen: list[bytes] 
             await asyncio.sleep(30)
         writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    server, url = await serve_connections(handle)
+    return server, url + "/"
 
 
 def _client(timeout: float = 30.0) -> HttpClient:
@@ -253,8 +253,8 @@ def _https_get(cert, key, client_tls: ssl.SSLContext):
         writer.close()
 
     async def go():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_tls)
-        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        server, url = await serve_connections(handle, server_tls)
+        url += "/"
         async with server, HttpClient(connections=1, tls=client_tls, timeout=30) as client:
             return await client.request("GET", url)
 

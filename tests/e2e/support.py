@@ -93,7 +93,12 @@ def commit(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def wait_for(condition: Callable[[], T | None], timeout: float, what: str, log: Path, poll: float = 1.0) -> T:
+# Between two looks at the instance (a cheap SQLite query): every look later than needed is
+# time the suite waits on a result that is already there.
+POLL_S = 0.25
+
+
+def wait_for(condition: Callable[[], T | None], timeout: float, what: str, log: Path, poll: float = POLL_S) -> T:
     """``condition()``'s first truthy value, polled until ``timeout`` s (a generous bound, never a pace)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -114,7 +119,7 @@ def finished_run(instance: dg.DagsterInstance, job: str, log: Path, partition: s
                 and (parent is None or r.parent_run_id == parent)]
         return runs[0] if runs and runs[0].is_finished else None
 
-    return wait_for(latest, timeout, f"a finished {job} run", log, poll=2)
+    return wait_for(latest, timeout, f"a finished {job} run", log)
 
 
 def materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def _failure_message(instance: dg.DagsterInstance, run_id: str) -> str:
 def _sensor_looked_twice(instance: dg.DagsterInstance, since: float, log: Path) -> None:
     """Two evaluations of the sensor started after ``since`` have finished."""
     wait_for(lambda: len(sensor_ticks_after(instance, ABANDONED_RUNS_SENSOR, since)) >= 2, SENSOR_TIMEOUT,
-             f"two evaluations of {ABANDONED_RUNS_SENSOR}", log, poll=2)
+             f"two evaluations of {ABANDONED_RUNS_SENSOR}", log)
 
 
 def test_a_killed_evalh_run_is_marked_failed_with_the_command_that_finishes_it(dagster_dev, tmp_path):

@@ -82,3 +82,21 @@ output:
     path = folder / "eval.yaml"
     path.write_text(textwrap.dedent(text))
     return path
+
+
+def write_function_eval(root: Path, name: str, *, agent: str, eval_yaml: str, cases: int,
+                        question: str = "capital of France?") -> tuple[Path, Path]:
+    """A Dagster home (telemetry off) and an eval folder ``root/name`` holding ``agent.py``,
+    ``eval.yaml`` and ``cases`` JSONL cases ``case_0``.. asking ``question``; returns both."""
+    import json
+
+    home = root / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    folder = root / name
+    folder.mkdir()
+    (folder / "agent.py").write_text(agent)
+    (folder / "eval.yaml").write_text(eval_yaml)
+    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case_{i}", "input": {"q": question}}) + "\n"
+                                                for i in range(cases)))
+    return home, folder

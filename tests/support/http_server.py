@@ -2,6 +2,8 @@
 
 - :func:`serve_http` / :func:`serving_http`: a raw server answering each request with the
   bytes the test gives, however wrong, which no real server would;
+- :class:`ConnectionServer`: a fake that speaks HTTP/1.1 itself, connection by connection
+  (keep-alive, chunked bodies held open, answers paced on an event), on its own thread and loop;
 - :class:`HandlerServer` / :func:`serving_handler`: a fake written as a request handler
   (:class:`FakeHandler`: quiet, reads and answers JSON), served on its own thread.
 """
@@ -11,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,11 +25,12 @@ LOOPBACK = "127.0.0.1"
 # A request's head (request line and headers, up to the blank line) -> the bytes to write
 # back, or None to hold the connection open unanswered until the client closes it.
 Answer = Callable[[str], "bytes | None"]
+# What serves one connection, from its first byte until it closes (asyncio.start_server's callback).
+Connection = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
-async def serve_http(answer: Answer) -> tuple[asyncio.Server, str]:
-    """A server on 127.0.0.1 (a free port) answering every request with ``answer(head)``,
-    and its base URL (``http://127.0.0.1:PORT``). Use the server with ``async with``."""
+def _answering(answer: Answer) -> Connection:
+    """A connection handler answering every request on it with ``answer(head)``."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -41,35 +45,75 @@ async def serve_http(answer: Answer) -> tuple[asyncio.Server, str]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, LOOPBACK, 0)
-    return server, f"http://{LOOPBACK}:{server.sockets[0].getsockname()[1]}"
+    return handle
+
+
+async def serve_connections(connection: Connection, tls: ssl.SSLContext | None = None
+                            ) -> tuple[asyncio.Server, str]:
+    """A server on 127.0.0.1 (a free port) serving every connection with ``connection`` (over
+    TLS with ``tls``), and its base URL (``http(s)://127.0.0.1:PORT``). Use it with ``async with``."""
+    server = await asyncio.start_server(connection, LOOPBACK, 0, ssl=tls)
+    scheme = "https" if tls else "http"
+    return server, f"{scheme}://{LOOPBACK}:{server.sockets[0].getsockname()[1]}"
+
+
+async def serve_http(answer: Answer) -> tuple[asyncio.Server, str]:
+    """A server on 127.0.0.1 (a free port) answering every request with ``answer(head)``,
+    and its base URL (``http://127.0.0.1:PORT``). Use the server with ``async with``."""
+    return await serve_connections(_answering(answer))
+
+
+class ConnectionServer:
+    """``connection`` serving every connection to 127.0.0.1 (a free port), on an event loop in
+    a thread of its own, from construction until :meth:`close` (or the end of a ``with``
+    block); ``url`` is its base URL. For a client in another thread or process."""
+
+    def __init__(self, connection: Connection, name: str = "loopback-http") -> None:
+        self._connection = connection
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(30), f"the {name} server did not start"
+        self.url = f"http://{LOOPBACK}:{self.port}"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server, url = self._loop.run_until_complete(serve_connections(self._connection))
+        self.port = port_of(url)
+        self._ready.set()
+        self._loop.run_forever()
+        # The connections close() cancelled end, then the loop is closed: left open, it is
+        # reported (ResourceWarning) in whichever later test collects it.
+        if pending := asyncio.all_tasks(self._loop):
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.close()
+
+    def close(self) -> None:
+        """Stop listening, cancel the connections still open, and end the thread."""
+        async def shut() -> None:
+            self._server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+
+    def __enter__(self) -> ConnectionServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @contextmanager
 def serving_http(answer: Answer) -> Iterator[str]:
     """:func:`serve_http` on its own thread and event loop, for a test whose client is another
     process (``evalh run``); yields the base URL, and stops the server on exit."""
-    loop = asyncio.new_event_loop()
-    ready: list[tuple[asyncio.Server, str]] = []
-    started = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        ready.append(loop.run_until_complete(serve_http(answer)))
-        started.set()
-        loop.run_forever()
-        ready[0][0].close()
-        loop.run_until_complete(ready[0][0].wait_closed())
-        loop.close()
-
-    thread = threading.Thread(target=serve, name="loopback-http", daemon=True)
-    thread.start()
-    started.wait()
-    try:
-        yield ready[0][1]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
+    with ConnectionServer(_answering(answer)) as server:
+        yield server.url
 
 
 def port_of(url: str) -> int:

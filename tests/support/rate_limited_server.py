@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
 import time
 from dataclasses import dataclass, field
+
+from tests.support.http_server import ConnectionServer
 
 
 @dataclass
@@ -94,9 +95,6 @@ class RateLimitedServer:
         self._buckets = {key: _Bucket(limit, limit.burst, time.monotonic()) for key, limit in self.limits.items()}
         self._token_buckets = {key: _TokenBucket(limit.tokens_per_minute, limit.tokens_per_minute, time.monotonic())
                                for key, limit in self.limits.items() if limit.tokens_per_minute}
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="rate-limited-server", daemon=True)
 
     @property
     def url(self) -> str:
@@ -104,30 +102,12 @@ class RateLimitedServer:
         return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
     def __enter__(self) -> RateLimitedServer:
-        self._thread.start()
-        assert self._ready.wait(30), "the rate-limited server did not start"
+        self._server = ConnectionServer(self._connection, name="rate-limited")
+        self.port = self._server.port
         return self
 
     def __exit__(self, *exc: object) -> None:
-        async def shut() -> None:
-            self._server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0))
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-        if pending := asyncio.all_tasks(self._loop):
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self._loop.close()
+        self._server.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

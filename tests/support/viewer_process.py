@@ -8,11 +8,21 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.readiness import wait_until_answering
 
 STARTUP_TIMEOUT_S = 120  # a bound, not a pace: the viewer starts in seconds on an idle machine
+
+
+@dataclass
+class ServedRuns:
+    """A running viewer: its base URL, the runs folder it serves, and its log."""
+
+    url: str
+    runs: Path
+    log: Path
 
 
 @contextmanager

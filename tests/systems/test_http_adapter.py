@@ -22,7 +22,7 @@ from evalh_pipeline.systems.base import AdapterError, SystemContext, SystemRespo
 from evalh_pipeline.systems.http import HttpConfig, HttpSystem
 from evalh_pipeline.systems.http_presets import split_think_blocks
 from tests.support.evals import write_eval
-from tests.support.http_server import FakeHandler, serving_handler
+from tests.support.http_server import FakeHandler, port_of, serve_connections, serving_handler
 
 CASE = EvalCase(id="c1", input={"user_message": 'Capital of "France"?\n}', "n": 3, "tags": ["a", "b"]})
 
@@ -436,9 +436,9 @@ def test_an_answer_that_is_not_http_is_an_adapter_error_with_the_secret_in_the_u
             await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+        server, url = await serve_connections(garbage)
         async with server:
-            port = server.sockets[0].getsockname()[1]
+            port = port_of(url)
             system = adapter({"endpoint": f"http://127.0.0.1:{port}/v1?key=sk-query-9", "provider": "simple"},
                              secret_values=frozenset({"sk-query-9"}))
             await system.start()

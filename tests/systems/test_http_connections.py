@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
 import pytest
 
 from evalh_pipeline.models import EvalCase, RunVariant
 from evalh_pipeline.systems.base import SystemContext
 from evalh_pipeline.systems.http import HttpSystem
+from tests.support.http_server import ConnectionServer
 
 pytestmark = pytest.mark.integration
 
@@ -34,24 +34,9 @@ class KeepAliveServer:
         self.connections = 0
         self.answered = 0
         self.release_after = release_after
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        assert self._ready.wait(30), "the test server did not start"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._released = asyncio.Event()
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1/chat/completions"
-        self._ready.set()
-        self._loop.run_forever()
-        # The connections close() cancelled end, then the loop is closed: left open, it is
-        # reported (ResourceWarning) in whichever later test collects it.
-        if pending := asyncio.all_tasks(self._loop):
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self._loop.close()
+        self._released = asyncio.Event()  # bound to the server's loop when first awaited there
+        self._server = ConnectionServer(self._connection, name="keep-alive")
+        self.url = self._server.url + "/v1/chat/completions"
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -82,15 +67,7 @@ class KeepAliveServer:
             writer.close()
 
     def close(self) -> None:
-        async def shut() -> None:
-            self._server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
+        self._server.close()
 
 
 @pytest.fixture

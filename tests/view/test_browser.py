@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +24,6 @@ from evalh_pipeline.store.baselines import promote
 from evalh_pipeline.store.run_dir import RunDirectory
 from tests.support.evalh_process import run_evalh
 from tests.support.paths import REPO
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
-from tests.support.readiness import wait_until_answering
 from tests.view.support import (
     HOSTILE_ANSWERS,
     eval_harness_run,
@@ -35,13 +31,14 @@ from tests.view.support import (
     write_hostile_eval,
 )
 from tests.support.http_server import free_port
+from tests.support.browser_page import Watched, watch
+from tests.support.viewer_process import running_viewer
 
 pytestmark = pytest.mark.e2e
 
 SCREENSHOTS = REPO / "docs" / "screenshots"
 BEFORE = "2026-05-01T10-00-00_regressions"
 AFTER = "2026-05-02T10-00-00_regressions"
-STARTUP_TIMEOUT_S = 120
 
 
 @dataclass
@@ -80,63 +77,19 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
     eval_harness_run(runs, AFTER, fixed=("case_00",))
     made["regressions"] = [BEFORE, AFTER]
 
-    port = free_port()
     log = root / "view.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],
-                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
+    with running_viewer(runs, free_port(), env, log) as url:
         shots = SCREENSHOTS if os.environ.get("EVALH_UPDATE_SCREENSHOTS") == "1" else root / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         yield Viewer(url=url, runs=runs, shots=shots, run_ids=made)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@dataclass
-class Watched:
-    """A browser page and everything it did: dialogs, console errors, requests, script errors."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-
-
-@pytest.fixture(scope="module")
-def browser(viewer: Viewer) -> Iterator[Any]:
-    sync_playwright = browser_or_skip()
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture
-def watched(browser: Any, viewer: Viewer) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+def watched(chromium: Any, viewer: Viewer) -> Iterator[Watched]:
+    context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
-    seen = Watched(page)
-
-    def on_dialog(dialog: Any) -> None:
-        seen.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("console", lambda message: seen.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
-    page.on("request", lambda request: seen.requests.append(request.url))
+    seen = watch(page, console_errors=True)
     try:
         yield seen
     finally:

@@ -11,24 +11,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
-from tests.support.readiness import wait_until_answering
-from tests.view.support import write_run
+from tests.support.browser_page import Watched, fresh_page, watch
 from tests.support.http_server import free_port
+from tests.support.viewer_process import ServedRuns, running_viewer
+from tests.view.support import write_run
 
 pytestmark = pytest.mark.e2e
 
-STARTUP_TIMEOUT_S = 120
 RUN = "2026-03-01T00-00-00-000000_answers"
 SCRIPT = "<script>window.__pwned = 1</script>"
 BREAKOUT = '"><img src=x onerror="window.__pwned = 2">'
@@ -45,25 +39,8 @@ TREND = ((), (("c1", "candidate"),), (("c1", "candidate"), ("c2", "candidate"), 
 LIVE = "2026-04-01T00-00-00-000000_live"  # a run still running: no summary, its traces growing
 
 
-@dataclass
-class Served:
-    url: str
-    log: Path
-    runs: Path
-
-
-@dataclass
-class Watched:
-    """A chromium page and what it did besides: dialogs, uncaught script errors, requests."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRuns]:
     root = tmp_path_factory.mktemp("navigation")
     runs = root / "runs"
     write_run(runs, RUN, {
@@ -80,55 +57,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         meta = json.loads((run_dir / "run.json").read_text())
         (run_dir / "run.json").write_text(json.dumps({**meta, "created_at": f"2026-01-0{day}T00:00:00Z"}))
     write_run(runs, LIVE, {"c1": {"main": "first answer"}}, eval_name="live", complete=None)
-    port = free_port()
     log = root / "view.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],
-                                cwd=root, env={**os.environ, "EVALH_RUNS_DIR": str(runs)}, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
-        yield Served(url=url, log=log, runs=runs)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
+        yield ServedRuns(url=url, runs=runs, log=log)
 
 
 @pytest.fixture
-def watched(served: Served) -> Iterator[Watched]:
-    sync_playwright = browser_or_skip()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(60_000)
-            seen = Watched(page)
-
-            def on_dialog(dialog: Any) -> None:
-                seen.dialogs.append(dialog.message)
-                dialog.dismiss()
-
-            page.on("dialog", on_dialog)
-            page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
-            page.on("request", lambda request: seen.requests.append(request.url))
-            try:
-                yield seen
-            except Exception as exc:
-                shot = served.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
-                page.screenshot(path=str(shot), full_page=True)
-                exc.add_note(f"screenshot: {shot}\npage text:\n{page.inner_text('body')[:3000]}")
-                raise
-            # Nothing injected ran, the viewer's own script raised nothing, nothing came from elsewhere.
-            assert seen.dialogs == [] and seen.errors == []
-            assert page.evaluate("() => window.__pwned") is None
-            assert all(url.startswith(served.url + "/") for url in seen.requests), seen.requests
-        finally:
-            browser.close()
+def watched(served: ServedRuns, chromium: Any) -> Iterator[Watched]:
+    with fresh_page(chromium, served.log) as page:
+        seen = watch(page)
+        yield seen
+        # Nothing injected ran, the viewer's own script raised nothing, nothing came from elsewhere.
+        assert seen.dialogs == [] and seen.errors == []
+        assert page.evaluate("() => window.__pwned") is None
+        assert all(url.startswith(served.url + "/") for url in seen.requests), seen.requests
 
 
 def _focused_cell(page: Any) -> tuple[str, str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,10 @@ import pytest
 from evalh_pipeline.queries.calibration import run_calibration
 from evalh_pipeline.store.labels import read_labels
 from evalh_pipeline.store.run_dir import RunDirectory
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
+from tests.support.browser_page import fresh_page
 from tests.support.http_server import free_port
 from tests.support.judged_run import judged_run
-from tests.support.viewer_process import running_viewer
+from tests.support.viewer_process import ServedRuns, running_viewer
 
 pytestmark = pytest.mark.e2e
 
@@ -31,46 +30,25 @@ QUEUE = "/runs/first/review?evaluator=mentions_paris"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-@dataclass
-class Served:
-    url: str
-    runs: Path
-    run: RunDirectory
-    log: Path
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRuns]:
     root = tmp_path_factory.mktemp("review_browser")
     # 24 cases: the candidate fails mentions_paris on every third case (8), both variants on case_1.
-    eval_path, run = judged_run(root / "toy", "first", cases=24, answers={"case_1": HOSTILE})
+    eval_path, _ = judged_run(root / "toy", "first", cases=24, answers={"case_1": HOSTILE})
     runs = eval_path.parent / "runs"
     log = root / "view.log"
     with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
-        yield Served(url, runs, run, log)
+        yield ServedRuns(url=url, runs=runs, log=log)
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
+def page(served: ServedRuns, chromium: Any) -> Iterator[Any]:
     """A chromium page; on a failure, its screenshot and text go with the error."""
-    sync_playwright = browser_or_skip()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            opened = browser.new_page(viewport={"width": 1400, "height": 900})
-            opened.set_default_timeout(60_000)
-            dialogs: list[str] = []
-            opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            opened.dialogs = dialogs
-            try:
-                yield opened
-            except Exception as exc:
-                shot = served.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
-                opened.screenshot(path=str(shot), full_page=True)
-                exc.add_note(f"screenshot: {shot}\npage text:\n{opened.inner_text('body')[:3000]}")
-                raise
-        finally:
-            browser.close()
+    with fresh_page(chromium, served.log) as opened:
+        dialogs: list[str] = []
+        opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        opened.dialogs = dialogs
+        yield opened
 
 
 def test_a_hostile_answer_is_shown_as_inert_text(served, page):
@@ -112,7 +90,7 @@ def test_twenty_cells_labelled_with_the_keyboard_show_in_the_run_pages_calibrati
     with page.expect_navigation():
         page.keyboard.press("u")  # up to the run page
     assert page.url == served.url + "/runs/first"
-    expected = run_calibration(served.run, served.runs, "toy", "base")["mentions_paris"]
+    expected = run_calibration(RunDirectory(served.runs / "first"), served.runs, "toy", "base")["mentions_paris"]
     assert (expected.calibration.labels, expected.calibration.agreement) == (20, 18 / 20)
     row = page.locator("table.calibration tr", has=page.locator("td", has_text="mentions_paris"))
     assert row.locator(".calibration-labels").inner_text() == "20"

@@ -11,81 +11,42 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
-from tests.support.readiness import wait_until_answering
-from tests.view.support import hostile_run
+from tests.support.browser_page import fresh_page
 from tests.support.http_server import free_port
+from tests.support.viewer_process import ServedRuns, running_viewer
+from tests.view.support import hostile_run
 
 pytestmark = pytest.mark.e2e
 
-STARTUP_TIMEOUT_S = 120
 # (run id, created_at), oldest first.
 RUNS = (("2026-06-01T00-00-00-000000_hostile", "2026-06-01T00:00:00Z"),
         ("slow-1", "2026-06-02T00:00:00.500000Z"),
         ("2026-06-03T00-00-00-000000_hostile", "2026-06-03T00:00:00Z"))
 
 
-@dataclass
-class Served:
-    url: str
-    log: Path
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRuns]:
     root = tmp_path_factory.mktemp("order")
     runs = root / "runs"
     for run_id, created in RUNS:
         meta_path = hostile_run(runs, run_id) / "run.json"
         meta = json.loads(meta_path.read_text())
         meta_path.write_text(json.dumps({**meta, "created_at": created}))
-    port = free_port()
     log = root / "view.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],
-                                cwd=root, env={**os.environ, "EVALH_RUNS_DIR": str(runs)}, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, f"{url}/healthz", log, what="evalh view", timeout_s=STARTUP_TIMEOUT_S)
-        yield Served(url=url, log=log)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    with running_viewer(runs, free_port(), {**os.environ, "EVALH_RUNS_DIR": str(runs)}, log) as url:
+        yield ServedRuns(url=url, runs=runs, log=log)
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
+def page(served: ServedRuns, chromium: Any) -> Iterator[Any]:
     """A chromium page on the viewer; on a failure, its screenshot and text go with the error."""
-    sync_playwright = browser_or_skip()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            opened = browser.new_page(viewport={"width": 1400, "height": 900})
-            opened.set_default_timeout(60_000)
-            try:
-                yield opened
-            except Exception as exc:
-                shot = served.log.with_name(f"failure-{os.getpid()}-{id(exc)}.png")
-                opened.screenshot(path=str(shot), full_page=True)
-                exc.add_note(f"screenshot: {shot}\npage text:\n{opened.inner_text('body')[:3000]}")
-                raise
-        finally:
-            browser.close()
+    with fresh_page(chromium, served.log) as opened:
+        yield opened
 
 
 def _listed(page: Any, rows: str) -> list[str]:
