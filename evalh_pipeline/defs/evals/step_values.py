@@ -17,9 +17,11 @@ written there.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from fsspec.implementations.local import LocalFileSystem
 from pydantic import TypeAdapter
 
 from evalh_pipeline.config import EvalSpec
@@ -27,6 +29,7 @@ from evalh_pipeline.defs.evals.runs import valid_run_id
 from evalh_pipeline.defs.evals.names import PARTITION_TAG
 from evalh_pipeline.store.object_storage import encode_key_part
 from evalh_pipeline.store.publishing import run_location
+from evalh_pipeline.store.run_dir import write_atomic
 
 FOLDER = ".step_values"
 
@@ -42,8 +45,11 @@ class RunFolderValues(dg.IOManager):
             return
         data = TypeAdapter(type(obj)).dump_json(obj)
         fs, path = self._where(context, context)
-        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        fs.pipe_file(path, data)  # one whole object: a reader never sees half of it
+        # Whole or not at all: a step killed while writing leaves no half value to load.
+        if isinstance(fs, LocalFileSystem):
+            write_atomic(Path(path), data.decode("utf-8"))
+        else:
+            fs.pipe_file(path, data)  # an object store puts one object whole
 
     def load_input(self, context: dg.InputContext) -> Any:
         upstream = context.upstream_output
