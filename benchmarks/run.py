@@ -55,11 +55,11 @@ SCALE_WALL_S, SCALE_MEMORY_MB, SCALE_MEMORY_RATIO = 30.0, 300.0, 1.3
 # Other benchmarks, each with a script and options of its own (see its docstring), by --only name.
 SUITES = {"reeval5": "reeval_bench.py", "query": "query_bench.py", "workspace": "workspace_bench.py",
           "store": "store_bench.py", "incremental": "incremental_bench.py", "isolation": "isolation_bench.py",
-          "ratelimit": "ratelimit_bench.py"}
+          "ratelimit": "ratelimit_bench.py", "scaleout": "scaleout_bench.py"}
 # Options passed on by --all to the suites that have them.
 SHARED_OPTIONS = {"reeval5": ("--skip-peer", "--keep", "--quick"), "query": ("--skip-peer", "--keep"),
                   "workspace": ("--quick",), "store": ("--quick",), "incremental": ("--keep", "--quick"),
-                  "isolation": (), "ratelimit": ("--quick", "--keep")}
+                  "isolation": (), "ratelimit": ("--quick", "--keep"), "scaleout": ("--quick", "--keep")}
 
 
 def fixture_run(scenario: str, root: Path, n: int, latency_s: float, timeout_s: float) -> bench.Measurement:

@@ -26,7 +26,8 @@ def build_definitions(
         asset_checks=[check for b in built.values() for check in b.checks],
         # The evals' automation, and the one sensor that ends the CLI's runs whose evalh died.
         sensors=[*(sensor for b in built.values() for sensor in b.sensors), build_abandoned_runs_sensor()],
-        resources={RUNTIME_KEY: runtime_resource(runtime)},
+        resources={RUNTIME_KEY: runtime_resource(runtime),
+                   **{key: manager for b in built.values() for key, manager in b.resources.items()}},
         # Every step of a run in one process, also for the UI's ad hoc asset selections:
         # a step is a stage of one eval run, not worth a process of its own.
         executor=dg.in_process_executor,

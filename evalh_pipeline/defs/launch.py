@@ -52,6 +52,7 @@ from evalh_pipeline.defs.evals.names import (
     REPEATS_TAG,
     REUSE_FROM_TAG,
     RUN_DIR_TAG,
+    STEP_VALUES_SUFFIX,
     TRIGGER_TAG,
     judge_job,
     judge_consistency_job,
@@ -374,14 +375,16 @@ def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, 
     origin, and the UI's "Re-execute all" / "From failure" need one to find the job
     ("Expected non-None value", dagster-io/dagster#19458, closed without a public API). This
     is ``JobDefinition.execute_in_process`` (the same ephemeral job: in-process executor,
-    in-memory default I/O manager; the same tags, partition check and run config) with the run
+    in-memory default I/O manager, and the graph's step values in memory too,
+    defs/evals/step_values.py; the same tags, partition check and run config) with the run
     created by ``create_run_for_job(..., remote_job_origin=...)`` and executed by
     ``execute_run``. Checked against Dagster 1.13.27; tests/defs/test_dagster_buttons.py
     fails if a later Dagster changes any of it.
 
     ``recon``: the job rebuilt from its eval in every process of the run
     (:func:`reconstructable_eval_job`), for an executor that runs steps in other processes;
-    its outputs go through the default (file system) I/O manager of the instance.
+    its graph's step values go to the run's folder (defs/evals/step_values.py), where every
+    machine of the run reads them.
     """
     from dagster._core.definitions.job_base import InMemoryJob
     from dagster._core.execution.api import create_execution_plan, execute_run
@@ -394,7 +397,9 @@ def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, 
     else:
         assert defs is not None
         job = defs.resolve_job_def(job_name)
-        ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
+        # In one process the graph's step values stay in memory, as Dagster's own in-process runs keep them.
+        in_memory = {key: dg.mem_io_manager for key in job.resource_defs if key.endswith(STEP_VALUES_SUFFIX)}
+        ephemeral = job.as_ephemeral_job(resource_defs=in_memory, input_values={})
         executable = InMemoryJob(job_def=ephemeral)
         origin_defs_name = defs.get_repository_def().name
     plan = create_execution_plan(executable, run_config=run_config,

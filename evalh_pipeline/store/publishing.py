@@ -210,7 +210,10 @@ class RunPublisher:
             remote: dict[str, dict[str, Any]] = storage.fs.find(storage.root, detail=True)
         except FileNotFoundError:
             return 0
-        files = {path[len(storage.root) + 1:]: info for path, info in remote.items() if path.startswith(storage.root + "/")}
+        # Hidden entries at the top are never published, nor taken back (the step values that
+        # Dagster's steps keep in the run's folder: defs/evals/step_values.py).
+        files = {path[len(storage.root) + 1:]: info for path, info in remote.items()
+                 if path.startswith(storage.root + "/") and not path[len(storage.root) + 1:].startswith(".")}
         if "run.json" not in files:
             return 0  # not a run (yet): a new run starts here
         run_dir.path.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from tests.support.deployment import verdicts
 from tests.support.evalh_process import run_evalh
 from tests.support.evals import write_eval
 from tests.defs.reexecution_target import served_run_job
@@ -58,13 +59,7 @@ def _traces(run_dir: Path) -> list[dict]:
 
 def _verdicts(run_dir: Path) -> dict:
     """What a summary concludes: pass counts, regressions and p-values per variant."""
-    summary = yaml.safe_load((run_dir / "summary.yaml").read_text())
-    deltas = (summary.get("comparison") or {}).get("deltas") or []
-    return {
-        "variants": {v["name"]: (v["cases_total"], v["cases_passed"], v["cases_errored"]) for v in summary["variants"]},
-        "deltas": {d["variant"]: (sorted(d["regressions"]), sorted(d["improvements"]),
-                                  (d.get("significance") or {}).get("p_value")) for d in deltas},
-    }
+    return verdicts(yaml.safe_load((run_dir / "summary.yaml").read_text()))
 
 
 def _only_run(folder: Path) -> Path:
@@ -88,6 +83,11 @@ def test_sharded_run_uses_four_processes_and_sums_up_as_one_process(tmp_path, en
     pids = [pid for shard_pids in where.values() for pid in shard_pids]
     assert len(pids) == len(set(pids)) == 4, where  # each shard in a process of its own
     assert not (run_dir / "shards").exists()  # the parts are collected and removed
+    # The plan and each shard's counts passed between the steps: JSON in the run's folder
+    # (defs/evals/step_values.py), nothing in the machine's Dagster home.
+    values = sorted((run_dir / ".step_values").rglob("*.json"))
+    assert len(values) == 4 + 4 and all(isinstance(json.loads(v.read_text()), dict) for v in values)
+    assert not list((Path(env["DAGSTER_HOME"]) / "storage").rglob("result*"))
 
     single = write_eval(tmp_path / "single", cases=12)
     single.write_text(single.read_text().replace("name: single", "name: toy"))
@@ -190,6 +190,7 @@ def test_shards_from_the_command_line_run_in_process_one_after_another(tmp_path,
     assert len({(t["case_id"], t["variant_name"]) for t in traces}) == len(traces) == 14
     assert {t["extra"]["executor"]["shard"] for t in traces} == {"1-of-3", "2-of-3", "3-of-3"}
     assert len({t["extra"]["executor"]["pid"] for t in traces}) == 1  # the in-process executor
+    assert not (run_dir / ".step_values").exists()  # in one process the step values stay in memory
     assert "traces 2-of-3: done, 4 in" in proc.stderr, proc.stderr
 
     proc = run_evalh(["run", str(path), "--resume", str(run_dir), "--shards", "2"], env, tmp_path)

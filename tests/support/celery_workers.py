@@ -1,11 +1,14 @@
 """Celery worker processes for Dagster's celery executor, each as if on its own machine.
 
 Every worker gets a temporary folder of its own (working directory, Dagster home with the
-team's dagster.yaml, evalh cache with its working copies, the celery config module) and
+team's dagster.yaml, evalh cache with its working copies, the team's celery config module
+``deploy/dagster_celery_config.py``) and
 shares no local path with the other workers or with the launcher: what they share is what
 machines share, the PostgreSQL instance, the Redis broker and the S3 run folder (through
-the environment the test passes). Each worker runs in its own process group, stopped and
-waited for when the block ends, also when it raises.
+the environment the test passes, ``EVALH_CELERY_BROKER`` included). Each worker runs in its
+own process group, stopped and waited for when the block ends, also when it raises. A step
+runs in the worker's one pool process (celery's prefork pool), not in the worker itself:
+when that process dies (:meth:`Worker.kill_step`), the worker reports the step's task failed.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.paths import REPO
+
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
+CELERY_CONFIG = REPO / "deploy" / "dagster_celery_config.py"  # the one copy the docs show
 # The queue dagster-celery sends steps to when a step names none (`dagster-celery/queue`).
 DEFAULT_QUEUE = "dagster"
 
@@ -39,6 +45,10 @@ class Worker:
     @property
     def log(self) -> Path:
         return self.folder / "worker.log"
+
+    def kill_step(self, pid: int) -> None:
+        """SIGKILL the pool process ``pid`` of this worker that runs a step (a shard lost mid-way)."""
+        os.kill(pid, signal.SIGKILL)
 
     def kill(self) -> None:
         """Kill the worker and everything it started at once (SIGKILL: a machine lost mid-step)."""
@@ -57,13 +67,13 @@ def celery_worker(name: str, broker: str, env: dict[str, str], dagster_yaml: Pat
     home = folder / "dagster_home"
     home.mkdir()
     shutil.copy(dagster_yaml, home / "dagster.yaml")
-    (folder / "dagster_celery_config.py").write_text(f"broker_url = {broker!r}\nresult_backend = {broker!r}\n")
-    worker_env = {**env, "DAGSTER_HOME": str(home), "EVALH_CACHE_DIR": str(folder / "cache"),
+    shutil.copy(CELERY_CONFIG, folder / CELERY_CONFIG.name)
+    worker_env = {**env, "EVALH_CELERY_BROKER": broker, "DAGSTER_HOME": str(home), "EVALH_CACHE_DIR": str(folder / "cache"),
                   "PYTHONPATH": os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH", "")) if p)}
     log = (folder / "worker.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "dagster_celery.app", "worker", "-Q", queue, "-n", f"{name}@%h",
-         "--pool=solo", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"],
+         "--pool=prefork", "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"],
         cwd=folder, env=worker_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     worker = Worker(name, proc, folder)
     try:

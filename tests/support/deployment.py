@@ -38,3 +38,14 @@ def executor_eval(folder: Path, executor: str, output: str | None = None) -> Pat
         text = text.replace(f"    path: {folder / 'runs'}\n", f"    path: {output}\n")
     path.write_text(text)
     return path
+
+
+def verdicts(summary: dict) -> dict:
+    """What a summary (summary.yaml, loaded) concludes: pass counts, regressions and p-values per
+    variant; runs of one eval that must agree compare these (not times, paths or run ids)."""
+    deltas = (summary.get("comparison") or {}).get("deltas") or []
+    return {
+        "variants": {v["name"]: (v["cases_total"], v["cases_passed"], v["cases_errored"]) for v in summary["variants"]},
+        "deltas": {d["variant"]: (sorted(d["regressions"]), sorted(d["improvements"]),
+                                  (d.get("significance") or {}).get("p_value")) for d in deltas},
+    }

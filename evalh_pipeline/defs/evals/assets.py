@@ -21,7 +21,7 @@ import dagster as dg
 
 from evalh_pipeline.common.event_loop import run_coroutine
 from evalh_pipeline.config import EvalSpec
-from evalh_pipeline.defs.evals.executors import eval_executor
+from evalh_pipeline.defs.evals.executors import eval_executor, runs_in_process
 from evalh_pipeline.defs.evals.checks import build_drift_checks, build_summary_checks
 from evalh_pipeline.defs.evals.metadata import (
     calibration_metadata,
@@ -32,9 +32,10 @@ from evalh_pipeline.defs.evals.metadata import (
     traces_metadata,
 )
 from evalh_pipeline.defs.evals.names import (EVAL_TAG, judge_consistency_job, judge_job, op_prefix, promote_job,
-                                             run_job, runs_partitions)
+                                             run_job, runs_partitions, step_values_key)
 from evalh_pipeline.defs.evals.runs import judging_repeats, live_spec, rejudge_all, reuse_source, run_partition
 from evalh_pipeline.defs.evals.sensors import build_eval_sensors
+from evalh_pipeline.defs.evals.step_values import step_values_manager
 from evalh_pipeline.defs.resources import RUNTIME_KEY, EvalhRuntime
 from evalh_pipeline.common.masking import mask_text
 from evalh_pipeline.defs.pools import instance_pools_url
@@ -58,7 +59,7 @@ from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shar
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
-from evalh_pipeline.store.publishing import publish_baseline, publish_run, pull_baseline, pull_run
+from evalh_pipeline.store.publishing import RunPublisher, publish_baseline, publish_run, pull_baseline, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.store.stores.sync import record_baseline
@@ -101,6 +102,7 @@ class EvalAssets:
     jobs: list[Any]  # unresolved asset jobs (resolved by Definitions) and the promote job
     checks: list[dg.AssetChecksDefinition]
     sensors: list[dg.SensorDefinition] = field(default_factory=list)  # defs/evals/sensors.py
+    resources: dict[str, Any] = field(default_factory=dict)  # the I/O manager of its graph steps
 
     @property
     def run_job(self) -> str:
@@ -205,21 +207,29 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
 
     # traces: a graph of steps. One plans the run's shards (runner/shards.py), one step per
     # shard runs its cells (each in a process of its own on an out-of-process executor), and
-    # the last collects them: the asset is materialized only once every shard is in.
+    # the last collects them: the asset is materialized only once every shard is in. The
+    # values passed between them live in the run's folder (defs/evals/step_values.py), so
+    # the steps of one run may run on different machines.
     shard_op_tags = {"kind": "evalh"}
+    values_key = step_values_key(name)
 
     @dg.op(name=f"{op_prefix(name)}__plan_traces", required_resource_keys={RUNTIME_KEY}, ins={"cases": dg.In(dg.Nothing)},
-           out=dg.DynamicOut(Shard), tags=shard_op_tags,
+           out=dg.DynamicOut(Shard, io_manager_key=values_key), tags=shard_op_tags,
            description="Plan the run's shards of cells (run.json), after copying reused traces (--reuse).")
     def plan_traces(context: dg.OpExecutionContext):  # type: ignore[no-untyped-def]
         stage = _Stage(context, spec, "traces")
         stage.require_run()
         stage.variants()
         stage.runtime.traces_digests.pop(str(stage.run_dir.path), None)
-        for shard in plan_trace_shards(stage.live, stage.run_dir, reuse_source(context, stage.live)):
+        reuse_from = reuse_source(context, stage.live)
+        shards = plan_trace_shards(stage.live, stage.run_dir, reuse_from)
+        if reuse_from is not None:
+            _share_with_steps(stage)  # the reused traces, for shards on other machines
+        for shard in shards:
             yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.label.replace('-', '_')}")
 
     @dg.op(name=f"{op_prefix(name)}__traces_shard", required_resource_keys={RUNTIME_KEY}, tags=shard_op_tags,
+           out=dg.Out(TraceStats, io_manager_key=values_key),
            description="Run the cells of one shard that have no trace yet.")
     def traces_shard(context: dg.OpExecutionContext, shard: Shard) -> TraceStats:
         stage = _Stage(context, spec, "traces")
@@ -227,6 +237,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             stage.live, stage.run_dir, stage.variants(), max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, reuse_from=reuse_source(context, stage.live), pools_url=stage.pools_url,
             shard=shard))
+        _share_with_steps(stage)  # its traces, for the collect step on any machine
         context.log.info(f"{stage.run_id} shard {shard.label}: ran {stats.cells_run} cells, {stats.cells_skipped} "
                          "had traces" + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stats
@@ -414,7 +425,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         _judge_consistency_job(spec, partitions, tags),
     ]
     return EvalAssets(spec=spec, assets=[cases, traces, results, summary, drift, baseline], jobs=jobs,
-                      checks=checks, sensors=build_eval_sensors(spec))
+                      checks=checks, sensors=build_eval_sensors(spec), resources={values_key: step_values_manager(spec)})
 
 
 def _evaluator_config_metadata(result: RunDrift) -> dict[str, Any]:
@@ -486,6 +497,18 @@ def _judge_consistency_job(spec: EvalSpec, partitions: dg.PartitionsDefinition,
         measure_judges()
 
     return judge_consistency_runs
+
+
+def _share_with_steps(stage: _Stage) -> None:
+    """Put what a step of the traces graph wrote at the run's canonical URL, when the run's
+    steps may run on other machines (they read the run from there): the other steps of the
+    graph, and the collect step, pull it. In process (the default) every step sees the same
+    working copy: nothing is uploaded before the stage ends."""
+    if runs_in_process(stage.live):
+        return
+    publisher = RunPublisher.for_spec(stage.live)
+    if publisher.canonical is not None:  # the mirrors take the collected traces.jsonl
+        RunPublisher(publisher.canonical).publish(stage.run_dir, stage.stage)
 
 
 def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:

@@ -76,6 +76,14 @@ def op_prefix(eval_name: str) -> str:
     return f"{eval_name[:_OP_PREFIX_MAX - 9]}_{digest}"
 
 
+STEP_VALUES_SUFFIX = "__step_values"
+
+
+def step_values_key(eval_name: str) -> str:
+    """The resource key of the I/O manager of the eval's graph steps (defs/evals/step_values.py)."""
+    return f"{op_prefix(eval_name)}{STEP_VALUES_SUFFIX}"
+
+
 def judge_consistency_job(eval_name: str) -> str:
     """Judge a run's persisted traces K times with each judge: flip rates, results untouched."""
     return f"{eval_name}__judge_consistency"
