@@ -94,7 +94,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         _counted_cases(spec, run_id)
     _require_run_id(run_id)
     _require_deployment(spec)
-    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
+    resume = f"Finish it with: evalh run {eval_path} --resume {_run_location(spec, run_id)}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume",
                   steps_elsewhere=_steps_elsewhere(spec)):
@@ -290,7 +290,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         _repeat_judging(spec, directory, repeats, max_concurrency)
         return
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
+    again = (f"Finish it with: evalh re-evaluate {_run_location(spec, directory.run_id)}"
+             + (f" --config {eval_path}" if eval_path else ""))
     with _holding(directory.path, "evalh re-evaluate", steps_elsewhere=_steps_elsewhere(spec)):
         outcome = _materialize("judge", spec, directory.run_id, max_concurrency, on_interrupt=again,
                                rejudge_all=rejudge_all, holding=True)
@@ -348,7 +349,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
         if (unjudged := not_judged_results(directory)):
             # Judged again by the run's evaluation from their saved traces, whatever the flag.
             say(f"judging {plural(unjudged, 'result')} again that could not be judged (no system call)")
-        resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
+        resume = f"Finish it with: evalh run {spec.path} --resume {_run_location(spec, directory.run_id)}"
         outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
     _print_outcome(outcome, spec)
     say(f"retried {plural(retried, 'cell')}")
@@ -437,10 +438,9 @@ def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:
     """A run in which no system answered: its cause first, then where the traces are and how
     to finish it; exit 1 for a system that could not start (a config error), else 2."""
     from evalh_pipeline.runner.traces import START_ERROR
-    from evalh_pipeline.store.run_dir import run_directory
 
     error(_masked(exc, spec))
-    shown = _shown_path(run_directory(spec, run_id).path)
+    shown = _run_argument(spec, run_id)
     err.line(f"the run failed: no system answered. Every trace is kept ({shown}; evalh inspect {shown} --failed "
              f"shows each error); once the cause is fixed, run the cells again: evalh retry-failed {shown}")
     sys.exit(EXIT_CONFIG if getattr(exc, "error_type", "") == START_ERROR else EXIT_INFRA)
@@ -504,7 +504,7 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
     # The cause first: a system that could not start is said before the figures it explains.
     for variant, message in broken.items():
         error(f"system {variant!r} could not start: {message}")
-    _print_summary(outcome.summary, outcome.run_dir, spec.display_name)
+    _print_summary(outcome.summary, outcome.run_dir, spec.display_name, _run_argument(spec, outcome.run_dir.run_id))
     done = outcome.summary.completeness
     if done is not None and not done.complete:
         warning(done.describe())
@@ -525,7 +525,7 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
                 say(f"  re-judge the baseline with today's evaluators (no system call): {drift['rejudge_baseline']}")
         else:
             # The run id is known: print the command to paste, not a placeholder.
-            say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
+            say(f"drift: no promoted baseline (evalh promote {_run_argument(spec, outcome.run_dir.run_id)})")
     _print_rate_limits(outcome.run_dir)
     if outcome.failed_checks:
         # Why each failed, judged by the same functions as the checks (runner/gates.py).
@@ -556,14 +556,33 @@ def _print_rate_limits(run_dir: RunDirectory) -> None:
             warning(f"gave up on a rate limit: {record['gave_up']}")
 
 
+def _run_location(spec: EvalSpec, run_id: str) -> str:
+    """Where run ``run_id`` of ``spec`` is for a command on any machine: its URL when the eval
+    publishes to one, else its folder's absolute path."""
+    from evalh_pipeline.store.publishing import run_location
+
+    return run_location(spec, run_id)
+
+
+def _run_argument(spec: EvalSpec, run_id: str) -> str:
+    """Run ``run_id`` of ``spec`` as a command that finishes or reads it takes it, on any machine:
+    its URL when the eval publishes to one (a working copy is this machine's only), else its
+    folder as :func:`_shown_path` shows it."""
+    from evalh_pipeline.store.publishing import is_remote, run_location
+
+    location = run_location(spec, run_id)
+    return shlex.quote(location) if is_remote(location) else _shown_path(Path(location))
+
+
 def _shown_path(path: Path) -> str:
     """``path`` as a user would type it here: relative to the working directory when inside it, shell-quoted."""
     shown = Path(os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd().resolve()) else path
     return shlex.quote(shown.as_posix())
 
 
-def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
-    """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
+def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str, argument: str) -> None:
+    """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key);
+    ``argument``: the run as the commands it suggests take it (:func:`_run_argument`)."""
     from evalh_pipeline.queries.report import (
         calibration_line,
         corrected_delta_text,
@@ -603,7 +622,7 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
         # First, and apart from the evaluators that failed: no verdict on the system at all.
         cases = sum(v.cases_not_judged for v in summary.variants)
         warning(f"{summary.not_judged.describe()}; {cases} case(s) left out of the pass rates and comparisons. "
-                f"Finish them with: evalh retry-failed {_shown_path(run_dir.path)} --include-evaluator-failures "
+                f"Finish them with: evalh retry-failed {argument} --include-evaluator-failures "
                 "(re-judges the saved traces, no system call)")
     errored = {r.evaluator: sum(v.errored - v.not_judged for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():

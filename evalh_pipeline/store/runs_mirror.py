@@ -1,0 +1,136 @@
+"""A runs folder on object storage (``<output URL>/``) as a local folder, for readers that need
+a real file system (the viewer: DuckDB over the JSONL).
+
+    <cache_dir>/viewed/<hash of the URL>/<run_id>/...      each run, as published
+    <cache_dir>/viewed/<hash of the URL>/baselines/<eval>/  the promoted-baseline pointers
+    <cache_dir>/viewed/<hash of the URL>/labels/<eval>/     the human labels
+
+Every run is brought up to date with the URL the way a working copy is (store/publishing.py
+``RunPublisher.pull``: only files whose version there changed are fetched, each whole), so a
+run published from any machine shows once :meth:`RunsMirror.sync` has run. Nothing is ever
+written to the URL but labels (:meth:`RunsMirror.append_labels`), added to the label file
+there with a conditional write on S3, so two machines labelling at once both keep their lines.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from evalh_pipeline.models.label import HumanLabel
+from evalh_pipeline.store.baselines import BASELINES, Baseline
+from evalh_pipeline.store.labels import LABELS, labels_path
+from evalh_pipeline.store.publishing import RunPublisher, _url_hash, run_url
+from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
+
+# Conditional writes lost to another machine's label before this one is given up.
+LABEL_WRITE_ATTEMPTS = 8
+
+
+class RunsMirror:
+    """The local copy of the runs folder at ``url`` (``only``: of that one run, with the folder's
+    baselines and labels)."""
+
+    def __init__(self, url: str, cache_dir: Path, only: str | None = None) -> None:
+        import fsspec
+
+        self.url = url.rstrip("/")
+        self.only = only
+        self.root = cache_dir / "viewed" / _url_hash(self.url)
+        self.fs, remote = fsspec.core.url_to_fs(self.url)
+        self.remote = remote.rstrip("/")
+        # One sync at a time: two pages of one run must not fetch the same files together.
+        self._syncing = threading.Lock()
+
+    def sync(self, run_id: str | None = None) -> None:
+        """Bring the copy up to date with the URL: every run (or ``run_id`` alone), the
+        baselines and labels; runs deleted there are deleted here."""
+        with self._syncing:
+            self._sync(run_id)
+
+    def _sync(self, run_id: str | None) -> None:
+        self.fs.invalidate_cache(self.remote)  # another machine's writes show in a fresh listing only
+        try:
+            listed = self.fs.ls(self.remote, detail=False)
+        except FileNotFoundError:
+            listed = []  # no run published there yet
+        names = {path.rstrip("/").rsplit("/", 1)[-1] for path in listed}
+        self.root.mkdir(parents=True, exist_ok=True)  # after the listing: nothing made for storage it cannot read
+        publisher = RunPublisher(self.url)
+        for name in (BASELINES, LABELS):
+            if run_id is None or name == BASELINES:
+                self._sync_tree(name, present=name in names)
+        wanted = {run_id} if run_id is not None else names - {BASELINES, LABELS}
+        if self.only is not None:
+            wanted &= {self.only}
+        for name in sorted(wanted & names):
+            if not name.startswith("."):
+                publisher.pull(RunDirectory(self.root / name))
+        if run_id is None:
+            for local in self.root.iterdir():
+                if local.name not in names and local.is_dir() and RunDirectory(local).exists():
+                    shutil.rmtree(local)  # deleted at the URL (evalh delete-run on another machine)
+
+    def _sync_tree(self, name: str, *, present: bool) -> None:
+        """``<url>/<name>/`` (small files: pointers, label files) fetched whole into the copy."""
+        local = self.root / name
+        if not present:
+            shutil.rmtree(local, ignore_errors=True)
+            return
+        remote = f"{self.remote}/{name}"
+        found = set()
+        for path in self.fs.find(remote):
+            relative = path[len(remote) + 1:]
+            found.add(relative)
+            write_atomic(local / relative, self.fs.cat_file(path).decode("utf-8"))
+        for stale in [p for p in local.rglob("*") if p.is_file() and p.relative_to(local).as_posix() not in found]:
+            stale.unlink()
+
+    def append_labels(self, runs_root: Path, eval_name: str, labels: Iterable[HumanLabel]) -> int:
+        """Add ``labels`` to the eval's label file at the URL, then to the copy (as
+        store/labels.py ``append_labels`` adds them to a local one); how many were written.
+
+        The file there is read and written back with the new lines, on S3 only if nobody
+        wrote it in between (If-Match on its ETag, If-None-Match for a new file); else read
+        again and retried, so a label from another machine is never overwritten."""
+        assert runs_root.resolve() == self.root.resolve(), "labels of another runs folder"
+        lines = "".join(label.model_dump_json() + "\n" for label in labels)
+        if not lines:
+            return 0
+        key = f"{self.remote}/{labels_path(Path(''), eval_name).as_posix()}"
+        conditional = "s3" in self.fs.protocol
+        for _attempt in range(LABEL_WRITE_ATTEMPTS):
+            self.fs.invalidate_cache(key)
+            try:
+                info = self.fs.info(key)
+                text = self.fs.cat_file(key).decode("utf-8")
+            except FileNotFoundError:
+                info, text = None, ""
+            if text and not text.endswith("\n"):
+                text += "\n"  # a torn last line stays its own line
+            condition: dict[str, str] = {}
+            if conditional:
+                condition = {"IfMatch": info["ETag"]} if info is not None else {"IfNoneMatch": "*"}
+            try:
+                self.fs.pipe_file(key, (text + lines).encode("utf-8"), **condition)
+            except OSError as exc:
+                if conditional and exc.errno == errno.EINVAL:  # s3fs's PreconditionFailed
+                    continue  # another machine's label went in first: read it and add ours again
+                raise
+            write_atomic(labels_path(self.root, eval_name), text + lines)
+            return lines.count("\n")
+        raise OSError(f"{run_url(self.url, labels_path(Path(''), eval_name).as_posix())} changed "
+                      f"{LABEL_WRITE_ATTEMPTS} times while this label was added: try again")
+
+    def promoted(self, eval_name: str) -> Baseline | None:
+        """The promoted baseline of ``eval_name`` as the pointer at the URL says (no copy made)."""
+        pointer = f"{self.remote}/{BASELINES}/{eval_name}/current.json"
+        self.fs.invalidate_cache(pointer)
+        try:
+            text = self.fs.cat_file(pointer).decode("utf-8")
+        except FileNotFoundError:
+            return None
+        return Baseline.from_json(text, Path(run_url(self.url, f"{BASELINES}/{eval_name}/current.json")))
