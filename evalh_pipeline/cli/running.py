@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 @click.argument("eval_path", type=click.Path())
 @click.option("--resume", "resume_dir", type=_RunLocation(),
               help="Finish a killed run (its folder, or its URL under a URL output): only cells without a trace are run.")
-@click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
-              help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
-                   "only new or changed cells call the system.")
+@click.option("--reuse", "reuse_dir", type=_RunLocation(),
+              help="Reuse the traces of this earlier run (its folder, or its URL) whose case, variant and fixture "
+                   "are unchanged: only new or changed cells call the system.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--dry-run", is_flag=True,
               help="Validate the config and every dataset row, print the plan; write nothing.")
@@ -67,13 +67,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     if resume_dir and reuse_dir:
         error("--resume finishes a run, --reuse starts one: give one of them")
         sys.exit(EXIT_CONFIG)
-    reuse_from = None
-    if reuse_dir:
-        previous = RunDirectory(Path(reuse_dir).resolve())
-        if not previous.exists():
-            error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
-            sys.exit(EXIT_CONFIG)
-        reuse_from = str(previous.path)
+    reuse_from = _reuse_source(spec, reuse_dir) if reuse_dir else None
     if resume_dir:
         if selecting:
             error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
@@ -107,6 +101,24 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     _print_viewer_link(spec, run_id)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
+
+
+def _reuse_source(spec: EvalSpec, reuse_dir: str) -> str:
+    """``--reuse``'s run as the traces step finds it (tag ``evalh/reuse_from``): a run of the
+    eval's own URL output by its id (the step brings its machine's working copy of it up to
+    date, as here), a fetched copy of a run at another URL, else the folder."""
+    from evalh_pipeline.store.publishing import is_remote, run_url
+
+    if "://" in reuse_dir:
+        run_id = reuse_dir.rstrip("/").rsplit("/", 1)[-1]
+        own = bool(spec.outputs) and is_remote(spec.outputs[0]) and run_url(spec.outputs[0], run_id) == reuse_dir.rstrip("/")
+        copy = _run_directory(reuse_dir, writing=own)
+        return run_id if own else str(copy.path)
+    previous = RunDirectory(Path(reuse_dir).resolve())
+    if not previous.exists():
+        error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
+        sys.exit(EXIT_CONFIG)
+    return str(previous.path)
 
 
 def _sharded(spec: EvalSpec, shards: str) -> EvalSpec:
@@ -281,8 +293,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         error("--repeat-judging measures the judges and leaves the results as they are: it does not take --all")
         sys.exit(EXIT_CONFIG)
     if "://" not in run_dir and not Path(run_dir).exists() and eval_path is not None:
-        # A bare run id with --config: the run lives in that eval's runs folder.
-        run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
+        # A bare run id with --config: the run lives in that eval's runs folder (its URL, for a URL output).
+        run_dir = _run_location(_load(eval_path), run_dir)
     directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
@@ -568,9 +580,9 @@ def _run_argument(spec: EvalSpec, run_id: str) -> str:
     """Run ``run_id`` of ``spec`` as a command that finishes or reads it takes it, on any machine:
     its URL when the eval publishes to one (a working copy is this machine's only), else its
     folder as :func:`_shown_path` shows it."""
-    from evalh_pipeline.store.publishing import is_remote, run_location
+    from evalh_pipeline.store.publishing import is_remote
 
-    location = run_location(spec, run_id)
+    location = _run_location(spec, run_id)
     return shlex.quote(location) if is_remote(location) else _shown_path(Path(location))
 
 
@@ -580,9 +592,10 @@ def _shown_path(path: Path) -> str:
     return shlex.quote(shown.as_posix())
 
 
-def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str, argument: str) -> None:
+def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str, argument: str | None = None) -> None:
     """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key);
-    ``argument``: the run as the commands it suggests take it (:func:`_run_argument`)."""
+    ``argument``: the run as the commands it suggests take it (:func:`_run_argument`; default its folder)."""
+    argument = argument or _shown_path(run_dir.path)
     from evalh_pipeline.queries.report import (
         calibration_line,
         corrected_delta_text,

@@ -225,3 +225,20 @@ def test_an_s3_url_without_credentials_is_one_line_and_writes_nothing(tmp_path, 
     assert bucket_objects(fs, bucket) == stored
     made = [p for p in cache.rglob("*")] if cache.exists() else []
     assert not [p for p in made if p.is_file()], made
+
+
+def test_a_new_run_on_another_machine_reuses_the_traces_of_a_run_at_the_url(tmp_path, env, s3_server, bucket):
+    path = with_outputs(write_eval(tmp_path / "toy", cases=CASES), f"{bucket}/runs")
+    fs = s3_server.filesystem()
+    a, b = machine_env(tmp_path, env, s3_server, "a"), machine_env(tmp_path, env, s3_server, "b")
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    first = new_run(fs, bucket, [])
+    calls = tmp_path / "calls.log"
+    calls.unlink()
+
+    reused = ok(run_evalh(["run", str(path), "--reuse", first], b, tmp_path))
+    assert f"reused {CASES * 2} of {CASES * 2} cell(s) from {id_of(first)}" in reused
+    assert not calls.exists()  # no cell called the system on B
+    second = new_run(fs, bucket, [first])
+    assert sorted((t["case_id"], t["variant_name"]) for t in traces(fs, second)) == \
+        sorted((t["case_id"], t["variant_name"]) for t in traces(fs, first))
