@@ -19,7 +19,7 @@ import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
 from evalh_pipeline.cli.shared import (
-    _holding, _load, _located, _masked, _run_directory, _runs_folder, _spec_for_run, _steps_elsewhere,
+    _holding, _load, _located, _masked, _run_directory, _runs_folder, _settings, _spec_for_run, _steps_elsewhere,
 )
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
@@ -655,12 +655,16 @@ def delete_run(run_dir: str, yes: bool, partition_of: str | None) -> None:
     """Delete RUN_DIR and its partition in the Dagster instance (so no partition points at deleted data).
 
     The eval's promoted baseline is refused: promote another run first. A partition without a
-    run folder: `evalh delete-run RUN_ID --eval EVAL_NAME`."""
+    run folder: `evalh delete-run RUN_ID --eval EVAL_NAME`. A run's URL (an eval publishing to
+    s3://…) deletes its files there and this machine's copies of it."""
     from evalh_pipeline.store.baselines import current_baseline
 
     if "://" in run_dir:
-        error("delete-run works on a local run directory (or a run id in ./runs)")
-        sys.exit(EXIT_CONFIG)
+        if partition_of is not None:
+            error("--eval removes a partition that has no run folder; a run's URL is deleted without it")
+            sys.exit(EXIT_CONFIG)
+        _delete_published(run_dir, yes)
+        return
     if partition_of is not None:
         _delete_folderless_partition(run_dir, partition_of, yes)
         return
@@ -712,19 +716,56 @@ def _delete(directory: RunDirectory, eval_name: str, holder: str) -> None:
 
     with _holding(directory.path, holder):
         # The partition first: a folder whose deletion fails half-way is no longer offered as a run.
-        if eval_name and not run_id_problem_of(directory.run_id):
-            from evalh_pipeline.defs import launch as dagster
-            from evalh_pipeline.errors import InfrastructureError
-
-            try:
-                removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, directory.run_id)
-            except InfrastructureError as exc:
-                error(f"{exc} (nothing more was deleted)")
-                sys.exit(EXIT_INFRA)
-            if removed:
-                err.line(f"removed partition {directory.run_id} of {eval_name}")
+        _delete_partition(eval_name, directory.run_id)
         shutil.rmtree(directory.path)
     say(f"deleted {directory.path}")
+
+
+def _delete_partition(eval_name: str, run_id: str) -> None:
+    """Remove the partition ``run_id`` of ``eval_name`` (if it is one); failing, exit 2 with nothing deleted."""
+    if eval_name and not run_id_problem_of(run_id):
+        from evalh_pipeline.defs import launch as dagster
+        from evalh_pipeline.errors import InfrastructureError
+
+        try:
+            removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, run_id)
+        except InfrastructureError as exc:
+            error(f"{exc} (nothing more was deleted)")
+            sys.exit(EXIT_INFRA)
+        if removed:
+            err.line(f"removed partition {run_id} of {eval_name}")
+
+
+def _delete_published(url: str, yes: bool) -> None:
+    """`delete-run URL`: the partition, the run's files at the URL, and this machine's copies of
+    it (never the eval's baseline promoted at the URL)."""
+    from evalh_pipeline.store.publishing import run_url
+    from evalh_pipeline.store.runs_mirror import RunsMirror
+
+    directory = _run_directory(url)  # a fresh copy: its run.json says whose run it is
+    eval_name = str(directory.read_meta().get("eval_name") or "")
+    output, run_id = url.rstrip("/").rsplit("/", 1)
+    published = RunsMirror(output, _settings().cache)
+    try:
+        promoted = published.promoted(eval_name) if eval_name else None
+    except Exception as exc:  # noqa: BLE001 - unreadable pointer or storage
+        error(f"cannot read the promoted baseline of {eval_name!r} at {output}: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_INFRA)
+    if promoted is not None and promoted.run_id == run_id:
+        error(f"{run_id} is the promoted baseline of {eval_name}: promote another run first")
+        sys.exit(EXIT_CONFIG)
+    if not yes and not click.confirm(f"delete {url} and its Dagster partition?", err=True):
+        sys.exit(EXIT_CONFIG)
+    _delete_partition(eval_name, run_id)
+    try:
+        published.delete_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
+        error(f"cannot delete {run_url(output, run_id)}: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_INFRA)
+    import shutil
+
+    shutil.rmtree(directory.path, ignore_errors=True)
+    say(f"deleted {url}")
 
 
 @main.command()

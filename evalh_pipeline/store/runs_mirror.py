@@ -23,7 +23,7 @@ from pathlib import Path
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
 from evalh_pipeline.store.labels import LABELS, labels_path
-from evalh_pipeline.store.publishing import RunPublisher, _url_hash, run_url
+from evalh_pipeline.store.publishing import RunPublisher, _url_hash, run_url, working_root
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 # Conditional writes lost to another machine's label before this one is given up.
@@ -39,6 +39,7 @@ class RunsMirror:
 
         self.url = url.rstrip("/")
         self.only = only
+        self.cache_dir = cache_dir
         self.root = cache_dir / "viewed" / _url_hash(self.url)
         self.fs, remote = fsspec.core.url_to_fs(self.url)
         self.remote = remote.rstrip("/")
@@ -124,6 +125,15 @@ class RunsMirror:
             return lines.count("\n")
         raise OSError(f"{run_url(self.url, labels_path(Path(''), eval_name).as_posix())} changed "
                       f"{LABEL_WRITE_ATTEMPTS} times while this label was added: try again")
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete run ``run_id`` at the URL, then this machine's copies of it (the viewer's and
+        the working copy the writing commands use)."""
+        folder = f"{self.remote}/{run_id}"
+        if self.fs.exists(folder):
+            self.fs.rm(folder, recursive=True)
+        for local in (self.root / run_id, working_root(self.url, self.cache_dir) / run_id):
+            shutil.rmtree(local, ignore_errors=True)
 
     def promoted(self, eval_name: str) -> Baseline | None:
         """The promoted baseline of ``eval_name`` as the pointer at the URL says (no copy made)."""

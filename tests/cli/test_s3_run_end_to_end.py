@@ -242,3 +242,39 @@ def test_a_new_run_on_another_machine_reuses_the_traces_of_a_run_at_the_url(tmp_
     second = new_run(fs, bucket, [first])
     assert sorted((t["case_id"], t["variant_name"]) for t in traces(fs, second)) == \
         sorted((t["case_id"], t["variant_name"]) for t in traces(fs, first))
+
+
+def test_evalh_view_of_one_runs_url_serves_that_run(tmp_path, env, s3_server, bucket):
+    path = with_outputs(write_eval(tmp_path / "toy", cases=2), f"{bucket}/runs")
+    fs = s3_server.filesystem()
+    a, c = machine_env(tmp_path, env, s3_server, "a"), machine_env(tmp_path, env, s3_server, "c")
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    first = new_run(fs, bucket, [])
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    second = new_run(fs, bucket, [first])
+    log = tmp_path / "view.log"
+    with running_viewer(second, free_port(), c, log, cwd=tmp_path) as url, httpx.Client(timeout=60) as client:
+        assert f"{url}/runs/{id_of(second)}" in log.read_text()  # the page it prints is the run's
+        listing = client.get(f"{url}/").text
+        assert id_of(second) in listing and id_of(first) not in listing
+        assert client.get(f"{url}/runs/{id_of(second)}").status_code == 200
+        assert client.get(f"{url}/runs/{id_of(first)}").status_code == 404
+
+
+def test_delete_run_of_a_url_removes_it_there_and_never_the_promoted_baseline(tmp_path, env, s3_server, bucket):
+    path = with_outputs(write_eval(tmp_path / "toy", cases=2), f"{bucket}/runs")
+    fs = s3_server.filesystem()
+    a, b = machine_env(tmp_path, env, s3_server, "a"), machine_env(tmp_path, env, s3_server, "b")
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    kept = new_run(fs, bucket, [])
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    doomed = new_run(fs, bucket, [kept])
+    ok(run_evalh(["promote", kept], b, tmp_path))
+    ok(run_evalh(["retry-failed", doomed], b, tmp_path))  # B now holds a working copy of it
+
+    refused = run_evalh(["delete-run", kept, "--yes"], b, tmp_path)
+    assert refused.returncode == 1 and "promoted baseline" in refused.stderr, refused.stderr
+    deleted = ok(run_evalh(["delete-run", doomed, "--yes"], b, tmp_path))
+    assert f"deleted {doomed}" in deleted
+    assert published_runs(fs, bucket) == [kept]
+    assert not list((tmp_path / "b" / "cache").rglob(id_of(doomed)))  # nor any copy of it on B
