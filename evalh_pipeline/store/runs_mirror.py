@@ -9,12 +9,11 @@ Every run is brought up to date with the URL the way a working copy is (store/pu
 ``RunPublisher.pull``: only files whose version there changed are fetched, each whole), so a
 run published from any machine shows once :meth:`RunsMirror.sync` has run. Nothing is ever
 written to the URL but labels (:meth:`RunsMirror.append_labels`), added to the label file
-there with a conditional write on S3, so two machines labelling at once both keep their lines.
+there (store/published_labels.py).
 """
 
 from __future__ import annotations
 
-import errno
 import shutil
 import threading
 from collections.abc import Iterable
@@ -22,12 +21,10 @@ from pathlib import Path
 
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
-from evalh_pipeline.store.labels import LABELS, labels_path
+from evalh_pipeline.store.labels import LABELS
+from evalh_pipeline.store.published_labels import append_published_labels
 from evalh_pipeline.store.publishing import RunPublisher, _url_hash, run_url, working_root
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
-
-# Conditional writes lost to another machine's label before this one is given up.
-LABEL_WRITE_ATTEMPTS = 8
 
 
 class RunsMirror:
@@ -92,39 +89,9 @@ class RunsMirror:
 
     def append_labels(self, runs_root: Path, eval_name: str, labels: Iterable[HumanLabel]) -> int:
         """Add ``labels`` to the eval's label file at the URL, then to the copy (as
-        store/labels.py ``append_labels`` adds them to a local one); how many were written.
-
-        The file there is read and written back with the new lines, on S3 only if nobody
-        wrote it in between (If-Match on its ETag, If-None-Match for a new file); else read
-        again and retried, so a label from another machine is never overwritten."""
+        store/labels.py ``append_labels`` adds them to a local one); how many were written."""
         assert runs_root.resolve() == self.root.resolve(), "labels of another runs folder"
-        lines = "".join(label.model_dump_json() + "\n" for label in labels)
-        if not lines:
-            return 0
-        key = f"{self.remote}/{labels_path(Path(''), eval_name).as_posix()}"
-        conditional = "s3" in self.fs.protocol
-        for _attempt in range(LABEL_WRITE_ATTEMPTS):
-            self.fs.invalidate_cache(key)
-            try:
-                info = self.fs.info(key)
-                text = self.fs.cat_file(key).decode("utf-8")
-            except FileNotFoundError:
-                info, text = None, ""
-            if text and not text.endswith("\n"):
-                text += "\n"  # a torn last line stays its own line
-            condition: dict[str, str] = {}
-            if conditional:
-                condition = {"IfMatch": info["ETag"]} if info is not None else {"IfNoneMatch": "*"}
-            try:
-                self.fs.pipe_file(key, (text + lines).encode("utf-8"), **condition)
-            except OSError as exc:
-                if conditional and exc.errno == errno.EINVAL:  # s3fs's PreconditionFailed
-                    continue  # another machine's label went in first: read it and add ours again
-                raise
-            write_atomic(labels_path(self.root, eval_name), text + lines)
-            return lines.count("\n")
-        raise OSError(f"{run_url(self.url, labels_path(Path(''), eval_name).as_posix())} changed "
-                      f"{LABEL_WRITE_ATTEMPTS} times while this label was added: try again")
+        return append_published_labels(self.url, self.root, eval_name, labels)
 
     def delete_run(self, run_id: str) -> None:
         """Delete run ``run_id`` at the URL, then this machine's copies of it (the viewer's and

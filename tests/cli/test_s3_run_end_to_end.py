@@ -201,6 +201,13 @@ def test_evalh_view_serves_an_s3_runs_folder_published_by_another_machine(tmp_pa
     assert (label["case_id"], label["passed"]) == (form["case_id"], False)
     assert not (viewing / "runs").exists()  # nothing made in the working directory either
 
+    # The label counts in the judge calibration of the next run's summary, made on A.
+    ok(run_evalh(["run", str(path)], a, tmp_path))
+    run3 = new_run(fs, bucket, published_runs(fs, bucket)[:2])
+    summary = yaml.safe_load(fs.cat(f"{run3}/summary.yaml"))
+    calibrated = {r["evaluator"]: (r.get("calibration") or {}).get("labels") for r in summary["by_evaluator"]}
+    assert calibrated[form["evaluator"]] == 1, calibrated
+
 
 def test_an_s3_url_without_credentials_is_one_line_and_writes_nothing(tmp_path, env, s3_server, bucket):
     path = with_outputs(write_eval(tmp_path / "toy", cases=2), f"{bucket}/runs")
