@@ -776,10 +776,15 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
     """Delete all but the KEEP newest runs of EVAL_PATH's eval and their Dagster partitions.
 
     Newest by the time recorded in run.json (then the run id). The promoted baseline is never
-    deleted and does not count toward KEEP."""
+    deleted and does not count toward KEEP. An eval that publishes to a URL has its runs there
+    pruned (and this machine's copies of them)."""
     from evalh_pipeline.store.baselines import current_baseline
+    from evalh_pipeline.store.publishing import RunPublisher
 
     spec = _load(eval_path)
+    if (canonical := RunPublisher.for_spec(spec).canonical) is not None:
+        _prune_published(spec, canonical, keep, yes)
+        return
     root = Path(spec.runs_root)
     if "://" in str(spec.runs_root) or not root.is_dir():
         say(f"no local runs of {spec.name} in {spec.runs_root}")
@@ -804,6 +809,40 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
         sys.exit(EXIT_CONFIG)
     for directory in doomed:
         _delete(directory, spec.name, "evalh prune")
+    say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"
+        + (f" and the baseline {baseline.run_id}" if baseline is not None else ""))
+
+
+def _prune_published(spec: EvalSpec, output: str, keep: int, yes: bool) -> None:
+    """`prune` of an eval whose runs live at the URL ``output``: as for a local runs folder, by
+    the run.json of each run there and the baseline pointer there."""
+    from evalh_pipeline.store.runs_mirror import RunsMirror
+
+    published = RunsMirror(output, _settings().cache)
+    try:
+        metas = published.run_metas()
+        baseline = published.promoted(spec.name)
+    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable storage
+        error(f"cannot read the runs at {output}: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_INFRA)
+    runs = sorted(((str(meta.get("created_at") or ""), run_id) for run_id, meta in metas.items()
+                   if meta.get("eval_name") == spec.name and (baseline is None or run_id != baseline.run_id)),
+                  reverse=True)
+    doomed = [run_id for _, run_id in runs[keep:]]
+    if not doomed:
+        say(f"nothing to prune: {len(runs)} run(s) of {spec.name} at {output}, keeping {keep}")
+        return
+    if not yes and not click.confirm(f"delete {len(doomed)} run(s) of {spec.name} at {output} and their Dagster "
+                                     "partitions?", err=True):
+        sys.exit(EXIT_CONFIG)
+    for run_id in doomed:
+        _delete_partition(spec.name, run_id)
+        try:
+            published.delete_run(run_id)
+        except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
+            error(f"cannot delete {published.url}/{run_id}: {type(exc).__name__}: {exc}")
+            sys.exit(EXIT_INFRA)
+        say(f"deleted {published.url}/{run_id}")
     say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"
         + (f" and the baseline {baseline.run_id}" if baseline is not None else ""))
 

@@ -14,10 +14,12 @@ there (store/published_labels.py).
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
@@ -92,6 +94,26 @@ class RunsMirror:
         store/labels.py ``append_labels`` adds them to a local one); how many were written."""
         assert runs_root.resolve() == self.root.resolve(), "labels of another runs folder"
         return append_published_labels(self.url, self.root, eval_name, labels)
+
+    def run_metas(self) -> dict[str, dict[str, Any]]:
+        """Each run at the URL (a folder with a run.json) and its run.json, read there."""
+        self.fs.invalidate_cache(self.remote)
+        try:
+            listed = self.fs.ls(self.remote, detail=False)
+        except FileNotFoundError:
+            return {}
+        metas = {}
+        for path in listed:
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if name in (BASELINES, LABELS) or name.startswith("."):
+                continue
+            try:
+                meta = json.loads(self.fs.cat_file(f"{self.remote}/{name}/run.json"))
+            except FileNotFoundError:
+                continue  # not a run
+            if isinstance(meta, dict):
+                metas[name] = meta
+        return metas
 
     def delete_run(self, run_id: str) -> None:
         """Delete run ``run_id`` at the URL, then this machine's copies of it (the viewer's and

@@ -268,7 +268,8 @@ def test_evalh_view_of_one_runs_url_serves_that_run(tmp_path, env, s3_server, bu
         assert client.get(f"{url}/runs/{id_of(first)}").status_code == 404
 
 
-def test_delete_run_of_a_url_removes_it_there_and_never_the_promoted_baseline(tmp_path, env, s3_server, bucket):
+def test_delete_run_and_prune_remove_runs_at_the_url_and_never_the_promoted_baseline(tmp_path, env, s3_server,
+                                                                                      bucket):
     path = with_outputs(write_eval(tmp_path / "toy", cases=2), f"{bucket}/runs")
     fs = s3_server.filesystem()
     a, b = machine_env(tmp_path, env, s3_server, "a"), machine_env(tmp_path, env, s3_server, "b")
@@ -285,3 +286,11 @@ def test_delete_run_of_a_url_removes_it_there_and_never_the_promoted_baseline(tm
     assert f"deleted {doomed}" in deleted
     assert published_runs(fs, bucket) == [kept]
     assert not list((tmp_path / "b" / "cache").rglob(id_of(doomed)))  # nor any copy of it on B
+
+    # prune on B: the newest run and the baseline stay, at the URL.
+    for _ in range(2):
+        ok(run_evalh(["run", str(path)], a, tmp_path))
+    older, newest = [u for u in published_runs(fs, bucket) if u != kept]
+    pruned = ok(run_evalh(["prune", str(path), "--keep", "1", "--yes"], b, tmp_path))
+    assert f"deleted {older}" in pruned and f"kept 1 and the baseline {id_of(kept)}" in pruned
+    assert published_runs(fs, bucket) == sorted([kept, newest])
