@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, _RunLocation, _store_options, main
-from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _settings, _spec_for_run
+from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _settings, _spec_for_run, _storage_error
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.terminal import error, escape_control, percentage_points, say, warning
 
@@ -86,7 +86,7 @@ def _published_baseline(url: str, eval_name: str) -> str:
     try:
         promoted = RunsMirror(output, _settings().cache).promoted(eval_name)
     except Exception as exc:  # noqa: BLE001 - unreachable storage or a broken pointer
-        error(f"cannot read the promoted baseline of {eval_name!r} at {_safe_store(output)}: {type(exc).__name__}: {exc}")
+        error(f"cannot read the promoted baseline of {eval_name!r} at {_safe_store(output)}: {_storage_error(exc)}")
         sys.exit(EXIT_INFRA)
     if promoted is None:
         error(f"eval {eval_name!r} has no promoted baseline under {_safe_store(output)}: run "

@@ -20,6 +20,7 @@ import click
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
 from evalh_pipeline.cli.shared import (
     _holding, _load, _located, _masked, _run_directory, _runs_folder, _settings, _spec_for_run, _steps_elsewhere,
+    _storage_error,
 )
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
@@ -749,7 +750,7 @@ def _delete_published(url: str, yes: bool) -> None:
     try:
         promoted = published.promoted(eval_name) if eval_name else None
     except Exception as exc:  # noqa: BLE001 - unreadable pointer or storage
-        error(f"cannot read the promoted baseline of {eval_name!r} at {output}: {type(exc).__name__}: {exc}")
+        error(f"cannot read the promoted baseline of {eval_name!r} at {output}: {_storage_error(exc)}")
         sys.exit(EXIT_INFRA)
     if promoted is not None and promoted.run_id == run_id:
         error(f"{run_id} is the promoted baseline of {eval_name}: promote another run first")
@@ -760,7 +761,7 @@ def _delete_published(url: str, yes: bool) -> None:
     try:
         published.delete_run(run_id)
     except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
-        error(f"cannot delete {run_url(output, run_id)}: {type(exc).__name__}: {exc}")
+        error(f"cannot delete {run_url(output, run_id)}: {_storage_error(exc)}")
         sys.exit(EXIT_INFRA)
     import shutil
 
@@ -823,7 +824,7 @@ def _prune_published(spec: EvalSpec, output: str, keep: int, yes: bool) -> None:
         metas = published.run_metas()
         baseline = published.promoted(spec.name)
     except Exception as exc:  # noqa: BLE001 - unreachable or unreadable storage
-        error(f"cannot read the runs at {output}: {type(exc).__name__}: {exc}")
+        error(f"cannot read the runs at {output}: {_storage_error(exc)}")
         sys.exit(EXIT_INFRA)
     runs = sorted(((str(meta.get("created_at") or ""), run_id) for run_id, meta in metas.items()
                    if meta.get("eval_name") == spec.name and (baseline is None or run_id != baseline.run_id)),
@@ -840,7 +841,7 @@ def _prune_published(spec: EvalSpec, output: str, keep: int, yes: bool) -> None:
         try:
             published.delete_run(run_id)
         except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
-            error(f"cannot delete {published.url}/{run_id}: {type(exc).__name__}: {exc}")
+            error(f"cannot delete {published.url}/{run_id}: {_storage_error(exc)}")
             sys.exit(EXIT_INFRA)
         say(f"deleted {published.url}/{run_id}")
     say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"

@@ -65,6 +65,7 @@ def view(ctx: click.Context, runs_dir: str | None, port: int | None, host: str |
 def _mirror(url: str, cache: Path) -> tuple[RunsMirror, str]:
     """The local copy of the runs folder (or the one run) at ``url``, brought up to date, and the
     page to open first; storage it cannot read is one line, exit 2, nothing copied."""
+    from evalh_pipeline.cli.shared import _storage_error
     from evalh_pipeline.store.runs_mirror import RunsMirror
     from evalh_pipeline.view.rendering import part
 
@@ -75,7 +76,7 @@ def _mirror(url: str, cache: Path) -> tuple[RunsMirror, str]:
             mirror = RunsMirror(folder, cache, only=run_id)
         mirror.sync()
     except Exception as exc:  # noqa: BLE001 - unknown protocol, no credentials, unreachable, unreadable
-        error(f"cannot read {_safe_url(url)}: {type(exc).__name__}: {exc}")
+        error(f"cannot read {_safe_url(url)}: {_storage_error(exc)}")
         sys.exit(EXIT_INFRA)
     return mirror, f"/runs/{part(mirror.only)}" if mirror.only else "/"
 
