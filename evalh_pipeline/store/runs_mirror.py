@@ -25,7 +25,8 @@ from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
 from evalh_pipeline.store.labels import LABELS
 from evalh_pipeline.store.published_labels import append_published_labels
-from evalh_pipeline.store.publishing import RunPublisher, _url_hash, run_url, working_root
+from evalh_pipeline.store.publishing import RunPublisher, _remote_version as remote_version, _url_hash, run_url, \
+    working_root
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 
@@ -44,6 +45,7 @@ class RunsMirror:
         self.remote = remote.rstrip("/")
         # One sync at a time: two pages of one run must not fetch the same files together.
         self._syncing = threading.Lock()
+        self._versions: dict[str, str] = {}  # of the baselines' and labels' files last fetched
 
     def sync(self, run_id: str | None = None) -> None:
         """Bring the copy up to date with the URL: every run (or ``run_id`` alone), the
@@ -60,32 +62,34 @@ class RunsMirror:
         names = {path.rstrip("/").rsplit("/", 1)[-1] for path in listed}
         self.root.mkdir(parents=True, exist_ok=True)  # after the listing: nothing made for storage it cannot read
         publisher = RunPublisher(self.url)
-        for name in (BASELINES, LABELS):
-            if run_id is None or name == BASELINES:
-                self._sync_tree(name, present=name in names)
+        for name in (BASELINES, LABELS):  # a run's pages show whether it is the baseline, and its labels
+            self._sync_tree(name, present=name in names)
         wanted = {run_id} if run_id is not None else names - {BASELINES, LABELS}
         if self.only is not None:
             wanted &= {self.only}
         for name in sorted(wanted & names):
             if not name.startswith("."):
                 publisher.pull(RunDirectory(self.root / name))
-        if run_id is None:
-            for local in self.root.iterdir():
-                if local.name not in names and local.is_dir() and RunDirectory(local).exists():
-                    shutil.rmtree(local)  # deleted at the URL (evalh delete-run on another machine)
+        for local in [self.root / run_id] if run_id is not None else list(self.root.iterdir()):
+            if local.name not in names and local.is_dir() and RunDirectory(local).exists():
+                shutil.rmtree(local)  # deleted at the URL (evalh delete-run on another machine)
 
     def _sync_tree(self, name: str, *, present: bool) -> None:
-        """``<url>/<name>/`` (small files: pointers, label files) fetched whole into the copy."""
+        """``<url>/<name>/`` (pointers, label files) in the copy: each file fetched whole when its
+        version there (ETag, else size and time) is not the one last fetched."""
         local = self.root / name
         if not present:
             shutil.rmtree(local, ignore_errors=True)
             return
         remote = f"{self.remote}/{name}"
         found = set()
-        for path in self.fs.find(remote):
+        for path, info in self.fs.find(remote, detail=True).items():
             relative = path[len(remote) + 1:]
             found.add(relative)
-            write_atomic(local / relative, self.fs.cat_file(path).decode("utf-8"))
+            version = remote_version(info)
+            if self._versions.get(path) != version or not (local / relative).is_file():
+                write_atomic(local / relative, self.fs.cat_file(path).decode("utf-8"))
+                self._versions[path] = version
         for stale in [p for p in local.rglob("*") if p.is_file() and p.relative_to(local).as_posix() not in found]:
             stale.unlink()
 
