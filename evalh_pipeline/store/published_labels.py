@@ -60,7 +60,8 @@ def append_published_labels(output: str, runs_root: Path, eval_name: str, labels
         try:
             fs.pipe_file(key, (text + lines).encode("utf-8"), **condition)
         except OSError as exc:
-            if conditional and exc.errno == errno.EINVAL:  # s3fs's PreconditionFailed
+            # s3fs's 412: FileExistsError for If-None-Match, errno EINVAL for If-Match.
+            if conditional and (isinstance(exc, FileExistsError) or exc.errno == errno.EINVAL):
                 continue  # another machine's label went in first: read it and add ours again
             raise
         write_atomic(labels_path(runs_root, eval_name), text + lines)
