@@ -25,8 +25,8 @@ from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
 from evalh_pipeline.store.labels import LABELS
 from evalh_pipeline.store.published_labels import append_published_labels
-from evalh_pipeline.store.publishing import RunPublisher, _remote_version as remote_version, _url_hash, run_url, \
-    working_root
+from evalh_pipeline.store.publishing import RunPublisher, _remote_version as remote_version, _url_hash, plain_key, \
+    run_url, working_root
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 
@@ -85,6 +85,8 @@ class RunsMirror:
         found = set()
         for path, info in self.fs.find(remote, detail=True).items():
             relative = path[len(remote) + 1:]
+            if not plain_key(relative):
+                continue  # never written by evalh: it could point outside the copy
             found.add(relative)
             version = remote_version(info)
             if self._versions.get(path) != version or not (local / relative).is_file():
