@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, _RunLocation, _store_options, main
-from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _spec_for_run
+from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _settings, _spec_for_run, _storage_error
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.terminal import error, escape_control, percentage_points, say, warning
 
@@ -61,6 +61,8 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
     current = _run_directory(run_dir, store, namespace)
     if baseline_dir is None and store is not None:
         baseline_dir = _store_baseline(store, namespace, current.read_meta().get("eval_name"))
+    if baseline_dir is None and "://" in run_dir:
+        baseline_dir = _published_baseline(run_dir, str(current.read_meta().get("eval_name") or ""))
     if baseline_dir is None:
         eval_name = current.read_meta()["eval_name"]
         promoted = current_baseline(current.path.parent, eval_name)
@@ -72,6 +74,25 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
     baseline = _run_directory(baseline_dir, store, namespace)
     _report_comparison(lambda: drift_report(current, baseline), "promoted baseline",
                        exit_nonzero_on_regression, as_json, (baseline, current), alpha)
+
+
+def _published_baseline(url: str, eval_name: str) -> str:
+    """The URL of the run promoted as ``eval_name``'s baseline beside the published run at
+    ``url`` (the pointer `evalh promote` puts at ``<output URL>/baselines/<eval>/``)."""
+    from evalh_pipeline.store.publishing import run_url
+    from evalh_pipeline.store.runs_mirror import RunsMirror
+
+    output = url.rstrip("/").rsplit("/", 1)[0]
+    try:
+        promoted = RunsMirror(output, _settings().cache).promoted(eval_name)
+    except Exception as exc:  # noqa: BLE001 - unreachable storage or a broken pointer
+        error(f"cannot read the promoted baseline of {eval_name!r} at {_safe_store(output)}: {_storage_error(exc)}")
+        sys.exit(EXIT_INFRA)
+    if promoted is None:
+        error(f"eval {eval_name!r} has no promoted baseline under {_safe_store(output)}: run "
+              f"`evalh promote <run URL>` first, or pass --baseline")
+        sys.exit(EXIT_INFRA)
+    return run_url(output, promoted.run_id)
 
 
 def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | None) -> str:

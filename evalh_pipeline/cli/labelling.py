@@ -8,12 +8,16 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, main
 from evalh_pipeline.cli.shared import _load
 from evalh_pipeline.terminal import error, escape_control, say
+
+if TYPE_CHECKING:
+    from evalh_pipeline.config import EvalSpec
 
 
 @main.group()
@@ -29,7 +33,7 @@ def import_labels(file: str, eval_path: str, labeller: str | None) -> None:
     """Import labels from FILE (CSV or JSONL; columns case_id, variant_name, sample, evaluator,
     passed, note). Nothing is written unless every row is valid."""
     from evalh_pipeline.runner.labelling import LabelFileError, read_label_rows, resolve_rows
-    from evalh_pipeline.store.labels import append_labels, labels_path
+    from evalh_pipeline.store.published_labels import add_labels
 
     spec = _load(eval_path)
     path = Path(file)
@@ -45,8 +49,8 @@ def import_labels(file: str, eval_path: str, labeller: str | None) -> None:
                               now=datetime.now(timezone.utc))
     for line in resolution.unmatched:
         say(f"unmatched {line}")
-    written = append_labels(runs_root, spec.name, resolution.labels)
-    say(f"{written} of {len(rows)} label(s) matched a judged cell; stored in {labels_path(runs_root, spec.name)}")
+    written = add_labels(spec, resolution.labels)
+    say(f"{written} of {len(rows)} label(s) matched a judged cell; stored in {_stored_in(spec)}")
 
 
 ANSWER_HELP = "y: it passes · n: it fails · s: skip · q: quit (a note may follow: `n wrong city`)"
@@ -67,7 +71,8 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
     only after you answer (and so is why a cell was asked). Each answer is stored at once (Ctrl-C keeps what you labelled)."""
     from evalh_pipeline.cli.shared import _run_directory
     from evalh_pipeline.runner.labelling import label_of, review_queue
-    from evalh_pipeline.store.labels import append_labels, labels_path, read_labels
+    from evalh_pipeline.store.labels import read_labels
+    from evalh_pipeline.store.published_labels import add_labels, pull_labels
 
     spec = _load(eval_path)
     names = {e.name for e in spec.config.evaluators}
@@ -80,6 +85,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         sys.exit(EXIT_CONFIG)
     runs_root = Path(spec.runs_root)
     who = labeller or getpass.getuser()
+    pull_labels(spec)  # labelled on other machines too, for an eval that publishes to a URL
     queue = review_queue(run_dir, read_labels(runs_root, spec.name), evaluator=evaluator, labeller=who, limit=limit,
                          seed=seed)
     if not queue:
@@ -100,16 +106,25 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         if answer == "skip":
             continue
         passed, note = answer
-        append_labels(runs_root, spec.name, [label_of(item.cell, passed, note, labeller=who,
-                                                      now=datetime.now(timezone.utc))])
+        add_labels(spec, [label_of(item.cell, passed, note, labeller=who, now=datetime.now(timezone.utc))])
         written += 1
         agreed += passed == cell.passed
         verdict = "passed" if cell.passed else "failed"
         # Why the cell was asked (a failure, flaky...) tells its verdict: shown only after the answer too.
         say(f"judge: {verdict} — you {'agree' if passed == cell.passed else 'disagree'} ({item.reason})")
     say("")
-    say(f"{written} label(s) stored in {labels_path(runs_root, spec.name)}; "
+    say(f"{written} label(s) stored in {_stored_in(spec)}; "
         f"you agreed with the judge on {agreed} of {written}")
+
+
+def _stored_in(spec: EvalSpec) -> str:
+    """Where the eval's labels are kept: the file at its canonical URL, else beside its runs."""
+    from evalh_pipeline.store.labels import labels_path
+    from evalh_pipeline.store.published_labels import published_labels_url
+    from evalh_pipeline.store.publishing import RunPublisher
+
+    canonical = RunPublisher.for_spec(spec).canonical
+    return published_labels_url(canonical, spec.name) if canonical else str(labels_path(Path(spec.runs_root), spec.name))
 
 
 def _shown(text: str) -> str:

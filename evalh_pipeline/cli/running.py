@@ -19,7 +19,8 @@ import click
 
 from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_GATE, EXIT_INFRA, EXIT_INTERRUPTED, _RunLocation, main
 from evalh_pipeline.cli.shared import (
-    _holding, _load, _located, _masked, _run_directory, _runs_folder, _spec_for_run, _steps_elsewhere,
+    _holding, _load, _located, _masked, _run_directory, _runs_folder, _settings, _spec_for_run, _steps_elsewhere,
+    _storage_error,
 )
 from evalh_pipeline.queries.rate_limits import rate_limit_records
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
@@ -34,9 +35,9 @@ if TYPE_CHECKING:
 @click.argument("eval_path", type=click.Path())
 @click.option("--resume", "resume_dir", type=_RunLocation(),
               help="Finish a killed run (its folder, or its URL under a URL output): only cells without a trace are run.")
-@click.option("--reuse", "reuse_dir", type=click.Path(file_okay=False, exists=True),
-              help="Reuse the traces of this earlier run whose case, variant and fixture are unchanged: "
-                   "only new or changed cells call the system.")
+@click.option("--reuse", "reuse_dir", type=_RunLocation(),
+              help="Reuse the traces of this earlier run (its folder, or its URL) whose case, variant and fixture "
+                   "are unchanged: only new or changed cells call the system.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Override run.max_concurrency.")
 @click.option("--dry-run", is_flag=True,
               help="Validate the config and every dataset row, print the plan; write nothing.")
@@ -67,13 +68,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     if resume_dir and reuse_dir:
         error("--resume finishes a run, --reuse starts one: give one of them")
         sys.exit(EXIT_CONFIG)
-    reuse_from = None
-    if reuse_dir:
-        previous = RunDirectory(Path(reuse_dir).resolve())
-        if not previous.exists():
-            error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
-            sys.exit(EXIT_CONFIG)
-        reuse_from = str(previous.path)
+    reuse_from = _reuse_source(spec, reuse_dir) if reuse_dir else None
     if resume_dir:
         if selecting:
             error("--limit and --filter choose the cases of a new run; a resumed run keeps the cases it started with")
@@ -94,7 +89,7 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
         _counted_cases(spec, run_id)
     _require_run_id(run_id)
     _require_deployment(spec)
-    resume = f"Finish it with: evalh run {eval_path} --resume {Path(spec.runs_root).resolve() / run_id}"
+    resume = f"Finish it with: evalh run {eval_path} --resume {_run_location(spec, run_id)}"
     err.line(f"{'resuming' if resume_dir else 'starting'} run {run_id} in {Path(spec.runs_root).resolve() / run_id}")
     with _holding(Path(spec.runs_root) / run_id if resume_dir else None, "evalh run --resume",
                   steps_elsewhere=_steps_elsewhere(spec)):
@@ -107,6 +102,24 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
     _print_viewer_link(spec, run_id)
     if fail_on_gate and outcome.failed_checks:
         sys.exit(EXIT_GATE)
+
+
+def _reuse_source(spec: EvalSpec, reuse_dir: str) -> str:
+    """``--reuse``'s run as the traces step finds it (tag ``evalh/reuse_from``): a run of the
+    eval's own URL output by its id (the step brings its machine's working copy of it up to
+    date, as here), a fetched copy of a run at another URL, else the folder."""
+    from evalh_pipeline.store.publishing import is_remote, run_url
+
+    if "://" in reuse_dir:
+        run_id = reuse_dir.rstrip("/").rsplit("/", 1)[-1]
+        own = bool(spec.outputs) and is_remote(spec.outputs[0]) and run_url(spec.outputs[0], run_id) == reuse_dir.rstrip("/")
+        copy = _run_directory(reuse_dir, writing=own)
+        return run_id if own else str(copy.path)
+    previous = RunDirectory(Path(reuse_dir).resolve())
+    if not previous.exists():
+        error(f"--reuse {reuse_dir}: not a run directory (no run.json)")
+        sys.exit(EXIT_CONFIG)
+    return str(previous.path)
 
 
 def _sharded(spec: EvalSpec, shards: str) -> EvalSpec:
@@ -281,8 +294,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         error("--repeat-judging measures the judges and leaves the results as they are: it does not take --all")
         sys.exit(EXIT_CONFIG)
     if "://" not in run_dir and not Path(run_dir).exists() and eval_path is not None:
-        # A bare run id with --config: the run lives in that eval's runs folder.
-        run_dir = str(Path(_load(eval_path).runs_root) / run_dir)
+        # A bare run id with --config: the run lives in that eval's runs folder (its URL, for a URL output).
+        run_dir = _run_location(_load(eval_path), run_dir)
     directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
     spec = _spec_for_run(directory, eval_path)
@@ -290,7 +303,8 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
         _repeat_judging(spec, directory, repeats, max_concurrency)
         return
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
-    again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
+    again = (f"Finish it with: evalh re-evaluate {_run_location(spec, directory.run_id)}"
+             + (f" --config {eval_path}" if eval_path else ""))
     with _holding(directory.path, "evalh re-evaluate", steps_elsewhere=_steps_elsewhere(spec)):
         outcome = _materialize("judge", spec, directory.run_id, max_concurrency, on_interrupt=again,
                                rejudge_all=rejudge_all, holding=True)
@@ -348,7 +362,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
         if (unjudged := not_judged_results(directory)):
             # Judged again by the run's evaluation from their saved traces, whatever the flag.
             say(f"judging {plural(unjudged, 'result')} again that could not be judged (no system call)")
-        resume = f"Finish it with: evalh run {spec.path} --resume {directory.path}"
+        resume = f"Finish it with: evalh run {spec.path} --resume {_run_location(spec, directory.run_id)}"
         outcome = _materialize("run", spec, directory.run_id, max_concurrency, on_interrupt=resume, holding=True)
     _print_outcome(outcome, spec)
     say(f"retried {plural(retried, 'cell')}")
@@ -437,10 +451,9 @@ def _print_no_answer(exc: Exception, spec: EvalSpec, run_id: str) -> NoReturn:
     """A run in which no system answered: its cause first, then where the traces are and how
     to finish it; exit 1 for a system that could not start (a config error), else 2."""
     from evalh_pipeline.runner.traces import START_ERROR
-    from evalh_pipeline.store.run_dir import run_directory
 
     error(_masked(exc, spec))
-    shown = _shown_path(run_directory(spec, run_id).path)
+    shown = _run_argument(spec, run_id)
     err.line(f"the run failed: no system answered. Every trace is kept ({shown}; evalh inspect {shown} --failed "
              f"shows each error); once the cause is fixed, run the cells again: evalh retry-failed {shown}")
     sys.exit(EXIT_CONFIG if getattr(exc, "error_type", "") == START_ERROR else EXIT_INFRA)
@@ -504,7 +517,7 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
     # The cause first: a system that could not start is said before the figures it explains.
     for variant, message in broken.items():
         error(f"system {variant!r} could not start: {message}")
-    _print_summary(outcome.summary, outcome.run_dir, spec.display_name)
+    _print_summary(outcome.summary, outcome.run_dir, spec.display_name, _run_argument(spec, outcome.run_dir.run_id))
     done = outcome.summary.completeness
     if done is not None and not done.complete:
         warning(done.describe())
@@ -525,7 +538,7 @@ def _print_outcome(outcome, spec: EvalSpec) -> None:
                 say(f"  re-judge the baseline with today's evaluators (no system call): {drift['rejudge_baseline']}")
         else:
             # The run id is known: print the command to paste, not a placeholder.
-            say(f"drift: no promoted baseline (evalh promote {_shown_path(outcome.run_dir.path)})")
+            say(f"drift: no promoted baseline (evalh promote {_run_argument(spec, outcome.run_dir.run_id)})")
     _print_rate_limits(outcome.run_dir)
     if outcome.failed_checks:
         # Why each failed, judged by the same functions as the checks (runner/gates.py).
@@ -556,14 +569,34 @@ def _print_rate_limits(run_dir: RunDirectory) -> None:
             warning(f"gave up on a rate limit: {record['gave_up']}")
 
 
+def _run_location(spec: EvalSpec, run_id: str) -> str:
+    """Where run ``run_id`` of ``spec`` is for a command on any machine: its URL when the eval
+    publishes to one, else its folder's absolute path."""
+    from evalh_pipeline.store.publishing import run_location
+
+    return run_location(spec, run_id)
+
+
+def _run_argument(spec: EvalSpec, run_id: str) -> str:
+    """Run ``run_id`` of ``spec`` as a command that finishes or reads it takes it, on any machine:
+    its URL when the eval publishes to one (a working copy is this machine's only), else its
+    folder as :func:`_shown_path` shows it."""
+    from evalh_pipeline.store.publishing import is_remote
+
+    location = _run_location(spec, run_id)
+    return shlex.quote(location) if is_remote(location) else _shown_path(Path(location))
+
+
 def _shown_path(path: Path) -> str:
     """``path`` as a user would type it here: relative to the working directory when inside it, shell-quoted."""
     shown = Path(os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd().resolve()) else path
     return shlex.quote(shown.as_posix())
 
 
-def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -> None:
-    """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key)."""
+def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str, argument: str | None = None) -> None:
+    """The run's table, titled with the eval's name as eval.yaml gives it (``agent main``, not its key);
+    ``argument``: the run as the commands it suggests take it (:func:`_run_argument`; default its folder)."""
+    argument = argument or _shown_path(run_dir.path)
     from evalh_pipeline.queries.report import (
         calibration_line,
         corrected_delta_text,
@@ -603,7 +636,7 @@ def _print_summary(summary: RunSummary, run_dir: RunDirectory, eval_name: str) -
         # First, and apart from the evaluators that failed: no verdict on the system at all.
         cases = sum(v.cases_not_judged for v in summary.variants)
         warning(f"{summary.not_judged.describe()}; {cases} case(s) left out of the pass rates and comparisons. "
-                f"Finish them with: evalh retry-failed {_shown_path(run_dir.path)} --include-evaluator-failures "
+                f"Finish them with: evalh retry-failed {argument} --include-evaluator-failures "
                 "(re-judges the saved traces, no system call)")
     errored = {r.evaluator: sum(v.errored - v.not_judged for v in r.by_variant.values()) for r in summary.by_evaluator}
     for evaluator, count in errored.items():
@@ -623,12 +656,16 @@ def delete_run(run_dir: str, yes: bool, partition_of: str | None) -> None:
     """Delete RUN_DIR and its partition in the Dagster instance (so no partition points at deleted data).
 
     The eval's promoted baseline is refused: promote another run first. A partition without a
-    run folder: `evalh delete-run RUN_ID --eval EVAL_NAME`."""
+    run folder: `evalh delete-run RUN_ID --eval EVAL_NAME`. A run's URL (an eval publishing to
+    s3://…) deletes its files there and this machine's copies of it."""
     from evalh_pipeline.store.baselines import current_baseline
 
     if "://" in run_dir:
-        error("delete-run works on a local run directory (or a run id in ./runs)")
-        sys.exit(EXIT_CONFIG)
+        if partition_of is not None:
+            error("--eval removes a partition that has no run folder; a run's URL is deleted without it")
+            sys.exit(EXIT_CONFIG)
+        _delete_published(run_dir, yes)
+        return
     if partition_of is not None:
         _delete_folderless_partition(run_dir, partition_of, yes)
         return
@@ -680,19 +717,56 @@ def _delete(directory: RunDirectory, eval_name: str, holder: str) -> None:
 
     with _holding(directory.path, holder):
         # The partition first: a folder whose deletion fails half-way is no longer offered as a run.
-        if eval_name and not run_id_problem_of(directory.run_id):
-            from evalh_pipeline.defs import launch as dagster
-            from evalh_pipeline.errors import InfrastructureError
-
-            try:
-                removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, directory.run_id)
-            except InfrastructureError as exc:
-                error(f"{exc} (nothing more was deleted)")
-                sys.exit(EXIT_INFRA)
-            if removed:
-                err.line(f"removed partition {directory.run_id} of {eval_name}")
+        _delete_partition(eval_name, directory.run_id)
         shutil.rmtree(directory.path)
     say(f"deleted {directory.path}")
+
+
+def _delete_partition(eval_name: str, run_id: str) -> None:
+    """Remove the partition ``run_id`` of ``eval_name`` (if it is one); failing, exit 2 with nothing deleted."""
+    if eval_name and not run_id_problem_of(run_id):
+        from evalh_pipeline.defs import launch as dagster
+        from evalh_pipeline.errors import InfrastructureError
+
+        try:
+            removed = dagster.delete_run_partition(dagster.local_instance(), eval_name, run_id)
+        except InfrastructureError as exc:
+            error(f"{exc} (nothing more was deleted)")
+            sys.exit(EXIT_INFRA)
+        if removed:
+            err.line(f"removed partition {run_id} of {eval_name}")
+
+
+def _delete_published(url: str, yes: bool) -> None:
+    """`delete-run URL`: the partition, the run's files at the URL, and this machine's copies of
+    it (never the eval's baseline promoted at the URL)."""
+    from evalh_pipeline.store.publishing import run_url
+    from evalh_pipeline.store.runs_mirror import RunsMirror
+
+    directory = _run_directory(url)  # a fresh copy: its run.json says whose run it is
+    eval_name = str(directory.read_meta().get("eval_name") or "")
+    output, run_id = url.rstrip("/").rsplit("/", 1)
+    published = RunsMirror(output, _settings().cache)
+    try:
+        promoted = published.promoted(eval_name) if eval_name else None
+    except Exception as exc:  # noqa: BLE001 - unreadable pointer or storage
+        error(f"cannot read the promoted baseline of {eval_name!r} at {output}: {_storage_error(exc)}")
+        sys.exit(EXIT_INFRA)
+    if promoted is not None and promoted.run_id == run_id:
+        error(f"{run_id} is the promoted baseline of {eval_name}: promote another run first")
+        sys.exit(EXIT_CONFIG)
+    if not yes and not click.confirm(f"delete {url} and its Dagster partition?", err=True):
+        sys.exit(EXIT_CONFIG)
+    _delete_partition(eval_name, run_id)
+    try:
+        published.delete_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
+        error(f"cannot delete {run_url(output, run_id)}: {_storage_error(exc)}")
+        sys.exit(EXIT_INFRA)
+    import shutil
+
+    shutil.rmtree(directory.path, ignore_errors=True)
+    say(f"deleted {url}")
 
 
 @main.command()
@@ -703,10 +777,15 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
     """Delete all but the KEEP newest runs of EVAL_PATH's eval and their Dagster partitions.
 
     Newest by the time recorded in run.json (then the run id). The promoted baseline is never
-    deleted and does not count toward KEEP."""
+    deleted and does not count toward KEEP. An eval that publishes to a URL has its runs there
+    pruned (and this machine's copies of them)."""
     from evalh_pipeline.store.baselines import current_baseline
+    from evalh_pipeline.store.publishing import RunPublisher
 
     spec = _load(eval_path)
+    if (canonical := RunPublisher.for_spec(spec).canonical) is not None:
+        _prune_published(spec, canonical, keep, yes)
+        return
     root = Path(spec.runs_root)
     if "://" in str(spec.runs_root) or not root.is_dir():
         say(f"no local runs of {spec.name} in {spec.runs_root}")
@@ -731,6 +810,40 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
         sys.exit(EXIT_CONFIG)
     for directory in doomed:
         _delete(directory, spec.name, "evalh prune")
+    say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"
+        + (f" and the baseline {baseline.run_id}" if baseline is not None else ""))
+
+
+def _prune_published(spec: EvalSpec, output: str, keep: int, yes: bool) -> None:
+    """`prune` of an eval whose runs live at the URL ``output``: as for a local runs folder, by
+    the run.json of each run there and the baseline pointer there."""
+    from evalh_pipeline.store.runs_mirror import RunsMirror
+
+    published = RunsMirror(output, _settings().cache)
+    try:
+        metas = published.run_metas()
+        baseline = published.promoted(spec.name)
+    except Exception as exc:  # noqa: BLE001 - unreachable or unreadable storage
+        error(f"cannot read the runs at {output}: {_storage_error(exc)}")
+        sys.exit(EXIT_INFRA)
+    runs = sorted(((str(meta.get("created_at") or ""), run_id) for run_id, meta in metas.items()
+                   if meta.get("eval_name") == spec.name and (baseline is None or run_id != baseline.run_id)),
+                  reverse=True)
+    doomed = [run_id for _, run_id in runs[keep:]]
+    if not doomed:
+        say(f"nothing to prune: {len(runs)} run(s) of {spec.name} at {output}, keeping {keep}")
+        return
+    if not yes and not click.confirm(f"delete {len(doomed)} run(s) of {spec.name} at {output} and their Dagster "
+                                     "partitions?", err=True):
+        sys.exit(EXIT_CONFIG)
+    for run_id in doomed:
+        _delete_partition(spec.name, run_id)
+        try:
+            published.delete_run(run_id)
+        except Exception as exc:  # noqa: BLE001 - storage that refuses the deletion
+            error(f"cannot delete {published.url}/{run_id}: {_storage_error(exc)}")
+            sys.exit(EXIT_INFRA)
+        say(f"deleted {published.url}/{run_id}")
     say(f"pruned {len(doomed)} run(s) of {spec.name}; kept {min(keep, len(runs))}"
         + (f" and the baseline {baseline.run_id}" if baseline is not None else ""))
 

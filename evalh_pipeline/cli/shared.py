@@ -126,13 +126,22 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
         try:
             path = str((working_copy if writing else fetch_run)(path, _settings().cache))
         except Exception as exc:  # noqa: BLE001 - missing, unreachable or unreadable
-            error(f"cannot fetch {path}: {type(exc).__name__}: {exc}")
+            error(f"cannot fetch {_safe_store(path)}: {_storage_error(exc)}")
             sys.exit(EXIT_INFRA)
     directory = RunDirectory(Path(path).resolve())
     if not directory.exists():
         error(f"{path} is not a run directory (no run.json)")
         sys.exit(EXIT_INFRA)
     return directory
+
+
+def _storage_error(exc: BaseException) -> str:
+    """``Type: message`` of an error reading or writing object storage, with where credentials
+    go when there were none (botocore's chain; nothing of their values)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
+        text += " (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or ~/.aws/credentials)"
+    return text
 
 
 def _safe_store(url: str) -> str:

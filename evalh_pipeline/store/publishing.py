@@ -90,6 +90,8 @@ def fetch_run(url: str, cache_dir: Path) -> Path:
     final: Path = base / root.rsplit("/", 1)[-1]
     try:
         for path in fs.find(root):
+            if not plain_key(path[len(root) + 1:]):
+                continue  # never written by the publisher: it could point outside the copy
             target = staging / path[len(root) + 1:]
             target.parent.mkdir(parents=True, exist_ok=True)
             fs.get_file(path, str(target))
@@ -213,7 +215,8 @@ class RunPublisher:
         # Hidden entries at the top are never published, nor taken back (the step values that
         # Dagster's steps keep in the run's folder: defs/evals/step_values.py).
         files = {path[len(storage.root) + 1:]: info for path, info in remote.items()
-                 if path.startswith(storage.root + "/") and not path[len(storage.root) + 1:].startswith(".")}
+                 if path.startswith(storage.root + "/") and plain_key(path[len(storage.root) + 1:])
+                 and not path[len(storage.root) + 1:].startswith(".")}
         if "run.json" not in files:
             return 0  # not a run (yet): a new run starts here
         run_dir.path.mkdir(parents=True, exist_ok=True)
@@ -270,6 +273,13 @@ class RunPublisher:
                 pass
             del seen[relative]
             report.removed[target] = report.removed.get(target, 0) + 1
+
+
+def plain_key(relative: str) -> bool:
+    """Whether an object's key below a run (or runs folder) is a plain relative path: a key with
+    an empty, ``.`` or ``..`` part (which the publisher never writes, and S3 allows) is never
+    fetched, so nothing at a URL can write outside the local copy."""
+    return all(part not in ("", ".", "..") for part in relative.split("/"))
 
 
 def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:

@@ -38,6 +38,8 @@ from evalh_pipeline.queries.unanswered import unanswered_run
 from evalh_pipeline.queries.view_compare import unchanged_cases
 from evalh_pipeline.queries.view_search import search_runs
 from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
+from evalh_pipeline.store.labels import append_labels
+from evalh_pipeline.store.runs_mirror import RunsMirror
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
 from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.links import DagsterLink, dagster_links
@@ -133,11 +135,15 @@ class Viewer:
     # Who the review queue's labels are by, and who may write them (view/review.py).
     labeller: str = "viewer"
     guard: LabelGuard = field(default_factory=LabelGuard)
+    # The runs folder's source when it is a copy of one on object storage (`evalh view s3://…`):
+    # pages bring the copy up to date first, and labels go to the URL.
+    mirror: RunsMirror | None = None
     slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(CONCURRENT_PAGES))
 
     # -- runs -----------------------------------------------------------------------------
 
     def runs(self, request: Request) -> Response:
+        self._refresh()
         wanted = request.query_params.get("eval", "")
         text = request.query_params.get("q", "").strip()
         page = _int(request.query_params.get("page"), 1)
@@ -159,6 +165,7 @@ class Viewer:
                      baselines={name: self.folder.baseline_of(name) for name in shown})
 
     def search(self, request: Request) -> Response:
+        self._refresh()
         text = request.query_params.get("q", "").strip()
         wanted = request.query_params.get("eval", "")
         entries = [e for e in self.folder.entries() if not e.problem and (not wanted or e.eval_name == wanted)]
@@ -266,7 +273,8 @@ class Viewer:
             run = self.folder.run(request.path_params["run_id"])
             if run is None:
                 raise LabelRejected(f"no run {request.path_params['run_id']!r} in the runs folder", 404)
-            target = await run_in_threadpool(record_label, run, form, labeller=self.labeller)
+            target = await run_in_threadpool(record_label, run, form, labeller=self.labeller,
+                                             append=self.mirror.append_labels if self.mirror else append_labels)
         except LabelRefused as exc:
             return PlainTextResponse(f"refused: {exc}", status_code=403)
         except LabelRejected as exc:
@@ -358,6 +366,7 @@ class Viewer:
 
     def history(self, request: Request) -> Response:
         eval_name = request.path_params["eval_name"]
+        self._refresh()
         entries = [e for e in self.folder.entries() if e.eval_name == eval_name and not e.problem]
         if not safe_name(eval_name) or not entries:
             raise NotFound(f"no runs of eval {eval_name!r}")
@@ -391,7 +400,20 @@ class Viewer:
             return []  # an eval-harness run was never a partition
         return dagster_links(self.dagster_url, eval_name, run.run_id, recorded_stage_runs(run))
 
+    def _refresh(self, run_id: str | None = None) -> None:
+        """Bring the copy of a runs folder on object storage up to date (every run, or
+        ``run_id``'s files alone): what another machine published since shows. Unreachable
+        storage is this page's error (422), with what is copied left as it is."""
+        if self.mirror is None:
+            return
+        try:
+            self.mirror.sync(run_id)
+        except Exception as exc:  # noqa: BLE001 - unreachable, unauthorized or unreadable storage
+            raise OSError(f"{self.mirror.url}: {type(exc).__name__}: {exc}") from None
+
     def _run(self, run_id: str) -> Any:
+        if safe_name(run_id):
+            self._refresh(run_id)
         run = self.folder.run(run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r} in the runs folder")
@@ -533,12 +555,14 @@ def _highlight_css(request: Request) -> Response:
 
 
 def create_app(runs_dir: Path, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS,
-               dagster_url: str = DEFAULT_DAGSTER_URL, labeller: str = "viewer", remote_labels: bool = False) -> ASGIApp:
+               dagster_url: str = DEFAULT_DAGSTER_URL, labeller: str = "viewer", remote_labels: bool = False,
+               mirror: RunsMirror | None = None) -> ASGIApp:
     """The viewer over ``runs_dir``. ``allowed_hosts``: Host headers it answers (None: any);
     ``dagster_url``: the Dagster UI its run pages link back to; ``labeller``: who the review
-    queue's labels are by; ``remote_labels``: accept labels from clients off this machine."""
+    queue's labels are by; ``remote_labels``: accept labels from clients off this machine;
+    ``mirror``: the object-storage runs folder ``runs_dir`` is the copy of."""
     viewer = Viewer(RunsFolder(runs_dir), dagster_url=dagster_url, labeller=labeller,
-                    guard=LabelGuard(remote=remote_labels))
+                    guard=LabelGuard(remote=remote_labels), mirror=mirror)
     preload()
     routes = [
         Route("/", _handler(viewer, "runs")),

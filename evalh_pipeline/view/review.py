@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from starlette.requests import Request
 
 from evalh_pipeline.errors import UserError
+from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.queries.labelled_cells import JudgedCell, judged_cells
 from evalh_pipeline.runner.labelling import REASONS, label_of, review_queue
 from evalh_pipeline.store.labels import append_labels, read_labels
@@ -167,10 +170,12 @@ def _cell(run: RunDirectory, form: dict[str, str]) -> JudgedCell:
                         f"{wanted[1]!r}, sample {wanted[2]}", 409)
 
 
-def record_label(run: RunDirectory, form: dict[str, str], *, labeller: str) -> str:
-    """Store the answer in ``form`` as a label of its cell's judged content; the review page to
-    show next (the same position, now holding the next cell, with the judge's verdict on the
-    cell just answered)."""
+def record_label(run: RunDirectory, form: dict[str, str], *, labeller: str,
+                 append: Callable[[Path, str, list[HumanLabel]], int] = append_labels) -> str:
+    """Store the answer in ``form`` as a label of its cell's judged content (with ``append``:
+    the eval's label file beside the run, or at the URL the runs folder was copied from); the
+    review page to show next (the same position, now holding the next cell, with the judge's
+    verdict on the cell just answered)."""
     if form.get("passed") not in ("true", "false"):
         raise LabelRejected("passed: must be true or false")
     eval_name = eval_of(run)
@@ -178,7 +183,7 @@ def record_label(run: RunDirectory, form: dict[str, str], *, labeller: str) -> s
         raise LabelRejected(f"run {run.run_id} names no eval to keep labels for", 409)
     cell = _cell(run, form)
     passed = form["passed"] == "true"
-    append_labels(run.path.parent, eval_name, [label_of(cell, passed, None, labeller=labeller,
+    append(run.path.parent, eval_name, [label_of(cell, passed, None, labeller=labeller,
                                                         now=datetime.now(timezone.utc))])
     return QueueView.of({**form, "evaluator": form.get("evaluator_filter", "")}).href(run.run_id, last_case=cell.case_id, last_variant=cell.variant_name,
                                    last_sample=cell.sample, last_evaluator=cell.evaluator,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,16 +13,12 @@ import yaml
 from tests.support.deployment import with_outputs
 from tests.support.evalh_process import run_evalh
 from tests.support.evals import write_eval
+from tests.support.s3_server import machine_env
 
 pytestmark = pytest.mark.integration
 
 
-def machine(tmp_path: Path, env: dict[str, str], s3_server, name: str) -> dict[str, str]:
-    """The environment of `evalh` on machine ``name``: its own cache (working copies) and Dagster home."""
-    home = tmp_path / name / "dagster_home"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {**env, **s3_server.env(), "EVALH_CACHE_DIR": str(tmp_path / name / "cache"), "DAGSTER_HOME": str(home)}
+machine = machine_env
 
 
 def verdicts(data: bytes) -> list[tuple[str, str, str, bool]]:

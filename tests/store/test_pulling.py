@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from evalh_pipeline.store.publishing import RunPublisher, working_copy, working_root
+from evalh_pipeline.store.publishing import RunPublisher, fetch_run, working_copy, working_root
 from evalh_pipeline.store.run_dir import RunDirectory
 
 pytestmark = pytest.mark.integration
@@ -52,3 +52,19 @@ def test_a_url_that_holds_no_run_is_no_working_copy(tmp_path, s3_server, monkeyp
     output = f"{s3_server.make_bucket(f'pull-{uuid.uuid4().hex[:8]}')}/runs"
     with pytest.raises(FileNotFoundError, match="is not a run directory"):
         working_copy(f"{output}/missing", tmp_path)
+
+
+def test_a_key_that_climbs_out_of_the_run_is_never_fetched(tmp_path, s3_server, monkeypatch):
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    output = f"{s3_server.make_bucket(f'pull-{uuid.uuid4().hex[:8]}')}/runs"
+    fs = s3_server.filesystem()
+    fs.pipe(f"{output}/r1/run.json", b'{"run_id": "r1"}\n')
+    # S3 keeps such keys as they are; the publisher never writes them, someone else could.
+    fs.pipe(f"{output}/r1/../../planted.txt", b"outside")
+    fs.pipe(f"{output}/r1/a//b.txt", b"empty part")
+
+    copies = [working_copy(f"{output}/r1", tmp_path / "b"), fetch_run(f"{output}/r1", tmp_path / "c")]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()
+                  and not p.name.startswith(".")) == sorted(f"{c.relative_to(tmp_path).as_posix()}/run.json"
+                                                            for c in copies)

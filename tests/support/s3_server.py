@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.support.redis_server import free_port
 
@@ -39,6 +40,15 @@ class S3Server:
         """Create bucket ``name``; returns ``s3://name``."""
         self.filesystem().mkdir(name)
         return f"s3://{name}"
+
+
+def machine_env(tmp_path: Path, env: dict[str, str], server: S3Server, name: str) -> dict[str, str]:
+    """The environment of `evalh` on machine ``name``, reaching ``server``: its own cache (working
+    copies, fetched runs) and Dagster home, sharing no local path with another machine."""
+    home = tmp_path / name / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return {**env, **server.env(), "EVALH_CACHE_DIR": str(tmp_path / name / "cache"), "DAGSTER_HOME": str(home)}
 
 
 @contextmanager

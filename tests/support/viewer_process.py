@@ -26,14 +26,16 @@ class ServedRuns:
 
 
 @contextmanager
-def running_viewer(runs: Path, port: int, env: Mapping[str, str], log: Path) -> Iterator[str]:
-    """`evalh view RUNS --port PORT` in ``env`` until the block ends; yields its base URL.
+def running_viewer(runs: Path | str, port: int, env: Mapping[str, str], log: Path,
+                   cwd: Path | None = None) -> Iterator[str]:
+    """`evalh view RUNS --port PORT` in ``env`` (in ``cwd``, default RUNS) until the block ends;
+    yields its base URL. RUNS may be a URL (s3://…).
 
     The port is the caller's: a link made before the viewer starts (``EVALH_VIEWER_URL``) must
     already point at it."""
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.cli", "view", str(runs), "--port", str(port)],
-                                cwd=runs, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                                cwd=cwd or runs, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

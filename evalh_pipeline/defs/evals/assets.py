@@ -59,6 +59,7 @@ from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shar
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
+from evalh_pipeline.store.published_labels import pull_labels
 from evalh_pipeline.store.publishing import RunPublisher, publish_baseline, publish_run, pull_baseline, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
@@ -314,6 +315,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         stage = _Stage(context, spec, "summary")
         stage.require_run()
+        pull_labels(stage.live)  # labelled on any machine, for an eval that publishes to a URL
         result = write_summary(stage.live, stage.run_dir, stage.traces_digest)
         comp = result.comparison
         done = result.completeness

@@ -27,7 +27,7 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.store.publishing import run_location
+from evalh_pipeline.store.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 RELOAD = "reload the code location (Deployment → Reload, or restart `dagster dev`)"
@@ -108,12 +108,15 @@ def reuse_source(context: dg.OpExecutionContext, live: EvalSpec) -> RunDirectory
     """The earlier run whose unchanged traces this run copies (tag ``evalh/reuse_from``), if any.
 
     The tag names a run directory, or a run id in the eval's runs folder (the fixture sensor's
-    choice); one that is not a run is a Failure, not a silent full run.
+    choice, and `evalh run --reuse <URL>` of the eval's URL output: this machine's working copy
+    of it is brought up to date first); one that is not a run is a Failure, not a silent full run.
     """
     tagged = context.run.tags.get(REUSE_FROM_TAG)
     if not tagged:
         return None
     source = RunDirectory(Path(tagged)) if "/" in tagged else run_directory(live, valid_run_id(tagged))
+    if "/" not in tagged:
+        pull_run(live, source)  # published from another machine (a no-op for a local output)
     if not source.exists():
         raise dg.Failure(f"tag {REUSE_FROM_TAG}={tagged!r}: {source.path} is not a run directory (no run.json)")
     return source
