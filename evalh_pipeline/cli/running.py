@@ -316,6 +316,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     if repeats is not None:
         _repeat_judging(spec, directory, repeats, max_concurrency)
         return
+    spec = _laid_out(spec, run_dir=directory)  # its shards judge side by side
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     again = f"Finish it with: evalh re-evaluate {directory.path}" + (f" --config {eval_path}" if eval_path else "")
     with _holding(directory.path, "evalh re-evaluate", steps_elsewhere=_steps_elsewhere(spec)):

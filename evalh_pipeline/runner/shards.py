@@ -1,5 +1,6 @@
 """Shards: one stage's work cut into parts that run in other processes (or machines), and
-put back together into the run's one contract file.
+put back together into the run's one contract file (traces.jsonl; results.jsonl, whose
+shards judge the lines of traces.jsonl by the same rule over their positions).
 
 A :class:`Shard` is a value (index, count). Its plan is by position in the run's cases
 snapshot: case number ``p`` (0-based, in cases.jsonl order) belongs to shard ``p % count``,
@@ -181,6 +182,17 @@ def _part_lock(part: Path) -> Path:
     """The lock of a part file, beside the run's own ``.lock`` (never removed: a lock file
     removed while another process waits on it would let two holders in)."""
     return part.parent.parent / f".lock.{part.name.removesuffix('.jsonl')}"
+
+
+def results_part(run_dir: RunDirectory, shard: Shard) -> Path:
+    """The folder where ``shard`` (one of several) leaves the new results it judged, one file
+    per evaluator, until the results stage puts them into the store (runner/evaluation.py)."""
+    return run_dir.path / PARTS_FOLDER / f"results.{shard.label}"
+
+
+def results_part_lock(run_dir: RunDirectory, shard: Shard) -> Path:
+    """The lock a shard's judging holds: its own, so the shards of one run judge at the same time."""
+    return _part_lock(results_part(run_dir, shard))
 
 
 def trace_parts(run_dir: RunDirectory) -> list[Path]:
