@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 @click.option("--strict", is_flag=True,
               help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
 @click.option("--shards", metavar="N|auto",
-              help="Cut the run's cells into N shards, each a step of its own (run.shards; default 1).")
+              help="Cut the run's cells into N shards, each a step of its own (run.shards; default auto: "
+                   "from the cells, the systems and the cores; 1: one process).")
 def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concurrency: int | None, dry_run: bool,
         limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool, shards: str | None) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""

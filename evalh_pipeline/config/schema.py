@@ -168,9 +168,11 @@ UNSUPPORTED_EXECUTORS = {"ray": "Ray", "modal": "Modal"}
 IN_PROCESS_EXECUTORS = frozenset({"local", "in_process"})
 OUT_OF_PROCESS_EXECUTORS = frozenset(EXECUTOR_TYPES) - IN_PROCESS_EXECUTORS - {AUTO_EXECUTOR}
 # run.cells_per_shard's default: `shards: auto` gives a shard at least this many cells. Measured
-# (benchmarks/README.md, "Shards: auto"): below two shards' worth, the multiprocess executor's
-# start-up of every step costs more than a second process saves.
-CELLS_PER_SHARD = 50_000
+# (benchmarks/README.md, "Shards: auto"): the multiprocess executor starts a process per step,
+# about 19 CPU seconds a run, and a second shard saves half of the traces and results stages,
+# about 0.05 ms a trivial cell: no run of up to 200,000 cells paid; the break-even is near
+# 400,000 cells on a quiet 2-core machine, so a run spreads from 500,000 cells.
+CELLS_PER_SHARD = 250_000
 
 
 class ExecutorConfig(BaseModel):
