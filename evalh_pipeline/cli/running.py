@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 @click.option("--strict", is_flag=True,
               help="Make config warnings (keys eval-harness tolerates and evalh ignores) errors.")
 @click.option("--shards", metavar="N|auto",
-              help="Cut the run's cells into N shards, each a step of its own (run.shards; default 1).")
+              help="Cut the run's cells into N shards, each a step of its own (run.shards; default auto: "
+                   "from the cells, the systems and the cores; 1: one process).")
 def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concurrency: int | None, dry_run: bool,
         limit: int | None, filters: tuple[str, ...], fail_on_gate: bool, strict: bool, shards: str | None) -> None:
     """Run EVAL_PATH (an eval.yaml): every case against every variant, then judge and summarize."""
@@ -81,12 +82,12 @@ def run(eval_path: str, resume_dir: str | None, reuse_dir: str | None, max_concu
             error(f"{resume_dir} is not a run of eval {spec.name!r}")
             sys.exit(EXIT_CONFIG)
         run_id = run_dir.run_id
-        spec = _located(spec, run_dir)
+        spec = _laid_out(_located(spec, run_dir), run_dir=run_dir)
     else:
         run_id = new_run_id(spec.name)
         # The dataset is read before anything reaches the Dagster instance (as the config is):
         # an error there must not leave a partition and a failed Dagster run behind.
-        _counted_cases(spec, run_id)
+        spec = _laid_out(spec, cases=_counted_cases(spec, run_id))
     _require_run_id(run_id)
     _require_deployment(spec)
     resume = f"Finish it with: evalh run {eval_path} --resume {_run_location(spec, run_id)}"
@@ -137,6 +138,32 @@ def _sharded(spec: EvalSpec, shards: str) -> EvalSpec:
         error(f"--shards {shards}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
         sys.exit(EXIT_CONFIG)
     return replace(spec, config=spec.config.model_copy(update={"run": run}))
+
+
+def _laid_out(spec: EvalSpec, *, cases: int = 0, run_dir: RunDirectory | None = None) -> EvalSpec:
+    """``spec`` with the executor and shard count its run uses (runner/shards.py ``choose_layout``):
+    from the ``cases`` of a new run, or for ``run_dir`` (a run that exists) from the shards its
+    run.json records and its cases snapshot."""
+    from evalh_pipeline.runner.cells import count_cases
+    from evalh_pipeline.runner.shards import choose_layout, cpu_bound, laid_out, recorded_shards, usable_cores
+
+    run = spec.config.run
+    if run_dir is not None:
+        run = run.model_copy(update={"shards": len(recorded_shards(run_dir))})
+        cases = count_cases(run_dir.cases)
+    cells = cases * len(spec.variants) * run.samples_per_case
+    return laid_out(spec, choose_layout(run, cells, cores=usable_cores(), cpu_bound=cpu_bound(spec)))
+
+
+def _layout_line(spec: EvalSpec, cases: int, run_dir: RunDirectory | None) -> str:
+    """The dry run's line for where the run's steps would run: its shards and executor, and why."""
+    run = spec.config.run
+    existing = run_dir is not None and run_dir.exists()
+    chosen = _laid_out(spec, cases=cases, run_dir=run_dir if existing else None).config.run
+    how = [name for name, value in (("shards", run.shards), ("executor", run.executor.type)) if value == "auto"]
+    return (f"shards: {chosen.shards} on executor {chosen.executor.type}"
+            + (" (as the run started)" if existing else f" ({' and '.join(how)} chosen: run.cells_per_shard "
+                                                          f"{run.cells_per_shard})" if how else ""))
 
 
 def _require_run_id(run_id: str) -> None:
@@ -239,6 +266,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         f" × {plural(samples, 'sample')})",
         f"concurrency: {max_concurrency or run_cfg.max_concurrency}"
         + (f" (per variant {run_cfg.per_variant_concurrency})" if run_cfg.per_variant_concurrency else ""),
+        _layout_line(spec, cases, RunDirectory(Path(resume_dir).resolve()) if resume_dir else None),
         f"evaluators: {', '.join(e.name for e in spec.config.evaluators) or '–'}",
         f"output folder: {Path(spec.runs_root).resolve()}"
         + (f" (working copy of {spec.outputs[0]})" if spec.outputs and "://" in spec.outputs[0] else "")
@@ -302,6 +330,7 @@ def re_evaluate(run_dir: str, eval_path: str | None, max_concurrency: int | None
     if repeats is not None:
         _repeat_judging(spec, directory, repeats, max_concurrency)
         return
+    spec = _laid_out(spec, run_dir=directory)  # its shards judge side by side
     err.line(f"re-evaluating run {directory.run_id} in {directory.path}")
     again = (f"Finish it with: evalh re-evaluate {_run_location(spec, directory.run_id)}"
              + (f" --config {eval_path}" if eval_path else ""))
@@ -355,7 +384,7 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
 
     directory = _run_directory(run_dir, writing=True)
     _require_run_id(directory.run_id)
-    spec = _spec_for_run(directory, None)
+    spec = _laid_out(_spec_for_run(directory, None), run_dir=directory)
     with _holding(directory.path, "evalh retry-failed", steps_elsewhere=_steps_elsewhere(spec)):
         retried = prepare_retry(directory, include_evaluator_failures=include_evaluator_failures)
         say(f"retrying {plural(retried, 'failed cell')} of {directory.run_id}")

@@ -156,14 +156,24 @@ class RetryConfig(_Strict):
 
 # run.executor.type -> the Dagster executor of the eval's jobs (defs/evals/executors.py).
 # eval-harness's `local` is the in-process executor; its `k8s` and `celery` are Dagster's.
-EXECUTOR_TYPES = ("in_process", "local", "multiprocess", "celery", "k8s", "docker")
+# `auto` (the default): `evalh run` chooses in process or multiprocess for each run from its
+# cells, its systems and the machine's cores (runner/shards.py ``choose_layout``); a job
+# launched otherwise (the Dagster UI) runs it in process.
+AUTO_EXECUTOR = "auto"
+EXECUTOR_TYPES = (AUTO_EXECUTOR, "in_process", "local", "multiprocess", "celery", "k8s", "docker")
 # eval-harness types with no Dagster executor that can run a run's steps: dagster-dask cannot
 # run DynamicOut (dagster-io/dagster#9785), and there is no Ray or Modal executor for Dagster.
 UNSUPPORTED_EXECUTORS = {"ray": "Ray", "modal": "Modal"}
-# The types whose steps run in the launching process; every other runs steps in processes
-# of their own (runner/shards.py: `auto` shards only for those).
+# The types whose steps run in the launching process; every other but `auto` (one of the two
+# once chosen) runs steps in processes of their own (runner/shards.py: `auto` shards only for those).
 IN_PROCESS_EXECUTORS = frozenset({"local", "in_process"})
-OUT_OF_PROCESS_EXECUTORS = frozenset(EXECUTOR_TYPES) - IN_PROCESS_EXECUTORS
+OUT_OF_PROCESS_EXECUTORS = frozenset(EXECUTOR_TYPES) - IN_PROCESS_EXECUTORS - {AUTO_EXECUTOR}
+# run.cells_per_shard's default: `shards: auto` gives a shard at least this many cells. Measured
+# (benchmarks/README.md, "Shards: auto"): the multiprocess executor starts a process per step,
+# about 19 CPU seconds a run, and a second shard saves half of the traces and results stages,
+# about 0.05 ms a trivial cell: no run of up to 200,000 cells paid; the break-even is near
+# 400,000 cells on a quiet 2-core machine, so a run spreads from 500,000 cells.
+CELLS_PER_SHARD = 250_000
 
 
 class ExecutorConfig(BaseModel):
@@ -173,7 +183,7 @@ class ExecutorConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    type: str = "local"
+    type: str = AUTO_EXECUTOR
     pools: dict[str, PoolLimits] = Field(default_factory=dict)
     # celery: the Redis broker (and result backend; default: the broker). Unset: $EVALH_CELERY_BROKER
     # read by each process when the run starts, so the URL (and its password) stays out of eval.yaml.
@@ -214,8 +224,12 @@ class RunConfig(_Strict):
     # How the run meets servers' rate limits (an evalh extension).
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
     # Parts the traces stage is cut into, each a step of the run's Dagster run (runner/shards.py):
-    # a number, or `auto` (from the cells and run.executor). An evalh extension.
-    shards: int | Literal["auto"] = 1
+    # a number, or `auto` (the default: from the cells, the systems, run.executor and the cores).
+    # An evalh extension.
+    shards: int | Literal["auto"] = "auto"
+    # `shards: auto` gives each shard at least this many cells (a run of fewer than twice as
+    # many stays one shard in process). An evalh extension.
+    cells_per_shard: int = Field(default=CELLS_PER_SHARD, ge=1)
 
     @field_validator("shards", mode="before")
     @classmethod

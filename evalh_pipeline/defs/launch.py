@@ -431,7 +431,7 @@ def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int
         # A URL output's working copy is each machine's own (store/publishing.py): "" lets it choose.
         reconstructable_args=(str(spec.path), "" if _url_output(spec) else str(spec.runs_root), job_name),
         reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
-                                "max_concurrency": max_concurrency},
+                                "executor": run.executor.type, "max_concurrency": max_concurrency},
     )
 
 
@@ -440,10 +440,11 @@ def _url_output(spec: EvalSpec) -> bool:
 
 
 def eval_job(eval_path: str, runs_root: str, job_name: str, *, dataset_filter: str = "{}",
-             case_limit: int | None = None, shards: int | str = 1, max_concurrency: int | None = None,
-             ) -> dg.JobDefinition:
+             case_limit: int | None = None, shards: int | str = 1, executor: str | None = None,
+             max_concurrency: int | None = None) -> dg.JobDefinition:
     """The job a process of a run executes (:func:`reconstructable_eval_job`): the eval loaded
-    from its file with this process's environment, as the launching command had narrowed it."""
+    from its file with this process's environment, as the launching command had narrowed it
+    (its cases, and the shard count and executor it chose for the run)."""
     from dataclasses import replace
 
     from evalh_pipeline.config.dataset import with_selection
@@ -453,7 +454,9 @@ def eval_job(eval_path: str, runs_root: str, job_name: str, *, dataset_filter: s
     selection = {key: value if isinstance(value, list) else [value]
                  for key, value in json.loads(dataset_filter).items()}
     spec = with_selection(spec, selection or None, case_limit)
-    run = spec.config.run.model_copy(update={"shards": shards})
+    run = spec.config.run
+    run = run.model_copy(update={"shards": shards,
+                                 "executor": run.executor.model_copy(update={"type": executor or run.executor.type})})
     spec = replace(spec, runs_root=runs_root or spec.runs_root, config=spec.config.model_copy(update={"run": run}))
     runtime = EvalhRuntime(max_concurrency=max_concurrency, spec=spec)
     return build_definitions([spec], runtime)[0].resolve_job_def(job_name)

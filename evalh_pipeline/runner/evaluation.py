@@ -25,13 +25,22 @@ A trace is judged in this process: by a plain loop when no evaluator to run does
 in the async pool under the run's concurrency knob. ``shard`` (a part of the traces file by
 line position, runner/shards.py) judges only its lines; the others' current results are kept.
 
+A results stage of several shards judges in several processes at once: each shard's
+:func:`judge_shard` makes the same plan and judges its lines into part files of its own,
+leaving the store as it is; then :func:`evaluate_traces` with ``judged`` (every shard and
+its counts) takes the parts' results in place of judging, in the order one process judging
+every line writes them, and writes the store as it always does.
+
 The results store (store/results_store.py) then gets a new file for each evaluator that
 changed, and results.jsonl is made again from the store.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -56,9 +65,10 @@ from evalh_pipeline.runner.pool import run_bounded
 from evalh_pipeline.runner.rate_limits import record_rate_limits, run_rate_limits
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.result_lines import Judged, raised, result_line_list, secrets_of
+from evalh_pipeline.runner.shards import Shard, results_part, results_part_lock
 from evalh_pipeline.store.case_index import CaseIndex
 from evalh_pipeline.store.jsonl import complete_lines_digest, iter_raw_lines
-from evalh_pipeline.store.locking import under_run_lock
+from evalh_pipeline.store.locking import locked, under_run_lock
 from evalh_pipeline.store.records import RESULTS, TRACES
 from evalh_pipeline.store.results_store import (
     EvaluatorEntry,
@@ -73,7 +83,7 @@ from evalh_pipeline.workspaces.artifacts import ArtifactLoader
 
 # The names callers import from here.
 __all__ = ["EvaluationStats", "TraceShard", "build_evaluators", "evaluate_traces", "evaluators_fingerprint",
-           "judge_trace", "last_evaluation"]
+           "judge_shard", "judge_trace", "last_evaluation"]
 
 # The temp files this writer makes in the run folder (RunDirectory.temp_file purposes): a
 # killed evaluation's leftovers, removed by the next one.
@@ -101,6 +111,7 @@ async def evaluate_traces(
     traces_digest: str | None = None,
     shard: TraceShard | None = None,
     pools_url: str | None = None,
+    judged: Sequence[tuple[Shard, EvaluationStats]] | None = None,
 ) -> EvaluationStats:
     """Judge the traces of ``variant_names`` that have no current result (see the module docstring).
 
@@ -116,6 +127,9 @@ async def evaluate_traces(
     the same launch kept as it wrote them (``TraceStats.traces_digest``), so the file is not
     read to hash it again; None (another launch, another process): hashed from the file.
     ``pools_url``: the database the run's pools are counted in (see :func:`produce_traces`).
+    ``judged``: every shard of the run with the counts of its :func:`judge_shard` (same
+    ``variant_names`` and ``incremental``): their part files' results are taken instead of
+    judging, then the parts are removed.
     """
     progress = progress or NoProgress()
     # This writer holds the run's lock: temp files of its purposes are a killed one's.
@@ -127,10 +141,66 @@ async def evaluate_traces(
     stats = EvaluationStats()
     plan = _plan(spec, run_dir, evaluators, variants, incremental=incremental, traces_digest=traces_digest,
                  shard=shard if shard is not None and not shard.whole else None)
+    if judged is not None:
+        for _, counts in judged:
+            stats.merge(counts)
+            stats.traces_appended += counts.traces_appended
     await _evaluate(plan, spec, run_dir, variants, stats, concurrency=max_concurrency or spec.config.run.max_concurrency,
-                    progress=progress)
+                    progress=progress, judged=[s for s, _ in judged] if judged is not None else None)
+    for part, _ in judged or []:
+        shutil.rmtree(results_part(run_dir, part), ignore_errors=True)
+    if judged:
+        with contextlib.suppress(OSError):  # kept while it holds something else (a torn tail set aside)
+            results_part(run_dir, judged[0][0]).parent.rmdir()
     record_rate_limits(run_dir, limits, "results")
     write_atomic(run_dir.last_evaluation, json.dumps(asdict(stats)))
+    return stats
+
+
+async def judge_shard(
+    spec: EvalSpec,
+    run_dir: RunDirectory,
+    variant_names: list[str] | None,
+    shard: Shard,
+    *,
+    max_concurrency: int | None = None,
+    progress: Progress | None = None,
+    incremental: bool = True,
+    pools_url: str | None = None,
+) -> EvaluationStats:
+    """Judge the trace lines ``shard`` (one of several) holds that have no current result, into
+    part files of its own (runner/shards.py ``results_part``), leaving the results store as it
+    is; the counts of what it judged. The shards of a run do this at the same time, each in a
+    process of its own; :func:`evaluate_traces` with ``judged`` then puts the parts in."""
+    progress = progress or NoProgress()
+    folder = results_part(run_dir, shard)
+    with locked(results_part_lock(run_dir, shard)):
+        shutil.rmtree(folder, ignore_errors=True)  # a re-execution of the shard judges it again
+        limits = run_rate_limits(spec, run_dir, max_concurrency, pools_url)
+        evaluators = build_evaluators(spec, rate_limits=limits, cases=run_dir.cases)
+        variants = set(variant_names if variant_names is not None else spec.variant_names)
+        stats = EvaluationStats()
+        plan = _plan(spec, run_dir, evaluators, variants, incremental=incremental, traces_digest=None, shard=shard)
+        parts: dict[str, Path] = {}
+        if plan.judge:
+            cases = CaseIndex(run_dir.cases)
+            progress.start("results", None)
+            try:
+                current = _Current(run_dir, plan, variants)
+                parts = await _judge(plan.judge, current, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
+                                     max_concurrency or spec.config.run.max_concurrency, stats, progress)
+                stats.traces_appended = current.traces_judged
+            finally:
+                cases.close()
+            progress.finish("results")
+        staging = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for index, evaluator in enumerate(plan.judge):
+            os.replace(parts[evaluator.name], staging / f"{index}.jsonl")
+        (staging / "evaluators.json").write_text(json.dumps([e.name for e in plan.judge]), encoding="utf-8")
+        os.replace(staging, folder)  # whole or not at all: a shard killed mid-way left no part
+        record_rate_limits(run_dir, limits, "results")
     return stats
 
 
@@ -212,7 +282,7 @@ def _plan(spec: EvalSpec, run_dir: RunDirectory, evaluators: list[Evaluator], va
 
 
 async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants: set[str], stats: EvaluationStats, *,
-                    concurrency: int, progress: Progress) -> None:
+                    concurrency: int, progress: Progress, judged: list[Shard] | None = None) -> None:
     # Changed: judged with none of its results current, or a case evaluator whose config
     # changed on some of its cases.
     stats.evaluators_rejudged = sorted(
@@ -229,9 +299,12 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
         progress.start("results", None)
         try:
             current = _Current(run_dir, plan, variants)
-            parts = await _judge(plan.judge, current, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
-                                 concurrency, stats, progress)
-            stats.traces_appended = current.traces_judged
+            if judged is None:
+                parts = await _judge(plan.judge, current, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
+                                     concurrency, stats, progress)
+                stats.traces_appended = current.traces_judged
+            else:
+                parts = _gather(plan.judge, current, run_dir, judged)
             for evaluator in plan.judge:
                 entries[evaluator.name] = _write(run_dir, plan, evaluator, variants, parts[evaluator.name], current,
                                                  stats)
@@ -392,6 +465,72 @@ async def _judge(evaluators: list[Evaluator], current: _Current, cases: CaseInde
             path.unlink(missing_ok=True)
         raise
     return files
+
+
+def _gather(evaluators: list[Evaluator], current: _Current, run_dir: RunDirectory,
+            shards: list[Shard]) -> dict[str, Path]:
+    """The shards' new results (:func:`judge_shard`) as :func:`_judge` gives them: a part file
+    per evaluator, in the order one process writes them (trace order when no evaluator does
+    I/O, else the order judged: here shard after shard), every trace met marked in ``current``
+    as the judging pass marks it (so ``_write`` keeps the same candidates)."""
+    names = [e.name for e in evaluators]
+    folders = [results_part(run_dir, shard) for shard in shards]
+    for folder in folders:
+        try:
+            recorded = json.loads((folder / "evaluators.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != names:  # a shard judged with other evaluators, or its part is gone
+            raise RuntimeError(f"{folder} does not hold the results of {', '.join(names)}: "
+                               "re-execute the run's results stage")
+    files = {name: run_dir.temp_file("results") for name in names}
+    select = current.selector({name: i for i, name in enumerate(names)})
+    in_order = all(isinstance(e, SyncEvaluator) for e in evaluators)
+    try:
+        with ExitStack() as stack:
+            outs = [stack.enter_context(files[name].open("wb", buffering=1 << 20)) for name in names]
+            parts = [[_Lines(stack.enter_context((folder / f"{i}.jsonl").open("rb"))) for i in range(len(names))]
+                     for folder in folders]
+            for position, (_, line) in enumerate(iter_raw_lines(run_dir.traces)):
+                if select is not None:
+                    select(position, TRACES.content_hash(line))
+                if not in_order:
+                    continue
+                owner = next(k for k, shard in enumerate(shards) if shard.holds(position))
+                key = _cell(TRACES.read_fields(line, "case_id", "variant_name", "sample"))
+                for out, lines in zip(outs, parts[owner]):
+                    while lines.head is not None and lines.key == key:
+                        out.write(lines.take())
+            for shard_parts in parts:  # the rest: every line, when the order is the order judged
+                for out, lines in zip(outs, shard_parts):
+                    while lines.head is not None:
+                        out.write(lines.take())
+    except BaseException:
+        for path in files.values():
+            path.unlink(missing_ok=True)
+        raise
+    return files
+
+
+def _cell(fields: Sequence[Any]) -> tuple[str, str, int]:
+    return str(fields[0]), str(fields[1]), int(fields[2] or 0)
+
+
+class _Lines:
+    """A shard's part file of one evaluator, read a line ahead (and that line's cell)."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.head: bytes | None = None
+        self.key: tuple[str, str, int] | None = None
+        self.take()
+
+    def take(self) -> bytes:
+        """The line ahead; the next one comes ahead."""
+        line = self.head
+        self.head = self._source.readline() or None
+        self.key = _cell(RESULTS.read_fields(self.head, "case_id", "variant_name", "sample")) if self.head else None
+        return line or b""
 
 
 def _to_judge(select: _Select | None, traces: Path, variants: set[str], skim: bool,

@@ -1,5 +1,6 @@
 """Shards: one stage's work cut into parts that run in other processes (or machines), and
-put back together into the run's one contract file.
+put back together into the run's one contract file (traces.jsonl; results.jsonl, whose
+shards judge the lines of traces.jsonl by the same rule over their positions).
 
 A :class:`Shard` is a value (index, count). Its plan is by position in the run's cases
 snapshot: case number ``p`` (0-based, in cases.jsonl order) belongs to shard ``p % count``,
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh_pipeline.config.schema import OUT_OF_PROCESS_EXECUTORS
+from evalh_pipeline.config.schema import AUTO_EXECUTOR, OUT_OF_PROCESS_EXECUTORS
 from evalh_pipeline.runner.cells import CellKey, completed_cells, count_cases
 from evalh_pipeline.store.jsonl import JsonlAppender, iter_raw_lines, set_aside_torn_tail
 from evalh_pipeline.store.locking import locked
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
     from evalh_pipeline.config.schema import RunConfig
 
 PARTS_FOLDER = "shards"
-# run.shards: auto on an executor that runs steps in other processes: one shard per this many
-# cells, at most one per core. Not measured yet (issue 34 item 6 chooses it from measurements).
-AUTO_CELLS_PER_SHARD = 5_000
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,73 @@ def all_shards(count: int) -> list[Shard]:
 
 def shard_count(run: RunConfig, cells: int) -> int:
     """How many shards a run of ``cells`` cells gets: ``run.shards``, or for ``auto`` one per
-    :data:`AUTO_CELLS_PER_SHARD` cells, at most one per core, on an executor that runs steps
-    in other processes (always 1 in process: shards there would only take turns)."""
+    ``run.cells_per_shard`` cells, at most one per core, on an executor that runs steps in
+    other processes (always 1 in process, ``auto`` included: shards there would only take turns)."""
     if run.shards != "auto":
         return run.shards
     if run.executor.type not in OUT_OF_PROCESS_EXECUTORS:
         return 1
-    return max(1, min(os.cpu_count() or 1, math.ceil(cells / AUTO_CELLS_PER_SHARD)))
+    return max(1, min(usable_cores(), math.ceil(cells / run.cells_per_shard)))
+
+
+def usable_cores() -> int:
+    """The processors this process may run on (its affinity, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# The adapters whose cells spend their CPU in the run's own process (the harness's work per
+# cell and the target's): more processes run more of them at once. Every other waits on a
+# server, a program or a container (http, cli, docker, git_branch, user_simulator) or runs its
+# target in worker processes already (python_function with isolation: process): its speed is
+# its concurrency, which a process more would only multiply.
+IN_PROCESS_ADAPTERS = frozenset({"python_function", "replay"})
+
+
+def cpu_bound(spec: EvalSpec) -> bool:
+    """Whether every system of ``spec`` runs its cells in the run's own process (CPU-bound)."""
+    return all(system.adapter in IN_PROCESS_ADAPTERS and (system.model_extra or {}).get("isolation") != "process"
+               for system in spec.config.systems)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a run's steps run (``run.executor.type``) and how many shards its cells are cut into."""
+
+    executor: str
+    shards: int
+
+
+def choose_layout(run: RunConfig, cells: int, *, cores: int, cpu_bound: bool) -> Layout:
+    """The executor and shard count of a run of ``cells`` cells (``run.executor.type`` and
+    ``run.shards``, each possibly ``auto``) on a machine of ``cores`` processors.
+
+    What the user set wins: an executor named keeps its type (``auto`` shards by
+    :func:`shard_count`); ``shards: N`` keeps N, run in N processes when the executor is
+    ``auto`` and there is more than one core (so ``--shards 1`` is one process). Both ``auto``:
+    a CPU-bound run (:func:`cpu_bound`) of at least two shards' worth of cells
+    (``run.cells_per_shard`` each) on a machine of more than one core spreads over
+    ``min(cores, cells // cells_per_shard)`` shards on the multiprocess executor; any other
+    run is one shard in process (benchmarks/README.md: where a second process pays).
+    """
+    if run.executor.type != AUTO_EXECUTOR:
+        return Layout(run.executor.type, shard_count(run, cells))
+    if run.shards != "auto":
+        return Layout("multiprocess" if run.shards > 1 and cores > 1 else "in_process", run.shards)
+    count = min(cores, cells // run.cells_per_shard) if cpu_bound else 1
+    return Layout("multiprocess", count) if count >= 2 else Layout("in_process", 1)
+
+
+def laid_out(spec: EvalSpec, layout: Layout) -> EvalSpec:
+    """``spec`` with ``run.executor.type`` and ``run.shards`` set to ``layout``'s."""
+    from dataclasses import replace
+
+    run = spec.config.run
+    executor = run.executor.model_copy(update={"type": layout.executor})
+    run = run.model_copy(update={"executor": executor, "shards": layout.shards})
+    return replace(spec, config=spec.config.model_copy(update={"run": run}))
 
 
 def record_shard_count(run_dir: RunDirectory, count: int) -> None:
@@ -124,6 +182,17 @@ def _part_lock(part: Path) -> Path:
     """The lock of a part file, beside the run's own ``.lock`` (never removed: a lock file
     removed while another process waits on it would let two holders in)."""
     return part.parent.parent / f".lock.{part.name.removesuffix('.jsonl')}"
+
+
+def results_part(run_dir: RunDirectory, shard: Shard) -> Path:
+    """The folder where ``shard`` (one of several) leaves the new results it judged, one file
+    per evaluator, until the results stage puts them into the store (runner/evaluation.py)."""
+    return run_dir.path / PARTS_FOLDER / f"results.{shard.label}"
+
+
+def results_part_lock(run_dir: RunDirectory, shard: Shard) -> Path:
+    """The lock a shard's judging holds: its own, so the shards of one run judge at the same time."""
+    return _part_lock(results_part(run_dir, shard))
 
 
 def trace_parts(run_dir: RunDirectory) -> list[Path]:

@@ -7,7 +7,7 @@ import pytest
 from evalh_pipeline.runner.loading import load_eval
 from tests.config.support import BASE, config_error, write
 
-SUPPORTED = "use one of in_process, local, multiprocess, celery, k8s, docker"
+SUPPORTED = "use one of auto, in_process, local, multiprocess, celery, k8s, docker"
 
 
 @pytest.mark.parametrize("executor", ["local", "in_process", "multiprocess", "celery", "k8s", "docker"])

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from evalh_pipeline.runner.shards import usable_cores
 from tests.support.deployment import verdicts
 from tests.support.evalh_process import run_evalh
 from tests.support.evals import write_eval
@@ -83,10 +84,12 @@ def test_sharded_run_uses_four_processes_and_sums_up_as_one_process(tmp_path, en
     pids = [pid for shard_pids in where.values() for pid in shard_pids]
     assert len(pids) == len(set(pids)) == 4, where  # each shard in a process of its own
     assert not (run_dir / "shards").exists()  # the parts are collected and removed
-    # The plan and each shard's counts passed between the steps: JSON in the run's folder
-    # (defs/evals/step_values.py), nothing in the machine's Dagster home.
+    # The plans and each shard's counts passed between the steps of the traces and results
+    # graphs: JSON in the run's folder (defs/evals/step_values.py), nothing in the machine's
+    # Dagster home.
     values = sorted((run_dir / ".step_values").rglob("*.json"))
-    assert len(values) == 4 + 4 and all(isinstance(json.loads(v.read_text()), dict) for v in values)
+    assert len(values) == 2 * (4 + 4) and all(isinstance(json.loads(v.read_text()), dict) for v in values)
+    assert sum("results_shard" in str(v) for v in values) == 4
     assert not list((Path(env["DAGSTER_HOME"]) / "storage").rglob("result*"))
 
     single = write_eval(tmp_path / "single", cases=12)
@@ -170,7 +173,9 @@ def test_reexecution_from_failure_runs_only_the_killed_shards_missing_cells(tmp_
                         reexecution_options=dg.ReexecutionOptions.from_failure(parent.run_id, instance)) as result:
         assert result.success
         steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
-    assert not any("plan_traces" in s or "shard_1_of_4" in s or "shard_3_of_4" in s for s in steps), steps
+    traces_steps = {s for s in steps if s.startswith("toy__traces.")}
+    assert traces_steps == {"toy__traces.toy__traces_shard[shard_2_of_4]", "toy__traces.toy__collect_traces"}, steps
+    assert "toy__results.toy__results_shard[shard_4_of_4]" in steps  # judging follows, in its shards
     again = calls.read_text().splitlines()
     assert again and {line.split()[0] for line in again} <= {"case_1", "case_5", "case_9"}
     traces = _traces(run_dir)
@@ -182,6 +187,8 @@ def test_reexecution_from_failure_runs_only_the_killed_shards_missing_cells(tmp_
 
 def test_shards_from_the_command_line_run_in_process_one_after_another(tmp_path, env):
     path = write_eval(tmp_path / "toy", cases=7)
+    path.write_text(path.read_text().replace("  baseline_variant: base\n",
+                                             "  baseline_variant: base\n  executor: {type: in_process}\n"))
     proc = run_evalh(["run", str(path), "--shards", "3"], env, tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     run_dir = _only_run(tmp_path / "toy")
@@ -196,3 +203,35 @@ def test_shards_from_the_command_line_run_in_process_one_after_another(tmp_path,
     proc = run_evalh(["run", str(path), "--resume", str(run_dir), "--shards", "2"], env, tmp_path)
     assert proc.returncode == 1
     assert "a resumed run keeps the shards it started with" in proc.stderr
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="auto spreads a run over processes only with more than one core")
+def test_auto_spreads_a_run_above_its_cells_per_shard_over_processes(tmp_path, env):
+    # Neither run.shards nor run.executor set: `auto`, with a small run.cells_per_shard so a
+    # run of 24 cells is above it (the default is measured, benchmarks/README.md).
+    path = write_eval(tmp_path / "toy", cases=12)
+    path.write_text(path.read_text().replace("  baseline_variant: base\n",
+                                             "  baseline_variant: base\n  cells_per_shard: 6\n"))
+    proc = run_evalh(["run", str(path), "--dry-run"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "shards: 2 on executor multiprocess (shards and executor chosen: run.cells_per_shard 6)" in proc.stdout
+
+    proc = run_evalh(["run", str(path)], env, tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _only_run(tmp_path / "toy")
+    assert json.loads((run_dir / "run.json").read_text())["shards"] == 2  # min(cores, 24 // 6) on 2 cores
+    traces = _traces(run_dir)
+    assert len({(t["case_id"], t["variant_name"]) for t in traces}) == len(traces) == 24
+    where = {(t["extra"]["executor"]["shard"], t["extra"]["executor"]["pid"]) for t in traces}
+    assert {shard for shard, _ in where} == {"1-of-2", "2-of-2"}
+    assert len({pid for _, pid in where}) == 2, where  # each shard in a process of its own
+
+    # Below it, the same eval stays one shard in the launching process.
+    small = write_eval(tmp_path / "small", cases=2)
+    small.write_text(small.read_text().replace("  baseline_variant: base\n",
+                                               "  baseline_variant: base\n  cells_per_shard: 6\n"))
+    proc = run_evalh(["run", str(small)], env, tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    alone = _only_run(tmp_path / "small")
+    assert json.loads((alone / "run.json").read_text())["shards"] == 1
+    assert {t["extra"]["executor"]["shard"] for t in _traces(alone)} == {"1-of-1"}

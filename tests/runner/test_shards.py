@@ -11,9 +11,12 @@ import pytest
 from evalh_pipeline.config.schema import RunConfig
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.shards import (
+    Layout,
     Shard,
     all_shards,
+    choose_layout,
     collect_traces,
+    cpu_bound,
     done_cells,
     part_path,
     recorded_shards,
@@ -107,11 +110,65 @@ def test_a_parts_torn_tail_is_set_aside_and_its_cell_left_to_a_resume(tmp_path):
 @pytest.mark.parametrize(("shards", "executor", "cells", "expected"), [
     (3, "local", 10, 3),
     ("auto", "local", 1_000_000, 1),
+    ("auto", "auto", 1_000_000, 1),  # launched without `evalh run` choosing: in process
     ("auto", "multiprocess", 10, 1),
 ])
 def test_shard_count_is_the_configured_one_or_auto(shards, executor, cells, expected):
     run = RunConfig.model_validate({"shards": shards, "executor": {"type": executor}})
     assert shard_count(run, cells) == expected
+
+
+def _layout(run: dict, cells: int, cores: int = 2, in_process: bool = True) -> Layout:
+    return choose_layout(RunConfig.model_validate(run), cells, cores=cores, cpu_bound=in_process)
+
+
+def test_auto_spreads_a_large_cpu_bound_run_over_the_cores():
+    assert _layout({"cells_per_shard": 100}, 200) == Layout("multiprocess", 2)
+    assert _layout({"cells_per_shard": 100}, 1_000, cores=4) == Layout("multiprocess", 4)
+    assert _layout({"cells_per_shard": 100}, 350, cores=8) == Layout("multiprocess", 3)
+    assert _layout({}, 2 * RunConfig().cells_per_shard) == Layout("multiprocess", 2)  # the measured default
+
+
+def test_auto_keeps_a_small_run_one_shard_in_process():
+    assert _layout({"cells_per_shard": 100}, 199) == Layout("in_process", 1)
+    assert _layout({}, 1) == Layout("in_process", 1)
+    assert _layout({}, 2 * RunConfig().cells_per_shard - 1) == Layout("in_process", 1)
+
+
+def test_auto_stays_in_process_on_one_core_or_for_systems_elsewhere():
+    assert _layout({"cells_per_shard": 100}, 10_000, cores=1) == Layout("in_process", 1)
+    assert _layout({"cells_per_shard": 100}, 10_000, in_process=False) == Layout("in_process", 1)
+
+
+def test_what_the_user_sets_wins_over_auto():
+    # --shards 1 is one process, whatever the size.
+    assert _layout({"shards": 1, "cells_per_shard": 1}, 10_000) == Layout("in_process", 1)
+    # Shards asked for run side by side when the executor is left to evalh, and there are cores.
+    assert _layout({"shards": 3}, 10) == Layout("multiprocess", 3)
+    assert _layout({"shards": 3}, 10, cores=1) == Layout("in_process", 3)
+    # An executor named keeps its type: in process it is one shard, elsewhere auto shards.
+    assert _layout({"executor": {"type": "local"}, "cells_per_shard": 1}, 10_000) == Layout("local", 1)
+    assert _layout({"executor": {"type": "in_process"}, "shards": 2}, 10) == Layout("in_process", 2)
+    assert _layout({"executor": {"type": "multiprocess"}, "cells_per_shard": 100}, 150) == Layout("multiprocess", 2)
+    assert _layout({"executor": {"type": "celery"}, "shards": 1}, 10_000) == Layout("celery", 1)
+
+
+def test_only_systems_that_run_in_the_process_are_cpu_bound(tmp_path):
+    spec = load_eval(write_eval(tmp_path / "toy"))
+    assert cpu_bound(spec)
+    isolated = tmp_path / "isolated"
+    path = write_eval(isolated)
+    path.write_text(path.read_text().replace("adapter: python_function", "adapter: python_function\n    isolation: process", 1))
+    assert not cpu_bound(load_eval(path))
+    served = write_eval(tmp_path / "served", systems="""
+  - name: base
+    adapter: http
+    endpoint: http://127.0.0.1:9/answer
+  - name: candidate
+    adapter: python_function
+    target: stub_agent:run
+""")
+    assert not cpu_bound(load_eval(served))
 
 
 def test_a_run_from_before_shards_is_one_shard(tmp_path):

@@ -50,7 +50,7 @@ from evalh_pipeline.queries.report import (
     variants_table,
 )
 from evalh_pipeline.runner.drift import RunDrift, write_drift
-from evalh_pipeline.runner.evaluation import evaluate_traces, evaluators_fingerprint
+from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces, evaluators_fingerprint, judge_shard
 from evalh_pipeline.runner.hashes import file_version
 from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
@@ -283,29 +283,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     def traces(cases):  # type: ignore[no-untyped-def]
         return collect_traces(plan_traces(cases).map(traces_shard).collect())
 
-    @dg.asset(
-        key=[name, "results"], deps=[traces], code_version=versions["results"], kinds={"evalh"}, **common,
-        description=(f"Evaluator verdicts on the persisted traces of a run of {shown}. Never calls the system; re-judges only "
-                     "evaluators whose config changed and traces appended since (tag evalh/rejudge=all: every "
-                     "result); the other results are kept byte for byte."),
-    )
-    def results(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        stage = _Stage(context, spec, "results")
-        stage.require_run()
-        variants = stage.variants()
-        stats = run_coroutine(evaluate_traces(
-            stage.live, stage.run_dir, variants, max_concurrency=stage.runtime.max_concurrency,
-            progress=stage.runtime.progress, incremental=not rejudge_all(context.op_execution_context),
-            traces_digest=stage.traces_digest, pools_url=stage.pools_url))
-        judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
-        return stage.result({
-            **results_metadata(stats, stage.run_dir),
-            # Which evaluator configuration produced these results (config.yaml keeps the one the
-            # run started with): also in the run folder's evaluators.yaml.
-            "evaluators_config_hash": judged_with["evaluators_config_hash"],
-            "evaluators_config": dg.MetadataValue.json(judged_with["evaluators"]),
-            "evaluators_record": dg.MetadataValue.path(str(stage.run_dir.evaluators_yaml)),
-        }, stage.run_dir.results)
+    results = _results_asset(spec, traces, partitions, values_key)
 
     @dg.asset(
         key=[name, "summary"], deps=[results], code_version=versions["summary"], kinds={"evalh", "duckdb"}, **common,
@@ -430,6 +408,92 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                       checks=checks, sensors=build_eval_sensors(spec), resources={values_key: step_values_manager(spec)})
 
 
+@dataclass(frozen=True)
+class JudgedShard:
+    """What a results shard step hands the collect step: its shard and its counts (a step
+    value: plain JSON in the run's folder, defs/evals/step_values.py)."""
+
+    shard: Shard
+    stats: EvaluationStats
+
+
+def _results_asset(spec: EvalSpec, traces: dg.AssetsDefinition, partitions: dg.DynamicPartitionsDefinition,
+                   values_key: str) -> dg.AssetsDefinition:
+    """The eval's ``results`` asset: a graph of steps as ``traces``. With one shard its one
+    step judges as it always did; with several, each shard's step judges its trace lines into
+    parts of its own (each in a process of its own on an out-of-process executor) and the
+    last puts them into the store (runner/evaluation.py ``judge_shard``)."""
+    name = spec.name
+    shown = _shown_name(spec)
+    shard_op_tags = {"kind": "evalh"}
+
+    @dg.op(name=f"{op_prefix(name)}__plan_results", required_resource_keys={RUNTIME_KEY}, ins={"traces": dg.In(dg.Nothing)},
+           out=dg.DynamicOut(Shard, io_manager_key=values_key), tags=shard_op_tags,
+           description="Plan the shards that judge the run's traces: the run's shards (run.json).")
+    def plan_results(context: dg.OpExecutionContext):  # type: ignore[no-untyped-def]
+        stage = _Stage(context, spec, "results")
+        stage.require_run()
+        stage.variants()
+        for shard in recorded_shards(stage.run_dir):
+            yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.label.replace('-', '_')}")
+
+    @dg.op(name=f"{op_prefix(name)}__results_shard", required_resource_keys={RUNTIME_KEY}, tags=shard_op_tags,
+           out=dg.Out(JudgedShard, io_manager_key=values_key),
+           description="Judge the trace lines of one shard that have no current result.")
+    def results_shard(context: dg.OpExecutionContext, shard: Shard) -> JudgedShard:
+        stage = _Stage(context, spec, "results")
+        options = {"max_concurrency": stage.runtime.max_concurrency, "progress": stage.runtime.progress,
+                   "incremental": not rejudge_all(context), "pools_url": stage.pools_url}
+        if shard.whole:  # judged and written at once, as a run without shards
+            stats = run_coroutine(evaluate_traces(stage.live, stage.run_dir, stage.variants(),
+                                                  traces_digest=stage.traces_digest, **options))
+        else:
+            stats = run_coroutine(judge_shard(stage.live, stage.run_dir, stage.variants(), shard, **options))
+        _share_with_steps(stage)  # its results part, for the collect step on any machine
+        return JudgedShard(shard, stats)
+
+    @dg.op(name=f"{op_prefix(name)}__collect_results", required_resource_keys={RUNTIME_KEY}, out=dg.Out(dg.Nothing),
+           tags=shard_op_tags, description="Put every shard's results into the store and results.jsonl; materialize them.")
+    def collect_results(context: dg.OpExecutionContext, judged: list[JudgedShard]):  # type: ignore[no-untyped-def]
+        stage = _Stage(context, spec, "results")
+        planned = len(recorded_shards(stage.run_dir))
+        if len(judged) != planned:  # never green results without every shard of the plan
+            raise dg.Failure(f"{stage.run_id}: {len(judged)} of {planned} results shards finished; re-execute the run")
+        if planned == 1:
+            stats = judged[0].stats
+        else:
+            stats = run_coroutine(evaluate_traces(
+                stage.live, stage.run_dir, stage.variants(), max_concurrency=stage.runtime.max_concurrency,
+                incremental=not rejudge_all(context), traces_digest=stage.traces_digest,
+                pools_url=stage.pools_url, judged=[(part.shard, part.stats) for part in sorted(judged, key=lambda part: part.shard.index)]))
+        judged_with = record_evaluators(stage.live, stage.run_dir, evaluators_fingerprint(stage.live))
+        result = stage.result({
+            **results_metadata(stats, stage.run_dir),
+            # Which evaluator configuration produced these results (config.yaml keeps the one the
+            # run started with): also in the run folder's evaluators.yaml.
+            "evaluators_config_hash": judged_with["evaluators_config_hash"],
+            "evaluators_config": dg.MetadataValue.json(judged_with["evaluators"]),
+            "evaluators_record": dg.MetadataValue.path(str(stage.run_dir.evaluators_yaml)),
+        }, stage.run_dir.results)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dg.BetaWarning)  # as collect_traces
+            output = dg.Output(None, metadata=result.metadata, data_version=result.data_version)
+        yield output
+
+    @dg.graph_asset(
+        key=[name, "results"], ins={"traces": dg.AssetIn(key=traces.key, dagster_type=dg.Nothing)},
+        code_version=stage_versions(spec)["results"], kinds={"evalh"}, group_name=name, partitions_def=partitions,
+        metadata=_definition_metadata(spec),
+        description=(f"Evaluator verdicts on the persisted traces of a run of {shown}. Never calls the system; re-judges only "
+                     "evaluators whose config changed and traces appended since (tag evalh/rejudge=all: every "
+                     "result); the other results are kept byte for byte. A run of several shards judges them "
+                     "side by side."),
+    )
+    def results(traces):  # type: ignore[no-untyped-def]
+        return collect_results(plan_results(traces).map(results_shard).collect())
+    return results
+
+
 def _evaluator_config_metadata(result: RunDrift) -> dict[str, Any]:
     """When the baseline and the run were judged with different evaluator configs: which, the
     regressions only that explains, and the command that re-judges the baseline (no system call)."""
@@ -502,7 +566,7 @@ def _judge_consistency_job(spec: EvalSpec, partitions: dg.PartitionsDefinition,
 
 
 def _share_with_steps(stage: _Stage) -> None:
-    """Put what a step of the traces graph wrote at the run's canonical URL, when the run's
+    """Put what a step of the traces or results graph wrote at the run's canonical URL, when the run's
     steps may run on other machines (they read the run from there): the other steps of the
     graph, and the collect step, pull it. In process (the default) every step sees the same
     working copy: nothing is uploaded before the stage ends."""

@@ -1,7 +1,8 @@
 """``run.executor.type`` -> the Dagster executor of an eval's jobs: one small builder per type.
 
 Dagster distributes the steps of a run; evalh writes no scheduler of its own. ``in_process``
-(eval-harness's ``local``, the default) runs every step in the run's process;
+(eval-harness's ``local``) runs every step in the run's process; ``auto`` (the default) is
+``in_process`` or ``multiprocess`` as ``evalh run`` chooses for the run's cells;
 ``multiprocess`` gives each step a process; ``celery`` sends each step to a celery worker
 through a Redis broker (dagster-celery); ``k8s`` runs each step as a Kubernetes job
 (dagster-k8s) and ``docker`` as a container (dagster-docker). The extras an executor needs
@@ -54,6 +55,9 @@ def _docker(config: ExecutorConfig) -> dg.ExecutorDefinition:
 
 
 BUILDERS: dict[str, Callable[[ExecutorConfig], dg.ExecutorDefinition]] = {
+    # `evalh run` chooses in process or multiprocess for each run before it starts (runner/shards.py
+    # choose_layout); a job launched otherwise (the Dagster UI) cannot know its cells yet: in process.
+    "auto": _in_process,
     "in_process": _in_process,
     "local": _in_process,  # eval-harness's name for one machine
     "multiprocess": _multiprocess,
