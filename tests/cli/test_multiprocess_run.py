@@ -26,8 +26,8 @@ def test_a_multiprocess_run_executes_each_step_in_a_process_of_its_own(tmp_path,
         [run] = instance.get_runs()
         starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
         pids = {record.step_key: record.dagster_event.pid for record in starts}
-    # traces is a graph of steps (runner/shards.py): its plan step stands for it here.
-    stages = [f"toy__{s}" for s in ("cases", "traces.toy__plan_traces", "results", "summary", "drift")]
+    # traces and results are graphs of steps (runner/shards.py): their plan steps stand for them here.
+    stages = [f"toy__{s}" for s in ("cases", "traces.toy__plan_traces", "results.toy__plan_results", "summary", "drift")]
     assert set(stages) <= set(pids) and len({pids[s] for s in stages}) == len(stages)
 
     alone = write_eval(tmp_path / "local" / "toy", cases=4)
