@@ -231,7 +231,9 @@ class Pricer:
     def price(self, metrics: TraceMetrics, variant: RunVariant) -> TraceMetrics:
         """Compute the cell's cost from its tokens when the system reported none."""
         needs_price = metrics.cost_usd is None and (metrics.token_input is not None or metrics.token_output is not None)
-        if needs_price and self.builtin and not self._warned:
+        if not needs_price:
+            return metrics  # a reported cost, or no tokens: apply_prices would leave it as it is
+        if self.builtin and not self._warned:
             self._warned = True
             logger.warning(
                 "costs computed from tokens with the built-in price table (as of %s); "

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 CellKey = tuple[str, str, int]  # (case_id, variant_name, sample)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: built once per cell, a third cheaper
 class Cell:
+    """One (case, variant, sample) of a run's grid."""
+
     case: EvalCase
     variant: RunVariant
     sample: int
