@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalh_pipeline.importers.promptfoo.assertions import (
@@ -49,6 +49,7 @@ class Test:
     description: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     providers: list[str] | None = None  # the test's `providers` filter
+    rubric_prompt: Any = None  # its `options.rubricPrompt`
 
 
 @dataclass
@@ -196,10 +197,11 @@ def _test(source: Source, located: Located) -> Test:
         source.note(place, f"test key {key!r} not mapped", "left out")
     if data.get("threshold") is not None:
         source.note(place, *_threshold_note("test", data["threshold"]))
-    for key in sorted(data.get("options") or {}):
+    options = data.get("options") or {}
+    for key in sorted(set(options) - {"rubricPrompt"}):
         # transform / postprocess change what every assertion sees: the verdicts would differ.
         source.note(place, f"test option {key!r} not mapped", "left out",
-                    "error" if key in ("transform", "postprocess", "provider", "rubricPrompt") else "note")
+                    "error" if key in ("transform", "postprocess", "provider") else "note")
     variables = data.get("vars") or {}
     if not isinstance(variables, dict):
         source.note(place, "vars that are not a mapping (a file of vars)", "test left out")
@@ -210,7 +212,7 @@ def _test(source: Source, located: Located) -> Test:
     listed = data.get("providers")
     return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
                 data.get("description"), dict(data.get("metadata") or {}),
-                [str(r) for r in listed] if isinstance(listed, list) else None)
+                [str(r) for r in listed] if isinstance(listed, list) else None, options.get("rubricPrompt"))
 
 
 def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
@@ -312,12 +314,16 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
             check_type(source, assertion, place)
         if not _runs_on(source, test, outputs or Outputs()):
             continue
+        own_judge = judge if test.rubric_prompt is None else replace(judge, rubric_prompt=test.rubric_prompt)
+        if test.rubric_prompt is not None and any(a.get("type") == "llm-rubric" for _, a, _ in shared):
+            source.note(test.place, "test rubricPrompt over defaultTest's llm-rubric",
+                        "defaultTest's llm-rubric is judged with defaultTest's grading prompt in this case")
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
             for index, assertion, place in per_case:
-                own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, judge, outputs)
+                own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, own_judge, outputs)
             for index, (assertion, place) in enumerate(test.asserts):
-                own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, judge, outputs)
+                own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, own_judge, outputs)
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
             metadata = {**(default.get("metadata") or {}), **test.metadata}
             if test.description:
