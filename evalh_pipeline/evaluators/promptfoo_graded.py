@@ -194,13 +194,32 @@ def rubric_verdict(reply: str, threshold: float | None) -> tuple[bool, float, st
     return passed, float(score), str(reason)
 
 
-def _rubric_output(answer: str) -> str:
-    """The answer as promptfoo's ``{{ output }}`` shows it: tryParse, then an object as JSON."""
+def rubric_output(answer: str) -> str:
+    """The answer as promptfoo's ``{{ output }}`` shows it: tryParse (JSON when it parses),
+    processContextForTemplating (an object as compact JSON, a list's objects too) and Nunjucks'
+    text of the value (a list joined with commas, null as nothing, a number as JavaScript
+    writes it)."""
     try:
         parsed = json.loads(answer)
     except ValueError:
         return answer
-    return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")) if isinstance(parsed, dict) else answer
+    if isinstance(parsed, list):
+        return ",".join(_js_text(json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+                                 if isinstance(v, dict | list) else v) for v in parsed)
+    if isinstance(parsed, dict):
+        return json.dumps(parsed, ensure_ascii=False, separators=(",", ":"))
+    return _js_text(parsed)
+
+
+def _js_text(value: Any) -> str:
+    """JavaScript's ``String(value)`` for a JSON scalar (null and undefined render empty in Nunjucks)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
 
 
 class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
@@ -217,7 +236,7 @@ class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
         """The grading call's messages for ``answer`` to ``case``."""
         cfg = self.config
         if cfg.rubric_prompt is not None:
-            values = {"output": _rubric_output(answer), "rubric": cfg.value or ""}
+            values = {"output": rubric_output(answer), "rubric": cfg.value or ""}
             names = {name: (lambda v=v: v) for name, v in values.items()}
             data = case.model_dump(mode="json")
 

@@ -16,7 +16,7 @@ import textwrap
 import pytest
 import yaml
 
-from evalh_pipeline.evaluators.promptfoo_graded import rubric_verdict
+from evalh_pipeline.evaluators.promptfoo_graded import rubric_output, rubric_verdict
 from evalh_pipeline.importers.promptfoo import import_promptfoo
 from tests.support.openai_chat_server import PREFIX, echo_chat_server, grader_says
 from tests.support.promptfoo_parity import run_imported_results
@@ -36,6 +36,15 @@ FAILING = '{"pass": false, "reason": "bad"}'
 @pytest.mark.parametrize(("reply", "threshold", "passed", "score"), VERDICTS)
 def test_llm_rubric_reply_is_read_by_promptfoos_rule(reply, threshold, passed, score):
     assert rubric_verdict(reply, threshold)[:2] == (passed, score)
+
+
+@pytest.mark.parametrize(("answer", "shown"), [
+    ("Paris", "Paris"), ('{"a": 1}', '{"a":1}'), ('"quoted"', "quoted"), ("1.0", "1"), ("true", "true"),
+    ("[1, {\"b\": 2}, null]", '1,{"b":2},'), ("null", ""), ("{not json", "{not json"),
+])
+def test_output_is_shown_to_the_rubric_prompt_as_promptfoo_renders_it(answer, shown):
+    # tryParse, processContextForTemplating and Nunjucks' text of the value (src/matchers.ts)
+    assert rubric_output(answer) == shown
 
 
 def test_rubric_prompt_that_does_not_map_or_is_not_carried_is_reported(tmp_path):
