@@ -21,6 +21,16 @@ promptfoo reads it (src/matchers, graders-DC7jJ-Ea.js):
   and each question are embedded (``embedder``, by default promptfoo's OpenAI
   ``text-embedding-3-large``); it passes when the mean cosine is at least ``threshold``
   (default 0) less ``Number.EPSILON``;
+- ``llm-rubric`` with a ``rubric_prompt`` (promptfoo's ``options.rubricPrompt``; without one
+  the importer uses ``llm_judge``): runJsonGradingPrompt as matchesLlmRubric calls it
+  (src/matchers.ts): the prompt rendered with ``{{ output }}`` (the answer; a JSON object
+  answer as compact JSON, as tryParse and processContextForTemplating give it), ``{{ rubric }}``
+  (the assertion's ``value``) and the case's vars (``{{ input.vars.<name> }}``); a prompt given
+  as chat messages is sent as those messages, a text as one user message. The first JSON
+  object of the reply decides: ``pass`` (absent or null: true; not a boolean: true when its
+  text is true/yes/pass/y), ``score`` (not a number: its JavaScript ``Number`` when finite,
+  else the pass as 0 or 1) and, with a ``threshold``, ``pass and score >= threshold``;
+  no JSON object in the reply fails;
 - an empty reply fails ("No output"); none of them reads promptfoo's ``not-`` (the
   handlers in src/assertions/factuality.ts, modelGradedClosedQa.ts and answerRelevance.ts,
   index.js:1628, :2384 and :1056, pass the matcher's verdict on as it is), so ``inverse`` is
@@ -32,6 +42,8 @@ what the grader reads for answers that are JSON).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any, Literal
 
@@ -85,10 +97,13 @@ class PromptfooGradedConfig(EvaluatorConfigModel):
 
     TRACE_FIELDS = ("output.final_answer",)
 
-    check: Literal["model-graded-closedqa", "factuality", "answer-relevance"]
+    check: Literal["model-graded-closedqa", "factuality", "answer-relevance", "llm-rubric"]
     value: str | None = None
-    prompt: str
-    threshold: float = 0.0  # answer-relevance: promptfoo's `assertion.threshold ?? 0`
+    prompt: str = ""
+    threshold: float | None = None  # answer-relevance: promptfoo's `assertion.threshold ?? 0`
+    #: llm-rubric's grading prompt: an evalh template (``{{ output }}``, ``{{ rubric }}``, the
+    #: case) or chat messages (``role``, ``content`` templates).
+    rubric_prompt: str | list[dict[str, str]] | None = None
     embedder: dict[str, Any] = Field(default_factory=lambda: {"name": "openai_compatible",
                                                               "model": "text-embedding-3-large"})
     scores: dict[Literal["A", "B", "C", "D", "E"], float] = Field(default_factory=lambda: dict(_DEFAULT_SCORES))
@@ -102,6 +117,10 @@ class PromptfooGradedConfig(EvaluatorConfigModel):
     def _all_scores(self) -> PromptfooGradedConfig:
         if self.check != "answer-relevance" and self.value is None:
             raise ValueError(f"{self.check} needs a value (promptfoo asserts a string value)")
+        if (self.check == "llm-rubric") != (self.rubric_prompt is not None):
+            raise ValueError("rubric_prompt goes with llm-rubric, and llm-rubric needs one")
+        if self.check in ("model-graded-closedqa", "factuality", "answer-relevance") and not self.prompt:
+            raise ValueError(f"{self.check} needs the system's prompt")
         # promptfoo's lookup has every letter (each defaulted): a partial map keeps the defaults
         self.scores = {**_DEFAULT_SCORES, **self.scores}
         return self
@@ -134,6 +153,75 @@ def factuality_choice(reply: str) -> tuple[str | None, str]:
     return legacy.group(1).upper(), reason.group(1).strip() if reason and reason.group(1) else reply
 
 
+def js_number(value: Any) -> float:
+    """JavaScript's ``Number(value)`` for what a JSON reply holds (NaN when it has none)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return 0.0
+        try:
+            return float(text) if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text) else math.nan
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def rubric_verdict(reply: str, threshold: float | None) -> tuple[bool, float, str]:
+    """(pass, score, reason) of an llm-rubric grader's reply, as runJsonGradingPrompt reads it."""
+    found = extract_json_objects(reply)
+    if not found:
+        return False, 0.0, "Could not extract JSON from llm-rubric response"
+    parsed = found[0]
+    if not isinstance(parsed, dict):
+        return False, 0.0, f"llm-rubric produced malformed response. Output: {reply}"
+    passed = parsed.get("pass")
+    if passed is None:
+        passed = True
+    elif not isinstance(passed, bool):
+        text = passed if isinstance(passed, str) else json.dumps(passed)
+        passed = re.fullmatch(r"(true|yes|pass|y)", text, re.IGNORECASE) is not None
+    score = parsed.get("score")
+    if "score" not in parsed or isinstance(score, bool) or not isinstance(score, int | float):
+        number = js_number(score) if "score" in parsed else math.nan  # absent: JavaScript's undefined
+        score = number if math.isfinite(number) else float(passed)
+    if threshold is not None:
+        passed = passed and score >= threshold
+    reason = parsed.get("reason") or ("Grading passed" if passed else f"Score {score:g} below threshold {threshold}")
+    return passed, float(score), str(reason)
+
+
+def rubric_output(answer: str) -> str:
+    """The answer as promptfoo's ``{{ output }}`` shows it: tryParse (JSON when it parses),
+    processContextForTemplating (an object as compact JSON, a list's objects too) and Nunjucks'
+    text of the value (a list joined with commas, null as nothing, a number as JavaScript
+    writes it)."""
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        return answer
+    if isinstance(parsed, list):
+        return ",".join(_js_text(json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+                                 if isinstance(v, dict | list) else v) for v in parsed)
+    if isinstance(parsed, dict):
+        return json.dumps(parsed, ensure_ascii=False, separators=(",", ":"))
+    return _js_text(parsed)
+
+
+def _js_text(value: Any) -> str:
+    """JavaScript's ``String(value)`` for a JSON scalar (null and undefined render empty in Nunjucks)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
 class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
     """Asks the grading model as promptfoo's assertion does and reads its reply by promptfoo's rule."""
 
@@ -147,6 +235,17 @@ class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
     def grading_messages(self, case: EvalCase, answer: str) -> list[dict[str, str]]:
         """The grading call's messages for ``answer`` to ``case``."""
         cfg = self.config
+        if cfg.rubric_prompt is not None:
+            values = {"output": rubric_output(answer), "rubric": cfg.value or ""}
+            names = {name: (lambda v=v: v) for name, v in values.items()}
+            data = case.model_dump(mode="json")
+
+            def fill(text: str) -> str:
+                return render_case_template(text, data, names=names, strict=False)
+
+            if isinstance(cfg.rubric_prompt, list):
+                return [{**m, "content": fill(m.get("content", ""))} for m in cfg.rubric_prompt]
+            return [{"role": "user", "content": fill(cfg.rubric_prompt)}]
         question = render_case_template(cfg.prompt, case.model_dump(mode="json"), strict=False)
         if cfg.check == "answer-relevance":
             return [{"role": "user", "content": _QUESTION.format(answer=answer)}]
@@ -164,6 +263,9 @@ class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
         detail: dict[str, Any] = {"check": cfg.check, "grader_reply": reply, "model": cfg.model}
         if not reply:
             return Verdict(False, "No output", score=0.0, detail=detail)
+        if cfg.check == "llm-rubric":
+            passed, score, reason = rubric_verdict(reply, cfg.threshold)
+            return Verdict(passed, reason, score=score, detail=detail)
         if cfg.check == "model-graded-closedqa":
             passed, reason = closed_qa_verdict(reply)
             return Verdict(passed, reason, score=1.0 if passed else 0.0, detail=detail)
@@ -194,7 +296,8 @@ class PromptfooGraded(Evaluator[PromptfooGradedConfig]):
         vectors = await self._embedder.embed([query, *questions])
         similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
         similarity = sum(similarities) / len(similarities)
-        passed = similarity >= cfg.threshold - _EPSILON
-        detail = {"check": cfg.check, "questions": questions, "similarities": similarities, "threshold": cfg.threshold}
+        threshold = cfg.threshold if cfg.threshold is not None else 0.0
+        passed = similarity >= threshold - _EPSILON
+        detail = {"check": cfg.check, "questions": questions, "similarities": similarities, "threshold": threshold}
         return Verdict(passed, f"Relevance {similarity:.2f} is {'greater' if passed else 'less'} than threshold "
-                               f"{cfg.threshold:g}", score=similarity, detail=detail)
+                               f"{threshold:g}", score=similarity, detail=detail)

@@ -27,11 +27,15 @@ def grader_says(reply: str) -> str:
 
 
 class _Echo(FakeHandler):
+    seen: list[dict] | None = None  # echo_chat_server(seen=...): every request body, in order
+
     def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
         try:
             body = json.loads(self.body_bytes() or b"{}")
         except ValueError:
             body = {}
+        if self.seen is not None:
+            self.seen.append(body)
         if self.path.endswith("/embeddings"):
             return self._embeddings(body)
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
@@ -67,7 +71,9 @@ def letter_counts(text: str) -> list[float]:
 
 
 @contextmanager
-def echo_chat_server() -> Iterator[str]:
-    """Serve the echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``."""
-    with serving_handler(_Echo) as url:
+def echo_chat_server(seen: list[dict] | None = None) -> Iterator[str]:
+    """Serve the echo model on 127.0.0.1 (a free port); yields the base URL ending in ``/v1``.
+    With ``seen``, every request's body is appended to it."""
+    handler = _Echo if seen is None else type("_RecordingEcho", (_Echo,), {"seen": seen})
+    with serving_handler(handler) as url:
         yield f"{url}/v1"

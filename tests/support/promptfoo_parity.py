@@ -151,6 +151,11 @@ def write_config(folder: Path, base_url: str) -> Path:
 
 def run_imported(config, out, monkeypatch) -> dict[str, dict]:
     """Import ``config`` into ``out``, run it in-process; the result of each case's own evaluator."""
+    return {r["case_id"]: r for r in run_imported_results(config, out, monkeypatch)}
+
+
+def run_imported_results(config, out, monkeypatch) -> list[dict]:
+    """Import ``config`` into ``out``, run it in-process; every result of the cases' own evaluators."""
     imported = import_promptfoo(config, "parity")
     assert imported.report.findings == []
     write_tree(out, imported.files())
@@ -160,4 +165,4 @@ def run_imported(config, out, monkeypatch) -> dict[str, dict]:
     asyncio.run(produce_traces(spec, info.run_dir))
     asyncio.run(evaluate_traces(spec, info.run_dir))
     results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
-    return {r["case_id"]: r for r in results if r["evaluator"].startswith("assert-")}
+    return [r for r in results if r["evaluator"].startswith("assert-")]

@@ -10,6 +10,8 @@ with no counterpart here is reported and left out; a type promptfoo does not kno
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +26,7 @@ from evalh_pipeline.evaluators.promptfoo_assert import (
 )
 from evalh_pipeline.importers.promptfoo.source import Source
 from evalh_pipeline.importers.report import BadSource
-from evalh_pipeline.importers.promptfoo.templates import has_template, render
+from evalh_pipeline.importers.promptfoo.templates import has_template, render, to_evalh
 
 #: promptfoo 0.121.20's assertion types (BaseAssertionTypesSchema in src/types/index.ts),
 #: each also with ``not-``; plus its special types.
@@ -71,6 +73,8 @@ class Judge:
     """The grading model of ``llm-rubric`` (``defaultTest.options.provider``, else promptfoo's default)."""
 
     model: str = "gpt-4.1-mini"  # the judge reads OPENAI_BASE_URL and OPENAI_API_KEY, as promptfoo's grader
+    #: ``options.rubricPrompt`` (the test's, else defaultTest's): llm-rubric's grading prompt.
+    rubric_prompt: Any = None
 
 
 def check_type(source: Source, assertion: Any, place: tuple[str, str, int | None]) -> str:
@@ -116,6 +120,19 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
     threshold = assertion.get("threshold")
     if threshold is not None and base not in (*_THRESHOLD_TYPES, "llm-rubric", "python", "javascript"):
         source.note(place, f"threshold on {kind}", "not used: the assertion's pass/fail is kept", "note")
+    if base in _GRADED and judge.rubric_prompt is not None:
+        source.note(place, f"rubricPrompt on {kind}", "not used: graded with its own prompt (promptfoo's "
+                    "rubricPrompt is carried only into llm-rubric here)")
+    if kind == "llm-rubric" and isinstance(value, str) and judge.rubric_prompt is not None:
+        rubric_prompt = rubric_template(source, judge.rubric_prompt, variables, place)
+        if rubric_prompt is not None:
+            if outputs is not None and outputs.openai_tool_calls:
+                source.note(place, "llm-rubric reads the answer text here; promptfoo's reads the tool calls when the "
+                            "model makes some", "verdicts differ on answers that call tools")
+            config = {"check": "llm-rubric", "value": value, "rubric_prompt": rubric_prompt, "model": judge.model}
+            if threshold is not None:
+                config["threshold"] = threshold
+            return ("promptfoo_graded", config)
     return _map(source, base, inverse, value, assertion, place, judge, outputs or Outputs())
 
 
@@ -177,6 +194,52 @@ def _map(source: Source, base: str, inverse: bool, value: Any, assertion: dict[s
                                         "embedder": {"name": "openai_compatible", "model": "text-embedding-3-large"}})
     source.note(place, f"{kind} assertion has no evalh counterpart yet", "assertion left out")
     return None
+
+
+def rubric_template(source: Source, prompt: Any, variables: dict[str, Any] | None,
+                    place: tuple[str, str, int | None]) -> str | list[dict[str, str]] | None:
+    """promptfoo's ``rubricPrompt`` as ``promptfoo_graded``'s ``rubric_prompt``: a text, or chat
+    messages (a list, or a text that is a JSON list, which promptfoo's OpenAI provider sends as
+    messages). matchesLlmRubric renders it with ``output``, ``rubric`` and the test's vars, a var
+    of the same name winning (src/matchers.ts: ``{output, rubric, ...vars}``). None (reported):
+    a prompt that does not map, llm-rubric then graded by ``llm_judge``."""
+    if isinstance(prompt, str) and prompt.startswith("file://"):
+        source.note(place, f"rubricPrompt from {prompt}", "not used: llm-rubric graded by llm_judge's own prompt")
+        return None
+    messages: Any = prompt
+    if isinstance(prompt, str):
+        try:
+            messages = json.loads(prompt)
+        except ValueError:
+            messages = prompt
+        messages = messages if isinstance(messages, list) else prompt
+    if isinstance(messages, str):
+        return _rubric_text(source, messages, variables, place)
+    if not (isinstance(messages, list) and messages
+            and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)):
+        source.note(place, "rubricPrompt that is neither a text nor chat messages",
+                    "not used: llm-rubric graded by llm_judge's own prompt")
+        return None
+    out = []
+    for message in messages:
+        content = _rubric_text(source, message["content"], variables, place)
+        if content is None:
+            return None
+        out.append({"role": str(message.get("role", "user")), "content": content})
+    return out
+
+
+def _rubric_text(source: Source, text: str, variables: dict[str, Any] | None,
+                 place: tuple[str, str, int | None]) -> str | None:
+    converted, problems = to_evalh(text)
+    if problems:
+        source.note(place, f"rubricPrompt: {'; '.join(problems)} does not map",
+                    "not used: llm-rubric graded by llm_judge's own prompt")
+        return None
+    for name in ("output", "rubric"):
+        if name not in (variables or {}):
+            converted = re.sub(rf"\{{\{{ input\.vars\.{name}(?=[ |])", f"{{{{ {name}", converted)
+    return converted
 
 
 def _graded(source: Source, base: str, inverse: bool, value: Any, place: tuple[str, str, int | None],

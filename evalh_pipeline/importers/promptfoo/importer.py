@@ -72,19 +72,18 @@ def _judge(source: Source) -> Judge:
     """The grading model of ``defaultTest.options.provider`` when it is an OpenAI chat model."""
     default = source.doc.data.get("defaultTest")
     options = (default.get("options") or {}) if isinstance(default, dict) else {}
-    for key in sorted(set(options) - {"provider"}):
-        source.note(source.at(("defaultTest", "options", key)), f"defaultTest option {key!r} not mapped",
-                    "left out (model-graded assertions use evalh's own grading prompt)"
-                    if key == "rubricPrompt" else "left out")
+    for key in sorted(set(options) - {"provider", "rubricPrompt"}):
+        source.note(source.at(("defaultTest", "options", key)), f"defaultTest option {key!r} not mapped", "left out")
+    rubric_prompt = options.get("rubricPrompt")
     provider = options.get("provider")
     if provider is None:
-        return Judge()
+        return Judge(rubric_prompt=rubric_prompt)
     ident = provider if isinstance(provider, str) else (provider.get("id") if isinstance(provider, dict) else None)
     if isinstance(ident, str) and ident.startswith("openai:"):
-        return Judge(model=ident.split(":")[-1])
+        return Judge(model=ident.split(":")[-1], rubric_prompt=rubric_prompt)
     source.note(source.at(("defaultTest", "options", "provider")), f"grading provider {ident!r} not mapped",
                 f"model-graded assertions use {Judge().model}")
-    return Judge()
+    return Judge(rubric_prompt=rubric_prompt)
 
 
 def _outputs(providers: list[Provider], prompts: list[Prompt]) -> Outputs:

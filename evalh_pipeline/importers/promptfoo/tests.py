@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalh_pipeline.importers.promptfoo.assertions import (
@@ -49,6 +49,7 @@ class Test:
     description: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     providers: list[str] | None = None  # the test's `providers` filter
+    rubric_prompt: Any = None  # its `options.rubricPrompt`
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _csv_test(source: Source, row: Located) -> Test:
             # index.js:11596-11600: the threshold goes on the assertion and into the test's metadata
             assertion["threshold"] = test.metadata["threshold"] = configs[index]
     if threshold:
-        source.note(test.place, f"test threshold {threshold}", "not used: evalh passes a case when every assertion passes")
+        source.note(test.place, *_threshold_note("test", threshold))
     return test
 
 
@@ -195,12 +196,12 @@ def _test(source: Source, located: Located) -> Test:
     for key in sorted(set(data) - _TEST_KEYS):
         source.note(place, f"test key {key!r} not mapped", "left out")
     if data.get("threshold") is not None:
-        source.note(place, f"test threshold {data['threshold']}",
-                    "not used: evalh passes a case when every assertion passes")
-    for key in sorted(data.get("options") or {}):
+        source.note(place, *_threshold_note("test", data["threshold"]))
+    options = data.get("options") or {}
+    for key in sorted(set(options) - {"rubricPrompt"}):
         # transform / postprocess change what every assertion sees: the verdicts would differ.
         source.note(place, f"test option {key!r} not mapped", "left out",
-                    "error" if key in ("transform", "postprocess", "provider", "rubricPrompt") else "note")
+                    "error" if key in ("transform", "postprocess", "provider") else "note")
     variables = data.get("vars") or {}
     if not isinstance(variables, dict):
         source.note(place, "vars that are not a mapping (a file of vars)", "test left out")
@@ -211,7 +212,7 @@ def _test(source: Source, located: Located) -> Test:
     listed = data.get("providers")
     return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
                 data.get("description"), dict(data.get("metadata") or {}),
-                [str(r) for r in listed] if isinstance(listed, list) else None)
+                [str(r) for r in listed] if isinstance(listed, list) else None, options.get("rubricPrompt"))
 
 
 def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
@@ -295,19 +296,16 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
     for key in sorted(set(default) - {"vars", "assert", "options", "metadata", "threshold"}):
         source.note(default_place, f"defaultTest key {key!r} not mapped", "left out")
     if default.get("threshold") is not None:
-        source.note(default_place, f"defaultTest threshold {default['threshold']}",
-                    "not used: evalh passes a case when every assertion passes")
+        source.note(default_place, *_threshold_note("defaultTest", default["threshold"]))
     default_asserts = [(dereference(source, a, source.at(("defaultTest", "assert", i))), source.at(("defaultTest", "assert", i)))
                        for i, a in enumerate(default.get("assert") or [])]
     for assertion, place in default_asserts:
         check_type(source, assertion, place)
-    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not has_template(a.get("value"))]
-    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if has_template(a.get("value"))]
+    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not _uses_vars(a)]
+    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if _uses_vars(a)]
     evaluators = []
     for index, assertion, place in shared:
-        mapped = map_assertion(source, assertion, None, place, judge, outputs)
-        if mapped is not None:
-            evaluators.append(_evaluator("default", index, assertion, mapped))
+        evaluators += _evaluators(source, f"default-{index + 1}", assertion, None, place, judge, outputs)
     cases: list[dict[str, Any]] = []
     located_tests = _raw_tests(source)
     for located in located_tests:
@@ -316,16 +314,16 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
             check_type(source, assertion, place)
         if not _runs_on(source, test, outputs or Outputs()):
             continue
+        own_judge = judge if test.rubric_prompt is None else replace(judge, rubric_prompt=test.rubric_prompt)
+        if test.rubric_prompt is not None and any(a.get("type") == "llm-rubric" for _, a, _ in shared):
+            source.note(test.place, "test rubricPrompt over defaultTest's llm-rubric",
+                        "defaultTest's llm-rubric is judged with defaultTest's grading prompt in this case")
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
             for index, assertion, place in per_case:
-                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
-                if mapped is not None:
-                    own.append(_evaluator("default", index, assertion, mapped))
+                own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, own_judge, outputs)
             for index, (assertion, place) in enumerate(test.asserts):
-                mapped = map_assertion(source, assertion, variables, place, judge, outputs)
-                if mapped is not None:
-                    own.append(_evaluator("assert", index, assertion, mapped))
+                own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, own_judge, outputs)
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
             metadata = {**(default.get("metadata") or {}), **test.metadata}
             if test.description:
@@ -338,10 +336,60 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
     return Tests(cases, evaluators)
 
 
-def _evaluator(prefix: str, index: int, assertion: dict[str, Any], mapped: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    """The evaluator entry of the ``index``-th assertion: named ``<prefix>-<n>-<metric or type>``
-    (``default-`` for defaultTest's, ``assert-`` for the test's own, so they never clash)."""
+def _uses_vars(assertion: dict[str, Any]) -> bool:
+    """Whether the assertion's value (or a nested one of an ``assert-set``) uses the test's vars."""
+    listed = assertion.get("assert")
+    nested = listed if isinstance(listed, list) else []
+    return has_template(assertion.get("value")) or any(isinstance(a, dict) and _uses_vars(a) for a in nested)
+
+
+def _threshold_note(owner: str, threshold: Any) -> tuple[str, str]:
+    """The report line of a test-level ``threshold``: promptfoo's verdict rule, which evalh's
+    (a case passes when every evaluator passes) cannot express. promptfoo's AssertionsResult
+    (src/assertions/assertionsResult.ts, ``testResult``) passes the test when the weighted mean
+    score of its assertions, sum(score * weight) / sum(weight), reaches the threshold, whatever
+    the single assertions' verdicts."""
+    return (f"{owner} threshold {threshold}",
+            f"not used: promptfoo passes the test when the weighted mean score of its assertions is >= {threshold} "
+            "even if some fail; here the case passes only when every assertion passes")
+
+
+def _evaluators(source: Source, name: str, assertion: dict[str, Any], variables: dict[str, Any] | None,
+                place: Place, judge: Judge, outputs: Outputs | None) -> list[dict[str, Any]]:
+    """The evaluator entries of one assertion, named ``<name>-<metric or type>`` (``default-<n>``
+    for defaultTest's, ``assert-<n>`` for the test's own, so they never clash); an ``assert-set``
+    gives one per nested assertion, named ``<name>-set-<m>-...``."""
+    if assertion.get("type") == "assert-set":
+        return _assert_set(source, name, assertion, variables, place, judge, outputs)
+    mapped = map_assertion(source, assertion, variables, place, judge, outputs)
+    if mapped is None:
+        return []
     kind, config = mapped
     label = str(assertion.get("metric") or assertion["type"])
-    name = re.sub(r"[\s|,\[\]/\\:]+", "-", f"{prefix}-{index + 1}-{label}")
-    return {"name": name, "type": kind, "config": config}
+    return [{"name": re.sub(r"[\s|,\[\]/\\:]+", "-", f"{name}-{label}"), "type": kind, "config": config}]
+
+
+def _assert_set(source: Source, name: str, group: dict[str, Any], variables: dict[str, Any] | None,
+                place: Place, judge: Judge, outputs: Outputs | None) -> list[dict[str, Any]]:
+    """An ``assert-set``: its nested assertions become the case's own evaluators. promptfoo scores
+    the set with its own AssertionsResult (src/assertions/index.ts, runAssertions;
+    src/assertions/assertionsResult.ts): without a ``threshold`` the set passes when every nested
+    assertion passes and a failed set fails the test, so the verdict is the same as judging each
+    nested assertion on its own; the set's ``weight`` and ``metric`` only shape promptfoo's
+    scores. A set ``threshold`` passes it on the weighted mean score instead, which is reported."""
+    nested = group.get("assert")
+    file, where, line = place
+    if not isinstance(nested, list) or not nested:
+        raise BadSource(file, line, where, "an assert-set needs 'assert', a list of assertions")
+    for key in sorted(set(group) - {"type", "assert", "threshold", "weight", "metric", "config"}):
+        source.note(place, f"assert-set key {key!r} not mapped", "left out")
+    if group.get("threshold") is not None:
+        source.note(place, *_threshold_note("assert-set", group["threshold"]))
+    out: list[dict[str, Any]] = []
+    for index, assertion in enumerate(nested):
+        inner = (file, f"{where}.assert[{index}]", line)
+        assertion = dereference(source, assertion, inner)
+        if check_type(source, assertion, inner) == "assert-set":
+            raise BadSource(file, line, inner[1], "an assert-set inside an assert-set (promptfoo: assert-set must not have child assert-sets)")
+        out += _evaluators(source, f"{name}-set-{index + 1}", assertion, variables, inner, judge, outputs)
+    return out
