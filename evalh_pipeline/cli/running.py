@@ -232,7 +232,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         + (f"; mirrors: {', '.join(spec.outputs[1:])}" if len(spec.outputs) > 1 else ""),
     ]
     if spec.stores:
-        from evalh_pipeline.store.stores.sync import build_stores
+        from evalh_pipeline.outputs.sync import build_stores
 
         stores = build_stores(spec)
         lines.append("trace stores: " + ", ".join(
@@ -482,14 +482,18 @@ def _run_started(spec: EvalSpec, run_id: str) -> bool:
 
 def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:
     """Where the run was published (output[] URLs) and which mirrors failed during this command."""
-    from evalh_pipeline.store.publishing import is_remote, recorded_failures, run_url
+    from evalh_pipeline.outputs.journal import recorded_failures
+    from evalh_pipeline.outputs.publishing import is_remote, run_url
+    from evalh_pipeline.outputs.sync import failure_titles
 
     if spec.outputs and is_remote(spec.outputs[0]):
         # soft_wrap: a URL split over lines cannot be copied.
         say(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}")
-    for failure in recorded_failures(run_dir, since):
-        if str(failure.get("target", "")).startswith("webhook:"):
-            warning(f"webhook not posted: {failure['error']} (recorded in {run_dir.publish_log})")
+    failures = recorded_failures(run_dir, since)
+    titles = failure_titles(spec) if failures else {}
+    for failure in failures:
+        if (title := titles.get(str(failure.get("target", "")))) is not None:
+            warning(f"{title}: {failure['error']} (recorded in {run_dir.publish_log})")
             continue
         warning(f"mirror {failure['target']} not updated after {failure['stage']}: "
                 f"{failure['error']} (recorded in {run_dir.publish_log})")

@@ -11,7 +11,7 @@ from pathlib import Path
 from evalh_pipeline.enrichers.base import EnricherConfig, TraceEnricher
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace, TraceOutput
-from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, TraceStore
 from evalh_pipeline.systems.base import SystemAdapter, SystemConfigModel, SystemResponse, Workspace
 
 

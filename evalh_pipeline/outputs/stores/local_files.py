@@ -1,7 +1,7 @@
 """``local_files``: the run directory itself (``runs/<run_id>/``); it ignores the namespace.
 
 The engine writes runs there directly, and further ``local_files`` entries (folders or
-URLs) are file mirrors copied by :mod:`evalh_pipeline.store.publishing`. This class only
+URLs) are file mirrors copied by :mod:`evalh_pipeline.outputs.publishing`. This class only
 validates the entry.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, TraceStore
 
 
 class LocalFilesConfig(StoreConfig):
