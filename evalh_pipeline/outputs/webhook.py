@@ -202,15 +202,14 @@ def request_for(config: WebhookConfig, message: dict[str, Any]) -> tuple[dict[st
 
 
 class WebhookError(InfrastructureError, RuntimeError):
-    """A post that failed after its retries (the message never holds the URL or the key)."""
+    """A post that failed after its retries (the message never holds the URL or the key).
 
+    Inside :func:`post`, one failed attempt (``retryable``: whether another may succeed).
+    """
 
-class _Failed(Exception):
-    """One failed attempt: what went wrong, and whether another attempt may succeed."""
-
-    def __init__(self, problem: str, retry: bool) -> None:
-        super().__init__(problem)
-        self.problem, self.retry = problem, retry
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def post(config: WebhookConfig, message: dict[str, Any], secrets: frozenset[str] = frozenset()) -> int:
@@ -225,22 +224,22 @@ def post(config: WebhookConfig, message: dict[str, Any], secrets: frozenset[str]
         try:
             response = await client.request("POST", config.target, json=body, headers=headers)
         except HttpError as exc:
-            raise _Failed(f"{type(exc).__name__}: {exc}", retry=True) from exc
+            raise WebhookError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
         if response.status_code >= 300:
-            raise _Failed(f"HTTP {response.status_code}: {response.text[:200]}",
-                          retry=response.status_code == 429 or response.status_code >= 500)
+            raise WebhookError(f"HTTP {response.status_code}: {response.text[:200]}",
+                               retryable=response.status_code == 429 or response.status_code >= 500)
         if config.platform == "linear" and "errors" in _json_or_empty(response):
-            raise _Failed(f"Linear answered errors: {response.text[:200]}", retry=False)
+            raise WebhookError(f"Linear answered errors: {response.text[:200]}")
 
     async def posting() -> None:
         async with HttpClient(connections=1, tls=default_ssl_context(), timeout=config.timeout_seconds) as client:
             await retry_on_exception(lambda: attempt(client), Backoff(config.max_attempts, config.backoff_seconds),
-                                     lambda exc: isinstance(exc, _Failed) and exc.retry)
+                                     lambda exc: isinstance(exc, WebhookError) and exc.retryable)
 
     try:
         run_coroutine(posting())
-    except _Failed as failed:
-        raise WebhookError(mask_text(f"{config.platform} webhook {config.target}: {failed.problem} "
+    except WebhookError as failed:
+        raise WebhookError(mask_text(f"{config.platform} webhook {config.target}: {failed} "
                                      f"(after {attempts} attempt(s))", hidden)) from None
     return attempts
 
