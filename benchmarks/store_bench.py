@@ -59,8 +59,8 @@ def write_run(root: Path, n: int) -> Path:
 
 def measure(entry: dict, run: Path, root: Path) -> dict:
     from evalh_pipeline.store.run_dir import RunDirectory
-    from evalh_pipeline.store.stores.base import StoreContext
-    from evalh_pipeline.store.stores.registry import STORES
+    from evalh_pipeline.outputs.stores.base import StoreContext
+    from evalh_pipeline.outputs.registry import STORES
 
     store = STORES.get(entry["type"])({**entry, "run_namespace": {"project": "bench"}}, StoreContext(eval_dir=root))
     try:

@@ -75,12 +75,12 @@ _EXPORTS: dict[str, str] = {
     "Embedder": "evalh_pipeline.embedders.base",
     "EmbedderConfigModel": "evalh_pipeline.embedders.base",
     # Trace stores (output[])
-    "STORES": "evalh_pipeline.store.stores.registry",
-    "ReadableStore": "evalh_pipeline.store.stores.base",
-    "StoreConfig": "evalh_pipeline.store.stores.base",
-    "StoreContext": "evalh_pipeline.store.stores.base",
+    "STORES": "evalh_pipeline.outputs.registry",
+    "ReadableStore": "evalh_pipeline.outputs.stores.base",
+    "StoreConfig": "evalh_pipeline.outputs.stores.base",
+    "StoreContext": "evalh_pipeline.outputs.stores.base",
     "RunDirectory": "evalh_pipeline.store.run_dir",
-    "TraceStore": "evalh_pipeline.store.stores.base",
+    "TraceStore": "evalh_pipeline.outputs.stores.base",
     # Registration
     "Registry": "evalh_pipeline.registry",
     "UnknownTypeError": "evalh_pipeline.registry",
@@ -161,9 +161,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from evalh_pipeline.registry import Registry, UnknownTypeError
     from evalh_pipeline.runner.loading import load_eval
     from evalh_pipeline.runs import NotARunFolder, RunFolder, open_run
+    from evalh_pipeline.outputs.registry import STORES
+    from evalh_pipeline.outputs.stores.base import ReadableStore, StoreConfig, StoreContext, TraceStore
     from evalh_pipeline.store.run_dir import RunDirectory
-    from evalh_pipeline.store.stores.base import ReadableStore, StoreConfig, StoreContext, TraceStore
-    from evalh_pipeline.store.stores.registry import STORES
     from evalh_pipeline.systems.base import (
         AdapterError,
         SystemAdapter,

@@ -53,12 +53,12 @@ brackets)::
     │   │   └── GitNotFound
     │   ├── ContainerError             [common.containers]      (RuntimeError)
     │   ├── RunDirectoryBusy           [store.locking]          (RuntimeError)
-    │   ├── PublishError               [store.publishing]       (RuntimeError)
-    │   ├── StoreError                 [store.stores.base]      (RuntimeError)
+    │   ├── PublishError               [outputs.publishing]     (RuntimeError)
+    │   ├── StoreError                 [outputs.stores.base]    (RuntimeError)
     │   ├── EmbedderError              [embedders.base]         (RuntimeError)
     │   │   └── EmbedderRateLimited
     │   ├── WorkspaceAccountingError   [workspaces.accounting]  (RuntimeError)
-    │   └── WebhookError               [runner.webhook]         (RuntimeError)
+    │   └── WebhookError               [outputs.webhook]        (RuntimeError)
     └── CellError
         ├── AdapterError               [systems.base]
         ├── RaisedBySystem             [systems.base]

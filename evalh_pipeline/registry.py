@@ -32,6 +32,7 @@ class Registry(Generic[T]):
     def __init__(self, family: str, entry_point_group: str, builtins: dict[str, str]) -> None:
         self.family = family
         self.entry_point_group = entry_point_group
+        self._builtins = dict(builtins)
         self._targets: dict[str, str] = dict(builtins)
         self._classes: dict[str, type[T]] = {}
         self._plugins_loaded = False
@@ -56,6 +57,10 @@ class Registry(Generic[T]):
                 self.unregister(name)
             else:
                 self._classes[name] = previous
+
+    def builtins(self) -> dict[str, str]:
+        """The built-in entries: name -> ``"module:Class"`` (what the import contracts must cover)."""
+        return dict(self._builtins)
 
     def names(self) -> list[str]:
         self._load_plugins()

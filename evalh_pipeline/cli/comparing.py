@@ -79,8 +79,8 @@ def drift(run_dir: str, baseline_dir: str | None, exit_nonzero_on_regression: bo
 def _published_baseline(url: str, eval_name: str) -> str:
     """The URL of the run promoted as ``eval_name``'s baseline beside the published run at
     ``url`` (the pointer `evalh promote` puts at ``<output URL>/baselines/<eval>/``)."""
-    from evalh_pipeline.store.publishing import run_url
-    from evalh_pipeline.store.runs_mirror import RunsMirror
+    from evalh_pipeline.outputs.publishing import run_url
+    from evalh_pipeline.outputs.runs_mirror import RunsMirror
 
     output = url.rstrip("/").rsplit("/", 1)[0]
     try:

@@ -33,7 +33,7 @@ def import_labels(file: str, eval_path: str, labeller: str | None) -> None:
     """Import labels from FILE (CSV or JSONL; columns case_id, variant_name, sample, evaluator,
     passed, note). Nothing is written unless every row is valid."""
     from evalh_pipeline.runner.labelling import LabelFileError, read_label_rows, resolve_rows
-    from evalh_pipeline.store.published_labels import add_labels
+    from evalh_pipeline.outputs.published_labels import add_labels
 
     spec = _load(eval_path)
     path = Path(file)
@@ -72,7 +72,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
     from evalh_pipeline.cli.shared import _run_directory
     from evalh_pipeline.runner.labelling import label_of, review_queue
     from evalh_pipeline.store.labels import read_labels
-    from evalh_pipeline.store.published_labels import add_labels, pull_labels
+    from evalh_pipeline.outputs.published_labels import add_labels, pull_labels
 
     spec = _load(eval_path)
     names = {e.name for e in spec.config.evaluators}
@@ -120,8 +120,8 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
 def _stored_in(spec: EvalSpec) -> str:
     """Where the eval's labels are kept: the file at its canonical URL, else beside its runs."""
     from evalh_pipeline.store.labels import labels_path
-    from evalh_pipeline.store.published_labels import published_labels_url
-    from evalh_pipeline.store.publishing import RunPublisher
+    from evalh_pipeline.outputs.published_labels import published_labels_url
+    from evalh_pipeline.outputs.publishing import RunPublisher
 
     canonical = RunPublisher.for_spec(spec).canonical
     return published_labels_url(canonical, spec.name) if canonical else str(labels_path(Path(spec.runs_root), spec.name))

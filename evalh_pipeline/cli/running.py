@@ -109,7 +109,7 @@ def _reuse_source(spec: EvalSpec, reuse_dir: str) -> str:
     """``--reuse``'s run as the traces step finds it (tag ``evalh/reuse_from``): a run of the
     eval's own URL output by its id (the step brings its machine's working copy of it up to
     date, as here), a fetched copy of a run at another URL, else the folder."""
-    from evalh_pipeline.store.publishing import is_remote, run_url
+    from evalh_pipeline.outputs.publishing import is_remote, run_url
 
     if "://" in reuse_dir:
         run_id = reuse_dir.rstrip("/").rsplit("/", 1)[-1]
@@ -273,7 +273,7 @@ def _print_plan(spec: EvalSpec, resume_dir: str | None, max_concurrency: int | N
         + (f"; mirrors: {', '.join(spec.outputs[1:])}" if len(spec.outputs) > 1 else ""),
     ]
     if spec.stores:
-        from evalh_pipeline.store.stores.sync import build_stores
+        from evalh_pipeline.outputs.sync import build_stores
 
         stores = build_stores(spec)
         lines.append("trace stores: " + ", ".join(
@@ -524,14 +524,18 @@ def _run_started(spec: EvalSpec, run_id: str) -> bool:
 
 def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) -> None:
     """Where the run was published (output[] URLs) and which mirrors failed during this command."""
-    from evalh_pipeline.store.publishing import is_remote, recorded_failures, run_url
+    from evalh_pipeline.outputs.journal import recorded_failures
+    from evalh_pipeline.outputs.publishing import is_remote, run_url
+    from evalh_pipeline.outputs.sync import failure_titles
 
     if spec.outputs and is_remote(spec.outputs[0]):
         # soft_wrap: a URL split over lines cannot be copied.
         say(f"published to: {run_url(spec.outputs[0], run_dir.run_id)}")
-    for failure in recorded_failures(run_dir, since):
-        if str(failure.get("target", "")).startswith("webhook:"):
-            warning(f"webhook not posted: {failure['error']} (recorded in {run_dir.publish_log})")
+    failures = recorded_failures(run_dir, since)
+    titles = failure_titles(spec) if failures else {}
+    for failure in failures:
+        if (title := titles.get(str(failure.get("target", "")))) is not None:
+            warning(f"{title}: {failure['error']} (recorded in {run_dir.publish_log})")
             continue
         warning(f"mirror {failure['target']} not updated after {failure['stage']}: "
                 f"{failure['error']} (recorded in {run_dir.publish_log})")
@@ -601,7 +605,7 @@ def _print_rate_limits(run_dir: RunDirectory) -> None:
 def _run_location(spec: EvalSpec, run_id: str) -> str:
     """Where run ``run_id`` of ``spec`` is for a command on any machine: its URL when the eval
     publishes to one, else its folder's absolute path."""
-    from evalh_pipeline.store.publishing import run_location
+    from evalh_pipeline.outputs.publishing import run_location
 
     return run_location(spec, run_id)
 
@@ -610,7 +614,7 @@ def _run_argument(spec: EvalSpec, run_id: str) -> str:
     """Run ``run_id`` of ``spec`` as a command that finishes or reads it takes it, on any machine:
     its URL when the eval publishes to one (a working copy is this machine's only), else its
     folder as :func:`_shown_path` shows it."""
-    from evalh_pipeline.store.publishing import is_remote
+    from evalh_pipeline.outputs.publishing import is_remote
 
     location = _run_location(spec, run_id)
     return shlex.quote(location) if is_remote(location) else _shown_path(Path(location))
@@ -769,8 +773,8 @@ def _delete_partition(eval_name: str, run_id: str) -> None:
 def _delete_published(url: str, yes: bool) -> None:
     """`delete-run URL`: the partition, the run's files at the URL, and this machine's copies of
     it (never the eval's baseline promoted at the URL)."""
-    from evalh_pipeline.store.publishing import run_url
-    from evalh_pipeline.store.runs_mirror import RunsMirror
+    from evalh_pipeline.outputs.publishing import run_url
+    from evalh_pipeline.outputs.runs_mirror import RunsMirror
 
     directory = _run_directory(url)  # a fresh copy: its run.json says whose run it is
     eval_name = str(directory.read_meta().get("eval_name") or "")
@@ -809,7 +813,7 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
     deleted and does not count toward KEEP. An eval that publishes to a URL has its runs there
     pruned (and this machine's copies of them)."""
     from evalh_pipeline.store.baselines import current_baseline
-    from evalh_pipeline.store.publishing import RunPublisher
+    from evalh_pipeline.outputs.publishing import RunPublisher
 
     spec = _load(eval_path)
     if (canonical := RunPublisher.for_spec(spec).canonical) is not None:
@@ -846,7 +850,7 @@ def prune(eval_path: str, keep: int, yes: bool) -> None:
 def _prune_published(spec: EvalSpec, output: str, keep: int, yes: bool) -> None:
     """`prune` of an eval whose runs live at the URL ``output``: as for a local runs folder, by
     the run.json of each run there and the baseline pointer there."""
-    from evalh_pipeline.store.runs_mirror import RunsMirror
+    from evalh_pipeline.outputs.runs_mirror import RunsMirror
 
     published = RunsMirror(output, _settings().cache)
     try:

@@ -17,7 +17,7 @@ from evalh_pipeline.terminal import error, warning
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
-    from evalh_pipeline.store.stores.reading import ReadableStore
+    from evalh_pipeline.outputs.stores.reading import ReadableStore
 
 
 def _settings() -> Settings:
@@ -83,7 +83,7 @@ def _steps_elsewhere(spec: EvalSpec) -> bool:
 
 
 def _namespace(pairs: tuple[str, ...]) -> dict[str, str]:
-    from evalh_pipeline.store.stores.base import parse_namespace
+    from evalh_pipeline.outputs.stores.base import parse_namespace
 
     try:
         return parse_namespace(pairs)
@@ -104,7 +104,7 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
     on the eval's local working copy of it instead, brought up to date with the URL, and
     publishes back to it."""
     if store is not None:
-        from evalh_pipeline.store.stores.reading import fetch_from_store
+        from evalh_pipeline.outputs.stores.reading import fetch_from_store
 
         try:
             path = str(fetch_from_store(store, path, _namespace(namespace), _settings().cache))
@@ -121,7 +121,7 @@ def _run_directory(path: str, store: str | None = None, namespace: tuple[str, ..
     elif "://" not in path and not Path(path).exists():
         path = str(_runs_folder() / path)  # a bare run id: the runs folder of the working directory
     if "://" in path:
-        from evalh_pipeline.store.publishing import fetch_run, working_copy
+        from evalh_pipeline.outputs.publishing import fetch_run, working_copy
 
         try:
             path = str((working_copy if writing else fetch_run)(path, _settings().cache))
@@ -145,7 +145,7 @@ def _storage_error(exc: BaseException) -> str:
 
 
 def _safe_store(url: str) -> str:
-    from evalh_pipeline.store.stores.postgres import redact_dsn
+    from evalh_pipeline.outputs.stores.postgres import redact_dsn
 
     return redact_dsn(url)
 
@@ -155,7 +155,7 @@ def _opened_store(url: str, doing: str) -> Iterator[ReadableStore]:
     """The trace store at ``url``, closed after use. Failing to open or use it ends the command
     with one line, ``cannot <doing> <url without password>: <error>`` (exit 2); a command's own
     ``sys.exit`` inside the block passes through."""
-    from evalh_pipeline.store.stores.reading import store_from_url
+    from evalh_pipeline.outputs.stores.reading import store_from_url
 
     try:
         store = store_from_url(url)

@@ -12,7 +12,7 @@ from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, main
 from evalh_pipeline.terminal import error, say, warning
 
 if TYPE_CHECKING:
-    from evalh_pipeline.store.runs_mirror import RunsMirror
+    from evalh_pipeline.outputs.runs_mirror import RunsMirror
 
 
 @main.command()
@@ -66,7 +66,7 @@ def _mirror(url: str, cache: Path) -> tuple[RunsMirror, str]:
     """The local copy of the runs folder (or the one run) at ``url``, brought up to date, and the
     page to open first; storage it cannot read is one line, exit 2, nothing copied."""
     from evalh_pipeline.cli.shared import _storage_error
-    from evalh_pipeline.store.runs_mirror import RunsMirror
+    from evalh_pipeline.outputs.runs_mirror import RunsMirror
     from evalh_pipeline.view.rendering import part
 
     try:

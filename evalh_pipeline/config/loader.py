@@ -102,12 +102,14 @@ def _validated(eval_path: Path, where: _Locator, raw: Any, secrets: frozenset[st
         warnings.append(where.issue(("eval", "name"), f"{config.eval.name!r} is not a run-id key; its runs and Dagster "
                                                  f"assets use {eval_key(config.eval.name)!r}"))
 
-    # Secrets by use: a webhook's URL is its credential, whatever the variable is called.
-    secrets |= frozenset(str((output.model_extra or {})[key]) for output in config.output if output.type == "webhook"
-                         for key in ("url", "api_key") if (output.model_extra or {}).get(key))
-    folders = [output for output in config.output if output.type == "local_files"] or [OutputConfig()]
+    # Secrets by use: an output's config names its credentials (a webhook's URL is one),
+    # whatever the variable is called.
+    for output in config.output:
+        secrets |= plugins.stores.get(output.type).Config.model_validate(output.model_dump(exclude_none=True)).secrets()
+    folders = [output for output in config.output if _is_run_folder(plugins.stores, output)] or [OutputConfig()]
     outputs = tuple(resolve_output_path(output.path or "runs", eval_dir, settings.runs_dir) for output in folders)
-    stores = tuple(output.model_dump(exclude_none=True) for output in config.output if output.type != "local_files")
+    stores = tuple(output.model_dump(exclude_none=True) for output in config.output
+                   if not _is_run_folder(plugins.stores, output))
     assert dataset_path is not None  # a missing one is an issue above
     return EvalSpec(
         path=eval_path,
@@ -363,12 +365,19 @@ def _check_outputs(
         warnings += ignored
         if not found and cleaned != entry:
             config.output[i] = type(output).model_validate(cleaned)
-        if output.type == "local_files":
+        run_folder = not found and _is_run_folder(stores, output)
+        if run_folder:
             folders += 1  # the first folder output is the canonical one
-        if not found and output.type == "local_files" and output.path is not None:
+        if run_folder and output.path is not None:
             if (problem := _url_problem(output.path, must_persist="runs" if folders == 1 else None)) is not None:
                 issues.append(where.issue(("output", i, "path"), problem))
     return issues, warnings
+
+
+def _is_run_folder(stores: Registry[Any], output: OutputConfig) -> bool:
+    """Whether an ``output[]`` entry is a run folder (the canonical one or a mirror) rather
+    than a store: its type's class says so (``mirrors = False``: the engine works in it)."""
+    return not stores.get(output.type).mirrors
 
 
 def _eval_harness_warnings(where: _Locator, config: EvalConfig) -> list[ConfigIssue]:

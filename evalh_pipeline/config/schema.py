@@ -368,7 +368,7 @@ class MetricsConfig(_Strict):
 class OutputConfig(BaseModel):
     """One ``output[]`` entry: a runs folder (``local_files``) or a trace store of another type.
 
-    The keys of each type are validated by its store's own config model (store/stores/).
+    The keys of each type are validated by its own config model (outputs/registry.py).
     """
 
     model_config = ConfigDict(extra="allow")

@@ -33,10 +33,10 @@ class EvalSpec:
     # `evalh run --limit N`: keep the first N selected cases (after filter and sample).
     case_limit: int | None = None
     # output[] resolved, canonical first (plain folders absolute, URLs as written). When the
-    # canonical one is a URL, runs_root is its local working copy (store/publishing.py).
+    # canonical one is a URL, runs_root is its local working copy (outputs/publishing.py).
     outputs: tuple[str, ...] = ()
     # output[] entries that are not local_files (sqlite, postgres, otel, plugins), validated,
-    # in order: each is a mirror store (store/stores/).
+    # in order: each is a mirror store (outputs/stores/).
     stores: tuple[dict[str, Any], ...] = ()
     # systems[].enrich_trace_from, by variant name (validated): the TraceEnrichers of each variant.
     enrichers: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)

@@ -67,7 +67,7 @@ from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, Run
 from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
-from evalh_pipeline.store.publishing import pull_run, run_location
+from evalh_pipeline.outputs.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 # The code location the UI serves (workspace.yaml's `location_name`, pyproject's
@@ -428,7 +428,7 @@ def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int
             "with the Dagster run: filter on a value that is not a secret"))
     return build_reconstructable_job(
         __name__, eval_job.__name__,
-        # A URL output's working copy is each machine's own (store/publishing.py): "" lets it choose.
+        # A URL output's working copy is each machine's own (outputs/publishing.py): "" lets it choose.
         reconstructable_args=(str(spec.path), "" if _url_output(spec) else str(spec.runs_root), job_name),
         reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
                                 "executor": run.executor.type, "max_concurrency": max_concurrency},

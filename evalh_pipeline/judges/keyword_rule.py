@@ -1,4 +1,4 @@
-"""The rule of the bundled keyword judge (judges/fake_server.py), in one place.
+"""The rule of the bundled keyword judge (tests/support/fake_judge_server.py), in one place.
 
 The bundled judge is not a model: it reads no meaning. An assertion holds when every
 ``"quoted phrase"`` in it occurs (case-insensitively) in the judged text, or, when the

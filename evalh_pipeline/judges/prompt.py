@@ -2,7 +2,7 @@
 
 The prompt is a system message (the judge's role) and a user message of ``## `` sections:
 the material listed in ``include_in_prompt``, then the numbered assertions and/or the
-rubric. The fake judge server (``fake_server.py``) reads the same section titles.
+rubric. The fake judge server (tests/support/fake_judge_server.py) reads the same section titles.
 """
 
 from __future__ import annotations

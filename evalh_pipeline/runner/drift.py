@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.queries.compare import RunComparison
-from evalh_pipeline.queries.drift import drift_report
+from evalh_pipeline.queries.drift import promoted_drift
 from evalh_pipeline.queries.evaluator_configs import rejudge_command
 from evalh_pipeline.queries.report import drift_markdown
-from evalh_pipeline.store.baselines import current_baseline
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 from evalh_pipeline.common.yaml_files import dump_yaml, load_yaml_text
@@ -79,22 +78,13 @@ def _write_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None) 
 
 def compute_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None = None) -> RunDrift:
     """The drift of ``run_dir`` against the promoted baseline, computed without writing anything."""
-    root = runs_root or run_dir.path.parent
-    promoted = current_baseline(root, eval_name)
-    comparison = None
-    if promoted is not None:
-        baseline_dir = RunDirectory(promoted.locate(root))
-        if not baseline_dir.exists():
-            raise FileNotFoundError(
-                f"the promoted baseline of {eval_name!r} ({promoted.run_id}) is missing: no run.json in "
-                f"{baseline_dir.path}; promote another run (`evalh promote runs/<run_id>`)"
-            )
-        comparison = drift_report(run_dir, baseline_dir)
+    promoted = promoted_drift(eval_name, run_dir, runs_root)
+    baseline_run_id, baseline_dir, comparison = promoted if promoted is not None else (None, None, None)
     rejudge = (rejudge_command(baseline_dir, run_dir)
-               if comparison is not None and comparison.evaluator_changes else None)
+               if baseline_dir is not None and comparison is not None and comparison.evaluator_changes else None)
     drift = RunDrift(
         run_id=run_dir.run_id,
-        baseline_run_id=promoted.run_id if promoted else None,
+        baseline_run_id=baseline_run_id,
         comparison=comparison,
         markdown=drift_markdown(eval_name, run_dir.run_id, comparison, rejudge, shlex.quote(str(run_dir.path))),
         rejudge_baseline=rejudge,

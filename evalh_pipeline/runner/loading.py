@@ -15,8 +15,8 @@ from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.config import EvalSpec, PluginRegistries, read_eval
 from evalh_pipeline.enrichers.registry import ENRICHERS
 from evalh_pipeline.evaluators.registry import EVALUATORS
-from evalh_pipeline.store.publishing import is_remote, working_root
-from evalh_pipeline.store.stores.registry import STORES
+from evalh_pipeline.outputs.publishing import is_remote, working_root
+from evalh_pipeline.outputs.registry import STORES
 from evalh_pipeline.systems.registry import SYSTEMS
 from evalh_pipeline.workspaces.registry import WORKSPACES
 
@@ -38,6 +38,6 @@ def load_eval(
     spec = read_eval(path, PLUGINS, settings, env, strict=strict)
     canonical = spec.outputs[0]
     if is_remote(canonical):
-        # The engine works on a local copy; the publisher copies it to the URL (store/publishing.py).
+        # The engine works on a local copy; the publisher copies it to the URL (outputs/publishing.py).
         spec = replace(spec, runs_root=str(working_root(canonical, settings.cache)))
     return spec

@@ -40,7 +40,7 @@ from evalh_pipeline.store.records import traces_appender
 from evalh_pipeline.common.masking import mask_json_line
 from evalh_pipeline.store.locking import locked
 from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.store.stores.sync import annotate_trace, build_stores
+from evalh_pipeline.outputs.sync import annotate_trace, build_stores
 from evalh_pipeline.systems.base import (
     AdapterError, RaisedBySystem, SystemAdapter, SystemContext, SystemResponse, Workspace,
 )

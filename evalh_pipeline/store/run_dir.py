@@ -17,16 +17,16 @@
       drift.yaml         the run against the eval's promoted baseline (regenerable)
       drift.md           the drift report for humans, regressions first (regenerable)
       artifacts/<case>/<variant>/   filesystem artifacts, when the eval has a workspace
-      publish.jsonl      output[] mirrors that failed to take an upload (store/publishing.py)
+      publish.jsonl      output[] entries that failed to take a stage (outputs/journal.py)
 
-    hidden (the engine's bookkeeping; never published, see store/publishing.py):
+    hidden (the engine's bookkeeping; never published, see outputs/publishing.py):
       .lock                       held while results.jsonl is replaced (store/locking.py)
       .publish-state.json         what each output[] mirror last received
       .cells/                     the cell store: Parquet copies of what the queries read of the
                                   traces and results, keyed by content hashes (queries/cell_store.py)
       .stores.lock                held while the run is written to its trace stores
-      .stores-state.json          what each SQL trace store last took (store/stores/sql.py)
-      .otel-<key>.json            which traces an OTLP endpoint already took (store/stores/otel.py)
+      .stores-state.json          what each SQL trace store last took (outputs/stores/sql.py)
+      .otel-<key>.json            which traces an OTLP endpoint already took (outputs/stores/otel.py)
       .<purpose>.<random>.tmp     a file being written, renamed into place when complete
 
     and beside the runs, in the runs root:

@@ -15,6 +15,6 @@ SYSTEMS: Registry[SystemAdapter] = Registry(
         "http": "evalh_pipeline.systems.http:HttpSystem",
         "python_function": "evalh_pipeline.systems.python_function:PythonFunctionSystem",
         "replay": "evalh_pipeline.systems.replay:ReplaySystem",
-        "user_simulator": "evalh_pipeline.runner.user_simulator:UserSimulatorSystem",
+        "user_simulator": "evalh_pipeline.systems.user_simulator:UserSimulatorSystem",
     },
 )

@@ -39,7 +39,7 @@ from evalh_pipeline.queries.view_compare import unchanged_cases
 from evalh_pipeline.queries.view_search import search_runs
 from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
 from evalh_pipeline.store.labels import append_labels
-from evalh_pipeline.store.runs_mirror import RunsMirror
+from evalh_pipeline.outputs.runs_mirror import RunsMirror
 from evalh_pipeline.store.stage_runs import recorded_stage_runs
 from evalh_pipeline.view.charts import level_chart, rate_chart
 from evalh_pipeline.view.links import DagsterLink, dagster_links

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalh_pipeline.common.settings import DEFAULT_DAGSTER_URL
-from evalh_pipeline.store.runs_mirror import RunsMirror
+from evalh_pipeline.outputs.runs_mirror import RunsMirror
 from evalh_pipeline.view.app import LOOPBACK_HOSTS, create_app
 from evalh_pipeline.view.links import is_loopback
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from tests.support.evals import write_function_eval
 from tests.support.evalh_process import EVALH
 from tests.support.pty_terminal import run_on_terminal

@@ -266,7 +266,7 @@ def test_compare_of_runs_of_two_evals_says_why_nothing_is_compared(tmp_path, env
 
 
 @pytest.mark.parametrize("server", [
-    [sys.executable, "-m", "evalh_pipeline.judges.fake_server"],
+    [sys.executable, "-m", "tests.support.fake_judge_server"],
     [sys.executable, str(REPO / "evals" / "http_agent" / "service.py")],
 ], ids=["judge", "http_agent"])
 def test_a_taken_port_is_a_one_line_error(server, tmp_path):
@@ -285,7 +285,7 @@ def test_a_taken_port_is_a_one_line_error(server, tmp_path):
 def test_the_bundled_judge_and_http_service_default_to_different_ports():
     import importlib.util
 
-    from evalh_pipeline.judges import fake_server
+    from tests.support import fake_judge_server as fake_server
 
     spec = importlib.util.spec_from_file_location("http_agent_service", REPO / "evals" / "http_agent" / "service.py")
     service = importlib.util.module_from_spec(spec)

@@ -21,7 +21,7 @@ import pytest
 
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.judging import build_evaluators, judge_trace
 from tests.support.evalh_process import EVALH

@@ -12,7 +12,7 @@ from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.evaluators.base import EvaluatorContext
 from evalh_pipeline.evaluators.llm_judge import LlmJudge, assertions_pass
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceError, TraceOutput
 from evalh_pipeline.runner.evaluation import evaluate_traces, judge_trace
 from evalh_pipeline.runner.stages import prepare_cases

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from evalh_pipeline.evaluators.base import EvaluatorContext
 from evalh_pipeline.evaluators.thinking_does_not_leak import ThinkingDoesNotLeak
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.evaluation import judge_trace
 

@@ -32,7 +32,7 @@ def _get(url: str) -> dict:
 @pytest.fixture
 def judge_url():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "evalh_pipeline.judges.fake_server", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.fake_judge_server", "--port", str(port)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:

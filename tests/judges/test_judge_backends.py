@@ -9,7 +9,7 @@ import pytest
 
 from evalh_pipeline.judges.anthropic import ANTHROPIC_VERSION, AnthropicBackend
 from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeTransientError
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.judges.openai_compatible import OpenAICompatibleBackend
 from evalh_pipeline.judges.prompt import verdict_schema
 from evalh_pipeline.judges.registry import JUDGE_BACKENDS, BackendNotFound, resolve_backend

@@ -12,7 +12,7 @@ import pytest
 from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.evaluators.llm_judge import LlmJudge
 from evalh_pipeline.judges.base import JudgeRateLimited
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.judges.openai_compatible import OpenAICompatibleBackend
 from evalh_pipeline.models import EvalCase, Trace
 from evalh_pipeline.runner.evaluation import evaluate_traces

@@ -12,7 +12,7 @@ import pytest
 
 from evalh_pipeline.evaluators.base import EvaluatorContext
 from evalh_pipeline.evaluators.llm_judge import LlmJudge
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from evalh_pipeline.runner.evaluation import judge_trace
 from tests.support.evalh_process import run_evalh

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.judge_consistency import DETERMINISTIC, measure_judge_consistency
 from evalh_pipeline.runner.loading import load_eval

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.stages import prepare_cases

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from evalh_pipeline.judges.fake_server import FakeJudgeServer
+from tests.support.fake_judge_server import FakeJudgeServer
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.retry import failed_cells, not_judged_results

@@ -59,11 +59,11 @@ from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shar
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
-from evalh_pipeline.store.published_labels import pull_labels
-from evalh_pipeline.store.publishing import RunPublisher, publish_baseline, publish_run, pull_baseline, pull_run
+from evalh_pipeline.outputs.published_labels import pull_labels
+from evalh_pipeline.outputs.publishing import RunPublisher, publish_baseline, pull_baseline, pull_run
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
-from evalh_pipeline.store.stores.sync import record_baseline
+from evalh_pipeline.outputs.sync import publish_run, record_baseline
 from evalh_pipeline.view.links import run_page_url
 
 
@@ -578,7 +578,7 @@ def _share_with_steps(stage: _Stage) -> None:
 
 
 def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
-    """Copy what the stage changed to the eval's output URLs (store/publishing.py).
+    """Copy what the stage changed to the eval's output URLs (outputs/publishing.py).
 
     A canonical failure raises and fails the asset; a mirror failure is recorded in the
     run directory's publish.jsonl and logged here.

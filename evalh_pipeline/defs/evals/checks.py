@@ -23,7 +23,7 @@ from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.runs import live_spec, run_partition
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.gates import DRIFT, GATES, SUMMARY, Gate, GateVerdict, Json, Markdown, RunFiles
-from evalh_pipeline.store.publishing import pull_run
+from evalh_pipeline.outputs.publishing import pull_run
 from evalh_pipeline.store.run_dir import run_directory
 
 

@@ -27,7 +27,7 @@ from evalh_pipeline.defs.evals.names import (
 )
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.store.publishing import pull_run, run_location
+from evalh_pipeline.outputs.publishing import pull_run, run_location
 from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 
 RELOAD = "reload the code location (Deployment → Reload, or restart `dagster dev`)"

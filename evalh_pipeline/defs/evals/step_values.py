@@ -10,7 +10,7 @@ of the output's declared type (a dataclass, through pydantic both ways, never a 
 
 A re-execution loads the outputs of the steps it does not run from its parent run's
 folder there, on whichever machine it runs. The folder is hidden: never published or
-pulled by the working copies (store/publishing.py), and removed with its run. ``evalh run``'s
+pulled by the working copies (outputs/publishing.py), and removed with its run. ``evalh run``'s
 in-process executor keeps the values in memory instead (defs/launch.py): nothing is
 written there.
 """
@@ -28,7 +28,7 @@ from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.runs import valid_run_id
 from evalh_pipeline.defs.evals.names import PARTITION_TAG
 from evalh_pipeline.store.object_storage import encode_key_part
-from evalh_pipeline.store.publishing import run_location
+from evalh_pipeline.outputs.publishing import run_location
 from evalh_pipeline.store.run_dir import write_atomic
 
 FOLDER = ".step_values"

@@ -21,9 +21,9 @@ from typing import Any
 
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
-from evalh_pipeline.store.stores import records
-from evalh_pipeline.store.stores.base import ReadableStore, StoreConfigT, StoredRun, StoreError, namespace_json
-from evalh_pipeline.store.stores.records import Row
+from evalh_pipeline.outputs.stores import records
+from evalh_pipeline.outputs.stores.base import ReadableStore, StoreConfigT, StoredRun, StoreError, namespace_json
+from evalh_pipeline.outputs.stores.records import Row
 
 # Per-row tables: (logical name, key columns after run_id, extra indexed columns).
 ROW_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from evalh_pipeline.config.paths import resolve_input_path
-from evalh_pipeline.store.stores.base import StoreConfig, StoreError
-from evalh_pipeline.store.stores.sql import Dialect, SqlStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, StoreError
+from evalh_pipeline.outputs.stores.sql import Dialect, SqlStore
 
 SQLITE = Dialect(
     tables={"runs": "evalh_runs", "run_files": "evalh_run_files", "baselines": "evalh_baselines",

@@ -36,7 +36,7 @@ from pydantic import Field, field_validator
 
 from evalh_pipeline.store.jsonl import iter_lines
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
-from evalh_pipeline.store.stores.base import StoreConfig, StoreError, TraceStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, StoreError, TraceStore
 
 if TYPE_CHECKING:
     from evalh_pipeline.models import Trace

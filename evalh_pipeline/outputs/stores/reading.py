@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evalh_pipeline.store.stores.base import ReadableStore, StoreContext, StoreError
+from evalh_pipeline.outputs.stores.base import ReadableStore, StoreContext, StoreError
 
 
 # A libpq connection string starts with a keyword and `=` (`host=db user=evalh ...`).
@@ -36,14 +36,14 @@ def store_from_url(url: str) -> ReadableStore:
     """The store a URL names (unopened); raises ValueError for anything else."""
     context = StoreContext(eval_dir=Path.cwd())
     if url.startswith("sqlite:///"):
-        from evalh_pipeline.store.stores.sqlite import SqliteStore
+        from evalh_pipeline.outputs.stores.sqlite import SqliteStore
 
         path = url.removeprefix("sqlite:///")
         if not Path(path).expanduser().is_file():
             raise StoreError(f"no SQLite store at {Path(path).expanduser().resolve()}")
         return SqliteStore({"type": "sqlite", "path": str(Path(path).expanduser().resolve())}, context)
     if url.startswith(("postgresql://", "postgres://")) or _KEYWORD_DSN.match(url):
-        from evalh_pipeline.store.stores.postgres import PostgresStore
+        from evalh_pipeline.outputs.stores.postgres import PostgresStore
 
         # `#schema=NAME` at the end; a `#` inside a quoted keyword password is the password's.
         fragment = _SCHEMA_FRAGMENT.search(url)
@@ -57,11 +57,11 @@ def store_from_url(url: str) -> ReadableStore:
         try:
             return PostgresStore(config, context)
         except ValidationError as exc:  # its text quotes the input: the DSN, password and all
-            from evalh_pipeline.store.stores.postgres import redact_dsn
+            from evalh_pipeline.outputs.stores.postgres import redact_dsn
 
             problems = "; ".join(str(err["msg"]) for err in exc.errors())
             raise ValueError(f"--store {redact_dsn(url)!r}: {problems}") from None
-    from evalh_pipeline.store.stores.postgres import redact_dsn
+    from evalh_pipeline.outputs.stores.postgres import redact_dsn
 
     raise ValueError(f"--store {redact_dsn(url)!r}: use sqlite:///path/to/runs.db, a postgresql:// URL or a "
                      "libpq connection string (host=… dbname=…) (a runs folder is read by passing runs/<run_id>)")

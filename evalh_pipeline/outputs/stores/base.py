@@ -48,6 +48,10 @@ class StoreConfig(BaseModel):
             return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
         return value
 
+    def secrets(self) -> frozenset[str]:
+        """Values of this entry that are credentials by use (masked wherever shown; default: none)."""
+        return frozenset()
+
 
 StoreConfigT = TypeVar("StoreConfigT", bound=StoreConfig, default=StoreConfig, covariant=True)
 
@@ -82,7 +86,8 @@ class TraceStore(Configured[StoreConfigT]):
     """
 
     Config: ClassVar[type[StoreConfig]]  # set from the generic parameter (common/configured.py)
-    # False for a store the engine works in (local_files): nothing to copy.
+    # False for a run folder, which the engine works in or copies files to (local_files):
+    # the loader makes it an output folder (outputs/publishing.py), not a store.
     mirrors: ClassVar[bool] = True
 
     def __init__(self, config: Mapping[str, Any], context: StoreContext) -> None:

@@ -18,9 +18,9 @@ from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.publishing import (
-    PublishError, RunPublisher, fetch_run, publish_run, recorded_failures, working_root,
-)
+from evalh_pipeline.outputs.journal import recorded_failures
+from evalh_pipeline.outputs.publishing import PublishError, RunPublisher, fetch_run, working_root
+from evalh_pipeline.outputs.sync import publish_run
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.support.evals import write_eval
 from tests.same_stat import rewrite_keeping_stat

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from evalh_pipeline.store.stores.base import StoreConfig, StoreError
-from evalh_pipeline.store.stores.sql import Dialect, SqlStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, StoreError
+from evalh_pipeline.outputs.stores.sql import Dialect, SqlStore
 
 TABLES = ("runs", "run_files", "traces", "results", "artifacts", "summaries", "baselines")
 

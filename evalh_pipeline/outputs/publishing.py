@@ -22,8 +22,9 @@ Rules:
   symlinks are skipped (object stores cannot hold them; workspace manifests record them);
 - a canonical failure raises :class:`PublishError` (the stage fails); a mirror failure is
   appended to ``publish.jsonl`` in the run directory and returned, never raised;
-- the eval's trace stores (``output[]`` entries of another type) are synced first, with the
-  same rule for their failures (store/stores/sync.py).
+- the eval's trace stores and sinks (``output[]`` entries of another type) are synced first,
+  with the same rule for their failures (outputs/sync.py); failures go to the journal
+  (outputs/journal.py).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh_pipeline.errors import InfrastructureError
-from evalh_pipeline.store.jsonl import FileDigest, JsonlAppender
+from evalh_pipeline.outputs.journal import OutputFailure, record_failure
+from evalh_pipeline.store.jsonl import FileDigest
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 
 if TYPE_CHECKING:
@@ -132,21 +133,13 @@ def run_url(target: str, run_id: str) -> str:
     return f"{target.rstrip('/')}/{run_id}"
 
 
-@dataclass(frozen=True)
-class MirrorFailure:
-    """A mirror that did not take this publish."""
-
-    target: str
-    error: str
-
-
 @dataclass
 class PublishReport:
     """What one publish did: files uploaded and removed per target, and the mirror failures."""
 
     uploaded: dict[str, int] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
-    failures: list[MirrorFailure] = field(default_factory=list)
+    failures: list[OutputFailure] = field(default_factory=list)
 
 
 class RunPublisher:
@@ -182,7 +175,7 @@ class RunPublisher:
                 try:
                     self._publish_to(mirror, run_dir, state, report)
                 except Exception as exc:  # noqa: BLE001 - a mirror never fails the run
-                    failure = MirrorFailure(mirror, f"{type(exc).__name__}: {exc}")
+                    failure = OutputFailure(mirror, f"{type(exc).__name__}: {exc}")
                     report.failures.append(failure)
                     record_failure(run_dir, stage, failure)
             if self.canonical is not None:
@@ -342,36 +335,6 @@ def pull_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
         publisher.pull(RunDirectory(runs_root / promoted.run_id))
 
 
-def publish_run(spec: EvalSpec, run_dir: RunDirectory, stage: str) -> PublishReport:
-    """Publish ``run_dir`` to the outputs of ``spec`` after ``stage`` (a no-op for a local-only eval).
-
-    The eval's trace stores (sqlite, postgres, otel, plugins: store/stores/) take the run
-    first, so a store failure recorded in publish.jsonl reaches the file mirrors too.
-    """
-    from evalh_pipeline.store.stores.sync import sync_stores
-
-    store_failures = sync_stores(spec, run_dir, stage)
-    report = RunPublisher.for_spec(spec).publish(run_dir, stage)
-    report.failures[:0] = [MirrorFailure(f.target, f.error) for f in store_failures]
-    return report
-
-
-def recorded_failures(run_dir: RunDirectory, since: datetime | None = None) -> list[dict[str, Any]]:
-    """The mirror failures in ``publish.jsonl`` (those at or after ``since``, when given)."""
-    log = run_dir.publish_log
-    if not log.exists():
-        return []
-    records = []
-    for line in log.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn tail of a killed process
-        if since is None or datetime.fromisoformat(record["at"]) >= since:
-            records.append(record)
-    return records
-
-
 def _url_hash(url: str) -> str:
     return hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
 
@@ -436,16 +399,3 @@ def _load_state(run_dir: RunDirectory) -> dict[str, Any]:
         return state
     except json.JSONDecodeError:
         return {}  # a broken state costs a full re-upload, nothing more
-
-
-def record_failure(run_dir: RunDirectory, stage: str, failure: MirrorFailure) -> None:
-    """Append a mirror's (or a store's) failure to the run's publish.jsonl."""
-    record = {
-        "at": datetime.now(timezone.utc).isoformat(),
-        "stage": stage,
-        "target": failure.target,
-        "ok": False,
-        "error": failure.error,
-    }
-    with JsonlAppender(run_dir.publish_log) as log:
-        log.write(json.dumps(record, sort_keys=True))

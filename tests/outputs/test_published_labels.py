@@ -12,7 +12,7 @@ import pytest
 
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.labels import labels_path, read_labels
-from evalh_pipeline.store.published_labels import append_published_labels, published_labels_url
+from evalh_pipeline.outputs.published_labels import append_published_labels, published_labels_url
 
 pytestmark = pytest.mark.integration
 

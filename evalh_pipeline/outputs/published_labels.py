@@ -73,7 +73,7 @@ def add_labels(spec: EvalSpec, labels: Iterable[HumanLabel]) -> int:
     """Add ``labels`` to the label file of ``spec``'s eval: at its canonical URL when it publishes
     to one (and this machine's copy), else beside its runs folder; how many were written."""
     from evalh_pipeline.store.labels import append_labels
-    from evalh_pipeline.store.publishing import RunPublisher
+    from evalh_pipeline.outputs.publishing import RunPublisher
 
     canonical = RunPublisher.for_spec(spec).canonical
     if canonical is None:
@@ -87,7 +87,7 @@ def pull_labels(spec: EvalSpec) -> None:
     labels added on any machine."""
     import fsspec
 
-    from evalh_pipeline.store.publishing import RunPublisher
+    from evalh_pipeline.outputs.publishing import RunPublisher
 
     canonical = RunPublisher.for_spec(spec).canonical
     if canonical is None:

@@ -10,8 +10,8 @@ import yaml
 from evalh_pipeline.config import ConfigError
 from evalh_pipeline.runner.loading import load_eval
 from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.store.stores.base import StoreContext
-from evalh_pipeline.runner.webhook import WebhookConfig, WebhookError, WebhookStore
+from evalh_pipeline.outputs.stores.base import StoreContext
+from evalh_pipeline.outputs.webhook import WebhookConfig, WebhookError, WebhookStore
 from tests.support.evalh_process import run_evalh
 from tests.support.evals import write_eval
 from tests.support.http_server import FakeHandler, HandlerServer

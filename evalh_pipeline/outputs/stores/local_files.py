@@ -1,7 +1,7 @@
 """``local_files``: the run directory itself (``runs/<run_id>/``); it ignores the namespace.
 
 The engine writes runs there directly, and further ``local_files`` entries (folders or
-URLs) are file mirrors copied by :mod:`evalh_pipeline.store.publishing`. This class only
+URLs) are file mirrors copied by :mod:`evalh_pipeline.outputs.publishing`. This class only
 validates the entry.
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict
 
-from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
+from evalh_pipeline.outputs.stores.base import StoreConfig, TraceStore
 
 if TYPE_CHECKING:
     from evalh_pipeline.store.run_dir import RunDirectory

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalh_pipeline.store.stores.postgres import dsn_passwords, redact_dsn
-from evalh_pipeline.store.stores.reading import store_from_url
+from evalh_pipeline.outputs.stores.postgres import dsn_passwords, redact_dsn
+from evalh_pipeline.outputs.stores.reading import store_from_url
 
 
 @pytest.mark.parametrize(("dsn", "shown"), [

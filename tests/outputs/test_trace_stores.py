@@ -13,8 +13,8 @@ from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases, write_summary
 from evalh_pipeline.runner.traces import produce_traces
 from evalh_pipeline.store.run_dir import RunDirectory, new_run_id
-from evalh_pipeline.store.stores.base import StoreContext, StoreError
-from evalh_pipeline.store.stores.registry import STORES
+from evalh_pipeline.outputs.stores.base import StoreContext, StoreError
+from evalh_pipeline.outputs.registry import STORES
 from tests.support.evals import write_eval
 from tests.postgres_server import fresh_schema
 from tests.same_stat import rewrite_keeping_stat

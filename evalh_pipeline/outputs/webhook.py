@@ -6,36 +6,41 @@ eval-harness 2.0.2's keys: ``platform`` (``slack`` | ``discord`` | ``linear``; e
 ``api_key`` (Linear), ``team_id`` / ``issue_id`` (Linear: the issue that gets the comment),
 ``format`` (accepted, unused, as in eval-harness) and ``timeout_seconds`` (default 10).
 evalh adds ``max_attempts`` (default 3) and ``backoff_seconds`` (default 1, doubled per
-retry): a timeout, a refused connection, HTTP 429 or 5xx is retried; other 4xx are not.
+retry, jittered: the project's one retry policy, common/retrying.py): a timeout, a refused
+connection, HTTP 429 or 5xx is retried; other 4xx are not. Posts go through the project's
+one HTTP client (common/http_client.py).
 
-It is a trace store of ``output[]`` (store/stores/): the store sync after each stage calls it,
-and it posts once per summary (``evalh run``, ``re-evaluate``, ``retry-failed``), with the
-run's drift against the promoted baseline computed then (a failed blocking gate skips the
-drift stage; a notification is wanted most then). A webhook never fails a run: a failure is
-appended to the run's ``publish.jsonl`` by the sync and reported as a warning. The URL and
-the API key are secrets by use (the loader adds them to the eval's secret values): masked
-in every message and in the run's config snapshot. The payloads are documented in the
-README ("Webhook output").
+It is a sink of ``output[]`` (outputs/sinks.py): it receives the run's view (its summary
+and its drift against the promoted baseline) once per summary (``evalh run``,
+``re-evaluate``, ``retry-failed``). A webhook never fails a run: a failure is appended to
+the run's ``publish.jsonl`` by the sync and reported as a warning. The URL and the API key
+are secrets by use (their config's :meth:`WebhookConfig.secrets`, which the loader adds to
+the eval's secret values): masked in every message and in the run's config snapshot. The
+payloads are documented in docs/guides/outputs.md.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
-import httpx
 from pydantic import Field, field_validator, model_validator
 
-from evalh_pipeline.errors import InfrastructureError
+from evalh_pipeline.common.event_loop import run_coroutine
+from evalh_pipeline.common.http_client import HttpClient, HttpError, Response
 from evalh_pipeline.common.masking import mask_text
-from evalh_pipeline.store.run_dir import RunDirectory
-from evalh_pipeline.store.stores.base import StoreConfig, TraceStore
+from evalh_pipeline.common.retrying import Backoff, retry_on_exception
+from evalh_pipeline.common.tls import default_ssl_context
+from evalh_pipeline.errors import InfrastructureError
+from evalh_pipeline.outputs.sinks import RunSink
+from evalh_pipeline.outputs.stores.base import StoreConfig
+from evalh_pipeline.outputs.view import RunView
+from evalh_pipeline.systems.http import is_loopback_host
 
 PLATFORMS = ("slack", "discord", "linear", "generic")
 LINEAR_API = "https://api.linear.app/graphql"
 TOP_REGRESSIONS = 10
 TOP_IMPROVEMENTS = 5
-STAGE = "summary"  # the stage after which the run is posted
 
 
 class WebhookConfig(StoreConfig):
@@ -61,10 +66,6 @@ class WebhookConfig(StoreConfig):
 
     @model_validator(mode="after")
     def _target(self) -> WebhookConfig:
-        from urllib.parse import urlsplit
-
-        from evalh_pipeline.systems.http import is_loopback_host
-
         if self.platform == "linear":
             if not self.api_key:
                 raise ValueError("platform linear needs api_key (write it as ${LINEAR_API_KEY})")
@@ -89,7 +90,7 @@ class WebhookConfig(StoreConfig):
         return frozenset(v for v in (self.url, self.api_key) if v)
 
 
-def summary_message(run_dir: RunDirectory, eval_name: str, runs_root: Any = None) -> dict[str, Any]:
+def summary_message(view: RunView) -> dict[str, Any]:
     """The platform-neutral message of a finished run (what ``platform: generic`` posts).
 
     ``{run_id, eval_name, config_hash, cases_total, variants: [{name, cases_passed,
@@ -97,12 +98,10 @@ def summary_message(run_dir: RunDirectory, eval_name: str, runs_root: Any = None
     drift: null | {baseline_run_id, regressions_count, improvements_count, pass_rate_delta,
     top_regressions, top_improvements}}``.
     """
-    from evalh_pipeline.runner.stages import load_summary
-
-    summary = load_summary(run_dir)
+    summary = view.summary
     message: dict[str, Any] = {
         "run_id": summary.run_id,
-        "eval_name": eval_name,
+        "eval_name": view.eval_name,
         "config_hash": summary.config_hash,
         "cases_total": summary.cases_total,
         "variants": [{"name": v.name, "cases_passed": v.cases_passed, "cases_total": v.cases_total,
@@ -114,37 +113,17 @@ def summary_message(run_dir: RunDirectory, eval_name: str, runs_root: Any = None
         message["comparison"] = [{"variant": d.variant, "baseline": summary.comparison.baseline,
                                   "regressions": list(d.regressions), "improvements": list(d.improvements)}
                                  for d in summary.comparison.deltas]
-    drift = _drift(run_dir, eval_name, runs_root)
-    if drift.get("baseline_run_id") and drift.get("comparison"):
-        deltas = (drift["comparison"].get("comparison") or {}).get("deltas") or []
-        regressions = [c for d in deltas for c in d.get("regressions") or []]
-        improvements = [c for d in deltas for c in d.get("improvements") or []]
+    drift = view.drift
+    if drift is not None:
         message["drift"] = {
-            "baseline_run_id": drift["baseline_run_id"],
-            "regressions_count": int(drift.get("regressions_count") or 0),
-            "improvements_count": int(drift.get("improvements_count") or 0),
-            "pass_rate_delta": float(deltas[0]["pass_rate_delta"]) if deltas else 0.0,
-            "top_regressions": regressions[:TOP_REGRESSIONS],
-            "top_improvements": improvements[:TOP_IMPROVEMENTS],
+            "baseline_run_id": drift.baseline_run_id,
+            "regressions_count": drift.regressions_count,
+            "improvements_count": drift.improvements_count,
+            "pass_rate_delta": drift.pass_rate_delta,
+            "top_regressions": drift.regressions[:TOP_REGRESSIONS],
+            "top_improvements": drift.improvements[:TOP_IMPROVEMENTS],
         }
     return message
-
-
-def _drift(run_dir: RunDirectory, eval_name: str, runs_root: Any) -> dict[str, Any]:
-    """drift.yaml when written, else the drift computed now (the post comes before the drift stage,
-    which a failed blocking gate may skip: a notification is wanted most then)."""
-    from evalh_pipeline.runner.drift import compute_drift, load_drift
-
-    if run_dir.drift.exists():
-        return load_drift(run_dir) or {}
-    try:
-        drift = compute_drift(eval_name, run_dir, runs_root)
-    except FileNotFoundError:  # the promoted baseline's folder is gone: post without drift
-        return {}
-    comparison = drift.comparison
-    return {"baseline_run_id": drift.baseline_run_id, "regressions_count": drift.regressions_count,
-            "improvements_count": drift.improvements_count,
-            "comparison": comparison.to_dict() if comparison is not None else None}
 
 
 def slack_payload(message: dict[str, Any]) -> dict[str, Any]:
@@ -223,39 +202,49 @@ def request_for(config: WebhookConfig, message: dict[str, Any]) -> tuple[dict[st
 
 
 class WebhookError(InfrastructureError, RuntimeError):
-    """A post that failed after its retries (the message never holds the URL or the key)."""
+    """A post that failed after its retries (the message never holds the URL or the key).
+
+    Inside :func:`post`, one failed attempt (``retryable``: whether another may succeed).
+    """
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def post(config: WebhookConfig, message: dict[str, Any], secrets: frozenset[str] = frozenset()) -> int:
     """Post ``message`` with retries; returns the number of attempts. Raises :class:`WebhookError`."""
     hidden = secrets | config.secrets()
     headers, body = request_for(config, message)
-    problem = ""
-    attempt = 0
-    with httpx.Client(timeout=config.timeout_seconds, follow_redirects=False) as client:
-        for attempt in range(1, config.max_attempts + 1):
-            retry = True
-            try:
-                response = client.post(config.target, json=body, headers=headers)
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code < 300:
-                    if config.platform == "linear" and "errors" in _json_or_empty(response):
-                        problem, retry = f"Linear answered errors: {response.text[:200]}", False
-                    else:
-                        return attempt
-                else:
-                    problem = f"HTTP {response.status_code}: {response.text[:200]}"
-                    retry = response.status_code == 429 or response.status_code >= 500
-            if not retry or attempt == config.max_attempts:
-                break
-            time.sleep(config.backoff_seconds * 2 ** (attempt - 1))
-    raise WebhookError(mask_text(f"{config.platform} webhook {config.target}: {problem} "
-                                 f"(after {attempt} attempt(s))", hidden))
+    attempts = 0
+
+    async def attempt(client: HttpClient) -> None:
+        nonlocal attempts
+        attempts += 1
+        try:
+            response = await client.request("POST", config.target, json=body, headers=headers)
+        except HttpError as exc:
+            raise WebhookError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+        if response.status_code >= 300:
+            raise WebhookError(f"HTTP {response.status_code}: {response.text[:200]}",
+                               retryable=response.status_code == 429 or response.status_code >= 500)
+        if config.platform == "linear" and "errors" in _json_or_empty(response):
+            raise WebhookError(f"Linear answered errors: {response.text[:200]}")
+
+    async def posting() -> None:
+        async with HttpClient(connections=1, tls=default_ssl_context(), timeout=config.timeout_seconds) as client:
+            await retry_on_exception(lambda: attempt(client), Backoff(config.max_attempts, config.backoff_seconds),
+                                     lambda exc: isinstance(exc, WebhookError) and exc.retryable)
+
+    try:
+        run_coroutine(posting())
+    except WebhookError as failed:
+        raise WebhookError(mask_text(f"{config.platform} webhook {config.target}: {failed} "
+                                     f"(after {attempts} attempt(s))", hidden)) from None
+    return attempts
 
 
-def _json_or_empty(response: httpx.Response) -> dict[str, Any]:
+def _json_or_empty(response: Response) -> dict[str, Any]:
     try:
         value = response.json()
     except ValueError:
@@ -263,17 +252,15 @@ def _json_or_empty(response: httpx.Response) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class WebhookStore(TraceStore[WebhookConfig]):
-    """``output: [{type: webhook, ...}]``: posts the run when its summary is written."""
+class WebhookStore(RunSink[WebhookConfig]):
+    """``output: [{type: webhook, ...}]``: posts the run's view when its summary is written."""
+
+    failure_title: ClassVar[str] = "webhook not posted"
 
     @property
     def label(self) -> str:
         # Never the URL: it is the credential.
         return f"webhook:{self.config.platform}"
 
-    def write_run(self, run_dir: RunDirectory, stage: str) -> None:
-        if stage != STAGE:
-            return
-        eval_name = run_dir.read_meta().get("eval_name") or run_dir.run_id
-        message = summary_message(run_dir, eval_name, run_dir.path.parent)
-        post(self.config, message, self.context.secret_values)
+    def receive(self, view: RunView) -> None:
+        post(self.config, summary_message(view), self.context.secret_values)

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from evalh_pipeline.store.publishing import RunPublisher, fetch_run, working_copy, working_root
+from evalh_pipeline.outputs.publishing import RunPublisher, fetch_run, working_copy, working_root
 from evalh_pipeline.store.run_dir import RunDirectory
 
 pytestmark = pytest.mark.integration

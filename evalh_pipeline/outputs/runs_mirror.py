@@ -5,11 +5,11 @@ a real file system (the viewer: DuckDB over the JSONL).
     <cache_dir>/viewed/<hash of the URL>/baselines/<eval>/  the promoted-baseline pointers
     <cache_dir>/viewed/<hash of the URL>/labels/<eval>/     the human labels
 
-Every run is brought up to date with the URL the way a working copy is (store/publishing.py
+Every run is brought up to date with the URL the way a working copy is (outputs/publishing.py
 ``RunPublisher.pull``: only files whose version there changed are fetched, each whole), so a
 run published from any machine shows once :meth:`RunsMirror.sync` has run. Nothing is ever
 written to the URL but labels (:meth:`RunsMirror.append_labels`), added to the label file
-there (store/published_labels.py).
+there (outputs/published_labels.py).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 from evalh_pipeline.models.label import HumanLabel
 from evalh_pipeline.store.baselines import BASELINES, Baseline
 from evalh_pipeline.store.labels import LABELS
-from evalh_pipeline.store.published_labels import append_published_labels
-from evalh_pipeline.store.publishing import RunPublisher, _remote_version as remote_version, _url_hash, plain_key, \
+from evalh_pipeline.outputs.published_labels import append_published_labels
+from evalh_pipeline.outputs.publishing import RunPublisher, _remote_version as remote_version, _url_hash, plain_key, \
     run_url, working_root
 from evalh_pipeline.store.run_dir import RunDirectory, write_atomic
 

@@ -19,7 +19,7 @@ with :meth:`FakeJudgeServer.script` or ``POST /control`` ``{"script": [...]}``; 
 returns the number of judge calls served and the most it answered at once (``peak_in_flight``;
 ``delay_seconds`` holds each answer that long, so calls overlap).
 
-Run it: ``python -m evalh_pipeline.judges.fake_server --port 8765``.
+Run it: ``python -m tests.support.fake_judge_server --port 8765``.
 """
 
 from __future__ import annotations
