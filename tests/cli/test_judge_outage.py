@@ -85,7 +85,7 @@ def outage(tmp_path_factory):
     root = tmp_path_factory.mktemp("outage")
     home, folder = write_function_eval(root, "outage", agent=AGENT, eval_yaml=EVAL, cases=CASES)
     judge = FakeJudgeServer().start()
-    port = judge._httpd.server_address[1]
+    port = judge.port
     env = {**os.environ, "DAGSTER_HOME": str(home), "JUDGE_URL": judge.url}
     try:
         code, first = _evalh(["run", "eval.yaml"], env, folder)

@@ -30,11 +30,12 @@ import re
 import sys
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from evalh_pipeline.judges.keyword_rule import NEGATED, NOTHING_QUOTED, NOTHING_QUOTED_RUBRIC, quoted_phrases
 from evalh_pipeline.judges.prompt import ASSERTIONS_TITLE, FIELD_TITLE, RESPONSE_FIELD_TITLE, RUBRIC_TITLE, SECTIONS
+from tests.support.http_server import HandlerServer, port_of
 
 MODES = ("verdict", "malformed", "out_of_schema", "error_500", "rate_limited", "hang")
 _JUDGED = {SECTIONS[k] for k in ("final_answer", "thinking", "structured", "tool_calls")}
@@ -97,7 +98,7 @@ DEFAULT_PORT = 8765
 class FakeJudgeServer:
     """The server in a background thread: ``with FakeJudgeServer() as server: server.openai_base_url``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, hang_seconds: float = 10.0,
+    def __init__(self, port: int = 0, hang_seconds: float = 10.0,
                  delay_seconds: float = 0.0) -> None:
         self.hang_seconds = hang_seconds
         self.delay_seconds = delay_seconds
@@ -108,15 +109,16 @@ class FakeJudgeServer:
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        # Serving from here on, on loopback (the shared helper of every in-process fake).
+        self._server = HandlerServer(self._handler(), port)
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        assert isinstance(host, str)  # an AF_INET server's address is (host, port)
-        return f"http://{host}:{port}"
+        return self._server.url
+
+    @property
+    def port(self) -> int:
+        return port_of(self.url)
 
     @property
     def openai_base_url(self) -> str:
@@ -135,15 +137,12 @@ class FakeJudgeServer:
             self._script.extend(modes)
 
     def start(self) -> "FakeJudgeServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name="fake-judge", daemon=True)
-        self._thread.start()
+        """The server (it serves from construction): for ``with`` and chained calls."""
         return self
 
     def stop(self) -> None:
         self._release.set()  # wake any hanging handler
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.close()
 
     def __enter__(self) -> "FakeJudgeServer":
         return self.start()
@@ -249,24 +248,23 @@ class FakeJudgeServer:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Deterministic local judge server (OpenAI and Anthropic shapes).")
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
     try:
-        server = FakeJudgeServer(args.host, args.port)
+        server = FakeJudgeServer(args.port)
     except OSError as exc:
         # One line, not a traceback: the usual cause is another server on the port.
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc} "
+        print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc} "
               f"(is another server running there? pick another with --port or EVALH_JUDGE_PORT)", file=sys.stderr)
         return 1
     print(f"fake judge listening on {server.url} (OpenAI base URL {server.openai_base_url}, "
           f"Anthropic base URL {server.anthropic_base_url})", flush=True)
     try:
-        server._httpd.serve_forever()
+        threading.Event().wait()  # serve until Ctrl-C
     except KeyboardInterrupt:
         pass
     finally:
-        server._httpd.server_close()
+        server.stop()
     return 0
 
 

@@ -160,12 +160,12 @@ class FakeHandler(BaseHTTPRequestHandler):
 
 
 class HandlerServer:
-    """``handler`` served on 127.0.0.1 (a free port) by a threading server on its own thread,
-    from construction until :meth:`close` (or the end of a ``with`` block); ``url`` is its base
-    URL (``http://127.0.0.1:PORT``)."""
+    """``handler`` served on 127.0.0.1 (``port``, default a free one) by a threading server on
+    its own thread, from construction until :meth:`close` (or the end of a ``with`` block);
+    ``url`` is its base URL (``http://127.0.0.1:PORT``). Binding a taken port raises ``OSError``."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self._server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        self._server = ThreadingHTTPServer((LOOPBACK, port), handler)
         self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
                                         name=f"fake-{handler.__name__}", daemon=True)
