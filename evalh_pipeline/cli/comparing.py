@@ -7,7 +7,9 @@ the query modules at module level."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +17,9 @@ from evalh_pipeline.cli.group import EXIT_CONFIG, EXIT_INFRA, _RunLocation, _sto
 from evalh_pipeline.cli.shared import _namespace, _opened_store, _run_directory, _safe_store, _settings, _spec_for_run, _storage_error
 from evalh_pipeline.store.run_dir import RunDirectory
 from evalh_pipeline.terminal import error, escape_control, percentage_points, say, warning
+
+if TYPE_CHECKING:
+    from evalh_pipeline.queries.compare import RunComparison
 
 
 @main.command()
@@ -107,7 +112,7 @@ def _store_baseline(store: str, namespace: tuple[str, ...], eval_name: str | Non
     return run_id
 
 
-def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool,
+def _report_comparison(build: Callable[[], RunComparison], baseline_label: str, exit_nonzero_on_regression: bool, as_json: bool,
                        runs: tuple[RunDirectory, RunDirectory] | None = None, alpha: float | None = None) -> None:
     """Print a RunComparison as a table (or JSON) and apply the regression gate (any regressed
     case, or with ``alpha`` a significant regression).
@@ -149,7 +154,7 @@ def _report_comparison(build, baseline_label: str, exit_nonzero_on_regression: b
             sys.exit(1)
 
 
-def _comparison_lines(report, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
+def _comparison_lines(report: RunComparison, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
     """The text of a RunComparison: the table, the cases left out, the regressions and the
     readings of each delta."""
     from evalh_pipeline.queries.report import gate_and_test_line, rate_ci_text, reading, text_table
@@ -193,8 +198,8 @@ def _comparison_lines(report, runs: tuple[RunDirectory, RunDirectory] | None, ba
     for d in report.comparison.deltas:
         if d.significance:
             lines.append(f"{d.variant}: {reading(d.significance)}")
-        system = len(d.regressions) - len(report.evaluator_only_regressions.get(d.variant, []))
-        if (both := gate_and_test_line(system, d.significance)) is not None:
+        system_count = len(d.regressions) - len(report.evaluator_only_regressions.get(d.variant, []))
+        if (both := gate_and_test_line(system_count, d.significance)) is not None:
             lines.append(f"{d.variant}: {both}")
     lines += _evaluator_config_lines(report, runs, baseline_label)
     return lines
@@ -207,7 +212,7 @@ def _listed(cases: list[str]) -> str:
     return ", ".join(cases[:MAX_LISTED_CASES]) + more
 
 
-def _evaluator_config_lines(report, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
+def _evaluator_config_lines(report: RunComparison, runs: tuple[RunDirectory, RunDirectory] | None, baseline_label: str) -> list[str]:
     """One line per evaluator judged with different configs on the two sides, and the command
     that re-judges A (the baseline) with B's evaluators (no system call)."""
     if not report.evaluator_changes:

@@ -4,8 +4,9 @@ several commands share."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -18,20 +19,20 @@ EXIT_OK, EXIT_CONFIG, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_GATE = 1
 
 
-class _RunLocation(click.ParamType):
+class _RunLocation(click.ParamType[str, Any]):
     """A run directory, the URL of a run published through ``output[]``, or a bare run id
     (looked up in --store, else in the runs folder: $EVALH_RUNS_DIR or ./runs)."""
 
     name = "run"
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from evalh_pipeline.store.run_dir import RUN_ID_PATTERN
 
         if "://" in str(value):
             return str(value)
         if not Path(str(value)).exists() and RUN_ID_PATTERN.match(str(value)):
             return str(value)
-        return click.Path(file_okay=False, exists=True).convert(value, param, ctx)
+        return click.Path(file_okay=False, exists=True, path_type=str).convert(value, param, ctx)
 
 
 class _EvalhGroup(click.Group):
@@ -40,11 +41,12 @@ class _EvalhGroup(click.Group):
     reserves for infrastructure failures; a ``UserError`` no command caught is shown as one
     ``error:`` line, exit 1."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            result = super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             exc.show()
             sys.exit(EXIT_CONFIG)
@@ -75,7 +77,10 @@ def main(ctx: click.Context) -> None:
     ctx.obj = Settings.from_environment()
 
 
-def _store_options(command):
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def _store_options(command: _Command) -> _Command:
     """``--store URL`` and ``--namespace KEY=VALUE``: read runs by id from a trace store."""
     command = click.option("--namespace", "namespace", multiple=True, metavar="KEY=VALUE",
                            help="With --store: only runs filed under this namespace (repeat for several keys).")(command)

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalh_pipeline.cli.group import EXIT_INFRA, _RunLocation, _store_options, main
 from evalh_pipeline.cli.shared import _run_directory
 from evalh_pipeline.terminal import error, escape_control, out, plural, say
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from evalh_pipeline.queries.inspect import InspectedCell
 
 
 @main.command()
@@ -45,7 +51,7 @@ def inspect(run_dir: str, case_id: str | None, variant: str | None, failed: bool
     say(f"{plural(found.matched, 'matching cell')} in {found.run_id}{rest}")
 
 
-def _json_text(value) -> str:
+def _json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
@@ -53,7 +59,7 @@ def _json_text(value) -> str:
 MAX_DIFF_LINES = 80
 
 
-def _append_file_changes(text, artifact: dict) -> None:
+def _append_file_changes(text: Text, artifact: dict[str, Any]) -> None:
     """The cell's filesystem diff: changed paths, then the text diffs up to MAX_DIFF_LINES."""
     diff = artifact.get("diff") or {}
     changes = [("+", p) for p in diff.get("added", [])] + [("~", p) for p in diff.get("modified", [])] + [
@@ -70,7 +76,7 @@ def _append_file_changes(text, artifact: dict) -> None:
         text.append(f"  … {len(lines) - MAX_DIFF_LINES} more diff line(s) in {where}/diff.txt\n")
 
 
-def _cell_text(cell, thinking: bool):
+def _cell_text(cell: InspectedCell, thinking: bool) -> Text:
     """One inspected cell as a single rich Text.
 
     Everything in it except the labels came from the dataset or the system under test:

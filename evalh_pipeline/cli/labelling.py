@@ -103,7 +103,7 @@ def review(run: str, eval_path: str, evaluator: str | None, limit: int, seed: in
         answer = _ask()
         if answer is None:
             break
-        if answer == "skip":
+        if isinstance(answer, str):  # "skip"
             continue
         passed, note = answer
         add_labels(spec, [label_of(item.cell, passed, note, labeller=who, now=datetime.now(timezone.utc))])

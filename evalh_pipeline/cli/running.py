@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn, overload
 
 import click
 
@@ -28,6 +28,8 @@ from evalh_pipeline.terminal import err, error, escape_control, out, percentage_
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
+    from evalh_pipeline.defs.launch import JudgeMeasurement, Promotion
+    from evalh_pipeline.defs.run_options import RunOutcome
     from evalh_pipeline.models import RunSummary
 
 
@@ -176,7 +178,7 @@ def _require_run_id(run_id: str) -> None:
         sys.exit(EXIT_CONFIG)
 
 
-def _print_reuse(outcome, reuse_from: str) -> None:
+def _print_reuse(outcome: RunOutcome, reuse_from: str) -> None:
     """Say how many cells a ``--reuse`` run copied and how many called the system."""
     from evalh_pipeline.runner.reuse import recorded_reuse
 
@@ -397,9 +399,21 @@ def retry_failed(run_dir: str, include_evaluator_failures: bool, max_concurrency
     say(f"retried {plural(retried, 'cell')}")
 
 
+@overload
+def _materialize(job: Literal["run", "judge"], spec: EvalSpec, run_id: str, max_concurrency: int | None, *,
+                 on_interrupt: str = "", reuse_from: str | None = None, rejudge_all: bool = False,
+                 holding: bool = False, deployment_checked: bool = False, repeats: int = 0) -> RunOutcome: ...
+@overload
+def _materialize(job: Literal["promote"], spec: EvalSpec, run_id: str, max_concurrency: int | None, *,
+                 on_interrupt: str = "", reuse_from: str | None = None, rejudge_all: bool = False,
+                 holding: bool = False, deployment_checked: bool = False, repeats: int = 0) -> Promotion: ...
+@overload
+def _materialize(job: Literal["judge_consistency"], spec: EvalSpec, run_id: str, max_concurrency: int | None, *,
+                 on_interrupt: str = "", reuse_from: str | None = None, rejudge_all: bool = False,
+                 holding: bool = False, deployment_checked: bool = False, repeats: int = 0) -> JudgeMeasurement: ...
 def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | None, *, on_interrupt: str = "",
                  reuse_from: str | None = None, rejudge_all: bool = False, holding: bool = False,
-                 deployment_checked: bool = False, repeats: int = 0):
+                 deployment_checked: bool = False, repeats: int = 0) -> RunOutcome | Promotion | JudgeMeasurement:
     """Execute the eval's ``job`` (``run``, ``judge``, ``promote`` or ``judge_consistency``, which
     judges each trace ``repeats`` times) for the partition ``run_id``
     in this process, and map its failures to exit codes.
@@ -409,14 +423,14 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
     ``deployment_checked``: the caller ran :func:`_require_deployment` already.
     """
     from evalh_pipeline.config import ConfigError
-    from evalh_pipeline.defs.run_options import NoSystemAnswered, RunOptions
+    from evalh_pipeline.defs.run_options import NoSystemAnswered, RunOptions, RunOutcome
     from evalh_pipeline.errors import InfrastructureError
     from evalh_pipeline.terminal import BarProgress, LineProgress, progress_bars
 
     if not deployment_checked:
         _require_deployment(spec)
 
-    def launch(options: RunOptions):
+    def launch(options: RunOptions) -> RunOutcome | Promotion | JudgeMeasurement:
         with _long_lived_objects():
             from evalh_pipeline.defs import launch as dagster
 
@@ -427,8 +441,9 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
                 err.line(f"marked Dagster run {ended} of {run_id} failed: the evalh that ran it was killed")
         if job == "judge_consistency":
             return dagster.materialize_judge_consistency(spec, run_id, repeats, instance=instance, runtime=options)
-        action = {"run": dagster.materialize_run, "judge": dagster.materialize_reevaluation,
-                  "promote": dagster.materialize_promotion}[job]
+        if job == "promote":
+            return dagster.materialize_promotion(spec, run_id, instance=instance, runtime=options)
+        action = {"run": dagster.materialize_run, "judge": dagster.materialize_reevaluation}[job]
         return action(spec, run_id, instance=instance, runtime=options)
 
     started = datetime.now(timezone.utc)
@@ -444,7 +459,7 @@ def _materialize(job: str, spec: EvalSpec, run_id: str, max_concurrency: int | N
             # A CI log gets one line per phase start and end instead of bars.
             outcome = launch(RunOptions(progress=LineProgress(), max_concurrency=max_concurrency,
                                         reuse_from=reuse_from, rejudge_all=rejudge_all))
-        if isinstance(getattr(outcome, "run_dir", None), RunDirectory):  # promote publishes no run files
+        if isinstance(outcome, RunOutcome):  # promote publishes no run files
             _print_publishing(spec, outcome.run_dir, started)
         return outcome
     except KeyboardInterrupt:
@@ -541,7 +556,7 @@ def _print_publishing(spec: EvalSpec, run_dir: RunDirectory, since: datetime) ->
                 f"{failure['error']} (recorded in {run_dir.publish_log})")
 
 
-def _print_outcome(outcome, spec: EvalSpec) -> None:
+def _print_outcome(outcome: RunOutcome, spec: EvalSpec) -> None:
     broken: dict[str, str] = {}
     if any(v.cases_errored for v in outcome.summary.variants):
         from evalh_pipeline.runner.traces import start_errors

@@ -17,7 +17,7 @@ from evalh_pipeline.terminal import error, warning
 
 if TYPE_CHECKING:
     from evalh_pipeline.config import EvalSpec
-    from evalh_pipeline.outputs.stores.reading import ReadableStore
+    from evalh_pipeline.outputs.stores.base import ReadableStore
 
 
 def _settings() -> Settings:
@@ -49,7 +49,7 @@ def _masked(exc: BaseException, spec: EvalSpec) -> str:
 
 
 @contextmanager
-def _holding(run_dir: Path | None, command: str, *, steps_elsewhere: bool = False):
+def _holding(run_dir: Path | None, command: str, *, steps_elsewhere: bool = False) -> Iterator[None]:
     """Hold the run directory's writer lock for the command; refuse if another process has it.
 
     ``steps_elsewhere``: the run's steps execute in other processes (run.executor), each

@@ -172,7 +172,7 @@ def add_run_partition(instance: dg.DagsterInstance, eval_name: str, run_id: str)
     instance that cannot be written is found before any cell runs."""
     problem = run_id_problem(run_id)
     if problem:
-        raise ConfigError(problem)
+        raise ConfigError.single("run id", None, "", problem)
     name = runs_partitions(eval_name)
     try:
         if not instance.has_dynamic_partition(name, run_id):
@@ -233,7 +233,8 @@ def materialize_promotion(spec: EvalSpec, run_id: str, *, instance: dg.DagsterIn
     add_run_partition(instance, spec.name, run_id)
     dagster_run_id, _ = _execute(promote_job(spec.name), instance, spec, run_id, runtime, tags={TRIGGER_TAG: "cli"})
     event = instance.get_latest_materialization_event(dg.AssetKey([spec.name, "baseline"]))
-    previous = event.asset_materialization.metadata["previous_run_id"].value if event else ""
+    materialization = event.asset_materialization if event else None
+    previous = materialization.metadata["previous_run_id"].value if materialization else ""
     return Promotion(run_id=run_id, previous_run_id=str(previous), dagster_run_id=dagster_run_id)
 
 
@@ -429,7 +430,8 @@ def reconstructable_eval_job(spec: EvalSpec, job_name: str, max_concurrency: int
     return build_reconstructable_job(
         __name__, eval_job.__name__,
         # A URL output's working copy is each machine's own (outputs/publishing.py): "" lets it choose.
-        reconstructable_args=(str(spec.path), "" if _url_output(spec) else str(spec.runs_root), job_name),
+        # Dagster annotates the positional arguments as a one-element tuple (tuple[object]).
+        reconstructable_args=(str(spec.path), "" if _url_output(spec) else str(spec.runs_root), job_name),  # type: ignore[arg-type]
         reconstructable_kwargs={"dataset_filter": selection, "case_limit": spec.case_limit, "shards": run.shards,
                                 "executor": run.executor.type, "max_concurrency": max_concurrency},
     )
@@ -516,8 +518,8 @@ def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     """``asset: check`` names of the checks that failed in a Dagster run."""
     failed = []
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
-        evaluation = record.dagster_event.event_specific_data
-        if not evaluation.passed:
+        evaluation = record.dagster_event.event_specific_data if record.dagster_event else None
+        if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed:
             failed.append(f"{evaluation.asset_key.to_user_string()}: {evaluation.check_name}")
     return failed
 

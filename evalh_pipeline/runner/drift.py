@@ -94,4 +94,5 @@ def compute_drift(eval_name: str, run_dir: RunDirectory, runs_root: Path | None 
 
 def load_drift(run_dir: RunDirectory) -> dict[str, Any]:
     """drift.yaml as written by :func:`write_drift`."""
-    return load_yaml_text(run_dir.drift.read_text(encoding="utf-8"))
+    drift: dict[str, Any] = load_yaml_text(run_dir.drift.read_text(encoding="utf-8"))
+    return drift

@@ -287,8 +287,8 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
     # changed on some of its cases.
     stats.evaluators_rejudged = sorted(
         e.name for e in plan.judge
-        if e.name in plan.fresh or (isinstance(e, CaseEvaluatorGroup) and (plan.entries or {}).get(e.name) is not None
-                                    and plan.entries[e.name].evaluator_hash != e.config_hash))
+        if e.name in plan.fresh or (isinstance(e, CaseEvaluatorGroup) and (entry := (plan.entries or {}).get(e.name)) is not None
+                                    and entry.evaluator_hash != e.config_hash))
     stats.results_kept = sum(entry.results for entry in plan.keep.values())
     if plan.nothing_to_do(run_dir):
         return
@@ -600,7 +600,7 @@ def _judge_sync(evaluators: list[SyncEvaluator], current: _Current, select: _Sel
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
-    for trace, trace_hash, chosen in _to_judge(select, traces, variants, skim, decode):  # type: ignore[arg-type]
+    for trace, trace_hash, chosen in _to_judge(select, traces, variants, skim, decode):
         current.count(chosen, True)
         if chosen is None:
             chosen = everyone

@@ -363,7 +363,8 @@ def _no_drift_regressions(live: EvalSpec, run: RunFiles) -> GateVerdict:
     evaluator_only = (run.drift.get("comparison") or {}).get("evaluator_only_regressions") or {}
     regressed = {v: kept for v, ids in _regressed_cases(deltas).items()
                  if (kept := [c for c in ids if c not in set(evaluator_only.get(v, []))])}
-    against, extra = f"against the promoted baseline {baseline}", {"baseline_run_id": baseline}
+    against = f"against the promoted baseline {baseline}"
+    extra: dict[str, Any] = {"baseline_run_id": baseline}
     if evaluator_only:
         left_out = sum(len(ids) for ids in evaluator_only.values())
         against += (f" ({left_out} evaluator-config-only left out: same answers, an evaluator's config changed; "

@@ -142,9 +142,10 @@ def resolve_rows(path: Path, rows: list[LabelRow], runs_root: Path, eval_name: s
     has the evaluator's verdict on that cell."""
     cells: dict[tuple[str, str, int, str], JudgedCell] = {}
     for run in eval_runs(runs_root, eval_name):  # oldest first: later runs win
-        for cell in judged_cells(run):
-            cells[(cell.case_id, cell.variant_name, cell.sample, cell.evaluator)] = cell
-    labels, unmatched = [], []
+        for judged in judged_cells(run):
+            cells[(judged.case_id, judged.variant_name, judged.sample, judged.evaluator)] = judged
+    labels: list[HumanLabel] = []
+    unmatched: list[str] = []
     for row in rows:
         cell = cells.get((row.case_id, row.variant_name, row.sample, row.evaluator))
         if cell is None:
@@ -218,10 +219,10 @@ def review_queue(run_dir: RunDirectory, labels: dict[tuple[str, str, str], Human
     chosen = queue_order(cells, labels, labeller=labeller, limit=limit, seed=seed)
     wanted = {(c.case_id, c.variant_name, c.sample) for c, _ in chosen}
     shown: dict[tuple[str, str, int], Trace] = {}
-    for trace in iter_records(run_dir.traces, Trace, "trace"):  # streamed; the last trace of a cell wins
-        key = (trace.case_id, trace.variant_name, trace.sample)
+    for record in iter_records(run_dir.traces, Trace, "trace"):  # streamed; the last trace of a cell wins
+        key = (record.case_id, record.variant_name, record.sample)
         if key in wanted:
-            shown[key] = trace
+            shown[key] = record
     items = []
     for cell, reason in chosen:
         trace = shown.get((cell.case_id, cell.variant_name, cell.sample))

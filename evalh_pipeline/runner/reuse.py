@@ -67,7 +67,7 @@ def reuse_traces(spec: EvalSpec, run_dir: RunDirectory, previous: RunDirectory) 
     with traces_appender(run_dir.traces) as out:
         for _, line in iter_raw_lines(previous.traces):
             trace: dict[str, Any] = json.loads(line)
-            key = (trace.get("case_id"), trace.get("variant_name"), int(trace.get("sample") or 0))
+            key: tuple[str, str, int] = (trace.get("case_id", ""), trace.get("variant_name", ""), int(trace.get("sample") or 0))
             expected = wanted.get(key)
             if expected is None:
                 continue
@@ -92,4 +92,5 @@ def recorded_reuse(run_dir: RunDirectory) -> dict[str, Any] | None:
     record = run_dir.path / REUSE_RECORD
     if not record.exists():
         return None
-    return json.loads(record.read_text(encoding="utf-8"))
+    reuse: dict[str, Any] = json.loads(record.read_text(encoding="utf-8"))
+    return reuse

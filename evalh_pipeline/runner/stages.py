@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime, timezone
+from typing import Any
 
 from evalh_pipeline.common.masking import mask_config
 from evalh_pipeline.config.dataset import select_cases
@@ -128,7 +129,7 @@ def _write_summary(spec: EvalSpec, run_dir: RunDirectory, traces_digest: str | N
     return summary
 
 
-def record_evaluators(spec: EvalSpec, run_dir: RunDirectory, config_hash: str) -> dict:
+def record_evaluators(spec: EvalSpec, run_dir: RunDirectory, config_hash: str) -> dict[str, Any]:
     """Write which evaluator configuration judged the run's current results (evaluators.yaml):
     config.yaml keeps the configuration the run started with; re-judging with edited
     evaluators replaces this record. Returns what was written."""

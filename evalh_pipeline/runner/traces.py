@@ -459,7 +459,7 @@ async def _run_cell(
     elif retry.backoff.attempts <= 1 and limiter is None:
         response, error, _ = await _call(cell, adapter, workspace, deadlines)  # nothing to wrap
         attempt = 1
-    elif retry.backoff.attempts <= 1:
+    elif retry.backoff.attempts <= 1 and limiter is not None:
         response, error = await _call_limited(cell, adapter, workspace, deadlines, limiter, reset, sent)
         attempt = 1
     else:
@@ -540,6 +540,7 @@ async def _call_limited(cell: Cell, adapter: SystemAdapter, workspace: Workspace
 
     outcome = await call_within_limit(limiter, attempt, answer_of, timeout=cell.variant.timeout_seconds,
                                       retry=limiter.retry, tokens_of=tokens_of)
+    error: TraceError | None
     if outcome.result is None:
         last = f"; last answer: {limiter.last_message}" if limiter.last_message else ""
         response, error = SystemResponse(), TraceError(type="rate_limited", message=f"not sent: {outcome.gave_up}{last}")

@@ -22,15 +22,18 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from filelock import FileLock, Timeout
 
 from evalh_pipeline.errors import InfrastructureError
+
+if TYPE_CHECKING:
+    from evalh_pipeline.store.run_dir import RunDirectory
 
 _OWNER_SUFFIX = ".owner"
 # One lock object per lock file in this process: held by the process, not by one thread.
@@ -38,6 +41,8 @@ _locks: dict[str, FileLock] = {}
 _guard = threading.Lock()
 
 R = TypeVar("R")
+S = TypeVar("S")  # the stage's spec
+P = ParamSpec("P")
 
 
 class RunDirectoryBusy(InfrastructureError, RuntimeError):
@@ -106,12 +111,13 @@ def _owner(path: Path) -> str:
         return "pid unknown"
 
 
-def under_run_lock(stage: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+def under_run_lock(stage: Callable[Concatenate[S, RunDirectory, P], Coroutine[Any, Any, R]],
+                   ) -> Callable[Concatenate[S, RunDirectory, P], Coroutine[Any, Any, R]]:
     """An async stage ``stage(spec, run_dir, ...)`` that runs holding ``run_dir``'s lock
     (:func:`locked`: one writer of a run directory at a time, re-entrant in this process)."""
 
     @functools.wraps(stage)
-    async def holding(spec: Any, run_dir: Any, *args: Any, **kwargs: Any) -> R:
+    async def holding(spec: S, run_dir: RunDirectory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with locked(run_dir.lock):
             return await stage(spec, run_dir, *args, **kwargs)
 

@@ -15,7 +15,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import dagster as dg
 
@@ -52,6 +52,7 @@ from evalh_pipeline.queries.report import (
 from evalh_pipeline.runner.drift import RunDrift, write_drift
 from evalh_pipeline.runner.evaluation import EvaluationStats, evaluate_traces, evaluators_fingerprint, judge_shard
 from evalh_pipeline.runner.hashes import file_version
+from evalh_pipeline.runner.progress import Progress
 from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.shards import collect_traces as collect_shard_traces
@@ -65,6 +66,24 @@ from evalh_pipeline.store.run_dir import RunDirectory, run_directory
 from evalh_pipeline.store.stage_runs import record_stage_run
 from evalh_pipeline.outputs.sync import publish_run, record_baseline
 from evalh_pipeline.view.links import run_page_url
+
+
+class _AssetOptions(TypedDict):
+    """What the eval's ``@dg.asset`` stages have in common."""
+
+    group_name: str
+    required_resource_keys: set[str]
+    partitions_def: dg.DynamicPartitionsDefinition
+    metadata: dict[str, Any]
+
+
+class _JudgeOptions(TypedDict):
+    """The keyword arguments a results step judges with (runner/evaluation.py)."""
+
+    max_concurrency: int | None
+    progress: Progress | None
+    incremental: bool
+    pools_url: str | None
 
 
 def runs_partitions_def(eval_name: str) -> dg.DynamicPartitionsDefinition:
@@ -121,7 +140,7 @@ class EvalAssets:
 class _Stage:
     """What every stage's step starts from: the live spec, the eval run, its directory."""
 
-    def __init__(self, context: dg.AssetExecutionContext, loaded: EvalSpec, stage: str) -> None:
+    def __init__(self, context: dg.AssetExecutionContext | dg.OpExecutionContext, loaded: EvalSpec, stage: str) -> None:
         self.context = context
         self.stage = stage
         self.live = live_spec(context.op_execution_context, loaded)
@@ -154,7 +173,7 @@ class _Stage:
         return self.runtime.traces_digests.get(str(self.run_dir.path)) or None
 
     def result(self, metadata: dict[str, Any], data_file: Path | None = None,
-               digest: str | None = None) -> dg.MaterializeResult:
+               digest: str | None = None) -> dg.MaterializeResult[Any]:
         """The stage's materialization; its data version is the run, the spec version of the
         stage and, with ``data_file``, that file's version (runner/hashes.py ``file_version``):
         traces appended by a resume, or results.jsonl rewritten because an evaluator changed,
@@ -190,7 +209,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
     shown = _shown_name(spec)
     versions = stage_versions(spec)
     partitions = runs_partitions_def(name)
-    common = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}, "partitions_def": partitions,
+    common: _AssetOptions = {"group_name": name, "required_resource_keys": {RUNTIME_KEY}, "partitions_def": partitions,
               "metadata": _definition_metadata(spec)}
 
     @dg.asset(
@@ -198,7 +217,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         description=(f"The cases of one run of {shown} (filtered and sampled), snapshotted with the config "
                      "in a new run directory. A run that exists keeps its snapshot (resume)."),
     )
-    def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def cases(context: dg.AssetExecutionContext) -> dg.MaterializeResult[Any]:
         stage = _Stage(context, spec, "cases")
         info = prepare_cases(stage.live, stage.run_id)
         return stage.result({
@@ -265,7 +284,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             # Every trace is written (and published): the step fails after them, so the run is
             # failed, not a 0% pass rate, and `evalh retry-failed` finishes it once fixed.
             raise dg.Failure(description=mask_text(silent.cause(), stage.live.secret_values),
-                             metadata={**result.metadata, NO_ANSWER_KEY: silent.error_type})
+                             metadata={**(result.metadata or {}), NO_ANSWER_KEY: silent.error_type})
         with warnings.catch_warnings():
             # An op's Output is how a graph-backed asset gives its data version: "beta" in
             # Dagster 1.13, the same versions the other stages give (pinned Dagster, tested here).
@@ -290,7 +309,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         description=f"{shown}: per-variant and per-evaluator rollups, completeness (expected cells against traces) and "
                     "the baseline-variant comparison (DuckDB over the JSONL).",
     )
-    def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def summary(context: dg.AssetExecutionContext) -> dg.MaterializeResult[Any]:
         stage = _Stage(context, spec, "summary")
         stage.require_run()
         pull_labels(stage.live)  # labelled on any machine, for an eval that publishes to a URL
@@ -325,7 +344,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
                      "pass-rate deltas, in drift.yaml and drift.md (regressions first). Without a promoted "
                      "baseline it says so and gates nothing."),
     )
-    def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def drift(context: dg.AssetExecutionContext) -> dg.MaterializeResult[Any]:
         stage = _Stage(context, spec, "drift")
         stage.require_run()
         pull_baseline(stage.live, Path(stage.live.runs_root), name)  # promoted on any machine
@@ -442,7 +461,7 @@ def _results_asset(spec: EvalSpec, traces: dg.AssetsDefinition, partitions: dg.D
            description="Judge the trace lines of one shard that have no current result.")
     def results_shard(context: dg.OpExecutionContext, shard: Shard) -> JudgedShard:
         stage = _Stage(context, spec, "results")
-        options = {"max_concurrency": stage.runtime.max_concurrency, "progress": stage.runtime.progress,
+        options: _JudgeOptions = {"max_concurrency": stage.runtime.max_concurrency, "progress": stage.runtime.progress,
                    "incremental": not rejudge_all(context), "pools_url": stage.pools_url}
         if shard.whole:  # judged and written at once, as a run without shards
             stats = run_coroutine(evaluate_traces(stage.live, stage.run_dir, stage.variants(),
@@ -577,7 +596,7 @@ def _share_with_steps(stage: _Stage) -> None:
         RunPublisher(publisher.canonical).publish(stage.run_dir, stage.stage)
 
 
-def _publish(context: dg.AssetExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
+def _publish(context: dg.AssetExecutionContext | dg.OpExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
     """Copy what the stage changed to the eval's output URLs (outputs/publishing.py).
 
     A canonical failure raises and fails the asset; a mirror failure is recorded in the

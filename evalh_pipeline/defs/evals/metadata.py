@@ -143,15 +143,15 @@ def calibration_metadata(summary: RunSummary) -> dict[str, Any]:
 
 def repeats_metadata(summary: RunSummary) -> dict[str, Any]:
     """With several samples per case: pass@k / pass^k per variant, flaky-case counts and the report section."""
-    repeated = [v for v in summary.variants if v.repeats is not None]
+    repeated = [(v.name, v.repeats) for v in summary.variants if v.repeats is not None]
     if not repeated:
         return {}
     metadata: dict[str, Any] = {}
-    for v in repeated:
-        k = v.repeats.samples_per_case
-        if k in v.repeats.pass_at_k:
-            metadata[f"pass_at_{k}/{v.name}"] = dg.MetadataValue.float(v.repeats.pass_at_k[k])
-            metadata[f"pass_hat_{k}/{v.name}"] = dg.MetadataValue.float(v.repeats.pass_hat_k[k])
-        metadata[f"flaky_cases/{v.name}"] = len(v.repeats.flaky_cases)
+    for name, repeats in repeated:
+        k = repeats.samples_per_case
+        if k in repeats.pass_at_k:
+            metadata[f"pass_at_{k}/{name}"] = dg.MetadataValue.float(repeats.pass_at_k[k])
+            metadata[f"pass_hat_{k}/{name}"] = dg.MetadataValue.float(repeats.pass_hat_k[k])
+        metadata[f"flaky_cases/{name}"] = len(repeats.flaky_cases)
     metadata["repeats"] = dg.MetadataValue.md(repeats_section(summary))
     return metadata
