@@ -15,10 +15,10 @@ from tests.support.evals import write_eval
 pytestmark = pytest.mark.e2e
 
 # What differs between two runs of the same eval in a result line (docs/guides/scale-out.md):
-# the run, when it was judged, and the hash of the trace judged (a trace records when and
+# the run, when and how long it was judged, and the hash of the trace judged (a trace records when and
 # where it ran, extra.executor). The same traces judged in shards give the same bytes but the
 # judging times (tests/runner/test_judging_shards.py).
-PER_RUN_FIELDS = ("run_id", "started_at", "finished_at", "trace_hash")
+PER_RUN_FIELDS = ("run_id", "started_at", "finished_at", "latency_ms", "trace_hash")
 
 
 def _eval(folder: Path, run_yaml: str) -> Path:
