@@ -43,6 +43,15 @@ def test_an_unknown_variant_is_a_one_line_error_naming_file_line_key_and_allowed
                                  "allowed are base, candidate")
 
 
+def test_variants_that_is_not_a_list_is_a_one_line_error(tmp_path):
+    path = write_eval(tmp_path / "toy", cases=2, systems=STEADY_SYSTEMS)
+    set_case_variants(path, {1: "base"})
+    with pytest.raises(ConfigError) as caught:
+        list(select_cases(load_eval(path), "r1"))
+    assert len(caught.value.issues) == 1
+    assert str(caught.value).startswith("cases.jsonl:2 variants: Input should be a valid list")
+
+
 def test_the_cell_plan_leaves_out_exactly_the_excluded_cells(tmp_path):
     path = write_eval(tmp_path / "toy", cases=3, systems=STEADY_SYSTEMS)
     set_case_variants(path, {1: ["candidate"]})
