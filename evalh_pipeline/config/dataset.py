@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,13 +34,15 @@ CaseEvaluatorCheck = Callable[[Any, str, Callable[[KeyPath], "int | None"], KeyP
 
 
 def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = False,
-                 case_evaluators: CaseEvaluatorCheck | None = None) -> Iterator[EvalCase]:
+                 case_evaluators: CaseEvaluatorCheck | None = None,
+                 variant_names: Collection[str] | None = None) -> Iterator[EvalCase]:
     """Every case of the file, validated; raises ConfigError at the first bad row.
 
     ``fixture`` files are YAML datasets whose cases may carry the ``embedded_trace`` they
     recorded (eval-harness's online-eval fixture); with ``embed_full_trace`` every case must.
     A row's own ``evaluators`` are checked by ``case_evaluators`` (the eval's check: names,
-    types and configs), else by their shape only.
+    types and configs), else by their shape only. A row's ``variants`` must name variants of
+    ``variant_names`` (the eval's) when it is given.
     """
     seen: set[str] = set()
     rows = _iter_jsonl(path) if dataset_type == "jsonl" else _iter_yaml(path)
@@ -51,6 +53,8 @@ def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = Fals
                                      "every case needs the trace it recorded)")
         if case_evaluators is not None and isinstance(raw, dict) and "evaluators" in raw:
             raw = {**raw, "evaluators": case_evaluators(raw["evaluators"], path.name, line_of, (*key, "evaluators"))}
+        if variant_names is not None and isinstance(raw, dict) and isinstance(raw.get("variants"), list):
+            _check_case_variants(raw["variants"], variant_names, path.name, line_of, (*key, "variants"))
         try:
             case = EvalCase.model_validate(raw)
         except ValidationError as exc:
@@ -62,6 +66,16 @@ def iter_dataset(path: Path, dataset_type: str, *, embed_full_trace: bool = Fals
                                      f"duplicate case id {case.id!r}: ids must be unique")
         seen.add(case.id)
         yield case
+
+
+def _check_case_variants(names: list[Any], allowed: Collection[str], file: str,
+                         line_of: Callable[[KeyPath], "int | None"], at: KeyPath) -> None:
+    """A row's ``variants``: each a variant of the eval (one-line ConfigError at the first that is not)."""
+    for i, name in enumerate(names):
+        if isinstance(name, str) and name not in allowed:
+            line = line_of((*at, i)) or line_of(at) or 0
+            raise ConfigError.single(file, line, format_key_path((*at, i)),
+                                     f"unknown variant {name!r}: allowed are {', '.join(allowed)}")
 
 
 def select_cases(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:
@@ -141,7 +155,8 @@ def dataset_cases(spec: EvalSpec) -> Iterator[EvalCase]:
     embed = bool((dataset.model_extra or {}).get("embed_full_trace")) and dataset.type == "fixture"
     check = partial(check_case_evaluators, eval_evaluators={e.name for e in spec.config.evaluators},
                     registry=spec.evaluator_types)
-    return iter_dataset(spec.dataset_path, dataset.type, embed_full_trace=embed, case_evaluators=check)
+    return iter_dataset(spec.dataset_path, dataset.type, embed_full_trace=embed, case_evaluators=check,
+                        variant_names=spec.variant_names)
 
 
 def _filtered_and_sampled(spec: EvalSpec, run_id: str) -> Iterator[EvalCase]:

@@ -50,3 +50,10 @@ class EvalCase(BaseModel):
     # Evaluators of this case only, merged with the eval's; required for its pass. Left out of
     # the case's JSON when empty, so snapshots of datasets without them are as they were.
     evaluators: list[CaseEvaluator] = Field(default_factory=list, exclude_if=lambda value: not value)
+    # The variants this case runs on (None: every variant). Its cells on the other variants do
+    # not exist by design: no trace, no result, never counted as missing. Left out when None.
+    variants: list[str] | None = Field(default=None, min_length=1, exclude_if=lambda value: value is None)
+
+    def runs_on(self, variant: str) -> bool:
+        """Whether the (case, ``variant``) cells exist in a run's plan."""
+        return self.variants is None or variant in self.variants

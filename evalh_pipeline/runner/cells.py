@@ -38,13 +38,16 @@ def iter_cells(
     cases_path: Path, variants: list[RunVariant], samples: int, skip: set[CellKey] | frozenset[CellKey] = frozenset(),
     shard: Shard | None = None,
 ) -> Iterator[Cell]:
-    """Every cell not in ``skip`` (of the cases ``shard`` holds: runner/shards.py); variants
-    interleave so each case's cells run together."""
+    """Every cell of the plan not in ``skip`` (of the cases ``shard`` holds: runner/shards.py);
+    variants interleave so each case's cells run together. A case that names its ``variants``
+    has no cells on the others."""
     cases = (iter_cases(cases_path) if shard is None or shard.whole else
              (CASES.decode(line, cases_path, number)  # the other shards' cases are not even parsed
               for position, (number, line) in enumerate(iter_raw_lines(cases_path)) if shard.holds(position)))
     for case in cases:
         for variant in variants:
+            if not case.runs_on(variant.name):
+                continue
             for sample in range(samples):
                 if (case.id, variant.name, sample) not in skip:
                     yield Cell(case, variant, sample)
@@ -53,6 +56,22 @@ def iter_cells(
 def count_cases(cases_path: Path) -> int:
     """The cases of a cases snapshot: its complete, non-blank lines."""
     return count_lines(cases_path)
+
+
+def planned_cases(cases_path: Path, variant_names: list[str], shard: Shard | None = None) -> dict[str, int]:
+    """How many cases of the snapshot (of those ``shard`` holds) run on each variant: all of
+    them but the cases whose ``variants`` leave the variant out. Times the samples, the cells
+    that exist by design."""
+    planned = dict.fromkeys(variant_names, 0)
+    for position, (_, line) in enumerate(iter_raw_lines(cases_path)):
+        if shard is not None and not shard.whole and not shard.holds(position):
+            continue
+        # Most lines do not name variants: they skip the parse.
+        (only,) = CASES.read_fields(line, "variants") if b'"variants"' in line else (None,)
+        for name in variant_names:
+            if only is None or name in only:
+                planned[name] += 1
+    return planned
 
 
 def completed_cells(traces_path: Path, variant_names: set[str]) -> set[CellKey]:

@@ -61,6 +61,8 @@ def reuse_traces(spec: EvalSpec, run_dir: RunDirectory, previous: RunDirectory) 
     for case in iter_cases(run_dir.cases):
         digest = case_hash(case)
         for variant, variant_digest in hashes.variants.items():
+            if not case.runs_on(variant):
+                continue  # no such cell by design: nothing to reuse
             for sample in range(samples):
                 if (case.id, variant, sample) not in done:
                     wanted[(case.id, variant, sample)] = (digest, variant_digest)

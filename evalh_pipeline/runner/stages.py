@@ -19,7 +19,7 @@ from evalh_pipeline.models.summary import VariantCompleteness
 from evalh_pipeline.queries.report import render_report
 from evalh_pipeline.queries.calibration import add_calibration
 from evalh_pipeline.queries.summary import summarize_run
-from evalh_pipeline.runner.cells import count_cases
+from evalh_pipeline.runner.cells import count_cases, planned_cases
 from evalh_pipeline.runner.shards import record_shard_count, shard_count
 from evalh_pipeline.runs import read_summary
 from evalh_pipeline.store.jsonl import JsonlAppender
@@ -48,13 +48,14 @@ def prepare_cases(spec: EvalSpec, run_id: str) -> CasesInfo:
         return CasesInfo(existing, count_cases(existing.cases), existing.read_config_hash(), created=False)
     with staged_run_directory(spec, run_id) as staging:
         digest = write_run_header(staging, spec, run_id)
-        count = 0
+        count = cells = 0
         with JsonlAppender(staging.cases) as out:
             for case in select_cases(spec, run_id):
                 out.write(case.model_dump_json())
                 count += 1
+                cells += sum(case.runs_on(name) for name in spec.variant_names)
         # Fixed for the run: every pass (a resume, a re-execution) plans the same shards.
-        cells = count * len(spec.variants) * spec.config.run.samples_per_case
+        cells *= spec.config.run.samples_per_case
         record_shard_count(staging, shard_count(spec.config.run, cells))
     return CasesInfo(existing, count, digest, created=True)
 
@@ -79,11 +80,14 @@ def run_samples(run_dir: RunDirectory, default: int = 1) -> int:
 
 
 def completeness(run_dir: RunDirectory, summary: RunSummary, cases: int, spec: EvalSpec | None = None) -> Completeness:
-    """Expected cells from the run's own snapshot against the traces the summary counted."""
+    """Expected cells from the run's own snapshot against the traces the summary counted: a
+    case's cells on the variants its ``variants`` leave out are not expected (none exist)."""
     samples = run_samples(run_dir, spec.config.run.samples_per_case if spec is not None else 1)
     present = {v.name: v.cases_total for v in summary.variants}
-    by_variant = {name: VariantCompleteness(expected=cases * samples, present=present.get(name, 0))
-                  for name in run_variants(run_dir, spec)}
+    names = run_variants(run_dir, spec)
+    planned = planned_cases(run_dir.cases, names) if run_dir.cases.exists() else dict.fromkeys(names, cases)
+    by_variant = {name: VariantCompleteness(expected=planned[name] * samples, present=present.get(name, 0))
+                  for name in names}
     expected = sum(c.expected for c in by_variant.values())
     found = sum(c.present for c in by_variant.values())
     return Completeness(

@@ -18,7 +18,7 @@ from evalh_pipeline.config.spec import EvalSpec
 from evalh_pipeline.enrichers.base import EnricherContext, TraceEnricher, build_enrichers, enrich_trace
 from evalh_pipeline.models import RunVariant, Trace, TraceError
 from evalh_pipeline.models.versioning import SCHEMA_VERSION
-from evalh_pipeline.runner.cells import Cell, iter_cells
+from evalh_pipeline.runner.cells import Cell, iter_cells, planned_cases
 from evalh_pipeline.runner.deadlines import Deadlines
 from evalh_pipeline.runner.hashes import CellHashes
 from evalh_pipeline.runner.policies import CostBudget, RetryPolicy
@@ -30,7 +30,7 @@ from evalh_pipeline.common.pricing import Pricer
 from evalh_pipeline.store.recording import TraceRecord, record_line, trace_line
 from evalh_pipeline.runner.reuse import reuse_traces
 from evalh_pipeline.runner.shards import (
-    WHOLE, Shard, Where, done_cells, part_path, shard_case_count, shard_case_ids, writer_lock,
+    WHOLE, Shard, Where, done_cells, part_path, shard_case_ids, writer_lock,
 )
 from evalh_pipeline.runner.progress import NoProgress, Progress
 from evalh_pipeline.runner.capture import apply_capture
@@ -140,7 +140,7 @@ async def _produce_traces(
         part_path(run_dir, shard).parent.mkdir(exist_ok=True)
     where = Where.here(shard).as_extra()  # extra.executor of every trace of this pass
     phase = "traces" if shard.whole else f"traces {shard.label}"  # a bar per shard where they share one
-    stats = TraceStats(cells_total=shard_case_count(run_dir.cases, shard) * len(variants) * samples)
+    stats = TraceStats(cells_total=sum(planned_cases(run_dir.cases, [v.name for v in variants], shard).values()) * samples)
     stats.cells_skipped = len(done)
     stats.cells_reused = sum(reused.by_variant.get(v.name, 0) for v in variants) if reused else 0
     progress.start(phase, stats.cells_total)

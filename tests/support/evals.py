@@ -103,3 +103,14 @@ def write_function_eval(root: Path, name: str, *, agent: str, eval_yaml: str, ca
     (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case_{i}", "input": {"q": question}}) + "\n"
                                                 for i in range(cases)))
     return home, folder
+
+
+def set_case_variants(path: Path, only: dict[int, object]) -> None:
+    """``variants: only[i]`` on the i-th row of the eval's cases.jsonl (the variants it runs on)."""
+    import json
+
+    dataset = path.parent / "cases.jsonl"
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()]
+    for i, value in only.items():
+        rows[i]["variants"] = value
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -17,7 +17,7 @@ from evalh_pipeline.importers.promptfoo.prompts import Prompt, read_prompts
 from evalh_pipeline.importers.promptfoo.providers import Provider, read_providers
 from evalh_pipeline.importers.promptfoo.results import BASELINE_CASES, BASELINE_EVAL, attach_results
 from evalh_pipeline.importers.promptfoo.source import Source
-from evalh_pipeline.importers.promptfoo.tests import read_tests
+from evalh_pipeline.importers.promptfoo.tests import Tests, read_tests
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 
 _CONFIG_KEYS = ("prompts", "providers", "targets", "tests")
@@ -129,14 +129,18 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
                         "error" if judged else "note")
     systems: list[dict[str, Any]] = []
     variants: dict[tuple[int, str], str] = {}
+    of_provider: list[list[str]] = []  # the variants of each provider, in order
     for provider in providers:
+        of_provider.append([])
         for prompt in [p for p in prompts if provider.runs(p)]:
             name_of = provider.label if len(prompts) == 1 else f"{provider.label}@{prompt.label}"
             systems.append(provider.system(_unique(_safe_name(name_of), {s["name"] for s in systems}), prompt))
             variants[(prompt.index, provider.ident)] = variants[(prompt.index, provider.label)] = systems[-1]["name"]
+            of_provider[-1].append(systems[-1]["name"])
     if not systems:
         raise BadSource(config.name, None, "", "no variant could be imported (no prompt x provider maps); "
                                                + "; ".join(f.text() for f in report.errors[:3]))
+    tests.cases[:] = _with_variants(source, tests, of_provider)
     description = doc.data.get("description")
     eval_yaml: dict[str, Any] = {
         "schema_version": "1.0",
@@ -159,6 +163,23 @@ def import_promptfoo(config: Path, name: str, results: Path | None = None) -> Im
                         for s in systems],
         }
     return imported
+
+
+def _with_variants(source: Source, tests: Tests, of_provider: list[list[str]]) -> list[dict[str, Any]]:
+    """The cases, those of a test whose ``providers`` filter keeps some providers with the
+    ``variants`` of those providers (every prompt of each); a case none of whose providers
+    has a variant (their ``prompts`` leave none) is left out (noted), as promptfoo runs it nowhere."""
+    cases = []
+    for case in tests.cases:
+        if case["id"] in tests.providers_of:
+            kept, place = tests.providers_of[case["id"]]
+            case = {**case, "variants": [name for i in kept for name in of_provider[i]]}
+            if not case["variants"]:
+                source.note(place, "test providers keep no imported prompt x provider",
+                            "test left out: promptfoo runs it nowhere either", "note")
+                continue
+        cases.append(case)
+    return cases
 
 
 def _safe_name(text: str) -> str:

@@ -58,6 +58,9 @@ class Tests:
 
     cases: list[dict[str, Any]]
     evaluators: list[dict[str, Any]]
+    # Case id -> the imported providers (positions) its test's `providers` filter keeps, for
+    # the cases that run on some of them only, and the test's place.
+    providers_of: dict[str, tuple[list[int], Place]] = field(default_factory=dict)
 
 
 def _raw_tests(source: Source) -> list[Located]:
@@ -226,23 +229,20 @@ def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
     return label.startswith(f"{ref}:") or ident.startswith(f"{ref}:")
 
 
-def _runs_on(source: Source, test: Test, outputs: Outputs) -> bool:
-    """Whether the test becomes a case: a ``providers`` filter that keeps every imported
-    provider maps (the case runs on each), one that keeps none leaves the test out as promptfoo
-    runs it nowhere (isProviderAllowed, util-BmRwZ8Aq.js:1342-1346); one that keeps some is
-    reported, since a case runs on every variant."""
+def _kept_providers(source: Source, test: Test, outputs: Outputs) -> list[int] | None:
+    """The imported providers (their positions) the test runs on: None for all of them (no
+    ``providers`` filter, or one that keeps every provider). promptfoo runs a test only on the
+    providers its filter allows (isProviderAllowed, src/util/provider.ts; util-BmRwZ8Aq.js:1342-1346):
+    a filter that keeps none leaves the test out (noted), one that keeps some becomes the
+    case's ``variants`` (importer.py names them)."""
     if test.providers is None:
-        return True
-    kept = [label for label, ident in outputs.providers
+        return None
+    kept = [i for i, (label, ident) in enumerate(outputs.providers)
             if any(provider_ref_matches(ref, label, ident) for ref in test.providers)]
     if not kept:
         source.note(test.place, f"test providers {test.providers} match no imported provider",
                     "test left out: promptfoo runs it on no provider either", "note")
-        return False
-    if len(kept) < len(outputs.providers):
-        source.note(test.place, f"test providers {test.providers}: promptfoo runs it only on {kept}",
-                    "the case runs on every variant here (evalh has no per-case variant filter)")
-    return True
+    return None if len(kept) == len(outputs.providers) else kept
 
 
 def _line_in(source: Source, located: Located, tail: tuple[Any, ...]) -> int | None:
@@ -307,12 +307,14 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
     for index, assertion, place in shared:
         evaluators += _evaluators(source, f"default-{index + 1}", assertion, None, place, judge, outputs)
     cases: list[dict[str, Any]] = []
+    providers_of: dict[str, tuple[list[int], Place]] = {}
     located_tests = _raw_tests(source)
     for located in located_tests:
         test = _test(source, located)
         for assertion, place in test.asserts:
             check_type(source, assertion, place)
-        if not _runs_on(source, test, outputs or Outputs()):
+        kept = _kept_providers(source, test, outputs or Outputs())
+        if kept == []:
             continue
         own_judge = judge if test.rubric_prompt is None else replace(judge, rubric_prompt=test.rubric_prompt)
         if test.rubric_prompt is not None and any(a.get("type") == "llm-rubric" for _, a, _ in shared):
@@ -332,8 +334,10 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
                 case["metadata"] = metadata
             if own:
                 case["evaluators"] = own
+            if kept is not None:
+                providers_of[case["id"]] = (kept, test.place)
             cases.append(case)
-    return Tests(cases, evaluators)
+    return Tests(cases, evaluators, providers_of)
 
 
 def _uses_vars(assertion: dict[str, Any]) -> bool:

@@ -7,10 +7,12 @@ import textwrap
 import pytest
 import yaml
 
+from evalh_pipeline.config.dataset import select_cases
 from evalh_pipeline.importers.promptfoo import import_promptfoo
 from evalh_pipeline.importers.report import BadSource
 from evalh_pipeline.importers.writing import write_tree
 from evalh_pipeline.importers.promptfoo.tests import assertion_from_string
+from evalh_pipeline.runner.loading import load_eval
 
 
 def _config(folder, text: str, **files: str):
@@ -263,10 +265,12 @@ def test_csv_and_jsonl_prompt_files_hold_one_prompt_a_row(tmp_path):
     assert finding.text().startswith("promptfooconfig.yaml:1: error: prompts[2]: prompt script make.sh")
 
 
-def test_a_test_providers_filter_maps_when_it_keeps_all_or_none(tmp_path):
-    # isProviderAllowed / doesProviderRefMatch (dist/src/util-BmRwZ8Aq.js:1325-1346)
+def test_a_test_providers_filter_runs_the_case_on_the_providers_it_keeps(tmp_path, monkeypatch):
+    # promptfoo runs a test only on the providers its filter allows: isProviderAllowed /
+    # doesProviderRefMatch (src/util/provider.ts; dist/src/util-BmRwZ8Aq.js:1325-1346): the
+    # label or the id exactly, a `prefix*` of either, or either starting with `ref:`.
     path = _config(tmp_path, """\
-        prompts: ['{{q}}']
+        prompts: ['{{q}}', 'Q: {{q}}']
         providers:
           - {id: openai:gpt-4o-mini, label: fast}
           - {id: openai:gpt-4o, label: smart}
@@ -275,15 +279,28 @@ def test_a_test_providers_filter_maps_when_it_keeps_all_or_none(tmp_path):
             providers: ['openai:*']
           - vars: {q: none}
             providers: [anthropic]
-          - vars: {q: some}
+          - vars: {q: by label}
             providers: [fast]
+          - vars: {q: by id}
+            providers: ['openai:gpt-4o']
+          - vars: {q: by wildcard}
+            providers: ['sm*']
         """)
     imported = import_promptfoo(path, "demo")
-    assert [c["input"]["vars"]["q"] for c in imported.cases] == ["all", "some"]
-    none, some = (f.text() for f in imported.report.findings)
+    fast = [s["name"] for s in imported.eval_yaml["systems"] if s["name"].startswith("fast")]
+    smart = [s["name"] for s in imported.eval_yaml["systems"] if s["name"].startswith("smart")]
+    assert len(fast) == len(smart) == 2  # a variant per prompt
+    assert [(c["input"]["vars"]["q"], c.get("variants")) for c in imported.cases] == [
+        ("all", None), ("by label", fast), ("by id", smart), ("by wildcard", smart)]
+    # Only the filter that keeps none is reported: a subset is mapped.
+    (none,) = (f.text() for f in imported.report.findings)
     assert none.startswith("promptfooconfig.yaml:8: note: tests[1]: test providers ['anthropic'] match no imported")
-    assert some.startswith("promptfooconfig.yaml:10: error: tests[2]: test providers ['fast']: promptfoo runs it "
-                           "only on ['fast']")
+
+    # The written eval loads: the case's variants are variants of the eval.
+    write_tree(tmp_path / "out", imported.files())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spec = load_eval(tmp_path / "out" / "eval.yaml")
+    assert [c.variants for c in select_cases(spec, "r1")] == [None, fast, smart, smart]
 
 
 def test_assertion_from_string_follows_promptfoos_csv_rules():
