@@ -52,7 +52,6 @@ from evalh_pipeline.defs.evals.names import (
     REPEATS_TAG,
     REUSE_FROM_TAG,
     RUN_DIR_TAG,
-    STEP_VALUES_SUFFIX,
     TRIGGER_TAG,
     judge_job,
     judge_consistency_job,
@@ -376,7 +375,7 @@ def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, 
     origin, and the UI's "Re-execute all" / "From failure" need one to find the job
     ("Expected non-None value", dagster-io/dagster#19458, closed without a public API). This
     is ``JobDefinition.execute_in_process`` (the same ephemeral job: in-process executor,
-    in-memory default I/O manager, and the graph's step values in memory too,
+    in-memory default I/O manager, the graph's step values in the run's folder,
     defs/evals/step_values.py; the same tags, partition check and run config) with the run
     created by ``create_run_for_job(..., remote_job_origin=...)`` and executed by
     ``execute_run``. Checked against Dagster 1.13.27; tests/defs/test_dagster_buttons.py
@@ -398,9 +397,10 @@ def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, 
     else:
         assert defs is not None
         job = defs.resolve_job_def(job_name)
-        # In one process the graph's step values stay in memory, as Dagster's own in-process runs keep them.
-        in_memory = {key: dg.mem_io_manager for key in job.resource_defs if key.endswith(STEP_VALUES_SUFFIX)}
-        ephemeral = job.as_ephemeral_job(resource_defs=in_memory, input_values={})
+        # The graph's step values go to the run's folder even in one process: the UI's "Re-execute
+        # from failure" of a CLI run (the code location's job, in another process) loads the
+        # values of the steps it skips from there (tests/e2e/test_ui_reexecute_cli_runs.py).
+        ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
         executable = InMemoryJob(job_def=ephemeral)
         origin_defs_name = defs.get_repository_def().name
     plan = create_execution_plan(executable, run_config=run_config,

@@ -11,8 +11,8 @@ of the output's declared type (a dataclass, through pydantic both ways, never a 
 A re-execution loads the outputs of the steps it does not run from its parent run's
 folder there, on whichever machine it runs. The folder is hidden: never published or
 pulled by the working copies (outputs/publishing.py), and removed with its run. ``evalh run``'s
-in-process executor keeps the values in memory instead (defs/launch.py): nothing is
-written there.
+in-process executor writes them there too: the UI's "Re-execute from failure" of a CLI run
+runs in another process and reads them (a few small files a run).
 """
 
 from __future__ import annotations
