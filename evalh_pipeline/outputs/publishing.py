@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,11 +160,13 @@ class RunPublisher:
     def active(self) -> bool:
         return self.canonical is not None or bool(self.mirrors)
 
-    def publish(self, run_dir: RunDirectory, stage: str) -> PublishReport:
+    def publish(self, run_dir: RunDirectory, stage: str, *,
+                skip: Callable[[str], bool] | None = None) -> PublishReport:
         """Upload what changed in ``run_dir`` to every target.
 
         Mirrors go first so that their failures, recorded in ``publish.jsonl``, reach the
-        canonical copy in the same publish.
+        canonical copy in the same publish. ``skip`` (a relative path -> bool) leaves files out,
+        neither uploaded nor removed at the target: what another step owns (another shard's part).
         """
         report = PublishReport()
         if not self.active:
@@ -173,14 +175,14 @@ class RunPublisher:
         try:
             for mirror in self.mirrors:
                 try:
-                    self._publish_to(mirror, run_dir, state, report)
+                    self._publish_to(mirror, run_dir, state, report, skip)
                 except Exception as exc:  # noqa: BLE001 - a mirror never fails the run
                     failure = OutputFailure(mirror, f"{type(exc).__name__}: {exc}")
                     report.failures.append(failure)
                     record_failure(run_dir, stage, failure)
             if self.canonical is not None:
                 try:
-                    self._publish_to(self.canonical, run_dir, state, report)
+                    self._publish_to(self.canonical, run_dir, state, report, skip)
                 except Exception as exc:
                     raise PublishError(
                         f"cannot publish run {run_dir.run_id} to its canonical output "
@@ -235,12 +237,14 @@ class RunPublisher:
         write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
         return fetched
 
-    def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport) -> None:
+    def _publish_to(self, target: str, run_dir: RunDirectory, state: dict[str, Any], report: PublishReport,
+                    skip: Callable[[str], bool] | None = None) -> None:
         from evalh_pipeline.store.object_storage import FsspecObjectStorage, encode_path_part
 
         storage = FsspecObjectStorage(run_url(target, run_dir.run_id))
         seen: dict[str, str] = state.setdefault(target, {})
-        current = dict(_publishable_files(run_dir))
+        current = {relative: path for relative, path in _publishable_files(run_dir)
+                   if skip is None or not skip(relative)}
         for relative, path in sorted(current.items()):
             digest = _file_digest(path)
             if seen.get(relative) == digest:
@@ -259,6 +263,8 @@ class RunPublisher:
                 state.setdefault(_PULLED + target, {})[relative] = _remote_version(storage.fs.info(f"{storage.root}/{key}"))
             report.uploaded[target] = report.uploaded.get(target, 0) + 1
         for relative in sorted(set(seen) - set(current)):
+            if skip is not None and skip(relative):
+                continue  # not this publish's to remove
             key = "/".join(encode_path_part(part) for part in relative.split("/"))
             try:
                 storage.fs.rm_file(f"{storage.root}/{key}")

@@ -68,3 +68,32 @@ def test_a_key_that_climbs_out_of_the_run_is_never_fetched(tmp_path, s3_server, 
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()
                   and not p.name.startswith(".")) == sorted(f"{c.relative_to(tmp_path).as_posix()}/run.json"
                                                             for c in copies)
+
+
+def test_a_shard_step_never_publishes_a_stale_part_of_another_shard(tmp_path, s3_server, monkeypatch):
+    # Machine A ran shard 1 until it was killed: its partial part stayed in A's copy. Shard 1
+    # ran again on B and published its whole part; A's later step of shard 2 must not put A's
+    # stale part of shard 1 back over it (defs/evals/assets.py ``_share_with_steps``).
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    output = f"{s3_server.make_bucket(f'parts-{uuid.uuid4().hex[:8]}')}/runs"
+    publisher = RunPublisher(output)
+    a = RunDirectory(working_root(output, tmp_path / "a") / "r1")
+    (a.path / "shards").mkdir(parents=True)
+    (a.path / "run.json").write_text('{"run_id": "r1"}\n')
+    (a.path / "shards" / "traces.1-of-2.jsonl").write_text('{"cell": 1}\n')  # partial
+    b = RunDirectory(working_root(output, tmp_path / "b") / "r1")
+    (b.path / "shards").mkdir(parents=True)
+    (b.path / "run.json").write_text('{"run_id": "r1"}\n')
+    whole = '{"cell": 1}\n{"cell": 3}\n'
+    (b.path / "shards" / "traces.1-of-2.jsonl").write_text(whole)
+    publisher.publish(b, "traces", skip=lambda relative: relative.startswith("shards/")
+                      and not relative.startswith("shards/traces.1-of-2"))
+
+    (a.path / "shards" / "traces.2-of-2.jsonl").write_text('{"cell": 2}\n')
+    report = publisher.publish(a, "traces", skip=lambda relative: relative.startswith("shards/")
+                               and not relative.startswith("shards/traces.2-of-2"))
+    fs = s3_server.filesystem()
+    assert fs.cat(f"{output}/r1/shards/traces.1-of-2.jsonl").decode() == whole
+    assert fs.cat(f"{output}/r1/shards/traces.2-of-2.jsonl").decode() == '{"cell": 2}\n'
+    assert report.removed == {}

@@ -56,7 +56,7 @@ from evalh_pipeline.runner.progress import Progress
 from evalh_pipeline.runner.judge_consistency import measure_judge_consistency
 from evalh_pipeline.runner.stages import prepare_cases, record_evaluators, run_variants, write_summary
 from evalh_pipeline.runner.shards import collect_traces as collect_shard_traces
-from evalh_pipeline.runner.shards import Shard, plan_trace_shards, recorded_shards
+from evalh_pipeline.runner.shards import PARTS_FOLDER, Shard, plan_trace_shards, recorded_shards
 from evalh_pipeline.runner.traces import TraceStats, produce_traces
 from evalh_pipeline.store.jsonl import complete_lines_digest
 from evalh_pipeline.store.baselines import baseline_folder, current_baseline, promote
@@ -257,7 +257,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             stage.live, stage.run_dir, stage.variants(), max_concurrency=stage.runtime.max_concurrency,
             progress=stage.runtime.progress, reuse_from=reuse_source(context, stage.live), pools_url=stage.pools_url,
             shard=shard))
-        _share_with_steps(stage)  # its traces, for the collect step on any machine
+        _share_with_steps(stage, shard)  # its traces, for the collect step on any machine
         context.log.info(f"{stage.run_id} shard {shard.label}: ran {stats.cells_run} cells, {stats.cells_skipped} "
                          "had traces" + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         return stats
@@ -468,7 +468,7 @@ def _results_asset(spec: EvalSpec, traces: dg.AssetsDefinition, partitions: dg.D
                                                   traces_digest=stage.traces_digest, **options))
         else:
             stats = run_coroutine(judge_shard(stage.live, stage.run_dir, stage.variants(), shard, **options))
-        _share_with_steps(stage)  # its results part, for the collect step on any machine
+        _share_with_steps(stage, shard)  # its results part, for the collect step on any machine
         return JudgedShard(shard, stats)
 
     @dg.op(name=f"{op_prefix(name)}__collect_results", required_resource_keys={RUNTIME_KEY}, out=dg.Out(dg.Nothing),
@@ -584,16 +584,27 @@ def _judge_consistency_job(spec: EvalSpec, partitions: dg.PartitionsDefinition,
     return judge_consistency_runs
 
 
-def _share_with_steps(stage: _Stage) -> None:
+def _share_with_steps(stage: _Stage, shard: Shard | None = None) -> None:
     """Put what a step of the traces or results graph wrote at the run's canonical URL, when the run's
     steps may run on other machines (they read the run from there): the other steps of the
     graph, and the collect step, pull it. In process (the default) every step sees the same
-    working copy: nothing is uploaded before the stage ends."""
+    working copy: nothing is uploaded before the stage ends.
+
+    A step of one shard (of several) never publishes another shard's parts: its working copy
+    may hold a stale one (a part this machine wrote before its step was killed, which the
+    shard's new step on another machine has since completed at the URL)."""
     if runs_in_process(stage.live):
         return
     publisher = RunPublisher.for_spec(stage.live)
-    if publisher.canonical is not None:  # the mirrors take the collected traces.jsonl
-        RunPublisher(publisher.canonical).publish(stage.run_dir, stage.stage)
+    if publisher.canonical is None:  # the mirrors take the collected traces.jsonl
+        return
+    own = ((f"{PARTS_FOLDER}/traces.{shard.label}.jsonl", f"{PARTS_FOLDER}/results.{shard.label}/")
+           if shard is not None and not shard.whole else None)
+
+    def others_part(relative: str) -> bool:
+        return own is not None and relative.startswith(f"{PARTS_FOLDER}/") and not relative.startswith(own)
+
+    RunPublisher(publisher.canonical).publish(stage.run_dir, stage.stage, skip=others_part)
 
 
 def _publish(context: dg.AssetExecutionContext | dg.OpExecutionContext, live: EvalSpec, run_dir: RunDirectory, stage: str) -> None:
