@@ -285,12 +285,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
             # failed, not a 0% pass rate, and `evalh retry-failed` finishes it once fixed.
             raise dg.Failure(description=mask_text(silent.cause(), stage.live.secret_values),
                              metadata={**(result.metadata or {}), NO_ANSWER_KEY: silent.error_type})
-        with warnings.catch_warnings():
-            # An op's Output is how a graph-backed asset gives its data version: "beta" in
-            # Dagster 1.13, the same versions the other stages give (pinned Dagster, tested here).
-            warnings.simplefilter("ignore", dg.BetaWarning)
-            output = dg.Output(None, metadata=result.metadata, data_version=result.data_version)
-        yield output
+        yield _graph_asset_output(result)
 
     @dg.graph_asset(
         key=[name, "traces"], ins={"cases": dg.AssetIn(key=cases.key, dagster_type=dg.Nothing)},
@@ -494,10 +489,7 @@ def _results_asset(spec: EvalSpec, traces: dg.AssetsDefinition, partitions: dg.D
             "evaluators_config": dg.MetadataValue.json(judged_with["evaluators"]),
             "evaluators_record": dg.MetadataValue.path(str(stage.run_dir.evaluators_yaml)),
         }, stage.run_dir.results)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", dg.BetaWarning)  # as collect_traces
-            output = dg.Output(None, metadata=result.metadata, data_version=result.data_version)
-        yield output
+        yield _graph_asset_output(result)
 
     @dg.graph_asset(
         key=[name, "results"], ins={"traces": dg.AssetIn(key=traces.key, dagster_type=dg.Nothing)},
@@ -582,6 +574,15 @@ def _judge_consistency_job(spec: EvalSpec, partitions: dg.PartitionsDefinition,
         measure_judges()
 
     return judge_consistency_runs
+
+
+def _graph_asset_output(result: dg.MaterializeResult[Any]) -> dg.Output[None]:
+    """The collect op's Output, which is how a graph-backed asset gives its metadata and data
+    version. ``data_version`` on an Output is "beta" in Dagster 1.13: the warning is silenced for
+    this one call only (pinned Dagster, tested here), the same versions the other stages give."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.Output(None, metadata=result.metadata, data_version=result.data_version)
 
 
 def _share_with_steps(stage: _Stage, shard: Shard | None = None) -> None:
