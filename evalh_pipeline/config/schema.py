@@ -24,7 +24,8 @@ NAME_PATTERN = r"^[^\s|,\[\]/\\\x00-\x1f](?:[^|,\[\]/\\\x00-\x1f]*[^\s|,\[\]/\\\
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Attribute docstrings are the keys' descriptions in the JSON Schema and the reference.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 # An eval's name is part of every run id and run folder (`<timestamp>_<name>`, staged as
@@ -50,9 +51,16 @@ def eval_key(name: str) -> str:
 
 class EvalInfo(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
+    """The eval's name: it names run folders, run ids and (as its key, other characters as `_`)
+    Dagster's assets, jobs and partitions. Spaces allowed; not `| , [ ] / \\` or control characters;
+    at most 128 characters.
+    """
     description: str | None = None
+    """Free text, shown in the Dagster UI and the viewer."""
     owner: str | None = None
+    """Who owns the eval (a person or team), shown beside it."""
     tags: list[str] = Field(default_factory=list)
+    """Labels for the eval, copied into its Dagster assets' tags."""
 
     @field_validator("name")
     @classmethod
@@ -64,29 +72,53 @@ class EvalInfo(_Strict):
 
 
 class DatasetConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     type: str
+    """How the cases are read: `yaml`, `jsonl`, or `fixture` (cases with the trace they recorded).
+    """
     path: str | None = None
+    """The cases file, relative to eval.yaml (then to the working directory)."""
     filter: dict[str, Any] = Field(default_factory=dict)
+    """Keep only cases whose `metadata.<key>` (or a dotted path into the case) equals the value or one
+    of a list of values.
+    """
     sample: int | None = Field(default=None, ge=1)
+    """Run N cases drawn as eval-harness draws them (`Random(seed).sample`); `seed` (default: the run
+    id) makes the draw repeatable.
+    """
 
 
 class SystemConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     name: str = Field(pattern=NAME_PATTERN)
+    """The variant's name: one column of every comparison. Spaces allowed; not `| , [ ] / \\` or control
+    characters.
+    """
     adapter: str
+    """How the system is called: `python_function`, `http`, `cli`, `docker`, `git_branch`, `replay`,
+    `user_simulator`, or a plugin's adapter. Its other keys are that adapter's settings.
+    """
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free data about the variant (model, prompt version), copied into its traces and the summary.
+    """
     timeout_seconds: float = Field(default=120, gt=0)
-    # TraceEnrichers run on each trace of this system before it is persisted (eval-harness key).
+    """A cell that runs longer is stopped and ends `timeout` (retried if `run.retry.on` names it).
+    """
     enrich_trace_from: list[dict[str, Any]] = Field(default_factory=list)
+    """Trace enrichers run on each trace of this system before it is written (an `http` enricher reads
+    spans from your tracing platform).
+    """
 
 
 class WorkspaceConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     type: str = "tempdir_snapshot"
+    """The workspace each cell runs in (coding agents): `tempdir_snapshot` (a copy of the fixture
+    folder per cell), `docker_volume` (a sandbox container), or a plugin's type.
+    """
 
 
 CaptureItem = Literal["final_answer", "thinking", "structured", "messages", "tool_calls", "tool_results",
@@ -131,17 +163,26 @@ class TraceCaptureConfig(_Strict):
     """Which parts of each trace are kept (runner/capture.py); empty: all of them."""
 
     capture: list[CaptureItem] = Field(default_factory=list)
+    """The parts of each trace to keep: `final_answer`, `thinking`, `structured`, `messages`,
+    `tool_calls`, `tool_results`, `latency`, `tokens`, `cost`, `streaming`. Empty: all of them.
+    """
 
 
 class EvaluatorConfig(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
+    """The evaluator's name: one column of results and of `pass_criteria`."""
     type: str
+    """The evaluator type (`contains_text`, `exact_match`, `llm_judge`, ... or a plugin's)."""
     config: dict[str, Any] = Field(default_factory=dict)
+    """That type's settings, checked by its own config model when the eval loads."""
 
 
 class PassCriteria(_Strict):
     all_required: list[str] = Field(default_factory=list)
+    """Evaluators that must all pass for a case to pass. Both lists empty: every evaluator must pass.
+    """
     any_required: list[str] = Field(default_factory=list)
+    """Of these evaluators at least one must pass (besides `all_required`)."""
 
 
 RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception", "rate_limited")
@@ -149,9 +190,13 @@ RETRY_ON = ("timeout", "http_5xx", "adapter_error", "exception", "rate_limited")
 
 class RetryConfig(_Strict):
     max_attempts: int = Field(default=1, ge=1)
+    """Attempts per cell, the first included (1: no retry)."""
     # Any text, as in eval-harness; a value that names no error type never matches (warned at load).
     on: list[str] = Field(default_factory=list)
+    """The error types retried: `timeout`, `http_5xx`, `adapter_error`, `exception`, `rate_limited`.
+    """
     backoff_seconds: float = Field(default=0.0, ge=0)
+    """The wait before a retry, doubled for each further attempt."""
 
 
 # run.executor.type -> the Dagster executor of the eval's jobs (defs/evals/executors.py).
@@ -181,18 +226,27 @@ class ExecutorConfig(BaseModel):
     and ``pools``: named limits (a capacity, or max_concurrency, requests_per_second and/or
     tokens_per_minute). Other keys (eval-harness's own) are accepted and unused."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     type: str = AUTO_EXECUTOR
+    """The Dagster executor of the eval's steps: `auto` (in process, or multiprocess shards for a large
+    CPU-bound run), `in_process` / `local`, `multiprocess`, `celery`, `k8s`, `docker`.
+    """
     pools: dict[str, PoolLimits] = Field(default_factory=dict)
-    # celery: the Redis broker (and result backend; default: the broker). Unset: $EVALH_CELERY_BROKER
-    # read by each process when the run starts, so the URL (and its password) stays out of eval.yaml.
+    """Named limits shared by every system and judge that names them with `pool:`, across shards and
+    machines: a capacity (`gpu: 2`) or `max_concurrency`, `requests_per_second`,
+    `tokens_per_minute`.
+    """
     broker: str | None = None
+    """celery: the Redis broker URL. Unset: `$EVALH_CELERY_BROKER`, read by each process when the run
+    starts, so the URL (and its password) stays out of eval.yaml.
+    """
     backend: str | None = None
-    # multiprocess: at most this many step processes at once (default: the CPU count).
+    """celery: the result backend URL (default: the broker)."""
     max_concurrent: int | None = Field(default=None, ge=1)
-    # k8s and docker: the image the step containers run (default: the run launcher's).
+    """multiprocess: at most this many step processes at once (default: the CPU count)."""
     image: str | None = None
+    """k8s and docker: the image the step containers run (default: the run launcher's)."""
 
     @field_validator("type")
     @classmethod
@@ -209,27 +263,37 @@ class ExecutorConfig(BaseModel):
 
 class RunConfig(_Strict):
     max_concurrency: int = Field(default=4, ge=1)
+    """Cells in flight at once: the one concurrency knob."""
     per_variant_concurrency: int | None = Field(default=None, ge=1)
+    """At most this many cells of one variant in flight at once (within `max_concurrency`)."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    """Which failed cells are tried again, how often, after how long."""
     baseline_variant: str | None = None
+    """The variant the others are compared with in the summary (unset: no such comparison)."""
     cost_limit_usd: float | None = Field(default=None, ge=0)
+    """Stop starting cells once the run's cost reaches this; cells not run end `cost_limit`."""
     samples_per_case: int = Field(default=1, ge=1)
-    # A field path of the case (``metadata.document``): cases sharing its value are one cluster
-    # for every interval and test of the summary, compare and drift (an evalh extension).
+    """Cells per case and variant: each sample is called and judged on its own (pass^k, flakiness).
+    """
     cluster_by: str | None = None
+    """A field path of the case (`metadata.document`): cases sharing its value are one cluster in every
+    interval and test of the summary, compare and drift. An evalh extension.
+    """
     # The Dagster executor of the eval's jobs (defs/evals/executors.py), and the named limits
     # (`pools`) that systems[].pool and judges' `pool` share (across processes through the
     # Dagster instance's database: common/ratelimits/shared.py).
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig())
-    # How the run meets servers' rate limits (an evalh extension).
+    """Which Dagster executor runs the eval's steps, and the named pools."""
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
-    # Parts the traces stage is cut into, each a step of the run's Dagster run (runner/shards.py):
-    # a number, or `auto` (the default: from the cells, the systems, run.executor and the cores).
-    # An evalh extension.
+    """How the run meets servers' rate limits. An evalh extension."""
     shards: int | Literal["auto"] = "auto"
-    # `shards: auto` gives each shard at least this many cells (a run of fewer than twice as
-    # many stays one shard in process). An evalh extension.
+    """Parts the run's cells are cut into, each a step of the run's Dagster run: a number, or `auto`
+    (from the cells, the systems, the executor and the cores). An evalh extension.
+    """
     cells_per_shard: int = Field(default=CELLS_PER_SHARD, ge=1)
+    """`shards: auto` gives each shard at least this many cells; a run of fewer than twice as many
+    stays one shard in process. An evalh extension.
+    """
 
     @field_validator("shards", mode="before")
     @classmethod
@@ -251,6 +315,8 @@ class SignificanceGateConfig(_Strict):
     finds significant at ``alpha`` (p < alpha, more cases worse than better)."""
 
     alpha: float = Field(default=0.05, gt=0, lt=1)
+    """The significance level: a regression fails the gate when McNemar's exact test gives p < alpha.
+    """
 
 
 class NonInferiorityGateConfig(_Strict):
@@ -258,6 +324,7 @@ class NonInferiorityGateConfig(_Strict):
     more than ``margin``: the lower bound of its pass-rate delta's 95% interval above -margin."""
 
     margin: float
+    """The largest loss of pass rate tolerated, as a share (0.03: three points)."""
 
     @field_validator("margin")
     @classmethod
@@ -279,15 +346,27 @@ class GatesConfig(_Strict):
     """
 
     no_regressions_vs_baseline_variant: bool = True
-    # Checked on each run's `drift` asset; passes (saying so) while no run is promoted.
+    """Fail when a case passes on the baseline variant and fails on another (checked on the summary).
+    """
     no_regressions_vs_promoted_baseline: bool = True
+    """Fail when a case that passed in the promoted baseline run fails now (checked on drift; passes
+    while no run is promoted).
+    """
     # On the summary (vs the baseline variant) and on drift (vs the promoted baseline).
     no_significant_regression: SignificanceGateConfig | None = None
-    # On the summary and on drift, as no_significant_regression.
+    """Fail only on a regression McNemar's exact test finds significant (`true`, or `{alpha: 0.01}`);
+    turns the two count-based gates off unless they are set.
+    """
     non_inferiority: NonInferiorityGateConfig | None = None
+    """Every variant must be shown no worse than its reference by more than `margin` (the lower bound
+    of the pass-rate delta's 95% interval).
+    """
     pass_rate_floor: float | None = Field(default=None, ge=0, le=1)
+    """Fail when a variant's pass rate is below this share."""
     max_errored_fraction: float | None = Field(default=None, ge=0, le=1)
+    """Fail when more than this share of a variant's cells errored."""
     blocking: bool = False
+    """A failed gate also fails the Dagster run (and stops the run's drift), not only its check."""
 
     @field_validator("no_significant_regression", mode="before")
     @classmethod
@@ -316,7 +395,9 @@ class ScheduleConfig(_Strict):
     """
 
     drift_cron: str = "0 0 * * *"
+    """A five-field cron expression: when the `<eval>__scheduled_drift` sensor starts a run."""
     timezone: str = "UTC"
+    """The IANA time zone the cron is read in."""
 
     @field_validator("drift_cron")
     @classmethod
@@ -348,8 +429,15 @@ class AutomationConfig(_Strict):
     """
 
     on_fixture_change: bool = False
+    """Start the `<eval>__fixtures_changed` sensor running: a commit that changes the eval's files
+    starts a run.
+    """
     drift_cron: str | None = None
+    """Start `<eval>__scheduled_drift` running on this cron (read in `schedule.timezone`)."""
     reuse_unchanged_traces: bool = False
+    """A fixture-change run starts from the traces of the latest complete run whose case, variant and
+    fixture hashes are unchanged (as `evalh run --reuse`).
+    """
 
     @field_validator("drift_cron")
     @classmethod
@@ -363,6 +451,9 @@ class AutomationConfig(_Strict):
 
 class MetricsConfig(_Strict):
     price_table_path: str | None = None
+    """Your own token price table (YAML), used before the built-in one to price cells that report
+    tokens but no cost.
+    """
 
 
 class OutputConfig(BaseModel):
@@ -371,30 +462,51 @@ class OutputConfig(BaseModel):
     The keys of each type are validated by its own config model (outputs/registry.py).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     type: str = "local_files"
+    """`local_files` (a runs folder or an fsspec URL: the first is the canonical place of the runs,
+    later ones mirrors), or a trace store (`sqlite`, `postgres`, `otel`, `webhook`, a plugin's).
+    """
     path: str | None = None
+    """`local_files`: the folder or URL (`s3://bucket/runs`) the runs are written to (default:
+    `./runs`).
+    """
 
 
 class EvalConfig(_Strict):
     """The whole of one eval.yaml."""
 
     schema_version: str = "1.0"
+    """The eval-harness format version of this file."""
     eval: EvalInfo
+    """The eval's name and description."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free data, copied into the summary."""
     dataset: DatasetConfig
+    """Where the cases come from."""
     systems: list[SystemConfig] = Field(min_length=1)
+    """The variants under test: every case runs on each."""
     workspace: WorkspaceConfig | None = None
+    """The files each cell works in (coding agents)."""
     trace: TraceCaptureConfig | None = None
+    """Which parts of each trace are kept."""
     evaluators: list[EvaluatorConfig] = Field(default_factory=list)
+    """How each trace is judged; a case may add its own."""
     pass_criteria: PassCriteria = Field(default_factory=PassCriteria)
+    """Which evaluators decide whether a case passes."""
     run: RunConfig = Field(default_factory=RunConfig)
+    """How the run is executed: concurrency, retries, shards, executor, rate limits."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    """Cost accounting."""
     gates: GatesConfig = Field(default_factory=GatesConfig)
+    """Release gates, checked as Dagster asset checks. An evalh extension."""
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    """When scheduled drift runs start. An evalh extension."""
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
+    """Which sensors run by default in the Dagster daemon. An evalh extension."""
     output: list[OutputConfig] = Field(default_factory=lambda: [OutputConfig()])
+    """Where runs are written (a folder or URL) and the trace stores they are published to."""
 
     @field_validator("output", mode="before")
     @classmethod

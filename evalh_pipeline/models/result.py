@@ -30,14 +30,31 @@ class EvaluationResult(CellRecord):
     """
 
     evaluator: str
+    """The evaluator's name (eval.yaml's `evaluators[].name` or a case's own)."""
     evaluator_type: str
+    """The evaluator's type."""
     passed: bool
+    """The verdict."""
     score: float | None = None
+    """A graded score, for evaluators that give one (similarity, a judge's scale)."""
     reason: str
+    """Why, in words (a judge's explanation, the text that matched or was missing)."""
     detail: dict[str, Any] = Field(default_factory=dict)
+    """The evaluator's own data (what it compared, a judge's raw answer)."""
     started_at: datetime
+    """When judging started."""
     finished_at: datetime
+    """When judging finished."""
     latency_ms: int
+    """How long judging took, in milliseconds."""
     error: TraceError | None = None
+    """Why the evaluator could not judge: `judge_unreachable`, `judge_error` and `rate_limited` are no
+    verdict (left out of pass counts and re-judged later); any other counts as failed.
+    """
     evaluator_hash: str | None = None
+    """The hash of the evaluator's config when it judged: the result is re-judged once that changes.
+    """
     trace_hash: str | None = None
+    """The `trace_hash` of the trace it judged: the result is current only while the trace still has
+    it.
+    """

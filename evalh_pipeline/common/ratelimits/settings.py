@@ -14,22 +14,26 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class RateLimitSettings(BaseModel):
     """``run.rate_limits``: how a run meets the rate limits of the servers it calls."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    # One AIMD controller per limit: halves its concurrency on a rate limit, grows it back
-    # while answers succeed. false: every limit stays at max_concurrency (or its pool's).
     adaptive: bool = True
-    # The concurrency each limit starts at (default: the run's max_concurrency, so a server
-    # without a limit is not slowed down); never above max_concurrency.
+    """One AIMD controller per limit: halves its concurrency on a rate limit, grows it back while
+    answers succeed. false: every limit stays at max_concurrency (or its pool's).
+    """
     start_concurrency: int | None = Field(default=None, ge=1)
-    # Wait and try again after a rate limit (within the cell's timeout); false: the cell
-    # errors `rate_limited` at the first one.
+    """The concurrency each limit starts at (default: the run's max_concurrency, so a server
+    without a limit is not slowed down); never above max_concurrency.
+    """
     retry: bool = True
-    # How long a limit may answer nothing but rate limits before the run gives up on it:
-    # its waiting and queued calls then end `rate_limited` at once.
+    """Wait and try again after a rate limit (within the cell's timeout); false: the cell errors
+    `rate_limited` at the first one.
+    """
     budget_seconds: float = Field(default=300.0, gt=0)
-    # The longest wait honoured; a server asking for more is waited on this long, with a warning.
+    """How long a limit may answer nothing but rate limits before the run gives up on it: its
+    waiting and queued calls then end `rate_limited` at once.
+    """
     max_wait_seconds: float = Field(default=60.0, gt=0)
+    """The longest wait honoured; a server asking for more is waited on this long, with a warning."""
 
 
 class PoolLimits(BaseModel):
@@ -38,13 +42,16 @@ class PoolLimits(BaseModel):
     eval-harness writes a pool as its capacity (``gpu: 2``), which is ``max_concurrency``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_concurrency: int | None = Field(default=None, ge=1)
+    """At most this many calls in flight at once."""
     requests_per_second: float | None = Field(default=None, gt=0)
-    # A provider's token quota: the input and output tokens the answers report, per minute
-    # (common/ratelimits/limiter.py says how a request is held back by it).
+    """At most this many calls started per second."""
     tokens_per_minute: int | None = Field(default=None, ge=1)
+    """A provider's token quota: the input and output tokens the answers report, per minute
+    (common/ratelimits/limiter.py says how a request is held back by it).
+    """
 
     @model_validator(mode="before")
     @classmethod
