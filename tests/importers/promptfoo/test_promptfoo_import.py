@@ -336,14 +336,12 @@ def test_every_unmapped_construct_has_a_file_line_in_the_report(tmp_path):
     lines = [f.text() for f in imported.report.findings]
     assert lines[0].startswith("promptfooconfig.yaml:2: error: prompts[0]: prompt 'prompt-1': Nunjucks expression '{{ name | upper }}'")
     assert "promptfooconfig.yaml:6: error: providers[1]: provider 'vertex:gemini-pro' has no evalh counterpart here" in lines[1]
-    assert lines[2].startswith("promptfooconfig.yaml:8: error: tests[0]: test threshold 0.5; not used")
-    assert lines[3].startswith("promptfooconfig.yaml:11: error: tests[0].assert[0]: moderation assertion has no evalh counterpart")
-    assert lines[4].startswith("promptfooconfig.yaml:12: note: tests[0].assert[1]: assertion weight 2; not used")
+    assert lines[2].startswith("promptfooconfig.yaml:11: error: tests[0].assert[0]: moderation assertion has no evalh counterpart")
     assert [s["name"] for s in imported.eval_yaml["systems"]] == ["openai:gpt-4o-mini"]  # the one prompt left
     write_tree(tmp_path / "out", imported.files())
     report = (tmp_path / "out" / "import-report.md").read_text()
     assert all(f"- {line}" in report for line in lines)
-    assert "4 error(s), 1 note(s)" in report
+    assert "3 error(s), 0 note(s)" in report
 
 
 @pytest.mark.parametrize(("text", "files", "message"), [
