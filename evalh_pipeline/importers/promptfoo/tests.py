@@ -402,6 +402,10 @@ def _evaluators(source: Source, name: str, assertion: dict[str, Any], variables:
     weight = _weight(source, assertion, place)
     if weighted:
         entry["weight"] = weight
+    elif weight == 0:
+        # runAssertionInternal (src/assertions/index.ts) passes a weight-0 assertion whatever
+        # it found: a set of it alone, of weight 0, records its verdict and always passes.
+        return [_weighed(entry["name"], [{**entry, "weight": 0.0}], None)]
     elif weight != 1:
         source.note(place, f"assertion weight {assertion['weight']}",
                     "not used: it only weighs promptfoo's test score; evalh needs every assertion to pass", "note")

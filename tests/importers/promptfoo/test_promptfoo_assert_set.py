@@ -218,6 +218,8 @@ THRESHOLD_ROWS = [
                                                                                                 "value": "Europe"}]}]},
      "Paris", False, "(1 + 0) / 3 = 0.33 < 0.6"),
     ({"threshold": 0, "assert": [FRANCE]}, "Paris", True, "a threshold of 0 is honoured: 0 >= 0"),
+    ({"assert": [PARIS, {**FRANCE, "weight": 0}]}, "Paris", True,
+     "no threshold, France failed but has weight 0: runAssertionInternal (src/assertions/index.ts) passes it"),
 ]
 # defaultTest: its threshold applies to a test without one, its assertions join each test's.
 DEFAULT_ROWS = [
