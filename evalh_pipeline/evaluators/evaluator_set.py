@@ -17,6 +17,10 @@ compares the mean with the threshold; runAssertionInternal in src/assertions/ind
 a weight-0 assertion), so the promptfoo importer maps thresholds onto it. It is ours as much as
 theirs: a case may pass on "most of these checks" without any importer.
 
+With a ``transform`` (evaluators/output_transform.py: JavaScript run by Node, or a Python
+file's function), the members judge the answer as that code rewrites it; a transform that
+fails errors the set's result (no member judges).
+
 The set is one evaluator to the runner (one result, one config hash: changing a weight or a
 member re-judges this set only); each member's own verdict is kept in the result's
 ``detail.members`` (name, type, weight, passed, score, reason, detail).
@@ -29,8 +33,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evalh_pipeline.common.fields import as_text
 from evalh_pipeline.config.schema import NAME_PATTERN
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, EvaluatorContext, SyncEvaluator, Verdict
+from evalh_pipeline.evaluators.output_transform import OutputTransform, transform_output
 from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
@@ -66,6 +72,8 @@ class EvaluatorSetConfig(EvaluatorConfigModel):
 
     evaluators: list[EvaluatorSetMember] = Field(min_length=1)
     threshold: float | None = None
+    #: The members judge the answer as this code rewrites it (evaluators/output_transform.py).
+    transform: OutputTransform | None = None
 
     @model_validator(mode="after")
     def _unique_names(self) -> EvaluatorSetConfig:
@@ -82,6 +90,8 @@ class EvaluatorSetConfig(EvaluatorConfigModel):
             config = EVALUATORS.get(member.type).Config.model_validate(member.config)
             read = config.trace_fields_read() if isinstance(config, EvaluatorConfigModel) else ()
             fields += [f for f in read if f not in fields]
+        if self.transform is not None and "output.final_answer" not in fields:
+            fields.append("output.final_answer")
         return tuple(fields)
 
 
@@ -95,7 +105,9 @@ class EvaluatorSet(Evaluator[EvaluatorSetConfig]):
         built = [evaluator for _, evaluator in self.members]
         declared = [evaluator.trace_fields for evaluator in built]
         self.trace_fields = None if any(f is None for f in declared) else frozenset().union(*declared)  # type: ignore[arg-type]
-        self.reads_case = any(evaluator.reads_case for evaluator in built)
+        if self.trace_fields is not None and self.config.transform is not None:
+            self.trace_fields |= {"output"}
+        self.reads_case = any(evaluator.reads_case for evaluator in built) or self.config.transform is not None
         self.calls_model = any(evaluator.calls_model for evaluator in built)
 
     def bypass_cache(self) -> None:
@@ -104,6 +116,12 @@ class EvaluatorSet(Evaluator[EvaluatorSetConfig]):
             evaluator.bypass_cache()
 
     async def evaluate(self, case: EvalCase, trace: Trace, artifact: FilesystemArtifact | None) -> Verdict:
+        transformed = None
+        if self.config.transform is not None:
+            variables = case.input.get("vars")
+            transformed = await transform_output(self.config.transform, as_text(trace.output.final_answer),
+                                                 variables if isinstance(variables, dict) else {})
+            trace = trace.model_copy(update={"output": trace.output.model_copy(update={"final_answer": transformed})})
         verdicts = []
         for member, evaluator in self.members:
             try:
@@ -115,7 +133,10 @@ class EvaluatorSet(Evaluator[EvaluatorSetConfig]):
                 verdict = Verdict(False, f"evaluator {member.name!r} raised {type(exc).__name__}: {exc}", score=0.0,
                                   detail={"error": traceback.format_exception_only(exc)[-1].strip()})
             verdicts.append(verdict)
-        return combine(self.config, verdicts)
+        verdict = combine(self.config, verdicts)
+        if transformed is not None:
+            verdict.detail["transformed_output"] = transformed
+        return verdict
 
 
 def member_score(verdict: Verdict) -> float:

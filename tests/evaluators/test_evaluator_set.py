@@ -9,6 +9,7 @@ runAssertionInternal: an assertion of weight 0 never fails).
 from __future__ import annotations
 
 import asyncio
+import shutil
 from datetime import datetime, timezone
 
 import pytest
@@ -109,3 +110,49 @@ def test_a_member_that_raises_fails_itself_only():
 def test_bad_config_is_rejected_with_what_is_wrong(config, message):
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         EvaluatorSet("quality", "evaluator_set", config)
+
+
+def _judge_case(config: dict, answer: str, variables: dict):
+    case = EvalCase(id="c1", input={"vars": variables})
+    return asyncio.run(EvaluatorSet("quality", "evaluator_set", config).evaluate(case, trace(answer), None))
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="javascript transforms need Node.js (node on PATH)")
+def test_members_judge_the_answer_as_an_inline_javascript_transform_rewrites_it():
+    # promptfoo's getInlineTransformFunction (src/util/transform.ts): one line is `return <line>`.
+    config = {"transform": {"code": "output.toUpperCase() + ' ' + context.vars.city"},
+              "evaluators": [contains("shout", "HELLO paris")]}
+    verdict = _judge_case(config, "hello", {"city": "paris"})
+    assert verdict.passed and verdict.detail["transformed_output"] == "HELLO paris"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="javascript transforms need Node.js (node on PATH)")
+def test_a_file_transform_and_an_object_result_read_as_json_text():
+    source = "module.exports = { pick: (output) => ({answer: JSON.parse(output).a}) };\n"
+    config = {"transform": {"source": source, "name": "t.js", "function": "pick"},
+              "evaluators": [contains("json", '{"answer":1}')]}
+    verdict = _judge_case(config, '{"a": 1}', {})
+    assert verdict.passed and verdict.detail["transformed_output"] == '{"answer":1}'
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="javascript transforms need Node.js (node on PATH)")
+def test_a_transform_that_returns_nothing_or_throws_fails_the_set_with_why():
+    with pytest.raises(RuntimeError, match="did not return a value"):
+        _judge_case({"transform": {"code": "undefined"}, "evaluators": [contains("x", "x")]}, "x", {})
+    with pytest.raises(RuntimeError, match="Transform failed: .*boom"):
+        _judge_case({"transform": {"code": "(() => { throw new Error('boom') })()"},
+                     "evaluators": [contains("x", "x")]}, "x", {})
+
+
+def test_the_answer_reaches_a_python_transform_as_data_never_as_code():
+    source = "def get_transform(output, context):\n    return output[::-1]\n"
+    answer = "'); import os; os._exit(3) #"
+    verdict = _judge_case({"transform": {"language": "python", "source": source},
+                           "evaluators": [contains("reversed", answer[::-1])]}, answer, {})
+    assert verdict.passed
+
+
+def test_without_node_a_javascript_transform_says_so(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(RuntimeError, match=r"needs Node.js \(node on PATH\)"):
+        _judge_case({"transform": {"code": "output"}, "evaluators": [contains("x", "x")]}, "x", {})
