@@ -197,3 +197,22 @@ def run_promptfoo(command: list[str], config: Path, base_url: str, home: Path) -
     assert out.exists(), ran.stdout[-2000:] + ran.stderr[-2000:]
     rows: list[dict[str, Any]] = json.loads(out.read_text())["results"]["results"]
     return rows
+
+
+def write_tests_config(folder: Path, base_url: str, tests: list[dict[str, Any]],
+                       default: dict[str, Any] | None = None) -> Path:
+    """A promptfoo config of ``tests`` (each with a ``reply`` var: the echo model's answer)
+    and ``defaultTest`` ``default``, its model the echo server at ``base_url``."""
+    config = {"prompts": [PREFIX + "{{reply}}"],
+              "providers": [{"id": "openai:chat:gpt-4o-mini", "config": {"apiBaseUrl": base_url}}],
+              **({"defaultTest": default} if default else {}),
+              "tests": [{"description": f"row {i}", **test} for i, test in enumerate(tests)]}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def case_verdicts(results: list[dict[str, Any]], count: int) -> list[bool]:
+    """Each case's verdict (``test-1`` ... ``test-<count>``): every result of it passed."""
+    return [all(r["passed"] for r in results if r["case_id"] == f"test-{i + 1}") for i in range(count)]

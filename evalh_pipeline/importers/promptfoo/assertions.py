@@ -51,7 +51,7 @@ _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
 _GRADED = ("model-graded-closedqa", "factuality", "answer-relevance")
 _THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n", "answer-relevance")
-_ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
+_ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config", "transform"}
 
 
 @dataclass

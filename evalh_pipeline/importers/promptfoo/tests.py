@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -51,6 +52,7 @@ class Test:
     providers: list[str] | None = None  # the test's `providers` filter
     rubric_prompt: Any = None  # its `options.rubricPrompt`
     threshold: float | None = None  # its `threshold` (None: every assertion must pass)
+    transform: Any = None  # its `options.transform`
 
 
 @dataclass
@@ -201,7 +203,7 @@ def _test(source: Source, located: Located) -> Test:
     for key in sorted(set(data) - _TEST_KEYS):
         source.note(place, f"test key {key!r} not mapped", "left out")
     options = data.get("options") or {}
-    for key in sorted(set(options) - {"rubricPrompt"}):
+    for key in sorted(set(options) - {"rubricPrompt", "transform"}):
         # transform / postprocess change what every assertion sees: the verdicts would differ.
         source.note(place, f"test option {key!r} not mapped", "left out",
                     "error" if key in ("transform", "postprocess", "provider") else "note")
@@ -216,7 +218,7 @@ def _test(source: Source, located: Located) -> Test:
     return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
                 data.get("description"), dict(data.get("metadata") or {}),
                 [str(r) for r in listed] if isinstance(listed, list) else None, options.get("rubricPrompt"),
-                _threshold(source, place, "threshold", data.get("threshold")))
+                _threshold(source, place, "threshold", data.get("threshold")), options.get("transform"))
 
 
 def _threshold(source: Source, place: Place, key: str, value: Any) -> float | None:
@@ -313,6 +315,7 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
     for key in sorted(set(default) - {"vars", "assert", "options", "metadata", "threshold"}):
         source.note(default_place, f"defaultTest key {key!r} not mapped", "left out")
     default_threshold = _threshold(source, default_place, "threshold", default.get("threshold"))
+    default_options = default.get("options") or {}  # its other keys: importer.py's _judge reports them
     default_asserts = [(dereference(source, a, source.at(("defaultTest", "assert", i))), source.at(("defaultTest", "assert", i)))
                        for i, a in enumerate(default.get("assert") or [])]
     for assertion, place in default_asserts:
@@ -321,7 +324,10 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
     # A test with a threshold is judged on all its assertions together, defaultTest's
     # included (promptfoo appends them to the test's): then every case carries its own copy
     # of defaultTest's assertions, as no eval-level evaluator may judge such a case alone.
-    weighed = default_threshold is not None or any(t.threshold is not None for t in tests)
+    # So with a transform (the test's, else defaultTest's: promptfoo merges defaultTest's
+    # options under the test's), which rewrites what all of them see.
+    weighed = (default_threshold is not None or default_options.get("transform") is not None
+               or any(t.threshold is not None or t.transform is not None for t in tests))
     shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not weighed and not _uses_vars(a)]
     per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if weighed or _uses_vars(a)]
     evaluators = []
@@ -343,14 +349,16 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
             own: list[dict[str, Any]] = []
             threshold = test.threshold if test.threshold is not None else default_threshold
             weighted = threshold is not None
+            written = test.transform if test.transform is not None else default_options.get("transform")
+            transform = _transform(source, test.place, "options.transform", written) if written is not None else None
             for index, assertion, place in per_case:
                 own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, own_judge, outputs,
                                    weighted)
             for index, (assertion, place) in enumerate(test.asserts):
                 own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, own_judge, outputs,
                                    weighted)
-            if weighted and own:
-                own = [_weighed("assert-threshold", own, threshold)]
+            if (weighted or transform is not None) and own:
+                own = [_weighed("assert-threshold" if weighted else "assert-transform", own, threshold, transform)]
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
             metadata = {**(default.get("metadata") or {}), **test.metadata}
             if test.description:
@@ -372,15 +380,19 @@ def _uses_vars(assertion: dict[str, Any]) -> bool:
     return has_template(assertion.get("value")) or any(isinstance(a, dict) and _uses_vars(a) for a in nested)
 
 
-def _weighed(name: str, members: list[dict[str, Any]], threshold: float | None) -> dict[str, Any]:
+def _weighed(name: str, members: list[dict[str, Any]], threshold: float | None,
+             transform: dict[str, Any] | None = None) -> dict[str, Any]:
     """An ``evaluator_set`` of ``members`` (each with its ``weight``) that passes on promptfoo's
     rule (src/assertions/assertionsResult.ts, AssertionsResult.addResult / testResult): the
     weighted mean score sum(score * weight) / sum(weight) >= ``threshold``, or, without one,
     no member of weight above 0 failed (src/assertions/index.ts, runAssertionInternal: a
-    weight-0 assertion always passes)."""
+    weight-0 assertion always passes); ``transform``: the members judge the output as it
+    rewrites it."""
     config: dict[str, Any] = {"evaluators": members}
     if threshold is not None:
         config["threshold"] = threshold
+    if transform is not None:
+        config["transform"] = transform
     return {"name": name, "type": "evaluator_set", "config": config}
 
 
@@ -400,6 +412,12 @@ def _evaluators(source: Source, name: str, assertion: dict[str, Any], variables:
     label = str(assertion.get("metric") or assertion["type"])
     entry: dict[str, Any] = {"name": re.sub(r"[\s|,\[\]/\\:]+", "-", f"{name}-{label}"), "type": kind, "config": config}
     weight = _weight(source, assertion, place)
+    if assertion.get("transform") is not None:
+        # runAssertionInternal (src/assertions/index.ts) rewrites the output for this assertion only
+        transform = _transform(source, place, "assertion transform", assertion["transform"])
+        if transform is None:
+            return []
+        entry = _weighed(entry["name"], [entry], None, transform)
     if weighted:
         entry["weight"] = weight
     elif weight == 0:
@@ -410,6 +428,38 @@ def _evaluators(source: Source, name: str, assertion: dict[str, Any], variables:
         source.note(place, f"assertion weight {assertion['weight']}",
                     "not used: it only weighs promptfoo's test score; evalh needs every assertion to pass", "note")
     return [entry]
+
+
+def _transform(source: Source, place: Place, key: str, value: Any) -> dict[str, Any] | None:
+    """A promptfoo ``transform`` as an evaluator_set's (evaluators/output_transform.py): inline
+    JavaScript, or ``file://x.js[:fn]`` / ``file://x.py[:fn]`` copied in as its source (as
+    src/util/transform.ts reads it); None, reported, when it cannot run here."""
+    if not isinstance(value, str) or not value.strip():
+        source.note(place, f"{key} that is not code", "not used")
+        return None
+    if not value.startswith("file://"):
+        if shutil.which("node") is None:
+            source.note(place, f"{key} is JavaScript and needs Node.js, which is not installed here",
+                        "not used: install Node and import again to judge as promptfoo does")
+            return None
+        return {"language": "javascript", "code": value}
+    target, function = value.removeprefix("file://"), ""
+    head, _, tail = target.rpartition(":")
+    if head.lower().endswith((".js", ".cjs", ".py")):
+        target, function = head, tail
+    path = source.resolve(f"file://{target}", place)[0]
+    language = "python" if path.suffix.lower() == ".py" else "javascript"
+    if path.suffix.lower() not in (".js", ".cjs", ".py"):
+        source.note(place, f"{key} in {source.relative(path)}", "not used: only .js, .cjs and .py files are imported")
+        return None
+    if language == "javascript" and shutil.which("node") is None:
+        source.note(place, f"{key} is JavaScript and needs Node.js, which is not installed here",
+                    "not used: install Node and import again to judge as promptfoo does")
+        return None
+    config = {"language": language, "source": source.read_text(path), "name": path.name}
+    if function:
+        config["function"] = function
+    return config
 
 
 def _weight(source: Source, assertion: dict[str, Any], place: Place) -> float:

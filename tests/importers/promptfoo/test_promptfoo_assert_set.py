@@ -18,7 +18,14 @@ import yaml
 from evalh_pipeline.importers.promptfoo import import_promptfoo
 from evalh_pipeline.importers.report import BadSource
 from tests.support.openai_chat_server import PREFIX, echo_chat_server
-from tests.support.promptfoo_parity import PROMPTFOO_MISSING, promptfoo_command, run_imported_results, run_promptfoo
+from tests.support.promptfoo_parity import (
+    PROMPTFOO_MISSING,
+    case_verdicts,
+    promptfoo_command,
+    run_imported_results,
+    run_promptfoo,
+    write_tests_config,
+)
 
 
 def _config(folder, text: str):
@@ -230,19 +237,12 @@ DEFAULT_ROWS = [
 
 
 def _threshold_config(folder, base_url, rows, default=None):
-    config = {"prompts": [PREFIX + "{{reply}}"],
-              "providers": [{"id": "openai:chat:gpt-4o-mini", "config": {"apiBaseUrl": base_url}}],
-              **({"defaultTest": default} if default else {}),
-              "tests": [{"description": f"row {i}", "vars": {"reply": reply}, **test}
-                        for i, (test, reply, _, _) in enumerate(rows)]}
-    folder.mkdir(parents=True)
-    path = folder / "promptfooconfig.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+    return write_tests_config(folder, base_url, [{"vars": {"reply": reply}, **test} for test, reply, _, _ in rows],
+                              default)
 
 
 def _case_verdicts(results, rows):
-    return [all(r["passed"] for r in results if r["case_id"] == f"test-{i + 1}") for i in range(len(rows))]
+    return case_verdicts(results, len(rows))
 
 
 ROW_SETS = pytest.mark.parametrize(("rows", "default"), [(THRESHOLD_ROWS, None),
