@@ -421,3 +421,20 @@ def test_a_python_provider_is_copied_and_called_as_promptfoo_calls_it(tmp_path, 
     assert traces["test-1"]["metrics"]["token_output"] == 3
     results = {r["case_id"]: r["passed"] for r in map(json_module.loads, info.run_dir.results.read_text().splitlines())}
     assert results == {"test-1": True, "test-2": False}
+
+
+def test_a_javascript_provider_is_an_error_line_saying_what_to_do(tmp_path):
+    (tmp_path / "provider.js").write_text("module.exports = class { id() { return 'x'; } };\n")
+    path = _config(tmp_path, """\
+        prompts: ['Hello {{name}}']
+        providers:
+          - openai:gpt-4o-mini
+          - file://provider.js
+        tests:
+          - vars: {name: Ann}
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert [f.text() for f in imported.report.findings] == [
+        "promptfooconfig.yaml:4: error: providers[1]: provider 'file://provider.js' is a JavaScript provider, which "
+        "evalh does not run; provider left out (its variants are not imported): wrap its call in a Python provider "
+        "(file://provider.py) or an http provider to import it"]
