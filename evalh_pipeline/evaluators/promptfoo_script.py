@@ -44,7 +44,7 @@ RESULT_MARK = "\x1epromptfoo-result\x1e"
 
 # Runs in the child: reads {output, context, code | source, function} on stdin, prints the
 # result as JSON after a marker line (the user's code may print too).
-_PYTHON_RUNNER = r"""
+PYTHON_RUNNER = r"""
 import json, re, sys, types
 job = json.load(sys.stdin)
 if job.get("source") is None:
@@ -67,7 +67,7 @@ else:
 sys.stdout.write(MARK + json.dumps(result))
 """.replace("MARK", repr(RESULT_MARK))
 
-_NODE_RUNNER = r"""
+NODE_RUNNER = r"""
 const MARK = %s;
 let input = '';
 process.stdin.on('data', (d) => { input += d; });
@@ -199,12 +199,12 @@ class PromptfooScript(Evaluator[PromptfooScriptConfig]):
                "name": cfg.name, "function": cfg.function,
                "context": {"vars": variables, "test": {"vars": variables}, "prompt": None, "config": {}}}
         if cfg.language == "python":
-            argv = [sys.executable, "-c", _PYTHON_RUNNER]
+            argv = [sys.executable, "-c", PYTHON_RUNNER]
         else:
             node = shutil.which("node")
             if node is None:
                 raise RuntimeError("javascript assertion needs Node.js (node on PATH); install it to judge this case")
-            argv = [node, "-e", _NODE_RUNNER]
+            argv = [node, "-e", NODE_RUNNER]
             job["body"] = build_function_body(cfg.code) if cfg.code is not None else None
         ok, value = await run_child(argv, json.dumps(job), cfg.timeout_seconds)
         label = "Python code execution failed" if cfg.language == "python" else "Custom function threw error"
@@ -232,5 +232,7 @@ async def run_child(argv: list[str], stdin: str, timeout: float) -> tuple[bool, 
     text = out[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
     if process.returncode != 0 or RESULT_MARK not in text:
         lines = err[-4000:].decode("utf-8", "replace").strip().splitlines()
-        return False, lines[-1] if lines else f"exited with {process.returncode}"
+        # Node ends an uncaught error with its stack and its version: the error's own line says why.
+        errors = [line for line in lines if re.match(r"\w*(Error|Exception)\b[^:]*:", line)]
+        return False, errors[-1] if errors else lines[-1] if lines else f"exited with {process.returncode}"
     return True, json.loads(text.rsplit(RESULT_MARK, 1)[1])

@@ -12,6 +12,7 @@ EVALUATORS: Registry[Evaluator] = Registry(
         "command": "evalh_pipeline.evaluators.command:Command",
         "contains_text": "evalh_pipeline.evaluators.contains_text:ContainsText",
         "cost_under": "evalh_pipeline.evaluators.cost_under:CostUnder",
+        "evaluator_set": "evalh_pipeline.evaluators.evaluator_set:EvaluatorSet",
         "exact_match": "evalh_pipeline.evaluators.exact_match:ExactMatch",
         "fuzzy_match": "evalh_pipeline.evaluators.fuzzy_match:FuzzyMatch",
         "git_diff": "evalh_pipeline.evaluators.git_diff:GitDiff",

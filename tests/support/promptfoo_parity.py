@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +169,50 @@ def run_imported_results(config, out, monkeypatch) -> list[dict]:
     asyncio.run(evaluate_traces(spec, info.run_dir))
     results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
     return [r for r in results if r["evaluator"].startswith("assert-")]
+
+
+# `./dev test` installs this version here when npm is on the machine (ensure_promptfoo in ./dev).
+PINNED_PROMPTFOO = Path(__file__).parents[2] / ".venv" / "promptfoo-0.121.20" / "node_modules" / ".bin" / "promptfoo"
+PROMPTFOO_MISSING = ("PROMPTFOO PARITY NOT CHECKED: promptfoo or node is missing (./dev test installs promptfoo 0.121.20 "
+                     "when node and npm are on the machine; or set EVALH_PROMPTFOO to its executable)")
+
+
+def promptfoo_command() -> list[str] | None:
+    """``$EVALH_PROMPTFOO`` (the path of a promptfoo executable), the pinned promptfoo
+    ``./dev test`` installs, or ``promptfoo`` on PATH; None without one (or without node)."""
+    found = os.environ.get("EVALH_PROMPTFOO") or (str(PINNED_PROMPTFOO) if PINNED_PROMPTFOO.is_file()
+                                                  else shutil.which("promptfoo"))
+    return [found] if found and shutil.which("node") is not None else None
+
+
+def run_promptfoo(command: list[str], config: Path, base_url: str, home: Path) -> list[dict[str, Any]]:
+    """Run promptfoo itself on ``config`` against the loopback model at ``base_url``: its
+    ``results.json`` result rows (``testIdx``, ``success``, ``gradingResult``)."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-real-key", "PROMPTFOO_DISABLE_TELEMETRY": "1",
+           "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_CONFIG_DIR": str(home / "promptfoo-home"),
+           "OPENAI_BASE_URL": base_url}
+    out = home / "results.json"
+    ran = subprocess.run([*command, "eval", "-c", str(config), "--no-cache", "--no-table", "--no-write", "-o", str(out)],
+                         env=env, cwd=home, capture_output=True, text=True, timeout=300)
+    assert out.exists(), ran.stdout[-2000:] + ran.stderr[-2000:]
+    rows: list[dict[str, Any]] = json.loads(out.read_text())["results"]["results"]
+    return rows
+
+
+def write_tests_config(folder: Path, base_url: str, tests: list[dict[str, Any]],
+                       default: dict[str, Any] | None = None) -> Path:
+    """A promptfoo config of ``tests`` (each with a ``reply`` var: the echo model's answer)
+    and ``defaultTest`` ``default``, its model the echo server at ``base_url``."""
+    config = {"prompts": [PREFIX + "{{reply}}"],
+              "providers": [{"id": "openai:chat:gpt-4o-mini", "config": {"apiBaseUrl": base_url}}],
+              **({"defaultTest": default} if default else {}),
+              "tests": [{"description": f"row {i}", **test} for i, test in enumerate(tests)]}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def case_verdicts(results: list[dict[str, Any]], count: int) -> list[bool]:
+    """Each case's verdict (``test-1`` ... ``test-<count>``): every result of it passed."""
+    return [all(r["passed"] for r in results if r["case_id"] == f"test-{i + 1}") for i in range(count)]

@@ -51,7 +51,7 @@ _PROMPTFOO_ASSERT = ("equals", "starts-with", "regex", "is-json", "contains-json
                      "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all")
 _GRADED = ("model-graded-closedqa", "factuality", "answer-relevance")
 _THRESHOLD_TYPES = ("levenshtein", "latency", "cost", "similar", "bleu", "rouge-n", "answer-relevance")
-_ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config"}
+_ASSERTION_KEYS = {"type", "value", "threshold", "weight", "metric", "config", "transform"}
 
 
 @dataclass
@@ -112,9 +112,6 @@ def map_assertion(source: Source, assertion: dict[str, Any], variables: dict[str
         return None
     for key in sorted(set(assertion) - _ASSERTION_KEYS):
         source.note(place, f"assertion key {key!r} not mapped", "left out")
-    if assertion.get("weight") not in (None, 1):
-        source.note(place, f"assertion weight {assertion['weight']}",
-                    "not used: it only weighs promptfoo's test score; evalh needs every assertion to pass", "note")
     if assertion.get("config"):
         source.note(place, "assertion config not mapped", "left out", "note")
     threshold = assertion.get("threshold")

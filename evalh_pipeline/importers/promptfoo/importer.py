@@ -72,7 +72,7 @@ def _judge(source: Source) -> Judge:
     """The grading model of ``defaultTest.options.provider`` when it is an OpenAI chat model."""
     default = source.doc.data.get("defaultTest")
     options = (default.get("options") or {}) if isinstance(default, dict) else {}
-    for key in sorted(set(options) - {"provider", "rubricPrompt"}):
+    for key in sorted(set(options) - {"provider", "rubricPrompt", "transform"}):  # transform: tests.py
         source.note(source.at(("defaultTest", "options", key)), f"defaultTest option {key!r} not mapped", "left out")
     rubric_prompt = options.get("rubricPrompt")
     provider = options.get("provider")

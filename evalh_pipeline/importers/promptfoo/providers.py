@@ -146,6 +146,12 @@ def _provider(source: Source, entry: dict[str, Any], place: tuple[str, str, int 
         return _python(source, label, ident, config, place)
     if ident in ("http", "https") or ident.startswith(("http://", "https://")):
         return _http(source, label, ident, config, place)
+    if re.fullmatch(r"(file://)?[^:]+\.(js|cjs|mjs|ts)(:\w+)?", ident):
+        # promptfoo loads it as a class with callApi (src/providers/index.ts); not run here yet.
+        source.note(place, f"provider {ident!r} is a JavaScript provider, which evalh does not run",
+                    "provider left out (its variants are not imported): wrap its call in a Python provider "
+                    "(file://provider.py) or an http provider to import it")
+        return None
     source.note(place, f"provider {ident!r} has no evalh counterpart here",
                 "provider left out (its variants are not imported)")
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -50,6 +51,8 @@ class Test:
     metadata: dict[str, Any] = field(default_factory=dict)
     providers: list[str] | None = None  # the test's `providers` filter
     rubric_prompt: Any = None  # its `options.rubricPrompt`
+    threshold: float | None = None  # its `threshold` (None: every assertion must pass)
+    transform: Any = None  # its `options.transform`
 
 
 @dataclass
@@ -164,7 +167,8 @@ def _csv_test(source: Source, row: Located) -> Test:
             # index.js:11596-11600: the threshold goes on the assertion and into the test's metadata
             assertion["threshold"] = test.metadata["threshold"] = configs[index]
     if threshold:
-        source.note(test.place, *_threshold_note("test", threshold))
+        # src/csv.ts: `__threshold` is the test's threshold (a number)
+        test.threshold = _threshold(source, test.place, "__threshold", threshold)
     return test
 
 
@@ -198,10 +202,8 @@ def _test(source: Source, located: Located) -> Test:
         return _csv_test(source, located)
     for key in sorted(set(data) - _TEST_KEYS):
         source.note(place, f"test key {key!r} not mapped", "left out")
-    if data.get("threshold") is not None:
-        source.note(place, *_threshold_note("test", data["threshold"]))
     options = data.get("options") or {}
-    for key in sorted(set(options) - {"rubricPrompt"}):
+    for key in sorted(set(options) - {"rubricPrompt", "transform"}):
         # transform / postprocess change what every assertion sees: the verdicts would differ.
         source.note(place, f"test option {key!r} not mapped", "left out",
                     "error" if key in ("transform", "postprocess", "provider") else "note")
@@ -215,7 +217,24 @@ def _test(source: Source, located: Located) -> Test:
     listed = data.get("providers")
     return Test(place, dict(variables), [(dereference(source, a, p), p) for a, p in zip(asserts, places)],
                 data.get("description"), dict(data.get("metadata") or {}),
-                [str(r) for r in listed] if isinstance(listed, list) else None, options.get("rubricPrompt"))
+                [str(r) for r in listed] if isinstance(listed, list) else None, options.get("rubricPrompt"),
+                _threshold(source, place, "threshold", data.get("threshold")), options.get("transform"))
+
+
+def _threshold(source: Source, place: Place, key: str, value: Any) -> float | None:
+    """A test's (or set's) ``threshold`` as promptfoo reads it: a number (a CSV cell is
+    parsed as one); anything else, as an empty YAML ``threshold:``, sets none
+    (assertionsResult.ts ``testResult``: only a numeric threshold counts)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if math.isnan(number):
+        source.note(place, f"{key} {value!r} is not a number", "not used: every assertion must pass, as in promptfoo")
+        return None
+    return number
 
 
 def provider_ref_matches(ref: str, label: str, ident: str) -> bool:
@@ -295,22 +314,28 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
         default = source.load_yaml(path).data or {}
     for key in sorted(set(default) - {"vars", "assert", "options", "metadata", "threshold"}):
         source.note(default_place, f"defaultTest key {key!r} not mapped", "left out")
-    if default.get("threshold") is not None:
-        source.note(default_place, *_threshold_note("defaultTest", default["threshold"]))
+    default_threshold = _threshold(source, default_place, "threshold", default.get("threshold"))
+    default_options = default.get("options") or {}  # its other keys: importer.py's _judge reports them
     default_asserts = [(dereference(source, a, source.at(("defaultTest", "assert", i))), source.at(("defaultTest", "assert", i)))
                        for i, a in enumerate(default.get("assert") or [])]
     for assertion, place in default_asserts:
         check_type(source, assertion, place)
-    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not _uses_vars(a)]
-    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if _uses_vars(a)]
+    tests = [_test(source, located) for located in _raw_tests(source)]
+    # A test with a threshold is judged on all its assertions together, defaultTest's
+    # included (promptfoo appends them to the test's): then every case carries its own copy
+    # of defaultTest's assertions, as no eval-level evaluator may judge such a case alone.
+    # So with a transform (the test's, else defaultTest's: promptfoo merges defaultTest's
+    # options under the test's), which rewrites what all of them see.
+    weighed = (default_threshold is not None or default_options.get("transform") is not None
+               or any(t.threshold is not None or t.transform is not None for t in tests))
+    shared = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if not weighed and not _uses_vars(a)]
+    per_case = [(i, a, p) for i, (a, p) in enumerate(default_asserts) if weighed or _uses_vars(a)]
     evaluators = []
     for index, assertion, place in shared:
         evaluators += _evaluators(source, f"default-{index + 1}", assertion, None, place, judge, outputs)
     cases: list[dict[str, Any]] = []
     providers_of: dict[str, tuple[list[int], Place]] = {}
-    located_tests = _raw_tests(source)
-    for located in located_tests:
-        test = _test(source, located)
+    for test in tests:
         for assertion, place in test.asserts:
             check_type(source, assertion, place)
         kept = _kept_providers(source, test, outputs or Outputs())
@@ -322,10 +347,18 @@ def read_tests(source: Source, judge: Judge, outputs: Outputs | None = None) -> 
                         "defaultTest's llm-rubric is judged with defaultTest's grading prompt in this case")
         for variables in _var_values(source, Test(test.place, {**(default.get("vars") or {}), **test.vars})):
             own: list[dict[str, Any]] = []
+            threshold = test.threshold if test.threshold is not None else default_threshold
+            weighted = threshold is not None
+            written = test.transform if test.transform is not None else default_options.get("transform")
+            transform = _transform(source, test.place, "options.transform", written) if written is not None else None
             for index, assertion, place in per_case:
-                own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, own_judge, outputs)
+                own += _evaluators(source, f"default-{index + 1}", assertion, variables, place, own_judge, outputs,
+                                   weighted)
             for index, (assertion, place) in enumerate(test.asserts):
-                own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, own_judge, outputs)
+                own += _evaluators(source, f"assert-{index + 1}", assertion, variables, place, own_judge, outputs,
+                                   weighted)
+            if (weighted or transform is not None) and own:
+                own = [_weighed("assert-threshold" if weighted else "assert-transform", own, threshold, transform)]
             case: dict[str, Any] = {"id": f"test-{len(cases) + 1}", "input": {"vars": variables}}
             metadata = {**(default.get("metadata") or {}), **test.metadata}
             if test.description:
@@ -347,53 +380,127 @@ def _uses_vars(assertion: dict[str, Any]) -> bool:
     return has_template(assertion.get("value")) or any(isinstance(a, dict) and _uses_vars(a) for a in nested)
 
 
-def _threshold_note(owner: str, threshold: Any) -> tuple[str, str]:
-    """The report line of a test-level ``threshold``: promptfoo's verdict rule, which evalh's
-    (a case passes when every evaluator passes) cannot express. promptfoo's AssertionsResult
-    (src/assertions/assertionsResult.ts, ``testResult``) passes the test when the weighted mean
-    score of its assertions, sum(score * weight) / sum(weight), reaches the threshold, whatever
-    the single assertions' verdicts."""
-    return (f"{owner} threshold {threshold}",
-            f"not used: promptfoo passes the test when the weighted mean score of its assertions is >= {threshold} "
-            "even if some fail; here the case passes only when every assertion passes")
+def _weighed(name: str, members: list[dict[str, Any]], threshold: float | None,
+             transform: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An ``evaluator_set`` of ``members`` (each with its ``weight``) that passes on promptfoo's
+    rule (src/assertions/assertionsResult.ts, AssertionsResult.addResult / testResult): the
+    weighted mean score sum(score * weight) / sum(weight) >= ``threshold``, or, without one,
+    no member of weight above 0 failed (src/assertions/index.ts, runAssertionInternal: a
+    weight-0 assertion always passes); ``transform``: the members judge the output as it
+    rewrites it."""
+    config: dict[str, Any] = {"evaluators": members}
+    if threshold is not None:
+        config["threshold"] = threshold
+    if transform is not None:
+        config["transform"] = transform
+    return {"name": name, "type": "evaluator_set", "config": config}
 
 
 def _evaluators(source: Source, name: str, assertion: dict[str, Any], variables: dict[str, Any] | None,
-                place: Place, judge: Judge, outputs: Outputs | None) -> list[dict[str, Any]]:
+                place: Place, judge: Judge, outputs: Outputs | None, weighted: bool = False) -> list[dict[str, Any]]:
     """The evaluator entries of one assertion, named ``<name>-<metric or type>`` (``default-<n>``
     for defaultTest's, ``assert-<n>`` for the test's own, so they never clash); an ``assert-set``
-    gives one per nested assertion, named ``<name>-set-<m>-...``."""
+    gives one per nested assertion, named ``<name>-set-<m>-...``, or one ``evaluator_set`` named
+    ``<name>-set`` when its verdict is a weighted score. ``weighted``: the entries are members
+    of a set scored by weight (a test with a threshold), and carry their ``weight``."""
     if assertion.get("type") == "assert-set":
-        return _assert_set(source, name, assertion, variables, place, judge, outputs)
+        return _assert_set(source, name, assertion, variables, place, judge, outputs, weighted)
     mapped = map_assertion(source, assertion, variables, place, judge, outputs)
     if mapped is None:
         return []
     kind, config = mapped
     label = str(assertion.get("metric") or assertion["type"])
-    return [{"name": re.sub(r"[\s|,\[\]/\\:]+", "-", f"{name}-{label}"), "type": kind, "config": config}]
+    entry: dict[str, Any] = {"name": re.sub(r"[\s|,\[\]/\\:]+", "-", f"{name}-{label}"), "type": kind, "config": config}
+    weight = _weight(source, assertion, place)
+    if assertion.get("transform") is not None:
+        # runAssertionInternal (src/assertions/index.ts) rewrites the output for this assertion only
+        transform = _transform(source, place, "assertion transform", assertion["transform"])
+        if transform is None:
+            return []
+        entry = _weighed(entry["name"], [entry], None, transform)
+    if weighted:
+        entry["weight"] = weight
+    elif weight == 0:
+        # runAssertionInternal (src/assertions/index.ts) passes a weight-0 assertion whatever
+        # it found: a set of it alone, of weight 0, records its verdict and always passes.
+        return [_weighed(entry["name"], [{**entry, "weight": 0.0}], None)]
+    elif weight != 1:
+        source.note(place, f"assertion weight {assertion['weight']}",
+                    "not used: it only weighs promptfoo's test score; evalh needs every assertion to pass", "note")
+    return [entry]
+
+
+def _transform(source: Source, place: Place, key: str, value: Any) -> dict[str, Any] | None:
+    """A promptfoo ``transform`` as an evaluator_set's (evaluators/output_transform.py): inline
+    JavaScript, or ``file://x.js[:fn]`` / ``file://x.py[:fn]`` copied in as its source (as
+    src/util/transform.ts reads it); None, reported, when it cannot run here."""
+    if not isinstance(value, str) or not value.strip():
+        source.note(place, f"{key} that is not code", "not used")
+        return None
+    if not value.startswith("file://"):
+        if shutil.which("node") is None:
+            source.note(place, f"{key} is JavaScript and needs Node.js, which is not installed here",
+                        "not used: install Node and import again to judge as promptfoo does")
+            return None
+        return {"language": "javascript", "code": value}
+    target, function = value.removeprefix("file://"), ""
+    head, _, tail = target.rpartition(":")
+    if head.lower().endswith((".js", ".cjs", ".py")):
+        target, function = head, tail
+    path = source.resolve(f"file://{target}", place)[0]
+    language = "python" if path.suffix.lower() == ".py" else "javascript"
+    if path.suffix.lower() not in (".js", ".cjs", ".py"):
+        source.note(place, f"{key} in {source.relative(path)}", "not used: only .js, .cjs and .py files are imported")
+        return None
+    if language == "javascript" and shutil.which("node") is None:
+        source.note(place, f"{key} is JavaScript and needs Node.js, which is not installed here",
+                    "not used: install Node and import again to judge as promptfoo does")
+        return None
+    config = {"language": language, "source": source.read_text(path), "name": path.name}
+    if function:
+        config["function"] = function
+    return config
+
+
+def _weight(source: Source, assertion: dict[str, Any], place: Place) -> float:
+    """An assertion's (or set's) ``weight``: promptfoo's default 1 (AssertionsResult.addResult)."""
+    weight = assertion.get("weight")
+    if weight is None:
+        return 1.0
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+        source.note(place, f"weight {weight!r} is not a number >= 0", "weight 1 used")
+        return 1.0
+    return float(weight)
 
 
 def _assert_set(source: Source, name: str, group: dict[str, Any], variables: dict[str, Any] | None,
-                place: Place, judge: Judge, outputs: Outputs | None) -> list[dict[str, Any]]:
+                place: Place, judge: Judge, outputs: Outputs | None, weighted: bool = False) -> list[dict[str, Any]]:
     """An ``assert-set``: its nested assertions become the case's own evaluators. promptfoo scores
     the set with its own AssertionsResult (src/assertions/index.ts, runAssertions;
     src/assertions/assertionsResult.ts): without a ``threshold`` the set passes when every nested
     assertion passes and a failed set fails the test, so the verdict is the same as judging each
     nested assertion on its own; the set's ``weight`` and ``metric`` only shape promptfoo's
-    scores. A set ``threshold`` passes it on the weighted mean score instead, which is reported."""
+    scores. A set with a ``threshold`` (passed on the weighted mean score of its assertions),
+    or one inside a test with a threshold (whose score counts by the set's weight), becomes an
+    ``evaluator_set`` of its assertions."""
     nested = group.get("assert")
     file, where, line = place
     if not isinstance(nested, list) or not nested:
         raise BadSource(file, line, where, "an assert-set needs 'assert', a list of assertions")
     for key in sorted(set(group) - {"type", "assert", "threshold", "weight", "metric", "config"}):
         source.note(place, f"assert-set key {key!r} not mapped", "left out")
-    if group.get("threshold") is not None:
-        source.note(place, *_threshold_note("assert-set", group["threshold"]))
+    threshold = _threshold(source, place, "assert-set threshold", group.get("threshold"))
+    as_set = weighted or threshold is not None
     out: list[dict[str, Any]] = []
     for index, assertion in enumerate(nested):
         inner = (file, f"{where}.assert[{index}]", line)
         assertion = dereference(source, assertion, inner)
         if check_type(source, assertion, inner) == "assert-set":
             raise BadSource(file, line, inner[1], "an assert-set inside an assert-set (promptfoo: assert-set must not have child assert-sets)")
-        out += _evaluators(source, f"{name}-set-{index + 1}", assertion, variables, inner, judge, outputs)
-    return out
+        out += _evaluators(source, f"{name}-set-{index + 1}", assertion, variables, inner, judge, outputs, as_set)
+    if not as_set or not out:
+        return out
+    entry = _weighed(f"{name}-set", out, threshold)
+    if weighted:
+        entry["weight"] = _weight(source, group, place)
+    return [entry]

@@ -336,14 +336,12 @@ def test_every_unmapped_construct_has_a_file_line_in_the_report(tmp_path):
     lines = [f.text() for f in imported.report.findings]
     assert lines[0].startswith("promptfooconfig.yaml:2: error: prompts[0]: prompt 'prompt-1': Nunjucks expression '{{ name | upper }}'")
     assert "promptfooconfig.yaml:6: error: providers[1]: provider 'vertex:gemini-pro' has no evalh counterpart here" in lines[1]
-    assert lines[2].startswith("promptfooconfig.yaml:8: error: tests[0]: test threshold 0.5; not used")
-    assert lines[3].startswith("promptfooconfig.yaml:11: error: tests[0].assert[0]: moderation assertion has no evalh counterpart")
-    assert lines[4].startswith("promptfooconfig.yaml:12: note: tests[0].assert[1]: assertion weight 2; not used")
+    assert lines[2].startswith("promptfooconfig.yaml:11: error: tests[0].assert[0]: moderation assertion has no evalh counterpart")
     assert [s["name"] for s in imported.eval_yaml["systems"]] == ["openai:gpt-4o-mini"]  # the one prompt left
     write_tree(tmp_path / "out", imported.files())
     report = (tmp_path / "out" / "import-report.md").read_text()
     assert all(f"- {line}" in report for line in lines)
-    assert "4 error(s), 1 note(s)" in report
+    assert "3 error(s), 0 note(s)" in report
 
 
 @pytest.mark.parametrize(("text", "files", "message"), [
@@ -423,3 +421,20 @@ def test_a_python_provider_is_copied_and_called_as_promptfoo_calls_it(tmp_path, 
     assert traces["test-1"]["metrics"]["token_output"] == 3
     results = {r["case_id"]: r["passed"] for r in map(json_module.loads, info.run_dir.results.read_text().splitlines())}
     assert results == {"test-1": True, "test-2": False}
+
+
+def test_a_javascript_provider_is_an_error_line_saying_what_to_do(tmp_path):
+    (tmp_path / "provider.js").write_text("module.exports = class { id() { return 'x'; } };\n")
+    path = _config(tmp_path, """\
+        prompts: ['Hello {{name}}']
+        providers:
+          - openai:gpt-4o-mini
+          - file://provider.js
+        tests:
+          - vars: {name: Ann}
+        """)
+    imported = import_promptfoo(path, "demo")
+    assert [f.text() for f in imported.report.findings] == [
+        "promptfooconfig.yaml:4: error: providers[1]: provider 'file://provider.js' is a JavaScript provider, which "
+        "evalh does not run; provider left out (its variants are not imported): wrap its call in a Python provider "
+        "(file://provider.py) or an http provider to import it"]
