@@ -28,7 +28,7 @@ from pydantic import Field, model_validator
 from evalh_pipeline.common.fields import as_text
 from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.openai_model_graded import grading_reply
+from evalh_pipeline.llm.openai_chat import grading_reply
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 # {{ namespace.path }}, whitespace allowed inside the braces (the guide's template syntax).

@@ -1,13 +1,27 @@
-"""The Anthropic messages API as a judge backend, over plain HTTP (no SDK)."""
+"""The Anthropic messages protocol over plain HTTP (no SDK): the judge backend, the version
+header and where a response holds the answer and usage (the ``http`` system's
+``anthropic_messages`` preset maps it)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, ClassVar
 
-from evalh_pipeline.judges.base import JudgeBackend, JudgeReply
+from evalh_pipeline.llm.chat import JudgeBackend, JudgeReply
 
 ANTHROPIC_VERSION = "2023-06-01"
+# The headers every messages request carries besides the key.
+HEADERS = {"anthropic-version": ANTHROPIC_VERSION}
+# Where a message holds the answer, thinking, tool calls, usage and id (JSONPath).
+RESPONSE_MAPPING: dict[str, str | list[str]] = {
+    "final_answer": '$.content[?(@.type=="text")].text',
+    "thinking": '$.content[?(@.type=="thinking")].thinking',
+    "tool_calls": '$.content[?(@.type=="tool_use")]',
+    "tokens.input": "$.usage.input_tokens",
+    "tokens.output": "$.usage.output_tokens",
+    "tokens.thinking": "$.usage.thinking_tokens",
+    "trace_id": "$.id",
+}
 
 
 class AnthropicBackend(JudgeBackend):
@@ -25,7 +39,7 @@ class AnthropicBackend(JudgeBackend):
     providers: ClassVar[tuple[str, ...]] = ("anthropic",)
 
     def request(self, system: str, user: str, json_schema: dict[str, Any] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
-        headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+        headers = {"content-type": "application/json", **HEADERS}
         if self.settings.api_key:
             headers["x-api-key"] = self.settings.api_key
         body = {
