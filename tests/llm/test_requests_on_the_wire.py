@@ -1,6 +1,7 @@
 """The chat requests every caller of the llm/ backends sends, captured on the loopback fake
 judge server and compared with a snapshot: judges (both protocols, with and without a
-verdict schema, as the user simulator asks), and the grading evaluators.
+verdict schema), the user simulator (its user and judge models, its inner http system on
+the openai_chat preset) and the grading evaluators.
 
 The snapshot pins what goes on the wire (path, headers, the JSON body with its key order) so a change
 to how a request is built shows here. After an intended change, rewrite it with
@@ -23,7 +24,9 @@ from evalh_pipeline.evaluators.openai_model_graded import OpenAIModelGraded
 from evalh_pipeline.evaluators.openai_score_model import OpenAIScoreModel
 from evalh_pipeline.evaluators.promptfoo_graded import PromptfooGraded
 from evalh_pipeline.llm.registry import resolve_backend
-from evalh_pipeline.models import EvalCase, Trace, TraceOutput
+from evalh_pipeline.models import EvalCase, RunVariant, Trace, TraceOutput
+from evalh_pipeline.systems.base import SystemContext
+from evalh_pipeline.systems.user_simulator import UserSimulatorSystem
 from tests.support.fake_judge_server import FakeJudgeServer
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "wire_requests.json"
@@ -65,6 +68,23 @@ def _requests(server: FakeJudgeServer) -> dict[str, list[dict[str, Any]]]:
         asyncio.run(chat.complete("You are a curious buyer.", "User: hi\nAssistant: hello\nUser:", None))
         record(f"plain text {backend} {model}")
 
+    simulator = UserSimulatorSystem(RunVariant(name="v", adapter="user_simulator", config={
+        "user_model": "claude-user", "backend": "anthropic", "base_url": server.anthropic_base_url,
+        "user_persona_prompt": "You are a curious buyer.", "max_turns": 2,
+        "stopping_criterion": {"type": "judge", "model": "claude-judge", "question": "Is the buyer done?"},
+        "inner_system": {"adapter": "http", "endpoint": f"{server.openai_base_url}/chat/completions",
+                         "provider": "openai_chat", "model": "agent-1", "temperature": 0.2}}),
+        SystemContext(eval_dir=Path("."), env=env))
+
+    async def converse() -> None:
+        await simulator.start()
+        try:
+            await simulator.run(EvalCase(id="c1", input={"user_message": "Tell me about ABC123"}), None)
+        finally:
+            await simulator.close()
+
+    asyncio.run(converse())
+    record("user_simulator")
     asyncio.run(OpenAIModelGraded("graded", "openai_model_graded", {
         "prompt": "Is {completion} right?", "choice_strings": ["Y", "N"], "eval_type": "cot_classify",
         "parse_type": "cot_classify", "model": "gpt-4o-mini"}, context).evaluate(CASE, TRACE, None))
