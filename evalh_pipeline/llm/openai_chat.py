@@ -1,16 +1,19 @@
 """The OpenAI-compatible chat-completions protocol (OpenAI, vLLM, Ollama, OpenRouter, ...):
-the judge backend, the grading call of the OpenAI Evals and promptfoo graders, and where a
-response holds the answer and usage (the ``http`` system's ``openai_chat`` preset maps it)."""
+the judge backend, the grading call of the OpenAI Evals and promptfoo graders, where a
+response holds the answer and usage, and a streamed reply folded back into one (the ``http``
+system's ``openai_chat`` and ``deepseek`` presets map and stream it)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from evalh_pipeline.common.http_client import TransportError
 from evalh_pipeline.llm.chat import JudgeBackend, JudgeReply, post_json
 from evalh_pipeline.llm.settings import resolve_endpoint
+from evalh_pipeline.llm.stream import Stream
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -114,3 +117,58 @@ async def grading_reply(env: Mapping[str, str], cfg: GradingEndpoint, body: dict
     if response.status_code >= 400:
         raise RuntimeError(f"grading call answered HTTP {response.status_code}: {response.text[:300]}")
     return message_text(response.json())
+
+
+@dataclass
+class ChatStream(Stream):
+    """Accumulates OpenAI ``chat.completion.chunk`` events (also DeepSeek's ``reasoning_content``)."""
+
+    id: str | None = None
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None
+
+    def feed(self, event: Any, now: float) -> None:
+        if not isinstance(event, dict):
+            return
+        self.chunks += 1
+        self.id = self.id or event.get("id")
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            got_token = False
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                self.content.append(delta["content"])
+                got_token = True
+            if isinstance(delta.get("reasoning_content"), str) and delta["reasoning_content"]:
+                self.reasoning.append(delta["reasoning_content"])
+                got_token = True
+            for call in delta.get("tool_calls") or []:
+                slot = self.tool_calls.setdefault(int(call.get("index", len(self.tool_calls))),
+                                                  {"id": None, "type": "function",
+                                                   "function": {"name": "", "arguments": ""}})
+                slot["id"] = call.get("id") or slot["id"]
+                fn = call.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+                got_token = True
+            if got_token:
+                self.token(now)
+
+    def text_chars(self) -> int:
+        return sum(map(len, self.content)) + sum(map(len, self.reasoning))
+
+    def as_response(self) -> dict[str, Any]:
+        """The chunks as one non-streamed chat completion."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) if self.content else None}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        if self.tool_calls:
+            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+        data: dict[str, Any] = {"id": self.id, "choices": [{"message": message}]}
+        if self.usage is not None:
+            data["usage"] = self.usage
+        return data
+
