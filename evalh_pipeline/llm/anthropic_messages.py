@@ -124,4 +124,3 @@ class AnthropicStream(Stream):
                         block["input"] = {"_raw": raw}
             content.append(block)
         return {"id": self.id, "content": content, "usage": self.usage}
-

@@ -171,4 +171,3 @@ class ChatStream(Stream):
         if self.usage is not None:
             data["usage"] = self.usage
         return data
-

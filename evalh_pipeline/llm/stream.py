@@ -71,4 +71,3 @@ class Stream(ABC):
             "stream_completed": self.done,
             "custom": {"tokens_per_second_basis": basis} if rate is not None else {},
         }
-
