@@ -58,9 +58,9 @@ _EXPORTS: dict[str, str] = {
     "SystemResponse": "evalh_pipeline.systems.base",
     "Workspace": "evalh_pipeline.systems.base",
     # Judge backends
-    "JUDGE_BACKENDS": "evalh_pipeline.judges.registry",
-    "JudgeBackend": "evalh_pipeline.judges.base",
-    "JudgeReply": "evalh_pipeline.judges.base",
+    "JUDGE_BACKENDS": "evalh_pipeline.llm.registry",
+    "JudgeBackend": "evalh_pipeline.llm.chat",
+    "JudgeReply": "evalh_pipeline.llm.chat",
     # Workspaces
     "WORKSPACES": "evalh_pipeline.workspaces.registry",
     "WorkspaceAdapter": "evalh_pipeline.workspaces.base",
@@ -137,8 +137,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from evalh_pipeline.errors import CellError, EvalhError, InfrastructureError, UserError
     from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, SyncEvaluator, Verdict
     from evalh_pipeline.evaluators.registry import EVALUATORS
-    from evalh_pipeline.judges.base import JudgeBackend, JudgeReply
-    from evalh_pipeline.judges.registry import JUDGE_BACKENDS
+    from evalh_pipeline.llm.chat import JudgeBackend, JudgeReply
+    from evalh_pipeline.llm.registry import JUDGE_BACKENDS
     from evalh_pipeline.models import (
         CaseEvaluator,
         ComparisonReport,

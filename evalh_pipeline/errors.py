@@ -31,7 +31,7 @@ brackets)::
     │   ├── UnknownPool                [common.ratelimits]      (ValueError)
     │   ├── CorruptRecordError         [store.jsonl]            (ValueError)
     │   ├── UnreadableRecordsError     [queries.sql]            (ValueError)
-    │   ├── BackendNotFound            [judges.registry]        (ValueError)
+    │   ├── BackendNotFound            [llm.registry]           (ValueError)
     │   ├── EmbedderUnavailable        [embedders.registry]     (ValueError)
     │   ├── LabelFileError             [runner.labelling]       (ValueError)
     │   ├── NotARunFolder              [runs]                   (FileNotFoundError)
@@ -68,7 +68,7 @@ brackets)::
         ├── SeedError                  [workspaces.seeding]     (RuntimeError)
         ├── PatchError                 [evaluators.unified_patch] (ValueError)
         ├── BadJudgeAnswer             [judges.prompt]          (ValueError)
-        └── JudgeError                 [judges.base]            (RuntimeError)
+        └── JudgeError                 [llm.chat]               (RuntimeError)
             ├── JudgeTransientError
             │   └── JudgeRateLimited
             ├── JudgeRateLimitedOut    [judges.judge]

@@ -54,7 +54,7 @@ REGISTRATIONS = [(where, name, target) for where, registry in _registries()
 def test_every_family_registry_is_checked():
     assert sorted(where for where, _ in _registries()) == [
         f"evalh_pipeline.{family}.registry"
-        for family in ("embedders", "enrichers", "evaluators", "judges", "outputs", "systems", "workspaces")]
+        for family in ("embedders", "enrichers", "evaluators", "llm", "outputs", "systems", "workspaces")]
 
 
 @pytest.mark.parametrize(("where", "name", "target"), REGISTRATIONS,

@@ -12,8 +12,8 @@ from evalh_pipeline.common.http_client import HttpClient, HttpError, Response
 from evalh_pipeline.common.ratelimits import RateLimitAnswer, RateLimits, call_within_limit, rate_limit_of
 from evalh_pipeline.common.retrying import Backoff, retry_on_exception
 from evalh_pipeline.common.tls import default_ssl_context
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+from evalh_pipeline.llm import openai_chat
+from evalh_pipeline.llm.settings import resolve_endpoint
 
 
 class OpenAICompatibleConfig(EmbedderConfigModel):
@@ -44,8 +44,10 @@ class OpenAICompatibleEmbedder(Embedder[OpenAICompatibleConfig]):
                  env: Mapping[str, str] | None = None, rate_limits: RateLimits | None = None) -> None:
         super().__init__(type_name, config, env, rate_limits)
         c = self.config
-        self.base_url = (c.base_url or self.env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = self.env.get(c.api_key_env) or None
+        self.base_url, api_key = resolve_endpoint(self.env, base_url=c.base_url, base_url_env=openai_chat.BASE_URL_ENV,
+                                                  default_base_url=openai_chat.DEFAULT_BASE_URL,
+                                                  api_key_env=c.api_key_env)
+        self._api_key = api_key or None
         self._limiter = (self.rate_limits.pool(c.pool) if c.pool is not None
                          else self.rate_limits.endpoint(self.base_url, self._api_key))
 

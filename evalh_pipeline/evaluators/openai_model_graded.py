@@ -24,15 +24,14 @@ choice has the highest score (no ``choice_scores``: when a valid choice was pars
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from evalh_pipeline.common.fields import as_text
-from evalh_pipeline.common.http_client import HttpClient, TransportError
-from evalh_pipeline.common.tls import default_ssl_context
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
+from evalh_pipeline.llm.openai_chat import grading_reply
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 INVALID = "__invalid__"
@@ -164,24 +163,6 @@ class OpenAIModelGraded(Evaluator[ModelGradedConfig]):
         if content is None:
             raise RuntimeError("the grading model's reply has no content")
         return content
-
-
-async def grading_reply(env: Mapping[str, str], cfg: Any, body: dict[str, Any]) -> str | None:
-    """The content of a chat-completions reply to ``body`` from the endpoint ``cfg`` names
-    (``base_url_env`` / ``default_base_url``, the key in ``api_key_env``); None when it has none."""
-    base = (env.get(cfg.base_url_env) or cfg.default_base_url).rstrip("/")
-    headers = {"content-type": "application/json"}
-    if env.get(cfg.api_key_env):
-        headers["authorization"] = f"Bearer {env[cfg.api_key_env]}"
-    try:
-        async with HttpClient(connections=1, tls=default_ssl_context(), timeout=cfg.timeout_seconds) as client:
-            response = await client.request("POST", f"{base}/chat/completions", headers=headers, json=body)
-    except TransportError as exc:
-        raise RuntimeError(f"grading call to {base} failed: {type(exc).__name__}: {exc}") from None
-    if response.status_code >= 400:
-        raise RuntimeError(f"grading call answered HTTP {response.status_code}: {response.text[:300]}")
-    content = response.json()["choices"][0]["message"].get("content")
-    return None if content is None else str(content)
 
 
 def _is_chat(value: Any) -> bool:

@@ -28,7 +28,7 @@ from pydantic import Field, model_validator
 from evalh_pipeline.common.fields import as_text
 from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.openai_model_graded import grading_reply
+from evalh_pipeline.llm.openai_chat import grading_reply
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace
 
 # {{ namespace.path }}, whitespace allowed inside the braces (the guide's template syntax).
@@ -47,12 +47,13 @@ SAMPLING = {"temperature": "temperature", "top_p": "top_p", "seed": "seed",
             "max_completions_tokens": "max_completion_tokens", "reasoning_effort": "reasoning_effort"}
 
 
-def render_grader_template(text: str, item: dict[str, Any], sample: dict[str, Any]) -> str:
+def render_grader_template(text: str, item: dict[str, Any], sample: dict[str, Any] | None = None) -> str:
     """``text`` with ``{{item.*}}`` and ``{{sample.*}}`` replaced (text as it is, other values
-    as JSON, a missing path empty); any other ``{{...}}`` is left as written."""
+    as JSON, a missing path empty); any other ``{{...}}`` is left as written, and so is
+    ``{{sample.*}}`` without a ``sample`` (an import renders the item in, the answer comes later)."""
     def value(found: re.Match[str]) -> str:
         head, _, rest = found.group(1).partition(".")
-        if head not in ("item", "sample"):
+        if head != "item" and (head != "sample" or sample is None):
             return found.group(0)
         current: Any = item if head == "item" else sample
         for part in rest.split(".") if rest else []:

@@ -54,7 +54,7 @@ from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.common.templating import render_case_template
 from evalh_pipeline.embedders import build_embedder
 from evalh_pipeline.evaluators.base import Evaluator, EvaluatorConfigModel, Verdict
-from evalh_pipeline.evaluators.openai_model_graded import grading_reply
+from evalh_pipeline.llm.openai_chat import grading_reply
 from evalh_pipeline.evaluators.promptfoo_assert import extract_json_objects
 from evalh_pipeline.evaluators.semantic_similarity import cosine
 from evalh_pipeline.models import EvalCase, FilesystemArtifact, Trace

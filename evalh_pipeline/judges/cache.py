@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evalh_pipeline.judges.base import JudgeReply
+from evalh_pipeline.llm.chat import JudgeReply
 from evalh_pipeline.store.run_dir import write_atomic
 
 CACHE_VERSION = 1

@@ -9,10 +9,10 @@ from typing import Any
 
 from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.common.ratelimits import RateLimitAnswer, RateLimits, call_within_limit
-from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeRateLimited, JudgeReply, JudgeTransientError
+from evalh_pipeline.llm.chat import JudgeBackend, JudgeError, JudgeRateLimited, JudgeReply, JudgeTransientError
+from evalh_pipeline.llm.registry import resolve_backend
 from evalh_pipeline.judges.cache import VerdictCache, cache_key
 from evalh_pipeline.judges.prompt import BadJudgeAnswer, JudgePrompt, parse_answer
-from evalh_pipeline.judges.registry import resolve_backend
 from evalh_pipeline.judges.settings import JudgeSettings
 from evalh_pipeline.models import TraceMetrics
 from evalh_pipeline.common.retrying import Backoff, retry_on_exception
@@ -75,10 +75,9 @@ class Judge:
         resolved = resolve_backend(settings.model, settings.backend)
         self.settings = settings
         self.backend_name = resolved.name
-        self.backend: JudgeBackend = resolved.cls(resolved.cls.settings_from(
-            context.env, model=resolved.api_model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-            timeout_seconds=settings.timeout_seconds, max_tokens=settings.max_tokens,
-            temperature=settings.temperature))
+        self.backend: JudgeBackend = resolved.build(
+            context.env, base_url=settings.base_url, api_key_env=settings.api_key_env,
+            timeout_seconds=settings.timeout_seconds, max_tokens=settings.max_tokens, temperature=settings.temperature)
         api_key = self.backend.settings.api_key
         self._secrets = context.secret_values | ({api_key} if api_key else set())
         # The run's limiter of this judge's pool or server + key (shared with systems that use it).

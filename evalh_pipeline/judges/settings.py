@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from evalh_pipeline.judges.registry import resolve_backend
+from evalh_pipeline.llm.registry import resolve_backend
 from evalh_pipeline.common.pricing import ModelPrice, builtin_price_table
 
 

@@ -42,9 +42,9 @@ from evalh_pipeline.systems.http_stream import (
     STREAMING_PROVIDERS,
     MappedStream,
     RawStream,
-    Stream,
     StreamTooLarge,
 )
+from evalh_pipeline.llm.stream import Stream
 from evalh_pipeline.systems.http_paths import JsonPath, find_first
 from evalh_pipeline.systems.response import malformed_response, response_from_dict
 from evalh_pipeline.common.tls import default_ssl_context

@@ -1,5 +1,6 @@
 """``provider`` presets of the ``http`` adapter: the request each provider expects and the
-JSONPath mapping of its response (DataModel.md, "Provider mapping cheat-sheet").
+JSONPath mapping of its response (DataModel.md, "Provider mapping cheat-sheet"; the OpenAI
+chat and Anthropic messages protocols' own in llm/).
 
 A preset builds the request body from the case (plus ``model`` and the other request fields
 of the variant), names the default ``response_mapping`` and may post-process the mapped
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh_pipeline.llm import anthropic_messages, openai_chat
 from evalh_pipeline.models import TraceOutput
 
 _MISSING = object()
@@ -114,15 +116,6 @@ class Preset:
     post: Callable[[TraceOutput], None] | None = None
 
 
-_OPENAI_MAPPING: dict[str, str | list[str]] = {
-    "final_answer": "$.choices[0].message.content",
-    "tool_calls": "$.choices[0].message.tool_calls",
-    "tokens.input": "$.usage.prompt_tokens",
-    "tokens.output": "$.usage.completion_tokens",
-    "tokens.thinking": "$.usage.completion_tokens_details.reasoning_tokens",
-    "trace_id": "$.id",
-}
-
 PRESETS: dict[str, Preset] = {
     "simple": Preset(
         name="simple",
@@ -137,22 +130,14 @@ PRESETS: dict[str, Preset] = {
     "openai_chat": Preset(
         name="openai_chat",
         request=_openai_request,
-        response_mapping=_OPENAI_MAPPING,
+        response_mapping=openai_chat.RESPONSE_MAPPING,
         required_body=("messages",),
     ),
     "anthropic_messages": Preset(
         name="anthropic_messages",
         request=_anthropic_request,
-        response_mapping={
-            "final_answer": '$.content[?(@.type=="text")].text',
-            "thinking": '$.content[?(@.type=="thinking")].thinking',
-            "tool_calls": '$.content[?(@.type=="tool_use")]',
-            "tokens.input": "$.usage.input_tokens",
-            "tokens.output": "$.usage.output_tokens",
-            "tokens.thinking": "$.usage.thinking_tokens",
-            "trace_id": "$.id",
-        },
-        headers={"anthropic-version": "2023-06-01"},
+        response_mapping=anthropic_messages.RESPONSE_MAPPING,
+        headers=anthropic_messages.HEADERS,
         required_body=("messages",),
     ),
     "gemini": Preset(
@@ -174,7 +159,7 @@ PRESETS: dict[str, Preset] = {
     "deepseek": Preset(
         name="deepseek",
         request=_openai_request,
-        response_mapping={**_OPENAI_MAPPING, "thinking": "$.choices[0].message.reasoning_content"},
+        response_mapping={**openai_chat.RESPONSE_MAPPING, "thinking": "$.choices[0].message.reasoning_content"},
         required_body=("messages",),
         post=_deepseek_post,
     ),

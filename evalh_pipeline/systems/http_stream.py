@@ -1,8 +1,9 @@
 """Streaming for the ``http`` adapter: server-sent events, JSON lines and raw text chunks.
 
 Provider streams (``openai_chat``/``deepseek`` chat completion chunks, ``anthropic_messages``
-events, ``gemini`` GenerateContentResponse chunks) are folded back into the provider's
-non-streamed response shape, so the preset's ``response_mapping`` applies unchanged.
+events: their folds are llm/'s, with the protocols; ``gemini`` GenerateContentResponse
+chunks) are folded back into the provider's non-streamed response shape, so the preset's
+``response_mapping`` applies unchanged.
 Streams without a provider are read through ``stream_mapping`` (JSONPath per event) into a
 plain ``{final_answer, thinking, tool_calls, tokens, trace_id}`` document. Every stream is
 timed for the streaming metrics; a stream that ends without its done marker, or whose
@@ -13,15 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
-from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalh_pipeline.errors import CellError
 from evalh_pipeline.common.http_client import HttpError, LineSplitter, Response
+from evalh_pipeline.llm.anthropic_messages import AnthropicStream
+from evalh_pipeline.llm.openai_chat import ChatStream
+from evalh_pipeline.llm.stream import Stream
 from evalh_pipeline.systems.http_paths import JsonPath, find_first
 
 STREAM_FORMATS = ("sse", "json_lines", "raw_chunks")
@@ -30,8 +32,6 @@ STREAMING_PROVIDERS = ("openai_chat", "deepseek", "anthropic_messages", "gemini"
 STREAM_MAPPING_KEYS = (
     "delta", "thinking_delta", "done", "tool_call", "tokens.input", "tokens.output", "tokens.thinking", "trace_id",
 )
-# Without a reported output token count, tokens_per_second estimates tokens as chars / 4.
-CHARS_PER_TOKEN_ESTIMATE = 4
 # After the done marker, how long the rest of the body may take to end. A body read to its end
 # leaves the connection reusable; one cut short is closed, and the next request pays a new
 # TCP (and TLS) handshake. Servers end the body right after the marker; one that holds it
@@ -41,183 +41,6 @@ DRAIN_SECONDS = 1.0
 
 class StreamTooLarge(CellError):
     pass
-
-
-@dataclass
-class Stream(ABC):
-    """Timing and completion shared by every stream kind."""
-
-    started: float
-    chunks: int = 0
-    done: bool = False
-    first_token: float | None = None
-    last_token: float | None = None
-
-    def token(self, now: float) -> None:
-        """A non-empty delta arrived."""
-        self.first_token = self.first_token or now
-        self.last_token = now
-
-    @abstractmethod
-    def feed(self, event: Any, now: float) -> None:  # pragma: no cover - overridden
-        ...
-
-    def finished_normally(self) -> None:
-        """The body ended without a transport error (and without a done marker)."""
-
-    def text_chars(self) -> int:
-        return 0
-
-    @abstractmethod
-    def as_response(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        ...
-
-    def metrics(self, token_output: int | None) -> dict[str, Any]:
-        """The streaming metrics; tokens_per_second = output tokens / (last - first token).
-
-        Output tokens are the reported count when there is one, else an estimate of
-        ``ceil(chars of answer + thinking / 4)``; ``custom.tokens_per_second_basis`` says which.
-        """
-        def ms(at: float | None) -> int | None:
-            return None if at is None else round((at - self.started) * 1000)
-
-        basis = "reported_output_tokens"
-        tokens = token_output
-        if not tokens:
-            chars = self.text_chars()
-            tokens = math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE) if chars else None
-            basis = "estimated_chars_div_4"
-        rate = None
-        if tokens and self.first_token is not None and self.last_token is not None:
-            span = self.last_token - self.first_token
-            if span > 0:
-                rate = round(tokens / span, 3)
-        return {
-            "latency_first_token_ms": ms(self.first_token),
-            "latency_last_token_ms": ms(self.last_token),
-            "stream_chunks": self.chunks,
-            "tokens_per_second": rate,
-            "stream_completed": self.done,
-            "custom": {"tokens_per_second_basis": basis} if rate is not None else {},
-        }
-
-
-@dataclass
-class ChatStream(Stream):
-    """Accumulates OpenAI ``chat.completion.chunk`` events (also DeepSeek's ``reasoning_content``)."""
-
-    id: str | None = None
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    usage: dict[str, Any] | None = None
-
-    def feed(self, event: Any, now: float) -> None:
-        if not isinstance(event, dict):
-            return
-        self.chunks += 1
-        self.id = self.id or event.get("id")
-        if isinstance(event.get("usage"), dict):
-            self.usage = event["usage"]
-        for choice in event.get("choices") or []:
-            delta = choice.get("delta") or {}
-            got_token = False
-            if isinstance(delta.get("content"), str) and delta["content"]:
-                self.content.append(delta["content"])
-                got_token = True
-            if isinstance(delta.get("reasoning_content"), str) and delta["reasoning_content"]:
-                self.reasoning.append(delta["reasoning_content"])
-                got_token = True
-            for call in delta.get("tool_calls") or []:
-                slot = self.tool_calls.setdefault(int(call.get("index", len(self.tool_calls))),
-                                                  {"id": None, "type": "function",
-                                                   "function": {"name": "", "arguments": ""}})
-                slot["id"] = call.get("id") or slot["id"]
-                fn = call.get("function") or {}
-                slot["function"]["name"] += fn.get("name") or ""
-                slot["function"]["arguments"] += fn.get("arguments") or ""
-                got_token = True
-            if got_token:
-                self.token(now)
-
-    def text_chars(self) -> int:
-        return sum(map(len, self.content)) + sum(map(len, self.reasoning))
-
-    def as_response(self) -> dict[str, Any]:
-        """The chunks as one non-streamed chat completion."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) if self.content else None}
-        if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
-        if self.tool_calls:
-            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
-        data: dict[str, Any] = {"id": self.id, "choices": [{"message": message}]}
-        if self.usage is not None:
-            data["usage"] = self.usage
-        return data
-
-
-@dataclass
-class AnthropicStream(Stream):
-    """Anthropic Messages events: message_start, content_block_start/delta/stop (text_delta,
-    thinking_delta, input_json_delta), message_delta (usage), message_stop (done)."""
-
-    id: str | None = None
-    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    usage: dict[str, Any] = field(default_factory=dict)
-
-    def feed(self, event: Any, now: float) -> None:
-        if not isinstance(event, dict):
-            return
-        self.chunks += 1
-        kind = event.get("type")
-        if kind == "message_start":
-            message = event.get("message") or {}
-            self.id = message.get("id") or self.id
-            self.usage.update({k: v for k, v in (message.get("usage") or {}).items() if v is not None})
-        elif kind == "content_block_start":
-            block = dict(event.get("content_block") or {})
-            if block.get("type") == "tool_use":
-                block["_json"] = ""
-            self.blocks[int(event.get("index", len(self.blocks)))] = block
-        elif kind == "content_block_delta":
-            index = int(event.get("index", max(self.blocks, default=0)))
-            delta = event.get("delta") or {}
-            dtype = delta.get("type")
-            if dtype == "text_delta":
-                block, key, piece = self._block(index, "text"), "text", delta.get("text")
-            elif dtype == "thinking_delta":
-                block, key, piece = self._block(index, "thinking"), "thinking", delta.get("thinking")
-            elif dtype == "input_json_delta":
-                block, key, piece = self._block(index, "tool_use"), "_json", delta.get("partial_json")
-            else:  # signature_delta and future kinds carry no text
-                return
-            if isinstance(piece, str) and piece:
-                block[key] = (block.get(key) or "") + piece
-                self.token(now)
-        elif kind == "message_delta":
-            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
-        elif kind == "message_stop":
-            self.done = True
-
-    def _block(self, index: int, kind: str) -> dict[str, Any]:
-        return self.blocks.setdefault(index, {"type": kind, **({"_json": ""} if kind == "tool_use" else {})})
-
-    def text_chars(self) -> int:
-        return sum(len(b.get("text") or "") + len(b.get("thinking") or "") for b in self.blocks.values())
-
-    def as_response(self) -> dict[str, Any]:
-        content = []
-        for index in sorted(self.blocks):
-            block = dict(self.blocks[index])
-            if block.get("type") == "tool_use":
-                raw = block.pop("_json", "")
-                if raw:
-                    try:
-                        block["input"] = json.loads(raw)
-                    except ValueError:  # a cut-off tool call: keep the fragment
-                        block["input"] = {"_raw": raw}
-            content.append(block)
-        return {"id": self.id, "content": content, "usage": self.usage}
 
 
 @dataclass

@@ -24,10 +24,14 @@ tool calls and results of every turn, token and cost sums, and ``extra.user_simu
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evalh_pipeline.common.masking import mask_text
+from evalh_pipeline.llm.chat import JudgeBackend, JudgeError, JudgeReply
+from evalh_pipeline.llm.registry import resolve_backend
 from evalh_pipeline.models import EvalCase, RunVariant, TraceMessage, TraceOutput
 from evalh_pipeline.systems.base import (
     AdapterError,
@@ -77,8 +81,6 @@ class UserSimulatorConfig(SystemConfigModel):
     @field_validator("user_model")
     @classmethod
     def _served(cls, value: str, info: Any) -> str:
-        from evalh_pipeline.judges.registry import resolve_backend
-
         resolve_backend(value, info.data.get("backend"))
         return value
 
@@ -109,8 +111,6 @@ class UserSimulatorConfig(SystemConfigModel):
     @model_validator(mode="after")
     def _judge_model(self) -> UserSimulatorConfig:
         if self.stopping_criterion.type == "judge":
-            from evalh_pipeline.judges.registry import resolve_backend
-
             resolve_backend(self.stopping_criterion.model or "", self.backend)
         return self
 
@@ -214,10 +214,8 @@ class UserSimulatorSystem(SystemAdapter[UserSimulatorConfig]):
             raise AdapterError("user_simulator: the user model returned an empty user turn")
         return text, (reply.tokens_in or 0, reply.tokens_out or 0)
 
-    async def _call(self, backend: Any, system: str, prompt: str) -> Any:
-        from evalh_pipeline.judges.base import JudgeError
-        from evalh_pipeline.common.masking import mask_text
-
+    async def _call(self, backend: JudgeBackend | None, system: str, prompt: str) -> JudgeReply:
+        assert backend is not None  # the judge backend is built when the stopping criterion is a judge
         try:
             reply = await backend.complete(system, prompt, None)
         except JudgeError as exc:
@@ -230,13 +228,10 @@ class UserSimulatorSystem(SystemAdapter[UserSimulatorConfig]):
         return reply
 
 
-def _backend(model: str, cfg: UserSimulatorConfig, max_tokens: int, env: Any) -> Any:
-    from evalh_pipeline.judges.registry import resolve_backend
-
-    resolved = resolve_backend(model, cfg.backend)
-    return resolved.cls(resolved.cls.settings_from(
-        env, model=resolved.api_model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
-        timeout_seconds=cfg.timeout_seconds, max_tokens=max_tokens, temperature=0.0))
+def _backend(model: str, cfg: UserSimulatorConfig, max_tokens: int, env: Mapping[str, str]) -> JudgeBackend:
+    """The chat backend of the user or judge model, built as a judge's is (llm/registry.py)."""
+    return resolve_backend(model, cfg.backend).build(env, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
+                                                     timeout_seconds=cfg.timeout_seconds, max_tokens=max_tokens)
 
 
 def _cost(model: str, tokens_in: int | None, tokens_out: int | None, reported: float | None) -> float | None:

@@ -13,7 +13,12 @@ from datetime import datetime, timezone
 import pytest
 
 from evalh_pipeline.common.context import EvaluatorContext
-from evalh_pipeline.evaluators.openai_score_model import RESPONSE_FORMAT, OpenAIScoreModel, score_of
+from evalh_pipeline.evaluators.openai_score_model import (
+    RESPONSE_FORMAT,
+    OpenAIScoreModel,
+    render_grader_template,
+    score_of,
+)
 from evalh_pipeline.models import EvalCase, Trace, TraceOutput
 from tests.support.openai_chat_server import echo_chat_server, grader_says
 
@@ -43,6 +48,13 @@ def test_the_messages_are_the_templates_rendered_with_item_and_sample():
     json_input = [{"role": "user", "content": "{{sample.output_json.city}} / {{item.missing}} / {{other.x}}"}]
     assert _grader(input=json_input).grading_body('{"city": "Paris"}')["messages"][0]["content"] == \
         "Paris /  / {{other.x}}"
+
+
+def test_without_a_sample_only_the_item_is_rendered_in():
+    # What the hosted-export import does: the item goes into the case, the answer comes at run time.
+    text = "{{ item.answer }} / {{item.meta}} / {{ sample.output_text }} / {{other.x}}"
+    assert render_grader_template(text, ITEM) == 'Paris / {"level": 2} / {{ sample.output_text }} / {{other.x}}'
+    assert render_grader_template(text, ITEM, {"output_text": "Lyon"}) == 'Paris / {"level": 2} / Lyon / {{other.x}}'
 
 
 def test_the_result_is_read_from_the_json_reply_within_range():

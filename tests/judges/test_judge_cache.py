@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from evalh_pipeline.judges.base import JudgeReply
+from evalh_pipeline.llm.chat import JudgeReply
 from evalh_pipeline.judges.cache import VerdictCache, cache_key
 
 REPLY = JudgeReply(text='{"rubric": {"score": 4, "reason": "ok"}}', tokens_in=120, tokens_out=20, model="m",

@@ -11,9 +11,9 @@ import pytest
 
 from evalh_pipeline.common.context import EvaluatorContext
 from evalh_pipeline.evaluators.llm_judge import LlmJudge
-from evalh_pipeline.judges.base import JudgeRateLimited
+from evalh_pipeline.llm.chat import JudgeRateLimited
 from tests.support.fake_judge_server import FakeJudgeServer
-from evalh_pipeline.judges.openai_compatible import OpenAICompatibleBackend
+from evalh_pipeline.llm.openai_chat import OpenAICompatibleBackend
 from evalh_pipeline.models import EvalCase, Trace
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval

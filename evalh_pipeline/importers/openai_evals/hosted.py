@@ -36,18 +36,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from evalh_pipeline.common.templating import json_text
 from evalh_pipeline.common.yaml_files import dump_yaml
 from evalh_pipeline.config.schema import eval_key
 from evalh_pipeline.evaluators.openai_score_model import SAMPLING as SCORE_SAMPLING
+from evalh_pipeline.evaluators.openai_score_model import TEMPLATE, render_grader_template
 from evalh_pipeline.importers.openai_evals.importer import DEFAULT_MODEL, ENDPOINT
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 from evalh_pipeline.importers.writing import ImportedFiles
 
 BASELINE_EVAL = "baseline.yaml"
 BASELINE_CASES = "baseline-cases.yaml"
-# {{ item.path }} / {{ sample.output_text }} (whitespace allowed inside the braces).
-_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][\w.]*)\s*\}\}")
 _OUTPUT_TEXT = re.compile(r"\s*\{\{\s*sample\.output_text\s*\}\}\s*")
 _UNSAFE = re.compile(r"[|,\[\]/\\\x00-\x1f]")
 _SAMPLING = {"temperature": "temperature", "top_p": "top_p", "seed": "seed",
@@ -205,26 +203,13 @@ def _template(runs: list[dict[str, Any]], file: str, report: ImportReport) -> li
     return found
 
 
-def _render(text: str, item: dict[str, Any]) -> str:
-    """``{{item.path}}`` replaced by the item's value (text as it is, others as JSON)."""
-    def value(found: re.Match[str]) -> str:
-        head, _, rest = found.group(1).partition(".")
-        if head != "item":
-            return found.group(0)
-        current: Any = item
-        for part in rest.split("."):
-            current = current.get(part) if isinstance(current, dict) else None
-        return json_text(current)
-    return _TEMPLATE.sub(value, text)
-
-
 def _render_messages(template: list[dict[str, Any]], item: dict[str, Any]) -> list[dict[str, Any]]:
     messages = []
     for message in template:
         content = message.get("content")
         if isinstance(content, dict):  # {"type": "input_text", "text": ...}
             content = content.get("text")
-        messages.append({"role": message.get("role", "user"), "content": _render(str(content or ""), item)})
+        messages.append({"role": message.get("role", "user"), "content": render_grader_template(str(content or ""), item)})
     return messages
 
 
@@ -248,14 +233,14 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
             elif not _OUTPUT_TEXT.fullmatch(source):
                 report.add(file, None, f"{key}.input", f"{source!r} is not {{{{sample.output_text}}}}",
                            "only the model's answer is checked here; criterion not imported")
-            elif "{{" in _TEMPLATE.sub("", reference) or any(
-                    m.group(1).split(".")[0] != "item" for m in _TEMPLATE.finditer(reference)):
+            elif "{{" in TEMPLATE.sub("", reference) or any(
+                    m.group(1).split(".")[0] != "item" for m in TEMPLATE.finditer(reference)):
                 report.add(file, None, f"{key}.reference", f"{reference!r} uses more than {{{{item.<field>}}}}",
                            "criterion not imported")
             else:
                 mapped.append({"evaluator": _evaluator_name(criterion, number), "replayed": True,
                                "mapping": lambda item, op=str(operation), ref=reference: string_check(
-                                   op, _render(ref, item))})
+                                   op, render_grader_template(ref, item))})
             continue
         if kind == "python":
             code, threshold = criterion.get("source"), criterion.get("pass_threshold")
@@ -316,7 +301,7 @@ def _label_model(criterion: dict[str, Any], key: str, file: str,
         problem = "input must be a list of messages"
     else:
         texts = [_content_text(m.get("content")) for m in messages]
-        refs = [m.group(1) for t in texts for m in _TEMPLATE.finditer(t or "")]
+        refs = [m.group(1) for t in texts for m in TEMPLATE.finditer(t or "")]
         if any(t is None for t in texts):
             problem = "a message's content is neither text nor an input_text part"
         elif any(r != "sample.output_text" and r.split(".")[0] != "item" for r in refs):
@@ -362,7 +347,7 @@ def _score_model(criterion: dict[str, Any], key: str, file: str,
         problem = f"sampling_params may hold only {', '.join(SCORE_SAMPLING)}"
     else:
         texts = [_content_text(m.get("content")) for m in messages]
-        refs = [m.group(1).split(".")[0] for t in texts for m in _TEMPLATE.finditer(t or "")]
+        refs = [m.group(1).split(".")[0] for t in texts for m in TEMPLATE.finditer(t or "")]
         if any(t is None for t in texts):
             problem = "a message's content is neither text nor an input_text part"
         elif any(r not in ("item", "sample") for r in refs):
@@ -390,10 +375,10 @@ def _format_prompt(text: str, item: dict[str, Any]) -> str:
     """``text`` as a ``str.format`` template (openai_model_graded fills it): the item rendered
     in with its braces doubled, ``{{sample.output_text}}`` as ``{completion}``."""
     parts, last = [], 0
-    for found in _TEMPLATE.finditer(text):
+    for found in TEMPLATE.finditer(text):
         parts.append(text[last:found.start()].replace("{", "{{").replace("}", "}}"))
         value = "{completion}" if found.group(1) == "sample.output_text" else \
-            _render(found.group(0), item).replace("{", "{{").replace("}", "}}")
+            render_grader_template(found.group(0), item).replace("{", "{{").replace("}", "}}")
         parts.append(value)
         last = found.end()
     parts.append(text[last:].replace("{", "{{").replace("}", "}}"))

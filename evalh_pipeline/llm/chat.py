@@ -1,4 +1,9 @@
-"""The judge backend contract: one prompt in, one text reply (meant to be JSON) out."""
+"""The chat backend contract: one system + user prompt in, one text reply and its usage out.
+
+Judges ask it for JSON matching a verdict schema; the user simulator for plain text. The
+classes keep the names plugin authors know them by (a *judge backend*, entry point group
+``evalh_pipeline.judges``): every chat backend is one, whoever calls it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from evalh_pipeline.errors import CellError
-from evalh_pipeline.common.http_client import HttpClient, TimeoutException, TransportError
+from evalh_pipeline.common.http_client import HttpClient, Response, TimeoutException, TransportError
 from evalh_pipeline.common.ratelimits import rate_limit_of
 from evalh_pipeline.common.tls import default_ssl_context
+from evalh_pipeline.llm.settings import BackendSettings, resolve_endpoint
 
 
 @dataclass(frozen=True)
@@ -43,20 +49,15 @@ class JudgeRateLimited(JudgeTransientError):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True)
-class BackendSettings:
-    """Where and how a backend calls its server; resolved once, when the evaluator is built."""
-
-    model: str
-    base_url: str
-    api_key: str | None
-    timeout_seconds: float
-    max_tokens: int
-    temperature: float = 0.0
+async def post_json(url: str, headers: dict[str, str], body: dict[str, Any], timeout: float) -> Response:
+    """One chat request on a fresh client (see :class:`JudgeBackend` for why fresh); transport
+    errors propagate for the caller to word."""
+    async with HttpClient(connections=1, tls=default_ssl_context(), timeout=timeout) as client:
+        return await client.request("POST", url, headers=headers, json=body)
 
 
 class JudgeBackend(ABC):
-    """A chat API that can answer a judge prompt.
+    """A chat API that can answer a prompt (a judge's, the simulated user's).
 
     Subclasses set the class attributes and implement :meth:`request` and :meth:`parse`;
     the HTTP call (common/http_client.py), the error mapping and the reply shape are shared.
@@ -82,9 +83,10 @@ class JudgeBackend(ABC):
     def settings_from(cls, env: Mapping[str, str], *, model: str, base_url: str | None, api_key_env: str | None,
                       timeout_seconds: float, max_tokens: int, temperature: float = 0.0) -> BackendSettings:
         """Resolve base URL and key: explicit config, then the backend's environment variables."""
-        url = base_url or env.get(cls.base_url_env) or cls.default_base_url
-        return BackendSettings(model=model, base_url=url.rstrip("/"), api_key=env.get(api_key_env or cls.api_key_env),
-                               timeout_seconds=timeout_seconds, max_tokens=max_tokens, temperature=temperature)
+        url, api_key = resolve_endpoint(env, base_url=base_url, base_url_env=cls.base_url_env,
+                                        default_base_url=cls.default_base_url, api_key_env=api_key_env or cls.api_key_env)
+        return BackendSettings(model=model, base_url=url, api_key=api_key, timeout_seconds=timeout_seconds,
+                               max_tokens=max_tokens, temperature=temperature)
 
     @property
     def needs_api_key(self) -> bool:
@@ -108,9 +110,7 @@ class JudgeBackend(ABC):
                              f"(or name another variable with api_key_env, or point base_url at your own server)")
         url, headers, body = self.request(system, user, json_schema)
         try:
-            async with HttpClient(connections=1, tls=default_ssl_context(),
-                                  timeout=self.settings.timeout_seconds) as client:
-                response = await client.request("POST", url, headers=headers, json=body)
+            response = await post_json(url, headers, body, self.settings.timeout_seconds)
         except TimeoutException:
             raise JudgeTransientError(f"judge call to {url} timed out after {self.settings.timeout_seconds}s") from None
         except TransportError as exc:

@@ -1,4 +1,4 @@
-"""Judge backend registry: a backend name, or a model name, -> the backend class.
+"""Chat (judge) backend registry: a backend name, or a model name, -> the backend class.
 
 ``backend:`` in the evaluator config wins. Otherwise ``provider/model`` picks the backend
 that lists the provider, then the model name is matched against each backend's
@@ -8,11 +8,12 @@ backends register under the entry point group ``evalh_pipeline.judges``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from evalh_pipeline.errors import UserError
-from evalh_pipeline.judges.base import JudgeBackend
+from evalh_pipeline.llm.chat import JudgeBackend
 from evalh_pipeline.registry import Registry, UnknownTypeError
 
 ENTRY_POINT_GROUP = "evalh_pipeline.judges"
@@ -21,8 +22,8 @@ JUDGE_BACKENDS: Registry[JudgeBackend] = Registry(
     "judge backend",
     ENTRY_POINT_GROUP,
     {
-        "anthropic": "evalh_pipeline.judges.anthropic:AnthropicBackend",
-        "openai_compatible": "evalh_pipeline.judges.openai_compatible:OpenAICompatibleBackend",
+        "anthropic": "evalh_pipeline.llm.anthropic_messages:AnthropicBackend",
+        "openai_compatible": "evalh_pipeline.llm.openai_chat:OpenAICompatibleBackend",
     },
 )
 
@@ -38,6 +39,13 @@ class ResolvedBackend:
     name: str
     cls: type[JudgeBackend]
     api_model: str
+
+    def build(self, env: Mapping[str, str], *, base_url: str | None, api_key_env: str | None,
+              timeout_seconds: float, max_tokens: int, temperature: float = 0.0) -> JudgeBackend:
+        """The backend for :attr:`api_model`, its URL and key resolved from the config and ``env``."""
+        return self.cls(self.cls.settings_from(env, model=self.api_model, base_url=base_url, api_key_env=api_key_env,
+                                               timeout_seconds=timeout_seconds, max_tokens=max_tokens,
+                                               temperature=temperature))
 
 
 def _load(name: str) -> type[JudgeBackend]:

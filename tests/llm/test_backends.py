@@ -7,12 +7,12 @@ import socket
 
 import pytest
 
-from evalh_pipeline.judges.anthropic import ANTHROPIC_VERSION, AnthropicBackend
-from evalh_pipeline.judges.base import JudgeBackend, JudgeError, JudgeTransientError
+from evalh_pipeline.llm.anthropic_messages import ANTHROPIC_VERSION, AnthropicBackend
+from evalh_pipeline.llm.chat import JudgeBackend, JudgeError, JudgeTransientError
 from tests.support.fake_judge_server import FakeJudgeServer
-from evalh_pipeline.judges.openai_compatible import OpenAICompatibleBackend
+from evalh_pipeline.llm.openai_chat import OpenAICompatibleBackend
 from evalh_pipeline.judges.prompt import verdict_schema
-from evalh_pipeline.judges.registry import JUDGE_BACKENDS, BackendNotFound, resolve_backend
+from evalh_pipeline.llm.registry import JUDGE_BACKENDS, BackendNotFound, resolve_backend
 
 SCHEMA = verdict_schema(1, None)
 USER = "## Final answer\nThe average is $1.2M.\n\n## Assertions\n1. mentions \"average\""
