@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evalh_pipeline.registry import Registry
+from tests.support.evalh_process import evalh_env
 from tests.support.evals import write_eval
 
 # Test tiers (see pyproject's markers). A test is a unit test unless it says otherwise with
@@ -163,10 +164,7 @@ def toy_eval(eval_dir: Path) -> Path:
 @pytest.fixture
 def env(tmp_path):
     """Environment for `evalh` subprocesses: a fresh Dagster home and a call log for the stub agent."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {**os.environ, "DAGSTER_HOME": str(home), "EVALH_TEST_CALL_LOG": str(tmp_path / "calls.log")}
+    return evalh_env(tmp_path)
 
 
 @pytest.fixture

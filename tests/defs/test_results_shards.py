@@ -56,7 +56,8 @@ def test_results_of_four_shards_in_processes_equal_one_process(tmp_path, env):
     four = _run_dir(tmp_path / "toy")
     assert not (four / "shards").exists()  # every part put in and removed
 
-    single = _eval(tmp_path / "single", "  executor: {type: multiprocess}\n  shards: 1\n")
+    # One process: the in-process executor, one shard (the processes' own path is the sharded run's).
+    single = _eval(tmp_path / "single", "  executor: {type: in_process}\n  shards: 1\n")
     single.write_text(single.read_text().replace("name: single", "name: toy"))
     proc = run_evalh(["run", str(single)], env, tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr

@@ -19,7 +19,7 @@ import yaml
 
 from tests.support.celery_workers import celery_workers
 from tests.support.deployment import TEAM_YAML, team_home, verdicts, with_outputs
-from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, evalh_env, run_evalh
 from tests.support.evals import write_eval
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -54,12 +54,15 @@ def machines_env(tmp_path: Path, env: dict, team_postgres: dict, redis_url: str,
     return shared, {**shared, "DAGSTER_HOME": str(team_home(tmp_path)), "EVALH_CACHE_DIR": str(tmp_path / "launcher")}
 
 
-def in_process_verdicts(tmp_path: Path, env: dict) -> dict:
-    """The verdicts of the same eval run in one process, to a local folder (no shards)."""
-    local = write_eval(tmp_path / "local" / "toy", cases=CASES)
-    done = run_evalh(["run", str(local)], env, tmp_path)
+@pytest.fixture(scope="module")
+def in_process_verdicts(tmp_path_factory) -> dict:
+    """The verdicts of the same eval run in one process, to a local folder (no shards): made
+    once, what every test's run on the team deployment must conclude."""
+    folder = tmp_path_factory.mktemp("in_process")
+    local = write_eval(folder / "local" / "toy", cases=CASES)
+    done = run_evalh(["run", str(local)], evalh_env(folder), folder)
     assert done.returncode == 0, done.stderr
-    [run_dir] = (tmp_path / "local" / "toy" / "runs").iterdir()
+    [run_dir] = (folder / "local" / "toy" / "runs").iterdir()
     return verdicts(yaml.safe_load((run_dir / "summary.yaml").read_text()))
 
 
@@ -118,11 +121,11 @@ def team(tmp_path, env, team_postgres, redis_url, s3_server, monkeypatch):
     return team_eval(tmp_path, bucket), shared, launcher, s3_server.filesystem(), bucket
 
 
-def test_the_shards_of_one_run_execute_on_two_workers_at_once(tmp_path, env, team, redis_url):
+def test_the_shards_of_one_run_execute_on_two_workers_at_once(tmp_path, team, redis_url, in_process_verdicts):
     import dagster as dg
 
     path, shared, launcher, fs, bucket = team
-    expected = in_process_verdicts(tmp_path, env)
+    expected = in_process_verdicts
     with celery_workers(2, redis_url, shared, TEAM_YAML) as workers:
         pools = pool_pids(workers)
         run = launch(path, launcher, tmp_path)
@@ -153,7 +156,7 @@ def test_the_shards_of_one_run_execute_on_two_workers_at_once(tmp_path, env, tea
 
 @pytest.mark.parametrize("finish", ["reexecute_from_failure", "resume"])
 def test_a_worker_killed_mid_shard_fails_its_step_and_the_run_finishes_with_only_missing_cells(
-        tmp_path, env, team, redis_url, finish):
+        tmp_path, team, redis_url, in_process_verdicts, finish):
     import dagster as dg
 
     from evalh_pipeline.defs.evals.names import run_job
@@ -162,7 +165,7 @@ def test_a_worker_killed_mid_shard_fails_its_step_and_the_run_finishes_with_only
 
     path, shared, launcher, fs, bucket = team
     calls = tmp_path / "calls.log"
-    expected = in_process_verdicts(tmp_path, env)
+    expected = in_process_verdicts
     calls.write_text("")
     with celery_workers(2, redis_url, shared, TEAM_YAML) as workers, dg.DagsterInstance.get() as instance:
         first = launch(path, launcher, tmp_path)

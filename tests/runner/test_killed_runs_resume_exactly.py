@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.evalh_process import EVALH, run_evalh
+from tests.support.evalh_process import EVALH, evalh_env, run_evalh
 
 from tests.support.evals import write_eval
 from tests.support.killed_run import kill_evalh_when
@@ -59,15 +59,21 @@ def _traced_cells(traces: Path) -> list[tuple[str, str, int]]:
     return [(t["case_id"], t["variant_name"], t.get("sample", 0)) for t in map(json.loads, raw.splitlines())]
 
 
+@pytest.fixture(scope="module")
+def whole_summary(tmp_path_factory) -> Path:
+    """The summary of the same eval run once, never killed: what every seed's resumed run must equal."""
+    folder = tmp_path_factory.mktemp("whole")
+    reference = _eval(folder / "whole")
+    done = run_evalh(["run", str(reference)], evalh_env(folder), folder, timeout=900)
+    assert done.returncode == 0, done.stderr
+    (whole,) = (folder / "whole" / "runs").iterdir()
+    return whole / "summary.yaml"
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_path, env, seed):
+def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_path, env, seed, whole_summary):
     rng = random.Random(seed)
     cells = CASES * 2
-
-    reference = _eval(tmp_path / "whole")
-    done = run_evalh(["run", str(reference)], env, tmp_path, timeout=900)
-    assert done.returncode == 0, done.stderr
-    (whole,) = (tmp_path / "whole" / "runs").iterdir()
 
     killed = _eval(tmp_path / "killed")
     runs = tmp_path / "killed" / "runs"
@@ -107,7 +113,7 @@ def test_kill_9_at_random_points_then_resume_runs_every_cell_exactly_once(tmp_pa
     results = [json.loads(line) for line in (traces.parent / "results.jsonl").read_text().splitlines()]
     judged = [(r["case_id"], r["variant_name"], r.get("sample", 0), r["evaluator"]) for r in results]
     assert len(judged) == len(set(judged)) == cells * 2, f"seed {seed}"
-    assert _comparable(traces.parent / "summary.yaml") == _comparable(whole / "summary.yaml"), f"seed {seed}"
+    assert _comparable(traces.parent / "summary.yaml") == _comparable(whole_summary), f"seed {seed}"
 
 
 def _durable(traces: Path) -> set[tuple[str, str]]:
