@@ -193,6 +193,13 @@ class ExecutorConfig(BaseModel):
     max_concurrent: int | None = Field(default=None, ge=1)
     # k8s and docker: the image the step containers run (default: the run launcher's).
     image: str | None = None
+    # docker: what each step container gets besides its image: bind mounts (HOST:CONTAINER or
+    # HOST:CONTAINER:ro|rw, absolute paths), the docker network it joins (`none`: no network;
+    # default: the engine's), and environment variables by name, their values taken from the
+    # launching process's environment (so no value, secret or not, is written in eval.yaml).
+    volumes: list[str] = Field(default_factory=list)
+    network: str | None = None
+    env_vars: list[str] = Field(default_factory=list)
 
     @field_validator("type")
     @classmethod
@@ -205,6 +212,34 @@ class ExecutorConfig(BaseModel):
                              f"executor that runs a run's shards (dagster-dask cannot run DynamicOut, "
                              f"dagster-io/dagster#9785); use one of {supported}")
         raise ValueError(f"unknown executor {value!r}: use one of {supported}")
+
+    @field_validator("volumes")
+    @classmethod
+    def _bind_mounts(cls, value: list[str]) -> list[str]:
+        for mount in value:
+            parts = mount.split(":")
+            if not (len(parts) in (2, 3) and all(p.startswith("/") for p in parts[:2])
+                    and parts[2:] in ([], ["ro"], ["rw"])):
+                raise ValueError(f"{mount!r} is not a bind mount: write HOST:CONTAINER or "
+                                 "HOST:CONTAINER:ro (or :rw), both absolute paths")
+        return value
+
+    @field_validator("env_vars")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not a variable name: list names only (their values "
+                                 "come from the environment of `evalh run`)")
+        return value
+
+    @model_validator(mode="after")
+    def _docker_settings_on_docker(self) -> ExecutorConfig:
+        named = [key for key in ("volumes", "network", "env_vars") if getattr(self, key)]
+        if named and self.type != "docker":
+            raise ValueError(f"{', '.join(named)}: settings of the docker executor; this eval's executor is "
+                             f"{self.type!r} (set type: docker, or remove them)")
+        return self
 
 
 class RunConfig(_Strict):
