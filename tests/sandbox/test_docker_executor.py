@@ -89,7 +89,7 @@ def docker_eval(folder: Path, postgres_dsn: str, image: str) -> Path:
     volumes = [*interpreter_mounts(), f"{folder.parent}:{folder.parent}", f"{socket_folder(postgres_dsn)}:"
                f"{socket_folder(postgres_dsn)}"]
     executor = {"type": "docker", "image": image, "network": "none", "volumes": volumes,
-                "env_vars": ["DAGSTER_PG_URL", "DAGSTER_HOME", "EVALH_TEST_CALL_LOG"]}
+                "env_vars": ["DAGSTER_PG_URL", "DAGSTER_HOME"]}
     path.write_text(path.read_text().replace(
         "  max_concurrency: 4\n", f"  max_concurrency: 4\n  shards: {SHARDS}\n  executor: {json.dumps(executor)}\n"))
     return path
