@@ -247,6 +247,14 @@ class ExecutorConfig(BaseModel):
     """multiprocess: at most this many step processes at once (default: the CPU count)."""
     image: str | None = None
     """k8s and docker: the image the step containers run (default: the run launcher's)."""
+    volumes: list[str] = Field(default_factory=list)
+    """docker: bind mounts of each step container, `HOST:CONTAINER` or `HOST:CONTAINER:ro|rw` (absolute paths)."""
+    network: str | None = None
+    """docker: the docker network each step container joins (`none`: no network; default: the engine's)."""
+    env_vars: list[str] = Field(default_factory=list)
+    """docker: environment variables passed to each step container by name, their values taken from the
+    launching process's environment (so no value, secret or not, is written in eval.yaml).
+    """
 
     @field_validator("type")
     @classmethod
@@ -259,6 +267,34 @@ class ExecutorConfig(BaseModel):
                              f"executor that runs a run's shards (dagster-dask cannot run DynamicOut, "
                              f"dagster-io/dagster#9785); use one of {supported}")
         raise ValueError(f"unknown executor {value!r}: use one of {supported}")
+
+    @field_validator("volumes")
+    @classmethod
+    def _bind_mounts(cls, value: list[str]) -> list[str]:
+        for mount in value:
+            parts = mount.split(":")
+            if not (len(parts) in (2, 3) and all(p.startswith("/") for p in parts[:2])
+                    and parts[2:] in ([], ["ro"], ["rw"])):
+                raise ValueError(f"{mount!r} is not a bind mount: write HOST:CONTAINER or "
+                                 "HOST:CONTAINER:ro (or :rw), both absolute paths")
+        return value
+
+    @field_validator("env_vars")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not a variable name: list names only (their values "
+                                 "come from the environment of `evalh run`)")
+        return value
+
+    @model_validator(mode="after")
+    def _docker_settings_on_docker(self) -> ExecutorConfig:
+        named = [key for key in ("volumes", "network", "env_vars") if getattr(self, key)]
+        if named and self.type != "docker":
+            raise ValueError(f"{', '.join(named)}: settings of the docker executor; this eval's executor is "
+                             f"{self.type!r} (set type: docker, or remove them)")
+        return self
 
 
 class RunConfig(_Strict):

@@ -411,6 +411,9 @@ def execute_as_code_location_run(defs: dg.Definitions | None, job_name: str, *, 
                                                     asset_selection=None, instance=instance,
                                                     run_config=run_config)},
         remote_job_origin=code_location_origin(origin_defs_name, job_name),
+        # Where each step's process loads the job from (Dagster's execute_job records it too):
+        # dagster-docker's step containers run its interpreter on its code pointer.
+        job_code_origin=recon.get_python_origin() if recon is not None else None,
     )
     execute_run(executable, run, instance, raise_on_error=True)
 

@@ -43,10 +43,21 @@ def test_celery_reads_its_broker_from_eval_yaml_or_the_environment_at_run_time(m
 
 @pytest.mark.parametrize("kind, image_key", [("k8s", "job_image"), ("docker", "image")])
 def test_k8s_and_docker_run_the_steps_from_the_image_eval_yaml_names(kind, image_key):
-    # Configured, not run: no cluster or Docker host here (docs/deployment.md).
+    # Configured, not run here: no cluster (docs/deployment.md); the docker executor runs on a
+    # real dockerd in tests/sandbox/test_docker_executor.py.
     named = job_executor(ExecutorConfig(type=kind, image="registry.example.com/evalh:1"))
     assert named.name == kind and applied(named)[image_key] == "registry.example.com/evalh:1"
     assert image_key not in applied(job_executor(ExecutorConfig(type=kind)))  # the run launcher's image
+
+
+def test_docker_gives_each_step_container_the_mounts_network_and_variables_eval_yaml_names():
+    named = job_executor(ExecutorConfig(type="docker", image="local/evalh:1", volumes=["/srv/runs:/srv/runs"],
+                                        network="none", env_vars=["DAGSTER_PG_URL"]))
+    config = applied(named)
+    assert config["container_kwargs"] == {"volumes": ["/srv/runs:/srv/runs"]}
+    assert config["networks"] == ["none"] and config["env_vars"] == ["DAGSTER_PG_URL"]
+    plain = applied(job_executor(ExecutorConfig(type="docker")))
+    assert not {"container_kwargs", "networks", "env_vars"} & set(plain)  # the engine's defaults
 
 
 def test_the_eval_jobs_use_the_executor_of_run_executor(tmp_path):

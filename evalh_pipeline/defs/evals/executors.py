@@ -51,7 +51,17 @@ def _k8s(config: ExecutorConfig) -> dg.ExecutorDefinition:
 def _docker(config: ExecutorConfig) -> dg.ExecutorDefinition:
     from dagster_docker import docker_executor
 
-    return docker_executor.configured({"image": config.image}) if config.image else docker_executor
+    settings: dict[str, Any] = {"image": config.image} if config.image else {}
+    if config.volumes:
+        settings["container_kwargs"] = {"volumes": list(config.volumes)}
+    if config.network:
+        # dagster-docker creates the container on this network (`none`: docker's network mode
+        # with a loopback only); unset, the engine's default network.
+        settings["networks"] = [config.network]
+    if config.env_vars:
+        # Names only: dagster-docker reads each value from the launching process's environment.
+        settings["env_vars"] = list(config.env_vars)
+    return docker_executor.configured(settings) if settings else docker_executor
 
 
 BUILDERS: dict[str, Callable[[ExecutorConfig], dg.ExecutorDefinition]] = {
