@@ -26,6 +26,7 @@ def instance_home() -> Path:
 
 EVAL_RUNS_IN_FLIGHT = 4
 MAX_CONCURRENT_RUNS = 8
+DEQUEUE_INTERVAL_SECONDS = 2
 
 INSTANCE_YAML = f"""\
 # Written by evalh for a local, embedded Dagster instance. `dagster dev` with
@@ -36,6 +37,9 @@ run_coordinator:
   module: dagster.core.run_coordinator
   class: QueuedRunCoordinator
   config:
+    # The daemon looks at the queue every 2 s (Dagster's default is 5 s): a run launched from
+    # the UI, a sensor or a backfill starts that much sooner; a look at an empty queue is one query.
+    dequeue_interval_seconds: {DEQUEUE_INTERVAL_SECONDS}
     max_concurrent_runs: {MAX_CONCURRENT_RUNS}
     tag_concurrency_limits:
       # One run at a time per partition (eval run) ...

@@ -115,7 +115,7 @@ def test_the_sensor_is_in_the_code_location_and_on_by_default():
     sensor = build_definitions([])[0].resolve_sensor_def(ABANDONED_RUNS_SENSOR)
 
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert 30 <= sensor.minimum_interval_seconds <= 60
+    assert 5 <= sensor.minimum_interval_seconds <= 15
 
 
 def _killed(instance, **run):

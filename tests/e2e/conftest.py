@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from evalh_pipeline.defs.instance_config import INSTANCE_YAML
-from tests.e2e.support import GATED_AGENT, GATED_SYSTEMS, commit, git, hanging_eval
+from tests.e2e.support import GATED_AGENT, GATED_SYSTEMS, YEARLY_CRON, commit, git, hanging_eval
 from tests.support.evals import STEADY_SYSTEMS, write_eval
 from tests.support.http_server import free_port
 from tests.support.paths import REPO
@@ -56,8 +56,10 @@ def _start(root: Path) -> tuple[DagsterDev, subprocess.Popen]:
     # One eval per behaviour, so each test sees only the runs it caused.
     write_eval(evals / "fix", cases=3, systems=STEADY_SYSTEMS,
                extra_yaml="automation: {on_fixture_change: true}\n")
+    # Its sensor runs from the start, on a yearly cron until its test makes it `* * * * *`: a run a
+    # minute beside every other test would be a run worker's CPU a minute, for nothing.
     write_eval(evals / "drifting", cases=3, systems=STEADY_SYSTEMS,
-               extra_yaml='automation: {drift_cron: "* * * * *"}\n')
+               extra_yaml=f'automation: {{drift_cron: "{YEARLY_CRON}"}}\n')
     write_eval(evals / "quick", cases=4)
     write_eval(evals / "versioned", cases=3, systems=STEADY_SYSTEMS)
     write_eval(evals / "rejudged", cases=3, systems=STEADY_SYSTEMS)

@@ -67,6 +67,10 @@ GATED_SYSTEMS = """
 """
 
 
+# The drift cron of the `drifting` eval while its test does not watch it: no tick during a suite.
+YEARLY_CRON = "0 0 1 1 *"
+
+
 def hanging_eval(folder: Path) -> Path:
     """An eval of HANGING_CASES cases on the hanging agent, its last two cases hanging while `hold` exists."""
     path = write_eval(folder, cases=HANGING_CASES, systems=HANGING_SYSTEMS)

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.e2e
 
 EVAL = "abandoned"
 HANGING = {f"case_{i}" for i in (HANGING_CASES - 2, HANGING_CASES - 1)}
-# Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 30 s.
+# Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 10 s.
 SENSOR_TIMEOUT = 300
 RUN_TIMEOUT = 300
 

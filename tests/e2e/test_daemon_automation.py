@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.evalh_process import run_evalh
-from tests.e2e.support import commit, sensor_ticks_after, wait_for
+from tests.e2e.support import YEARLY_CRON, commit, sensor_ticks_after, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -75,10 +75,11 @@ def test_a_fixture_commit_makes_one_complete_run_and_an_unrelated_commit_none(da
           and s.instigator_data.cursor, 180, "the fixture sensor's first evaluation", dagster_dev.log)
 
     (repo / "README.md").write_text("an unrelated change\n")
-    since = time.time()
     commit(repo, "unrelated")
-    wait_for(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 2, 120,
-          "two fixture-sensor ticks after the unrelated commit", dagster_dev.log)
+    # An evaluation that starts once the commit is in has seen it.
+    since = time.time()
+    wait_for(lambda: len(sensor_ticks_after(instance, FIXTURE_SENSOR, since)) >= 1, 120,
+          "a fixture-sensor tick after the unrelated commit", dagster_dev.log)
     assert _runs(instance, "fix__run", "fixtures") == []
     assert instance.get_dynamic_partitions("fix__runs") == []  # no partition either
 
@@ -151,12 +152,20 @@ def test_a_fixture_commit_reuses_the_unchanged_traces_of_the_last_complete_run(d
 
 def test_a_drift_cron_tick_makes_a_complete_run(dagster_dev):
     instance = dagster_dev.instance()
+    eval_yaml = dagster_dev.repo / "evals" / "drifting" / "eval.yaml"
+    yearly = eval_yaml.read_text()
+    assert YEARLY_CRON in yearly  # as the suite wrote it: no tick of it starts a run beside the other tests
 
     def finished():
         runs = [r for r in _runs(instance, "drifting__run", "schedule") if r.is_finished]
         return runs[-1] if runs else None
 
-    # `* * * * *`: the first evaluation records the latest tick, the next minute starts a run.
-    run = wait_for(finished, 240, "a run of the drift cron to finish", dagster_dev.log)
+    # The sensor reads the cron from the eval file at every evaluation: the latest tick of
+    # `* * * * *` is newer than the yearly one it recorded, so its next evaluation starts a run.
+    eval_yaml.write_text(yearly.replace(YEARLY_CRON, "* * * * *"))
+    try:
+        run = wait_for(finished, 240, "a run of the drift cron to finish", dagster_dev.log)
+    finally:
+        eval_yaml.write_text(yearly)
     assert run.tags["evalh/drift_tick"].endswith("+00:00")
     _assert_complete_run(instance, run, "drifting", ["base", "candidate"])

@@ -49,9 +49,9 @@ ROUTES = {
         ["test_ui_resume.py::test_materializing_traces_of_a_killed_run_runs_only_the_cells_without_a_trace"],
     # The two backfill launches are sent as the dialog sends them (its GraphQL mutation), not clicked.
     "**Jobs** → **`<eval>__run`** → **Materialize all** → **All** (or **Missing**) → **Launch backfill**":
-        ["test_backfill_queue.py::test_a_backfill_over_300_runs_keeps_at_most_4_in_flight_and_the_rest_queued"],
+        ["test_backfill_queue.py::test_a_backfill_over_40_runs_keeps_at_most_4_in_flight_and_the_rest_queued"],
     "select the eval's assets → **Materialize selected** → the partitions → **Launch backfill**":
-        ["test_backfill_queue.py::test_a_backfill_over_300_runs_keeps_at_most_4_in_flight_and_the_rest_queued"],
+        ["test_backfill_queue.py::test_a_backfill_over_40_runs_keeps_at_most_4_in_flight_and_the_rest_queued"],
 }
 
 # Where a route starts: Dagster's navigation, a page a user is on, the viewer.

@@ -37,7 +37,7 @@ HANGING = {(f"case_{i}", v) for i in (HANGING_CASES - 2, HANGING_CASES - 1) for 
 ALL_CELLS = {(f"case_{i}", v) for i in range(HANGING_CASES) for v in VARIANTS}
 # Why the buttons are disabled on a CLI run of an eval the code location does not serve (the docs says so).
 NOT_FOUND = '"outside__run" is not available in your definitions.'
-# Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 30 s.
+# Generous bounds for a loaded two-core machine, never a pace: the sensor looks every 10 s.
 TIMEOUT = 300
 
 

@@ -88,7 +88,7 @@ def test_a_container_that_never_gets_healthy_fails_its_variant_with_its_last_log
   inner_adapter: http
   inner_config: {endpoint: "http://localhost:{port}/cgi-bin/chat"}
   healthcheck: GET /missing
-  healthcheck_timeout_seconds: 20
+  healthcheck_timeout_seconds: 8
 """
     path = _eval(tmp_path / "svc", AGENTS + broken)
     done = run_evalh(["run", str(path)], {**env, "DOCKER_HOST": service_images.host}, path.parent, timeout=300)
@@ -100,7 +100,7 @@ def test_a_container_that_never_gets_healthy_fails_its_variant_with_its_last_log
     gone = by_variant["broken"]["error"]
     assert "exited with code 3" in gone["message"] and "fatal: no weights found" in gone["message"]
     unhealthy = by_variant["wrong_health"]["error"]["message"]
-    assert "did not answer 2xx within 20s" in unhealthy and "HTTP 404" in unhealthy
+    assert "did not answer 2xx within 8s" in unhealthy and "HTTP 404" in unhealthy
     assert service_images.docker("ps", "-aq", "--filter", "label=evalh.sandbox").stdout.strip() == b""
 
 
