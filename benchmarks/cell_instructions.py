@@ -53,8 +53,8 @@ from evalh_pipeline.runner.traces import produce_traces
 spec = load_eval(sys.argv[1], settings=Settings.from_environment())
 info = prepare_cases(spec, "cells")
 stats = asyncio.run(produce_traces(spec, info.run_dir, spec.variant_names))
-# As the assets hand it on (older code, measured with --src, has no digest to hand on).
-handed = {"traces_digest": stats.traces_digest} if hasattr(stats, "traces_digest") else {}
+# As the assets hand them on (older code, measured with --src, may have neither to hand on).
+handed = {name: getattr(stats, name) for name in ("traces_digest", "traces_sealed_after") if hasattr(stats, name)}
 asyncio.run(evaluate_traces(spec, info.run_dir, spec.variant_names, **handed))
 """
 

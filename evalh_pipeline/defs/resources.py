@@ -34,6 +34,9 @@ class EvalhRuntime:
     # stage wrote them (its appender kept it): the later stages of the same launch use it
     # instead of reading the file again. A launch that did not write them reads the file.
     traces_digests: dict[str, str] = field(default_factory=dict)
+    # Run directory -> the lines of its traces.jsonl before the ones that stage wrote and sealed
+    # (TraceStats.traces_sealed_after): the results stage reads those lines' trace_hash.
+    traces_sealed_after: dict[str, int] = field(default_factory=dict)
 
     def spec_for(self, eval_path: Path) -> EvalSpec | None:
         """The caller's spec of ``eval_path``, if it handed one over."""

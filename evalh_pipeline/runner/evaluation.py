@@ -109,6 +109,7 @@ async def evaluate_traces(
     progress: Progress | None = None,
     incremental: bool = True,
     traces_digest: str | None = None,
+    traces_sealed_after: int | None = None,
     shard: TraceShard | None = None,
     pools_url: str | None = None,
     judged: Sequence[tuple[Shard, EvaluationStats]] | None = None,
@@ -126,6 +127,9 @@ async def evaluate_traces(
     ``traces_digest``: the digest of traces.jsonl's complete lines that the traces stage of
     the same launch kept as it wrote them (``TraceStats.traces_digest``), so the file is not
     read to hash it again; None (another launch, another process): hashed from the file.
+    ``traces_sealed_after``: with that digest, the lines after this many are the ones that
+    stage wrote and sealed (``TraceStats.traces_sealed_after``): their trace_hash is read off
+    the line, not computed again. None: every line is hashed.
     ``pools_url``: the database the run's pools are counted in (see :func:`produce_traces`).
     ``judged``: every shard of the run with the counts of its :func:`judge_shard` (same
     ``variant_names`` and ``incremental``): their part files' results are taken instead of
@@ -141,6 +145,8 @@ async def evaluate_traces(
     stats = EvaluationStats()
     plan = _plan(spec, run_dir, evaluators, variants, incremental=incremental, traces_digest=traces_digest,
                  shard=shard if shard is not None and not shard.whole else None)
+    # Only as that stage left the file: the digest handed on says so.
+    plan.sealed_after = traces_sealed_after if traces_digest else None
     if judged is not None:
         for _, counts in judged:
             stats.merge(counts)
@@ -226,6 +232,7 @@ class _Plan:
     fresh: set[str] = field(default_factory=set)  # of judge: none of their results can be current
     order: list[str] = field(default_factory=list)  # the store's evaluators, in results.jsonl order
     dropped: bool = False  # an evaluator of the store is no longer configured
+    sealed_after: int | None = None  # the lines after this many: sealed by this launch (see evaluate_traces)
 
     @property
     def whole(self) -> bool:
@@ -301,7 +308,7 @@ async def _evaluate(plan: _Plan, spec: EvalSpec, run_dir: RunDirectory, variants
             current = _Current(run_dir, plan, variants)
             if judged is None:
                 parts = await _judge(plan.judge, current, cases, ArtifactLoader(spec, run_dir), run_dir, variants,
-                                     concurrency, stats, progress)
+                                     concurrency, stats, progress, plan.sealed_after)
                 stats.traces_appended = current.traces_judged
             else:
                 parts = _gather(plan.judge, current, run_dir, judged)
@@ -446,9 +453,9 @@ def _variant_and_evaluator(line: bytes) -> tuple[str, str]:
 
 async def _judge(evaluators: list[Evaluator], current: _Current, cases: CaseIndex, artifacts: ArtifactLoader,
                  run_dir: RunDirectory, variants: set[str], concurrency: int, stats: EvaluationStats,
-                 progress: Progress) -> dict[str, Path]:
+                 progress: Progress, sealed_after: int | None = None) -> dict[str, Path]:
     """Judge the traces ``current`` selects, each evaluator's new results into a part file of
-    its own (in trace order); evaluator -> its part."""
+    its own (in trace order); evaluator -> its part. ``sealed_after``: see :func:`_to_judge`."""
     files = {e.name: run_dir.temp_file("results") for e in evaluators}
     select = current.selector({e.name: i for i, e in enumerate(evaluators)})
     try:
@@ -456,10 +463,10 @@ async def _judge(evaluators: list[Evaluator], current: _Current, cases: CaseInde
             outs = [stack.enter_context(files[e.name].open("wb", buffering=1 << 20)) for e in evaluators]
             if all(isinstance(e, SyncEvaluator) for e in evaluators):
                 _judge_sync(evaluators, current, select, cases, artifacts, run_dir.traces, variants,  # type: ignore[arg-type]
-                            outs, stats, progress)
+                            outs, stats, progress, sealed_after)
             else:
                 await _judge_async(evaluators, current, select, cases, artifacts, run_dir.traces, variants, outs, concurrency,
-                                   stats, progress)
+                                   stats, progress, sealed_after)
     except BaseException:
         for path in files.values():
             path.unlink(missing_ok=True)
@@ -534,14 +541,18 @@ class _Lines:
 
 
 def _to_judge(select: _Select | None, traces: Path, variants: set[str], skim: bool,
-              decode: Callable[[bytes, Path, int], Trace]) -> Iterator[tuple[Trace, str, Sequence[int] | None]]:
+              decode: Callable[[bytes, Path, int], Trace],
+              sealed_after: int | None) -> Iterator[tuple[Trace, str, Sequence[int] | None]]:
     """(trace, its line's hash, the positions of the evaluators to judge it by; None: every
-    one) for each trace to judge, in the traces file's order."""
+    one) for each trace to judge, in the traces file's order. The lines after the first
+    ``sealed_after`` were sealed by this launch's traces stage: their hash is read, not
+    computed again (None: every line's is computed)."""
+    trusted = sealed_after if sealed_after is not None else float("inf")
     for position, (number, line) in enumerate(iter_raw_lines(traces)):
         # The variant read off the line's head skips other variants' traces without parsing them.
         if skim and TRACES.read_fields(line, "variant_name")[0] not in variants:
             continue
-        trace_hash = TRACES.content_hash(line)
+        trace_hash = TRACES.sealed_hash(line) if number > trusted else TRACES.content_hash(line)
         chosen = select(position, trace_hash) if select is not None else None
         if chosen is not None and not chosen:
             continue  # every evaluator has a current result for it: not even decoded
@@ -552,7 +563,7 @@ def _to_judge(select: _Select | None, traces: Path, variants: set[str], skim: bo
 
 async def _judge_async(evaluators: list[Evaluator], current: _Current, select: _Select | None, cases: CaseIndex,
                        artifacts: ArtifactLoader, traces: Path, variants: set[str], outs: list[Any],
-                       concurrency: int, stats: EvaluationStats, progress: Progress) -> None:
+                       concurrency: int, stats: EvaluationStats, progress: Progress, sealed_after: int | None) -> None:
     """Judge with evaluators of which some do I/O (judges), in the async pool under the
     run's concurrency knob."""
     positions = {e.name: i for i, e in enumerate(evaluators)}
@@ -569,7 +580,7 @@ async def _judge_async(evaluators: list[Evaluator], current: _Current, select: _
         current.count(chosen, bool(judged))
         progress.advance("results")
 
-    await run_bounded(_to_judge(select, traces, variants, False, TRACES.decode), judge, concurrency)
+    await run_bounded(_to_judge(select, traces, variants, False, TRACES.decode, sealed_after), judge, concurrency)
 
 
 # Passed to evaluators that declare they never read the case (Evaluator.reads_case).
@@ -589,7 +600,8 @@ def trace_decoder(evaluators: Sequence[Evaluator]) -> Callable[[bytes | str, Pat
 
 
 def _judge_sync(evaluators: list[SyncEvaluator], current: _Current, select: _Select | None, cases: CaseIndex, artifacts: ArtifactLoader,
-                traces: Path, variants: set[str], outs: list[Any], stats: EvaluationStats, progress: Progress) -> None:
+                traces: Path, variants: set[str], outs: list[Any], stats: EvaluationStats, progress: Progress,
+                sealed_after: int | None) -> None:
     """Judge with evaluators that do no I/O: a plain loop, no coroutine per trace."""
     decode = trace_decoder(evaluators)
     # A projection decodes no faster than the variant is read off the line: no pre-check then.
@@ -600,7 +612,7 @@ def _judge_sync(evaluators: list[SyncEvaluator], current: _Current, select: _Sel
     tallies: dict[str, list[list[int]]] = {}
     now, utc = datetime.now, timezone.utc
     unreported = 0  # progress goes out in batches: a bar update per trace was a visible cost
-    for trace, trace_hash, chosen in _to_judge(select, traces, variants, skim, decode):
+    for trace, trace_hash, chosen in _to_judge(select, traces, variants, skim, decode, sealed_after):
         current.count(chosen, True)
         if chosen is None:
             chosen = everyone

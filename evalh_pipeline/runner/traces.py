@@ -72,6 +72,11 @@ class TraceStats:
     # complete_lines_digest), kept by its appender: the later stages of the same launch take
     # it instead of reading the file again. "" when not known (the pass failed to write).
     traces_digest: str = ""
+    # With that digest, the lines of traces.jsonl after this many (line numbers: blank ones
+    # counted) are this pass's, each sealed by its appender with the hash of its content as
+    # written: the results stage of the same launch reads their trace_hash instead of hashing
+    # them again. None: not known.
+    traces_sealed_after: int | None = None
 
     def count(self, variant_name: str, error: TraceError | None) -> None:
         """Count one cell of ``variant_name`` that ran (``error``: its trace's, None: none)."""
@@ -246,6 +251,7 @@ async def _produce_traces(
                     out.close()  # flush + fsync: every trace of this pass durable, its digest known
                 finally:
                     stats.traces_digest = out.digest if shard.whole else ""  # a part's is not traces.jsonl's
+                    stats.traces_sealed_after = out.lines_found if stats.traces_digest else None
                     await _close_started(adapters, enrichers)
                     record_rate_limits(run_dir, limits, "traces")
                     if workspaces is not None:

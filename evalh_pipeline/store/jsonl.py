@@ -74,7 +74,8 @@ class JsonlAppender:
                  keep_digest: bool = False, buffer_bytes: int = BUFFER_BYTES) -> None:
         """``seal``: makes each line's bytes (with its newline) and its content hash (the
         traces codec's, store/records.py ``traces_appender``). ``keep_digest``: keep
-        :attr:`digest` (the lines already in the file are hashed once, here)."""
+        :attr:`digest` (the lines already in the file are hashed once, here) and
+        :attr:`lines_found`."""
         self.path = path
         self._seal = seal
         self._limit = buffer_bytes
@@ -84,13 +85,18 @@ class JsonlAppender:
         set_aside_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._digest: FileDigest | None = None
+        #: With ``keep_digest``, the lines the file held when this appender opened it (blank
+        #: ones counted, as line numbers count them): every later line is one it wrote.
+        self.lines_found: int | None = None
         if keep_digest:
             self._digest = FileDigest()
+            self.lines_found = 0
             # What an earlier pass left (a resume, reused traces): complete lines only, its
             # torn tail set aside just above.
             with path.open("rb") as handle:
                 while chunk := handle.read(1 << 22):
                     self._digest.update(chunk)
+                    self.lines_found += chunk.count(b"\n")
 
     @property
     def digest(self) -> str:

@@ -126,6 +126,13 @@ class RecordCodec(Generic[M]):
         raw = line.encode("utf-8") if isinstance(line, str) else line
         return _digest(self._body(raw))
 
+    def sealed_hash(self, line: bytes) -> str:
+        """The hash :meth:`seal` wrote in ``line``, read off its end rather than computed
+        again: only for a line known to be as this process sealed it (the lines its appender
+        wrote, unchanged since); any other line's hash is :meth:`content_hash`'s."""
+        assert self.hash_field is not None, f"{self.model.__name__} lines carry no hash"
+        return self.trailing(line, self.hash_field)[0] or self.content_hash(line)
+
     def _body(self, raw: bytes) -> bytes:
         """The line without its hash field (and without surrounding whitespace)."""
         assert self.hash_field is not None, f"{self.model.__name__} lines carry no hash"

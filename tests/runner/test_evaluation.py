@@ -13,6 +13,8 @@ from evalh_pipeline.evaluators.registry import EVALUATORS
 from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.stages import prepare_cases
 from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.jsonl import iter_raw_lines
+from evalh_pipeline.store.records import TRACES
 from evalh_pipeline.store.run_dir import new_run_id
 from tests.support.evals import write_eval
 
@@ -114,3 +116,20 @@ def test_judging_leaves_no_temporary_files(tmp_path):
     # .lock and the last evaluation's counts are kept on purpose.
     kept = {".lock", ".evaluation.json"}
     assert not [p.name for p in run_dir.path.iterdir() if p.name.startswith(".") and p.name not in kept]
+
+
+def test_a_resume_reads_the_seals_of_the_lines_it_wrote_and_hashes_the_lines_it_found(tmp_path):
+    spec = load_eval(write_eval(tmp_path / "toy", cases=3))
+    run_dir = prepare_cases(spec, new_run_id(spec.name)).run_dir
+    asyncio.run(produce_traces(spec, run_dir))
+    lines = run_dir.traces.read_bytes().splitlines(keepends=True)
+    # A killed run left 4 traces; one of them was edited by hand since (its seal is stale).
+    edited = lines[0].replace(b"Paris", b"Lyon")
+    run_dir.traces.write_bytes(edited + b"\n" + b"".join(lines[1:4]))  # a blank line: counted as lines are
+    stats = asyncio.run(produce_traces(spec, run_dir))
+    assert stats.cells_run == 2 and stats.traces_sealed_after == 5
+    asyncio.run(evaluate_traces(spec, run_dir, traces_digest=stats.traces_digest,
+                                traces_sealed_after=stats.traces_sealed_after))
+    hashes = {TRACES.content_hash(line) for _, line in iter_raw_lines(run_dir.traces)}
+    assert TRACES.trailing(edited, "trace_hash")[0] not in hashes  # the stale seal is nobody's hash
+    assert {r["trace_hash"] for r in _results(run_dir)} == hashes  # each trace judged as it reads now

@@ -205,6 +205,18 @@ def test_appender_digest_is_that_of_the_files_complete_lines(tmp_path, before):
     assert plain.digest == ""  # not asked to keep one
 
 
+@pytest.mark.parametrize(("before", "found"), [("", 0), ('{"old": 1}\n\n{"old": 2}\n', 3), ('{"old": 1}\n{"torn": ', 1)])
+def test_appender_counts_the_complete_lines_it_found_as_line_numbers_do(tmp_path, before, found):
+    path = tmp_path / "t.jsonl"
+    path.write_text(before)
+    with JsonlAppender(path, keep_digest=True) as out:
+        assert out.lines_found == found  # blank lines counted, the torn tail set aside
+        out.write('{"new": 1}')
+    assert [number for number, line in iter_lines(path) if "new" in line] == [found + 1]
+    with JsonlAppender(path) as plain:
+        assert plain.lines_found is None  # not asked to keep a digest
+
+
 def test_a_failed_write_is_raised_again_and_leaves_no_digest(tmp_path, monkeypatch):
     path = tmp_path / "t.jsonl"
     out = JsonlAppender(path, keep_digest=True)

@@ -172,6 +172,11 @@ class _Stage:
         """The digest of the run's traces.jsonl that this launch's traces stage kept (None: not written by it)."""
         return self.runtime.traces_digests.get(str(self.run_dir.path)) or None
 
+    @property
+    def traces_sealed_after(self) -> int | None:
+        """The lines of traces.jsonl before the ones this launch's traces stage sealed (None: not known)."""
+        return self.runtime.traces_sealed_after.get(str(self.run_dir.path))
+
     def result(self, metadata: dict[str, Any], data_file: Path | None = None,
                digest: str | None = None) -> dg.MaterializeResult[Any]:
         """The stage's materialization; its data version is the run, the spec version of the
@@ -241,6 +246,7 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         stage.require_run()
         stage.variants()
         stage.runtime.traces_digests.pop(str(stage.run_dir.path), None)
+        stage.runtime.traces_sealed_after.pop(str(stage.run_dir.path), None)
         reuse_from = reuse_source(context, stage.live)
         shards = plan_trace_shards(stage.live, stage.run_dir, reuse_from)
         if reuse_from is not None:
@@ -277,6 +283,8 @@ def build_eval_assets(spec: EvalSpec) -> EvalAssets:
         context.log.info(f"{stage.run_id}: ran {stats.cells_run} cells, {stats.cells_skipped} had traces"
                          + (f" ({stats.cells_reused} reused)" if stats.cells_reused else ""))
         stage.runtime.traces_digests[str(stage.run_dir.path)] = stats.traces_digest
+        if planned == 1 and shards[0].traces_digest == stats.traces_digest and shards[0].traces_sealed_after is not None:
+            stage.runtime.traces_sealed_after[str(stage.run_dir.path)] = shards[0].traces_sealed_after
         result = stage.result(traces_metadata(stats, stage.run_dir), stage.run_dir.traces, stats.traces_digest)
         # A cell of this pass without an error answered: no need to read the traces again.
         silent = unanswered_run(stage.run_dir.traces) if stats.cells_errored == stats.cells_run else None
@@ -460,7 +468,8 @@ def _results_asset(spec: EvalSpec, traces: dg.AssetsDefinition, partitions: dg.D
                    "incremental": not rejudge_all(context), "pools_url": stage.pools_url}
         if shard.whole:  # judged and written at once, as a run without shards
             stats = run_coroutine(evaluate_traces(stage.live, stage.run_dir, stage.variants(),
-                                                  traces_digest=stage.traces_digest, **options))
+                                                  traces_digest=stage.traces_digest,
+                                                  traces_sealed_after=stage.traces_sealed_after, **options))
         else:
             stats = run_coroutine(judge_shard(stage.live, stage.run_dir, stage.variants(), shard, **options))
         _share_with_steps(stage, shard)  # its results part, for the collect step on any machine
