@@ -141,13 +141,24 @@ def import_promptfoo_command(config: Path, out_dir: Path, results: Path | None, 
 @click.option("--pass-threshold", type=float, default=1.0, show_default=True,
               help="A score passes when its value (C=1, P=0.5, I/N=0, numbers and booleans as they are) "
                    "is at least this.")
+@click.option("--model", default=None, metavar="MODEL",
+              help="Also write OUT/live.yaml: the samples sent afresh to MODEL (OpenAI-compatible chat at "
+                   "$OPENAI_BASE_URL, key $OPENAI_API_KEY), judged by the log's scorers, for `evalh compare` "
+                   "with the replay.")
 @click.option("--strict", is_flag=True, help="Any construct that does not map is an error (nothing is written).")
-def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, strict: bool) -> None:
+def import_inspect(log: Path, out: Path, variant: str, pass_threshold: float, model: str | None,
+                   strict: bool) -> None:
     """Import LOG, an Inspect AI log (.eval or .json): samples become cases carrying the recorded
     output, replayed offline by the `replay` system; each scorer an evaluator that passes as the
-    log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model."""
-    from evalh_pipeline.importers.inspect_log import import_inspect_log
+    log scored it. `evalh run OUT/eval.yaml` reproduces the log without calling any model;
+    with --model, `evalh run OUT/live.yaml` runs the samples afresh (`evalh compare` pairs the two)."""
+    from evalh_pipeline.importers.inspect_log import LIVE_EVAL, import_inspect_log
     from evalh_pipeline.importers.writing import check_loads
 
-    _import(log, out, strict, lambda: [import_inspect_log(log, variant=variant, pass_threshold=pass_threshold)],
-            lambda folder: check_loads(folder, {}))
+    def check(folder: Path) -> None:
+        check_loads(folder, {})
+        if (folder / LIVE_EVAL).exists():  # the samples run afresh against --model
+            check_loads(folder, {"OPENAI_API_KEY": "placeholder-key"}, LIVE_EVAL)
+
+    _import(log, out, strict,
+            lambda: [import_inspect_log(log, variant=variant, pass_threshold=pass_threshold, live_model=model)], check)

@@ -13,6 +13,12 @@ other characters than letters, digits and ``_``). The pass rule follows Inspect'
 ``value_to_float``: ``C``/``correct``/``yes``/``true`` are 1, ``P`` (partial) 0.5,
 ``I``/``N`` and other text 0, booleans and numbers as they are; a score passes when that
 value is at least the pass threshold (default 1.0: only a full score passes).
+
+With a ``live_model``, the import also writes ``live.yaml``: the same cases sent afresh to that
+model (an ``http`` system with the ``openai_chat`` preset at ``OPENAI_BASE_URL``, named as the
+replay's variant so ``evalh compare`` pairs the replayed log with the fresh run), each case
+judged by the log's scorers mapped to evaluators of the same names
+(:mod:`evalh_pipeline.importers.inspect_scorers`); a scorer that does not map is reported.
 """
 
 from __future__ import annotations
@@ -29,11 +35,15 @@ from typing import Any
 import yaml
 
 from evalh_pipeline.config.schema import eval_key
-from evalh_pipeline.importers import inspect_epochs
+from evalh_pipeline.importers import inspect_epochs, inspect_scorers
+from evalh_pipeline.importers.openai_evals.importer import ENDPOINT
 from evalh_pipeline.importers.report import REPORT_NAME, BadSource, ImportReport
 from evalh_pipeline.importers.writing import ImportedFiles
 
 DEFAULT_PASS_THRESHOLD = 1.0
+LIVE_EVAL, LIVE_CASES = "live.yaml", "live-cases.yaml"
+# GenerateConfig fields (inspect_ai model/_generate_config.py) sent as the same request fields.
+_GENERATE = ("temperature", "top_p", "max_tokens", "seed", "stop_seqs", "frequency_penalty", "presence_penalty")
 _ZIP_ZSTANDARD = 93  # the zip compression method of zstd (APPNOTE 4.4.5)
 _TRUE_TEXT = {"c", "correct", "yes", "true"}
 _PARTIAL_TEXT = {"p", "partial"}
@@ -45,10 +55,11 @@ class _Sample:
     raw: dict[str, Any]
 
 
-def import_inspect_log(path: Path, *, variant: str = "inspect",
-                       pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> ImportedFiles:
-    """Read the Inspect log at ``path`` and return the eval that replays it; raise
-    :class:`BadSource` when it is not a readable Inspect log or holds no sample."""
+def import_inspect_log(path: Path, *, variant: str = "inspect", pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+                       live_model: str | None = None) -> ImportedFiles:
+    """Read the Inspect log at ``path`` and return the eval that replays it (and, with ``live_model``,
+    ``live.yaml`` that runs its samples afresh against that model); raise :class:`BadSource`
+    when it is not a readable Inspect log or holds no sample."""
     header, samples = _read_log(path)
     report = ImportReport(f"Inspect AI log {path}")
     spec = header.get("eval")
@@ -110,13 +121,98 @@ def import_inspect_log(path: Path, *, variant: str = "inspect",
                         "config": {"field": f"extra.inspect_scores.{key}.passed", "expected": True}}
                        for key, scorer_name in scorers.items()],
     }
+    sent = {case["id"]: case.pop("_sent") for case in cases}
     dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": cases}
     files: dict[str, str | bytes] = {
         "eval.yaml": yaml.safe_dump(eval_config, sort_keys=False, allow_unicode=True),
         "cases.yaml": yaml.safe_dump(json.loads(json.dumps(dataset)), sort_keys=False, allow_unicode=True),
-        REPORT_NAME: report.markdown(name, [f"- {len(cases)} case(s)"]),
     }
+    if live_model is not None:
+        files.update(_live(header, path.name, cases, sent, scorers, eval_config, live_model, report))
+    files[REPORT_NAME] = report.markdown(name, [f"- {len(cases)} case(s)"])
     return ImportedFiles(name, files, len(cases), report)
+
+
+def _live(header: dict[str, Any], log: str, cases: list[dict[str, Any]], sent: dict[str, list[dict[str, Any]]],
+          scorers: dict[str, str], replay: dict[str, Any], model: str, report: ImportReport) -> dict[str, str | bytes]:
+    """``live.yaml`` and its cases: each sample's conversation up to the model's first answer,
+    sent to ``model``, judged by the log's scorers as evaluators of the replay's names."""
+    options = _scorer_options(header)
+    plan = _object(header.get("plan"))
+    steps = [s.get("solver") for s in plan.get("steps") or [] if isinstance(s, dict)]
+    if (steps and steps[-1] != "generate") or steps.count("generate") > 1:
+        report.add(log, None, "plan.steps", f"solvers {steps} are not one final generate()",
+                   f"{LIVE_EVAL} sends each sample's conversation up to the log's first model answer, once")
+    config = _object(plan.get("config"))
+    request = {("stop" if key == "stop_seqs" else key): config[key] for key in _GENERATE if config.get(key) is not None}
+    for key in sorted(set(config) - set(_GENERATE)):
+        if config[key] is not None:
+            report.add(log, None, f"plan.config.{key}", "a generate option evalh does not send",
+                       f"{LIVE_EVAL} leaves it out")
+    mapped: dict[str, str] = {}  # score key -> evaluator name, for the scorers that map
+    for key, name in scorers.items():
+        scorer = str(next((c["embedded_trace"]["extra"]["inspect_scores"][key]["scorer"] for c in cases
+                           if key in c["embedded_trace"]["extra"]["inspect_scores"]), name))
+        probe = inspect_scorers.scorer_evaluator(scorer.split("/")[-1], options.get(scorer, {}), [])
+        if isinstance(probe, str):
+            report.add(log, None, f"scorers.{scorer}", probe, f"not judged in {LIVE_EVAL} (the replay keeps "
+                       "the log's verdicts)")
+        else:
+            mapped[key] = scorer
+    if mapped and any(c["metadata"].get("epochs") for c in cases):
+        report.add(log, None, "samples", "the log's scores are reduced over its epochs",
+                   f"{LIVE_EVAL} asks once per case and judges that one answer", "note")
+    live_cases = []
+    for case in cases:
+        target = case["expected"]["facts"]["target"]
+        targets = [str(t) for t in target] if isinstance(target, list) else [] if target is None else [str(target)]
+        evaluators = []
+        for key, scorer in mapped.items():
+            found = inspect_scorers.scorer_evaluator(scorer.split("/")[-1], options.get(scorer, {}), targets)
+            assert not isinstance(found, str)  # the probe above mapped this scorer
+            evaluators.append({"name": scorers[key], **found})
+        live_cases.append({"id": case["id"], "input": {"messages": sent[case["id"]]},
+                           "metadata": case["metadata"],
+                           "expected": case["expected"], "evaluators": evaluators})
+    name = replay["eval"]["name"]
+    (system,) = replay["systems"]
+    live = {**replay,
+            "eval": {**replay["eval"], "description": f"The samples of the Inspect AI log {log}, run afresh "
+                                                      f"against {model}; compare with a run of eval.yaml."},
+            "metadata": {**replay["metadata"], "live_model": model},
+            "dataset": {"type": "yaml", "path": LIVE_CASES},
+            "systems": [{"name": system["name"], "adapter": "http", "provider": "openai_chat", "model": model,
+                         "endpoint": ENDPOINT, "headers": {"Authorization": "Bearer ${OPENAI_API_KEY}"}, **request}],
+            "evaluators": []}
+    dataset = {"schema_version": "1.0", "dataset": {"name": name}, "cases": live_cases}
+    return {LIVE_EVAL: yaml.safe_dump(live, sort_keys=False, allow_unicode=True),
+            LIVE_CASES: yaml.safe_dump(json.loads(json.dumps(dataset)), sort_keys=False, allow_unicode=True)}
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _scorer_options(header: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each scorer's arguments as the log records them (``eval.scorers[].options``), by name."""
+    spec = _object(header.get("eval"))
+    found: dict[str, dict[str, Any]] = {}
+    for scorer in spec.get("scorers") or []:
+        if isinstance(scorer, dict) and isinstance(scorer.get("name"), str):
+            options = scorer.get("options")
+            found[scorer["name"]] = options if isinstance(options, dict) else {}
+    return found
+
+
+def _sent(recorded: Any, given: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation the model answered first: the sample's recorded messages before the
+    first assistant turn (a solver may have added a system message), else its input."""
+    before: list[dict[str, Any]] = []
+    for message in recorded if isinstance(recorded, list) else []:
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            break
+        before.append(message)
+    return _messages(before) or given
 
 
 def _read_log(path: Path) -> tuple[dict[str, Any], list[_Sample]]:
@@ -226,6 +322,8 @@ def _reduce_epochs(cases: list[dict[str, Any]], scorers: dict[str, str], spec: d
         case["id"] = trace["case_id"] = sample_id
         trace["extra"]["inspect_scores"] = scores
         case["metadata"].update(epoch=1, epochs=[c["metadata"]["epoch"] for c in epochs])
+        for other in epochs[1:]:
+            other.pop("_sent", None)
         out.append(case)
     return out, reduced_scorers
 
@@ -282,8 +380,10 @@ def _case(sample: _Sample, model: str | None, report: ImportReport) -> dict[str,
     metadata.update({"inspect_source": sample.where, "inspect_id": raw["id"], "epoch": epoch})
     if raw.get("choices"):
         metadata["choices"] = raw["choices"]
+    # _sent: what the model was sent (for live.yaml), taken out before cases.yaml is written.
     return {"id": case_id, "input": {"messages": messages}, "metadata": metadata,
-            "expected": {"facts": {"target": target}}, "embedded_trace": trace}
+            "expected": {"facts": {"target": target}}, "embedded_trace": trace,
+            "_sent": _sent(raw.get("messages"), messages)}
 
 
 def _text(content: Any) -> str | None:

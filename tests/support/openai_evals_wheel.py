@@ -9,6 +9,8 @@ data is ~750 MB unpacked, so data files are extracted on demand, not all at once
 
 from __future__ import annotations
 
+import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -54,3 +56,18 @@ class WheelRegistry:
     def evals(self, name: str) -> Path:
         """The path of the registry file ``evals/<name>``."""
         return self.root / "evals" / name
+
+
+# `./dev test` installs openai/evals' own oaieval here (ensure_oaieval: the wheel, --no-deps,
+# beside tests/support/oaieval-requirements.txt), a venv of its own.
+OAIEVAL = Path(__file__).resolve().parents[2] / ".venv" / f"oaieval-{VERSION}" / "bin" / "oaieval"
+
+
+def oaieval_path() -> str | None:
+    """``$EVALH_OAIEVAL`` (an ``oaieval`` executable), the one ``./dev test`` installs, or
+    ``oaieval`` on PATH; None when there is none."""
+    return os.environ.get("EVALH_OAIEVAL") or (str(OAIEVAL) if OAIEVAL.is_file() else shutil.which("oaieval"))
+
+
+OAIEVAL_MISSING = (f"OAIEVAL MISSING: openai/evals' oaieval is not at {OAIEVAL} nor on PATH, so it is not run beside "
+                   "evalh (./dev test installs it: ensure_oaieval; or set EVALH_OAIEVAL to its executable)")

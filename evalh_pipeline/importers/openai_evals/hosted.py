@@ -271,14 +271,39 @@ def _criteria(value: Any, file: str, report: ImportReport) -> list[dict[str, Any
                                "mapping": mapping})
                 continue
         why = {
-            "text_similarity": "a similarity score (fuzzy_match, bleu, gleu, meteor, rouge_*, cosine) against "
-                               "pass_threshold has no identical evaluator here (evalh's fuzzy_match is openai/evals' "
-                               "normalized containment, a yes/no, not a score)",
-            "multi": "a grader combining others is not translated",
+            "text_similarity": _text_similarity_why(criterion.get("evaluation_metric")),
+            # The graders guide: graders are nested and combined with multigraders in
+            # reinforcement fine-tuning; an eval's testing_criteria do not list `multi`.
+            "multi": "a multigrader (a calculate_output formula over other graders' scores) is a reinforcement "
+                     "fine-tuning grader, not one of an eval's testing_criteria (label_model, string_check, "
+                     "text_similarity, python, score_model); it is not translated",
         }.get(str(kind), f"grader type {kind!r} is not known to the import")
         report.add(file, None, f"{key} ({criterion.get('name')!r}, {kind})", why,
                    "not in eval.yaml; baseline.yaml passes it as OpenAI recorded it")
     return mapped
+
+
+# OpenAI's graders guide (https://platform.openai.com/docs/guides/graders, "Text similarity
+# graders") names each metric and, for two of them, the tool: fuzzy_match "using rapidfuzz",
+# cosine "between embedded input and reference, using text-embedding-3-large"; the others
+# (bleu, gleu, meteor, rouge_1..rouge_5, rouge_l) are named only. Neither says the function,
+# tokenization, smoothing or F-measure, so no evaluator here is known to give OpenAI's score.
+TEXT_SIMILARITY_METRICS = {
+    "fuzzy_match": "OpenAI's guide names rapidfuzz but not which ratio nor its scale",
+    "bleu": "OpenAI's guide names BLEU but not its tokenization, n-gram weights or smoothing",
+    "gleu": "OpenAI's guide names Google BLEU but not its tokenization or n-gram range",
+    "meteor": "OpenAI's guide names METEOR but not its stemmer, synonyms (WordNet) or parameters",
+    "cosine": "cosine similarity of text-embedding-3-large embeddings needs OpenAI's embedding model",
+    **{f"rouge_{n}": f"OpenAI's guide names ROUGE-{n.upper()} but not whether precision, recall or F-measure, "
+                     "nor its tokenizer or stemming" for n in ("1", "2", "3", "4", "5", "l")},
+}
+
+
+def _text_similarity_why(metric: Any) -> str:
+    detail = TEXT_SIMILARITY_METRICS.get(str(metric))
+    if detail is None:
+        return f"evaluation_metric {metric!r} is not one of OpenAI's ({', '.join(TEXT_SIMILARITY_METRICS)})"
+    return f"a {metric} score against pass_threshold is not computed here: {detail}"
 
 
 def _label_model(criterion: dict[str, Any], key: str, file: str,

@@ -190,3 +190,38 @@ def test_an_eval_zip_without_its_header_is_one_line(tmp_path):
 def test_a_log_with_no_samples_is_one_line(tmp_path):
     path = _edited_log(tmp_path, lambda log: log.update(samples=[]))
     assert _bad(tmp_path, path) == "error: edited.json samples: the log holds no sample (nothing to import)"
+
+
+def test_with_a_model_the_live_eval_judges_mapped_scorers_and_reports_the_rest(tmp_path):
+    def edit(log):
+        log["plan"]["steps"].insert(0, {"solver": "system_message", "params": {}})
+        log["plan"]["config"] = {"temperature": 0.5, "max_tokens": 20, "logprobs": True}
+        log["eval"]["scorers"] = [{"name": "match", "options": {"location": "exact"}}, {"name": "closeness"}]
+        log["samples"][0]["messages"].insert(0, {"role": "system", "content": "Be brief."})
+
+    path = _edited_log(tmp_path, edit)
+    code, output = _import(str(path), "-o", str(tmp_path / "strict"), "--model", "m", "--strict")
+    assert code != 0 and "2 construct(s) do not map (--strict); nothing written" in output
+    code, output = _import(str(path), "-o", str(tmp_path / "out"), "--model", "m")
+    assert code == 0, output
+    report = (tmp_path / "out" / "import-report.md").read_text()
+    assert ("- edited.json: error: plan.config.logprobs: a generate option evalh does not send; live.yaml leaves "
+            "it out") in report
+    assert ("- edited.json: error: scorers.closeness: scorer 'closeness' is not one evalh maps for a fresh run "
+            "(match, includes); not judged in live.yaml (the replay keeps the log's verdicts)") in report
+    # One final generate() after a system message: the recorded conversation carries that message.
+    assert "plan.steps" not in report
+    live = yaml.safe_load((tmp_path / "out" / "live.yaml").read_text())
+    (system,) = live["systems"]
+    assert (system["name"], system["adapter"], system["model"], system["temperature"], system["max_tokens"]) == (
+        "inspect", "http", "m", 0.5, 20)
+    assert "logprobs" not in system
+    cases = yaml.safe_load((tmp_path / "out" / "live-cases.yaml").read_text())["cases"]
+    assert cases[0]["input"]["messages"] == [{"role": "system", "content": "Be brief."},
+                                             {"role": "user", "content": "What is 2+2?"}]
+    assert [(e["name"], e["type"]) for e in cases[0]["evaluators"]] == [("match", "regex_match")]
+    assert "embedded_trace" not in cases[0]
+    # The replay's files are as without --model, its cases without what live.yaml sends.
+    assert "Be brief." not in (tmp_path / "out" / "cases.yaml").read_text().split("embedded_trace")[0]
+    spec = load_eval(tmp_path / "out" / "live.yaml", {"OPENAI_API_KEY": "k"})
+    assert len(list(select_cases(spec, "r"))) == 6

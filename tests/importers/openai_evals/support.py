@@ -3,7 +3,18 @@ sources: tests/importers/openai_evals/test_verdict_parity.py's docstring)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 from pathlib import Path
+from typing import Any
+
+from evalh_pipeline.common.settings import Settings
+from evalh_pipeline.runner.evaluation import evaluate_traces
+from evalh_pipeline.runner.loading import load_eval
+from evalh_pipeline.runner.stages import prepare_cases
+from evalh_pipeline.runner.traces import produce_traces
+from evalh_pipeline.store.run_dir import new_run_id
 
 REGISTRY = Path(__file__).parent / "registry"  # evals/parity.yaml, data/parity/: written here
 
@@ -25,3 +36,17 @@ SCRIPT = [
     ("q13 asked as a text prompt", "Paris", (True, True, True, True)),   # input is a string
     ("q14", "Paris", (False, False, False, None)),                         # ideal []: nothing to match
 ]
+
+
+def run_imported(eval_path: Path, env: dict[str, str]) -> dict[int, dict[str, Any]]:
+    """Run an imported registry eval as `evalh run` does with ``env`` set (the grading
+    evaluator reads it at run time); its results by sample index (``sample-<n>``). Every
+    trace must have its answer."""
+    spec = load_eval(eval_path, settings=Settings.from_environment({**os.environ, **env}))
+    info = prepare_cases(spec, new_run_id(spec.name))
+    asyncio.run(produce_traces(spec, info.run_dir))
+    asyncio.run(evaluate_traces(spec, info.run_dir))
+    traces = [json.loads(line) for line in info.run_dir.traces.read_text().splitlines()]
+    assert traces and all(t["error"] is None for t in traces)
+    results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
+    return {int(r["case_id"].removeprefix("sample-")): r for r in results}

@@ -202,3 +202,32 @@ def test_a_python_grader_with_its_pass_threshold_runs_as_openai_python_grader(tm
     assert "py" in [e["name"] for e in cases[0]["evaluators"]]
     write_tree(tmp_path / "out", imported.files)
     check_loads(tmp_path / "out", {"OPENAI_API_KEY": "placeholder"})
+
+
+def test_each_text_similarity_metric_and_a_multigrader_are_report_lines_with_why(tmp_path):
+    # The metrics are those of OpenAI's graders guide (https://platform.openai.com/docs/guides/graders,
+    # "Text similarity graders": fuzzy_match "using rapidfuzz", bleu, gleu, meteor, cosine
+    # "using text-embedding-3-large", rouge_1..rouge_5, rouge_l), whose implementation it does not
+    # give; `multi` is the guide's multigrader, for reinforcement fine-tuning.
+    export = json.loads((HOSTED / "eval-only.json").read_text())
+    metrics = ["fuzzy_match", "bleu", "gleu", "meteor", "cosine", "rouge_1", "rouge_2", "rouge_3", "rouge_4",
+               "rouge_5", "rouge_l", "jaccard"]
+    before = len(export["eval"]["testing_criteria"])
+    export["eval"]["testing_criteria"] += [
+        {"type": "text_similarity", "name": f"sim {m}", "input": "{{sample.output_text}}",
+         "reference": "{{item.answer}}", "evaluation_metric": m, "pass_threshold": 0.5} for m in metrics]
+    export["eval"]["testing_criteria"].append(
+        {"type": "multi", "name": "both", "graders": {}, "calculate_output": "0.5 * a + 0.5 * b"})
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    findings = import_hosted_export(path).report.findings
+    assert [f.key for f in findings] == [f"testing_criteria[{before + i}] ('sim {m}', text_similarity)"
+                                         for i, m in enumerate(metrics)] + [
+        f"testing_criteria[{before + len(metrics)}] ('both', multi)"]
+    assert all(f.severity == "error" and "baseline.yaml passes it as OpenAI recorded it" in f.text() for f in findings)
+    why = {m: f.what for m, f in zip(metrics, findings)}
+    assert why["fuzzy_match"] == ("a fuzzy_match score against pass_threshold is not computed here: OpenAI's guide "
+                                  "names rapidfuzz but not which ratio nor its scale")
+    assert "text-embedding-3-large" in why["cosine"] and "ROUGE-L" in why["rouge_l"]
+    assert why["jaccard"].startswith("evaluation_metric 'jaccard' is not one of OpenAI's (fuzzy_match, bleu,")
+    assert "reinforcement fine-tuning grader" in findings[-1].what

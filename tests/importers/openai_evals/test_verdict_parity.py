@@ -17,14 +17,14 @@ message: evals/prompt/base.py:59-63,115-125; Match's temperature 0: match.py:50-
 Includes' bare call: includes.py:31-33; FuzzyMatch's temperature 0 and max_tokens 100:
 fuzzy_match.py:32-36), and that the API key reaches the server but no file.
 
-Where openai/evals' own ``oaieval`` is installed (PyPI ``evals``; ``EVALH_OAIEVAL`` names its
-executable, else it is looked up on PATH), a test runs it on the same server and compares
-every verdict with evalh's.
+Where openai/evals' own ``oaieval`` is installed (``./dev test`` installs it:
+tests/support/openai_evals_wheel.py's ``oaieval_path``), a test runs it on the same server and
+compares every verdict with evalh's (test_oaieval_side_by_side.py does the same over entries
+of openai/evals' own registry).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -37,12 +37,9 @@ import pytest
 from evalh_pipeline.common.settings import Settings
 from evalh_pipeline.importers.openai_evals.importer import import_registry_file
 from evalh_pipeline.importers.writing import check_loads, write_imports
-from evalh_pipeline.runner.evaluation import evaluate_traces
 from evalh_pipeline.runner.loading import load_eval
-from evalh_pipeline.runner.stages import prepare_cases
-from evalh_pipeline.runner.traces import produce_traces
-from evalh_pipeline.store.run_dir import new_run_id
-from tests.importers.openai_evals.support import REGISTRY, SCRIPT
+from tests.importers.openai_evals.support import REGISTRY, SCRIPT, run_imported
+from tests.support.openai_evals_wheel import OAIEVAL_MISSING, oaieval_path
 from tests.support.scripted_chat_server import ScriptedChatServer
 
 KEY = "sk-parity-test-key-0123456789"
@@ -92,16 +89,10 @@ def _verdicts(eval_path: Path, env: dict[str, str]) -> dict[int, bool]:
 
 
 def _results(eval_path: Path, env: dict[str, str]) -> dict[int, dict]:
-    # As `evalh run` with these variables set: the grading evaluator reads them at run time.
+    results = run_imported(eval_path, env)
     spec = load_eval(eval_path, settings=Settings.from_environment({**os.environ, **env}))
-    info = prepare_cases(spec, new_run_id(spec.name))
-    asyncio.run(produce_traces(spec, info.run_dir))
-    asyncio.run(evaluate_traces(spec, info.run_dir))
-    traces = [json.loads(line) for line in info.run_dir.traces.read_text().splitlines()]
-    assert traces and all(t["error"] is None for t in traces)
-    results = [json.loads(line) for line in info.run_dir.results.read_text().splitlines()]
-    assert {r["evaluator"] for r in results} == {EVALUATOR[spec.config.metadata["registry_eval"]]}
-    return {int(r["case_id"].removeprefix("sample-")): r for r in results}
+    assert {r["evaluator"] for r in results.values()} == {EVALUATOR[spec.config.metadata["registry_eval"]]}
+    return results
 
 
 @pytest.mark.integration
@@ -132,12 +123,8 @@ def test_every_grader_gives_openai_evals_verdicts_on_the_same_answers(parity_reg
     assert [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()] == []
 
 
-def _oaieval() -> str | None:
-    return os.environ.get("EVALH_OAIEVAL") or shutil.which("oaieval")
-
-
 @pytest.mark.integration
-@pytest.mark.skipif(_oaieval() is None, reason="openai/evals' oaieval is not installed (pip install evals)")
+@pytest.mark.skipif(oaieval_path() is None, reason=OAIEVAL_MISSING)
 def test_oaieval_on_the_same_server_gives_the_same_verdicts(parity_registry, tmp_path):
     out = tmp_path / "imported"
     _import(out, parity_registry)
@@ -146,7 +133,7 @@ def test_oaieval_on_the_same_server_gives_the_same_verdicts(parity_registry, tmp
     (registry / "evals").mkdir(parents=True)
     shutil.copy(REGISTRY / "evals" / "parity.yaml", registry / "evals")
     shutil.copytree(REGISTRY / "data" / "parity", registry / "data" / "parity")
-    oaieval = _oaieval()
+    oaieval = oaieval_path()
     assert oaieval is not None
     basic = {prompt: answer for prompt, answer, _ in SCRIPT}
     with ScriptedChatServer(lambda prompt: basic.get(prompt) or _graded_answer(prompt)) as server:
