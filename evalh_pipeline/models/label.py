@@ -24,20 +24,34 @@ class HumanLabel(BaseModel):
     cell it was given on, for people; they are not part of the key.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     schema_version: Literal["1"] = LABEL_SCHEMA_VERSION
+    """The version of the label format."""
     content_hash: str
+    """The hash of what the evaluator judged: the case and the trace's output, messages and tool
+    calls.
+    """
     evaluator: str
+    """The name of the evaluator whose verdict the label is compared with."""
     evaluator_hash: str
+    """The hash of that evaluator's config."""
     passed: bool
+    """The human's verdict."""
     labeller: str
+    """Who gave the label."""
     labelled_at: datetime
+    """When the label was given."""
     note: str | None = None
+    """The labeller's note, if any."""
     case_id: str
+    """The case of the cell it was given on (for people; not part of the key)."""
     variant_name: str
+    """The variant of the cell it was given on (for people; not part of the key)."""
     sample: int = 0
+    """The sample of the cell it was given on (for people; not part of the key)."""
     run_id: str
+    """The run of the cell it was given on (for people; not part of the key)."""
 
     @property
     def key(self) -> tuple[str, str, str]:
