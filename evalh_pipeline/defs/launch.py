@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +66,8 @@ from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, Run
 from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
-from evalh_pipeline.outputs.publishing import pull_run, run_location
-from evalh_pipeline.store.run_dir import RunDirectory, run_directory, write_atomic
+from evalh_pipeline.outputs.publishing import pull_run, record_files, run_location
+from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 # The code location the UI serves (workspace.yaml's `location_name`, pyproject's
 # `[tool.dagster] code_location_name`; tests/defs/test_dagster_buttons.py checks they agree).
@@ -268,17 +268,11 @@ def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runt
     # Steps that ran on other machines published the run to its URL: what is printed is read
     # here. The run's records (cases, traces, results: hundreds of MB in a large run) stay
     # there: every command that reads or writes the run brings its copy up to date first.
-    pull_run(spec, run_dir, skip=_records(run_dir))
+    pull_run(spec, run_dir, skip=record_files(run_dir))
     summary = load_summary(run_dir)
     if any(variant.cases_errored for variant in summary.variants):
         pull_run(spec, run_dir)  # the CLI says why a system could not start, from its traces
     return RunOutcome(run_dir=run_dir, summary=summary, dagster_run_ids=[dagster_run_id], failed_checks=failed)
-
-
-def _records(run_dir: RunDirectory) -> Callable[[str], bool]:
-    """Whether a file of the run's folder is one of its record files (cases, traces, results)."""
-    records = {run_dir.cases.name, run_dir.traces.name, run_dir.results.name}
-    return lambda relative: relative in records
 
 
 def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partition: str, options: RunOptions | None,

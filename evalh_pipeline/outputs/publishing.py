@@ -302,6 +302,13 @@ def pull_run(spec: EvalSpec, run_dir: RunDirectory, *, skip: Callable[[str], boo
     return publisher.pull(run_dir, skip=skip)
 
 
+def record_files(run_dir: RunDirectory) -> Callable[[str], bool]:
+    """Whether a file of the run's folder is one of its records (cases, traces, results: the
+    large files), for a pull that reads only the summary files (``pull_run(..., skip=...)``)."""
+    records = {run_dir.cases.name, run_dir.traces.name, run_dir.results.name}
+    return lambda relative: relative in records
+
+
 def publish_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:
     """Put the eval's promoted-baseline pointer and history (store/baselines.py) at the canonical
     URL (``<url>/baselines/<eval>/``), for the drift stages that run on other machines."""
