@@ -66,7 +66,7 @@ from evalh_pipeline.defs.run_options import NO_ANSWER_KEY, NoSystemAnswered, Run
 from evalh_pipeline.errors import InfrastructureError
 from evalh_pipeline.models.versioning import SchemaVersionError
 from evalh_pipeline.runner.stages import load_summary
-from evalh_pipeline.outputs.publishing import pull_run, run_location
+from evalh_pipeline.outputs.publishing import pull_run, record_files, run_location
 from evalh_pipeline.store.run_dir import run_directory, write_atomic
 
 # The code location the UI serves (workspace.yaml's `location_name`, pyproject's
@@ -265,10 +265,14 @@ def _materialize(spec: EvalSpec, run_id: str, instance: dg.DagsterInstance, runt
     add_run_partition(instance, spec.name, run_id)
     dagster_run_id, failed = _execute(job_name, instance, spec, run_id, runtime, tags=tags)
     run_dir = run_directory(spec, run_id)
-    # Steps that ran on other machines published the run to its URL: the summary is read here.
-    pull_run(spec, run_dir)
-    return RunOutcome(run_dir=run_dir, summary=load_summary(run_dir), dagster_run_ids=[dagster_run_id],
-                      failed_checks=failed)
+    # Steps that ran on other machines published the run to its URL: what is printed is read
+    # here. The run's records (cases, traces, results: hundreds of MB in a large run) stay
+    # there: every command that reads or writes the run brings its copy up to date first.
+    pull_run(spec, run_dir, skip=record_files(run_dir))
+    summary = load_summary(run_dir)
+    if any(variant.cases_errored for variant in summary.variants):
+        pull_run(spec, run_dir)  # the CLI says why a system could not start, from its traces
+    return RunOutcome(run_dir=run_dir, summary=summary, dagster_run_ids=[dagster_run_id], failed_checks=failed)
 
 
 def _execute(job_name: str, instance: dg.DagsterInstance, spec: EvalSpec, partition: str, options: RunOptions | None,

@@ -192,8 +192,9 @@ class RunPublisher:
             write_atomic(run_dir.publish_state, json.dumps(state, sort_keys=True) + "\n")
         return report
 
-    def pull(self, run_dir: RunDirectory) -> int:
-        """Fetch what changed at the canonical URL into ``run_dir`` (see :func:`pull_run`)."""
+    def pull(self, run_dir: RunDirectory, *, skip: Callable[[str], bool] | None = None) -> int:
+        """Fetch what changed at the canonical URL into ``run_dir`` (see :func:`pull_run`);
+        ``skip`` (a relative path -> bool) leaves files where they are, not fetched."""
         import shutil
 
         from evalh_pipeline.store.object_storage import FsspecObjectStorage
@@ -211,7 +212,8 @@ class RunPublisher:
         # Dagster's steps keep in the run's folder: defs/evals/step_values.py).
         files = {path[len(storage.root) + 1:]: info for path, info in remote.items()
                  if path.startswith(storage.root + "/") and plain_key(path[len(storage.root) + 1:])
-                 and not path[len(storage.root) + 1:].startswith(".")}
+                 and not path[len(storage.root) + 1:].startswith(".")
+                 and (skip is None or not skip(path[len(storage.root) + 1:]))}
         if "run.json" not in files:
             return 0  # not a run (yet): a new run starts here
         run_dir.path.mkdir(parents=True, exist_ok=True)
@@ -281,7 +283,7 @@ def plain_key(relative: str) -> bool:
     return all(part not in ("", ".", "..") for part in relative.split("/"))
 
 
-def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:
+def pull_run(spec: EvalSpec, run_dir: RunDirectory, *, skip: Callable[[str], bool] | None = None) -> int:
     """Bring the local working copy of ``run_dir`` up to its canonical URL (when remote): what
     another process or machine published since this one last looked. Returns the files fetched.
 
@@ -291,12 +293,20 @@ def pull_run(spec: EvalSpec, run_dir: RunDirectory) -> int:
     its version (the store's ETag, else its size and time) changed since this copy last took
     it; what is fetched counts as published (the publisher does not send it back). A fetched
     ``results.jsonl`` replaces the local results store, now stale: the results are read from
-    it as from a run fetched back (store/results_store.py ``legacy_results``).
+    it as from a run fetched back (store/results_store.py ``legacy_results``). ``skip`` (a
+    relative path -> bool): files not fetched now (a process that reads only the summary).
     """
     publisher = RunPublisher.for_spec(spec)
     if publisher.canonical is None:
         return 0
-    return publisher.pull(run_dir)
+    return publisher.pull(run_dir, skip=skip)
+
+
+def record_files(run_dir: RunDirectory) -> Callable[[str], bool]:
+    """Whether a file of the run's folder is one of its records (cases, traces, results: the
+    large files), for a pull that reads only the summary files (``pull_run(..., skip=...)``)."""
+    records = {run_dir.cases.name, run_dir.traces.name, run_dir.results.name}
+    return lambda relative: relative in records
 
 
 def publish_baseline(spec: EvalSpec, runs_root: Path, eval_name: str) -> None:

@@ -97,3 +97,25 @@ def test_a_shard_step_never_publishes_a_stale_part_of_another_shard(tmp_path, s3
     assert fs.cat(f"{output}/r1/shards/traces.1-of-2.jsonl").decode() == whole
     assert fs.cat(f"{output}/r1/shards/traces.2-of-2.jsonl").decode() == '{"cell": 2}\n'
     assert report.removed == {}
+
+
+def test_a_pull_that_skips_the_records_fetches_them_on_the_next_full_pull(tmp_path, s3_server, monkeypatch):
+    # The launcher of a run whose steps ran elsewhere reads only the summary (defs/launch.py):
+    # the large records stay at the URL until a command that needs them pulls.
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    output = f"{s3_server.make_bucket(f'skip-{uuid.uuid4().hex[:8]}')}/runs"
+    a = RunDirectory(working_root(output, tmp_path / "a") / "r1")
+    a.path.mkdir(parents=True)
+    (a.path / "run.json").write_text('{"run_id": "r1"}\n')
+    (a.path / "traces.jsonl").write_text('{"cell": 1}\n')
+    (a.path / "summary.yaml").write_text("variants: []\n")
+    publisher = RunPublisher(output)
+    publisher.publish(a, "summary")
+
+    b = RunDirectory(working_root(output, tmp_path / "b") / "r1")
+    assert publisher.pull(b, skip=lambda relative: relative == "traces.jsonl") == 2
+    assert (b.path / "summary.yaml").read_text() == "variants: []\n"
+    assert not (b.path / "traces.jsonl").exists()
+    assert publisher.pull(b) == 1
+    assert (b.path / "traces.jsonl").read_text() == '{"cell": 1}\n'

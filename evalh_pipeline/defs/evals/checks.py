@@ -23,7 +23,7 @@ from evalh_pipeline.config import EvalSpec
 from evalh_pipeline.defs.evals.runs import live_spec, run_partition
 from evalh_pipeline.defs.resources import RUNTIME_KEY
 from evalh_pipeline.runner.gates import DRIFT, GATES, SUMMARY, Gate, GateVerdict, Json, Markdown, RunFiles
-from evalh_pipeline.outputs.publishing import pull_run
+from evalh_pipeline.outputs.publishing import pull_run, record_files
 from evalh_pipeline.store.run_dir import run_directory
 
 
@@ -71,7 +71,9 @@ def _checks(spec: EvalSpec, asset: dg.AssetsDefinition, stage: str,
         op = context.op_execution_context
         live = live_spec(op, spec)
         run_dir = run_directory(live, run_partition(op))
-        pull_run(live, run_dir)  # its stage may have run on another machine (defs/evals/assets.py _Stage)
+        # Its stage may have run on another machine (defs/evals/assets.py _Stage); the gates read
+        # summary.yaml and drift.yaml only, never the run's records.
+        pull_run(live, run_dir, skip=record_files(run_dir))
         if not run_dir.exists():
             raise dg.Failure(f"run {run_dir.run_id} of {spec.name} does not exist ({run_dir.path} has no run.json)")
         files = RunFiles(run_dir)  # the step's checks read summary.yaml / drift.yaml once
