@@ -12,9 +12,11 @@ import json
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from evalh_pipeline.importers.promptfoo import import_promptfoo
@@ -183,6 +185,21 @@ def promptfoo_command() -> list[str] | None:
     found = os.environ.get("EVALH_PROMPTFOO") or (str(PINNED_PROMPTFOO) if PINNED_PROMPTFOO.is_file()
                                                   else shutil.which("promptfoo"))
     return [found] if found and shutil.which("node") is not None else None
+
+
+def required_promptfoo() -> list[str]:
+    """The promptfoo command of :func:`promptfoo_command`; without one the calling test is
+    skipped, saying so in the warnings summary too, not only among the skips."""
+    command = promptfoo_command()
+    if command is None:
+        warnings.warn(PROMPTFOO_MISSING, stacklevel=2)
+        pytest.skip(PROMPTFOO_MISSING)
+    return command
+
+
+def promptfoo_verdicts(command: list[str], config: Path, base_url: str, home: Path) -> list[bool]:
+    """promptfoo's own pass/fail per test of ``config``, in test order."""
+    return [r["success"] for r in sorted(run_promptfoo(command, config, base_url, home), key=lambda r: r["testIdx"])]
 
 
 def run_promptfoo(command: list[str], config: Path, base_url: str, home: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,6 @@ sum(score * weight) / sum(weight) >= threshold. A failed set is a failed asserti
 from __future__ import annotations
 
 import textwrap
-import warnings
 
 import pytest
 import yaml
@@ -19,11 +18,10 @@ from evalh_pipeline.importers.promptfoo import import_promptfoo
 from evalh_pipeline.importers.report import BadSource
 from tests.support.openai_chat_server import PREFIX, echo_chat_server
 from tests.support.promptfoo_parity import (
-    PROMPTFOO_MISSING,
     case_verdicts,
-    promptfoo_command,
+    promptfoo_verdicts,
+    required_promptfoo,
     run_imported_results,
-    run_promptfoo,
     write_tests_config,
 )
 
@@ -262,12 +260,9 @@ def test_threshold_verdicts_follow_promptfoos_rule_against_a_loopback_model(tmp_
 @pytest.mark.integration
 @ROW_SETS
 def test_promptfoo_itself_gives_the_same_threshold_verdicts(tmp_path, monkeypatch, rows, default):
-    command = promptfoo_command()
-    if command is None:
-        warnings.warn(PROMPTFOO_MISSING, stacklevel=1)  # in the warnings summary too, not only among the skips
-        pytest.skip(PROMPTFOO_MISSING)
+    command = required_promptfoo()
     with echo_chat_server() as base_url:
         path = _threshold_config(tmp_path / "pf", base_url, rows, default)
-        theirs = [r["success"] for r in sorted(run_promptfoo(command, path, base_url, tmp_path), key=lambda r: r["testIdx"])]
+        theirs = promptfoo_verdicts(command, path, base_url, tmp_path)
         ours = _case_verdicts(run_imported_results(path, tmp_path / "evalh", monkeypatch), rows)
     assert theirs == ours == [want for _, _, want, _ in rows]

@@ -3,15 +3,13 @@ verdict for every parity row (skipped where promptfoo is not installed)."""
 
 from __future__ import annotations
 
-import warnings
 
 import pytest
 
 from tests.support.openai_chat_server import echo_chat_server
 from tests.support.promptfoo_parity import (
-    PROMPTFOO_MISSING,
     ROWS,
-    promptfoo_command,
+    required_promptfoo,
     run_imported,
     run_promptfoo,
     write_config,
@@ -21,10 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_promptfoo_and_the_imported_eval_agree_on_every_row(tmp_path, monkeypatch):
-    command = promptfoo_command()
-    if command is None:
-        warnings.warn(PROMPTFOO_MISSING, stacklevel=1)  # in the warnings summary too, not only among the skips
-        pytest.skip(PROMPTFOO_MISSING)
+    command = required_promptfoo()
     with echo_chat_server() as base_url:
         config = write_config(tmp_path / "pf", base_url)
         monkeypatch.setenv("OPENAI_BASE_URL", base_url)  # promptfoo's embedding grader (`similar`)

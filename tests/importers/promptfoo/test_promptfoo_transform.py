@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-import warnings
 
 import pytest
 
 from evalh_pipeline.importers.promptfoo import import_promptfoo
 from tests.support.openai_chat_server import echo_chat_server
 from tests.support.promptfoo_parity import (
-    PROMPTFOO_MISSING,
     case_verdicts,
-    promptfoo_command,
+    promptfoo_verdicts,
+    required_promptfoo,
     run_imported_results,
-    run_promptfoo,
     write_tests_config,
 )
 
@@ -73,13 +71,10 @@ def test_transform_verdicts_follow_promptfoos_rule_against_a_loopback_model(tmp_
 @needs_node
 @ROW_SETS
 def test_promptfoo_itself_gives_the_same_transform_verdicts(tmp_path, monkeypatch, rows, default):
-    command = promptfoo_command()
-    if command is None:
-        warnings.warn(PROMPTFOO_MISSING, stacklevel=1)  # in the warnings summary too, not only among the skips
-        pytest.skip(PROMPTFOO_MISSING)
+    command = required_promptfoo()
     with echo_chat_server() as base_url:
         path = _config(tmp_path / "pf", base_url, rows, default)
-        theirs = [r["success"] for r in sorted(run_promptfoo(command, path, base_url, tmp_path), key=lambda r: r["testIdx"])]
+        theirs = promptfoo_verdicts(command, path, base_url, tmp_path)
         ours = case_verdicts(run_imported_results(path, tmp_path / "evalh", monkeypatch), len(rows))
     assert theirs == ours == [want for _, _, want, _ in rows]
 
