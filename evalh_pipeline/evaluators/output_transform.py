@@ -17,13 +17,11 @@ JSON data on stdin: it is never code. As promptfoo's ``transform`` (src/util/tra
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalh_pipeline.evaluators.promptfoo_script import NODE_RUNNER, PYTHON_RUNNER, run_child
+from evalh_pipeline.evaluators.promptfoo_script import run_child, runner_argv
 
 
 class OutputTransform(BaseModel):
@@ -53,14 +51,10 @@ async def transform_output(transform: OutputTransform, output: str | None, varia
     job: dict[str, Any] = {"output": output, "code": transform.code, "source": transform.source,
                            "name": transform.name, "function": transform.function,
                            "context": {"vars": variables, "prompt": None}}
+    argv = runner_argv(transform.language, "this transform is JavaScript and needs Node.js (node on PATH); install it to judge")
     if transform.language == "python":
         job["function"] = transform.function or "get_transform"
-        argv = [sys.executable, "-c", PYTHON_RUNNER]
     else:
-        node = shutil.which("node")
-        if node is None:
-            raise RuntimeError("this transform is JavaScript and needs Node.js (node on PATH); install it to judge")
-        argv = [node, "-e", NODE_RUNNER]
         job["body"] = f"return {transform.code}" if transform.code is not None else None
     ok, value = await run_child(argv, json.dumps(job), transform.timeout_seconds)
     if not ok:

@@ -198,13 +198,8 @@ class PromptfooScript(Evaluator[PromptfooScriptConfig]):
         job = {"output": output, "code": cfg.code, "source": cfg.source,
                "name": cfg.name, "function": cfg.function,
                "context": {"vars": variables, "test": {"vars": variables}, "prompt": None, "config": {}}}
-        if cfg.language == "python":
-            argv = [sys.executable, "-c", PYTHON_RUNNER]
-        else:
-            node = shutil.which("node")
-            if node is None:
-                raise RuntimeError("javascript assertion needs Node.js (node on PATH); install it to judge this case")
-            argv = [node, "-e", NODE_RUNNER]
+        argv = runner_argv(cfg.language, "javascript assertion needs Node.js (node on PATH); install it to judge this case")
+        if cfg.language != "python":
             job["body"] = build_function_body(cfg.code) if cfg.code is not None else None
         ok, value = await run_child(argv, json.dumps(job), cfg.timeout_seconds)
         label = "Python code execution failed" if cfg.language == "python" else "Custom function threw error"
@@ -216,6 +211,17 @@ class PromptfooScript(Evaluator[PromptfooScriptConfig]):
             return Verdict(False, f"{label}: {exc}", score=0.0, detail={"language": cfg.language})
         verdict.detail = {"language": cfg.language, "result": value}
         return verdict
+
+
+def runner_argv(language: str, no_node: str) -> list[str]:
+    """The command that runs a job of ``language`` on its runner: this Python with
+    ``PYTHON_RUNNER``, or Node with ``NODE_RUNNER`` (RuntimeError ``no_node`` when there is none)."""
+    if language == "python":
+        return [sys.executable, "-c", PYTHON_RUNNER]
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError(no_node)
+    return [node, "-e", NODE_RUNNER]
 
 
 async def run_child(argv: list[str], stdin: str, timeout: float) -> tuple[bool, Any]:
